@@ -1,0 +1,346 @@
+// gtco-client commands: submit, watch, status, jobs, cancel, query.
+#include "client/client_app.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/format.h"
+#include "common/util/flags.h"
+#include "gtco/v1/gtco.grpc.pb.h"
+
+namespace gtco::client {
+namespace {
+
+constexpr int kExitOk = 0, kExitJobFailed = 1, kExitUsage = 2, kExitRefused = 3,
+              kExitUnreachable = 4;
+constexpr size_t kChunkBytes = 1 << 20;
+
+constexpr const char* kUsage =
+    "usage: gtco-client [--server HOST:PORT] [--timeout SECONDS] COMMAND ...\n"
+    "  submit MODEL.onnx [--target cpu] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
+    "                    [--watch] [--json]\n"
+    "  watch JOB [--json]          follow a job until it ends\n"
+    "  status JOB [--json]\n"
+    "  jobs [--team T] [--state S] [--json]\n"
+    "  cancel JOB [--json]\n"
+    "  query --model MODEL.onnx [--target cpu] [--shape ...] [--json]\n"
+    "  query --workload KEY [--target cpu] [--limit N] [--json]\n"
+    "The server address comes from --server or GTCO_SERVER (default 127.0.0.1:7070).\n"
+    "Exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 refused by the server, 4 unreachable.\n";
+
+int Usage(const std::string& message) {
+  if (!message.empty()) std::cerr << "gtco-client: " << message << "\n";
+  std::cerr << kUsage;
+  return kExitUsage;
+}
+
+class Client {
+ public:
+  Client(std::string address, int timeout_seconds, bool json)
+      : address_(std::move(address)), timeout_seconds_(timeout_seconds), json_(json) {
+    grpc::ChannelArguments channel_args;
+    channel_args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+    stub_ = gtco::v1::ClientService::NewStub(
+        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), channel_args));
+  }
+
+  /// Prints the error and returns the exit code for a failed call.
+  int Fail(const grpc::Status& status) {
+    auto code = status.error_code();
+    if (code == grpc::StatusCode::UNAVAILABLE ||
+        (code == grpc::StatusCode::DEADLINE_EXCEEDED && !connected_)) {
+      std::cerr << "gtco-client: cannot reach the server at " << address_ << ": "
+                << status.error_message() << "\n";
+      return kExitUnreachable;
+    }
+    std::cerr << "gtco-client: the server refused (" << CodeName(code)
+              << "): " << status.error_message() << "\n";
+    return kExitRefused;
+  }
+
+  void SetDeadline(grpc::ClientContext* context, int seconds = 0) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(seconds > 0 ? seconds : timeout_seconds_));
+  }
+
+  int Submit(const std::string& path, const gtco::v1::SubmitHeader& header, bool watch) {
+    std::string bytes;
+    if (int code = ReadFile(path, &bytes)) return code;
+    gtco::v1::SubmitReply reply;
+    grpc::ClientContext context;
+    SetDeadline(&context, std::max(timeout_seconds_, 300));
+    auto writer = stub_->Submit(&context, &reply);
+    grpc::Status status = SendModel(writer.get(), header, bytes);
+    if (!status.ok()) return Fail(status);
+    connected_ = true;
+    if (!watch) {
+      std::cout << (json_ ? ToJson(reply.job()) : FormatJob(reply.job())) << std::flush;
+      return kExitOk;
+    }
+    if (!json_) std::cout << "submitted job " << reply.job().job_id() << std::endl;
+    return Watch(reply.job().job_id());
+  }
+
+  int Watch(const std::string& job_id) {
+    bool tty = ::isatty(STDOUT_FILENO);
+    gtco::v1::JobStatus last;
+    int printed_lines = 0;
+    auto last_print = std::chrono::steady_clock::time_point{};
+    for (int reconnects = 0; reconnects < 30; ++reconnects) {
+      grpc::ClientContext context;
+      SetDeadline(&context, 24 * 3600);
+      gtco::v1::WatchJobRequest request;
+      request.set_job_id(job_id);
+      auto reader = stub_->WatchJob(&context, request);
+      gtco::v1::JobStatus update;
+      while (reader->Read(&update)) {
+        connected_ = true;
+        last = update;
+        if (json_) continue;
+        auto now = std::chrono::steady_clock::now();
+        bool terminal = IsTerminal(update.state());
+        if (!tty && !terminal && now - last_print < std::chrono::seconds(2)) continue;
+        std::string text = FormatJob(update);
+        if (tty && printed_lines > 0) std::cout << "\x1b[" << printed_lines << "F\x1b[J";
+        std::cout << text << std::flush;
+        printed_lines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+        last_print = now;
+      }
+      grpc::Status status = reader->Finish();
+      if (IsTerminal(last.state())) break;
+      if (!status.ok() && status.error_code() != grpc::StatusCode::UNAVAILABLE) {
+        return Fail(status);
+      }
+      if (!status.ok() && !json_) {
+        std::cerr << "gtco-client: lost the server (" << status.error_message()
+                  << "); reconnecting\n";
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (!IsTerminal(last.state())) {
+      std::cerr << "gtco-client: gave up following job " << job_id << "\n";
+      return kExitUnreachable;
+    }
+    if (json_) std::cout << ToJson(last) << std::flush;
+    return last.state() == "done" ? kExitOk : kExitJobFailed;
+  }
+
+  int Status(const std::string& job_id) {
+    gtco::v1::GetJobRequest request;
+    request.set_job_id(job_id);
+    gtco::v1::JobStatus reply;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status status = stub_->GetJob(&context, request, &reply);
+    if (!status.ok()) return Fail(status);
+    std::cout << (json_ ? ToJson(reply) : FormatJob(reply)) << std::flush;
+    return kExitOk;
+  }
+
+  int Jobs(const std::string& team, const std::string& state) {
+    gtco::v1::ListJobsRequest request;
+    request.set_team(team);
+    request.set_state(state);
+    gtco::v1::ListJobsReply reply;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status status = stub_->ListJobs(&context, request, &reply);
+    if (!status.ok()) return Fail(status);
+    if (json_) {
+      std::cout << ToJson(reply) << std::flush;
+    } else {
+      for (const auto& job : reply.jobs()) std::cout << FormatJobLine(job) << "\n";
+      if (reply.jobs().empty()) std::cout << "no jobs\n";
+    }
+    return kExitOk;
+  }
+
+  int Cancel(const std::string& job_id) {
+    gtco::v1::CancelJobRequest request;
+    request.set_job_id(job_id);
+    gtco::v1::JobStatus reply;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status status = stub_->CancelJob(&context, request, &reply);
+    if (!status.ok()) return Fail(status);
+    std::cout << (json_ ? ToJson(reply) : "cancelled job " + reply.job_id() + "\n") << std::flush;
+    return kExitOk;
+  }
+
+  int QueryModel(const std::string& path, const gtco::v1::SubmitHeader& header) {
+    std::string bytes;
+    if (int code = ReadFile(path, &bytes)) return code;
+    gtco::v1::QueryReply reply;
+    grpc::ClientContext context;
+    SetDeadline(&context, std::max(timeout_seconds_, 300));
+    auto writer = stub_->QueryModel(&context, &reply);
+    grpc::Status status = SendModel(writer.get(), header, bytes);
+    if (!status.ok()) return Fail(status);
+    std::cout << (json_ ? ToJson(reply) : FormatQuery(reply, true)) << std::flush;
+    return kExitOk;
+  }
+
+  int QueryWorkload(const std::string& key, const std::string& target, int limit) {
+    gtco::v1::QueryWorkloadRequest request;
+    request.set_workload_key(key);
+    request.set_target(target);
+    request.set_limit(limit);
+    gtco::v1::QueryReply reply;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status status = stub_->QueryWorkload(&context, request, &reply);
+    if (!status.ok()) return Fail(status);
+    std::cout << (json_ ? ToJson(reply) : FormatQuery(reply, false)) << std::flush;
+    return kExitOk;
+  }
+
+ private:
+  static bool IsTerminal(const std::string& state) {
+    return state == "done" || state == "failed" || state == "cancelled";
+  }
+
+  static const char* CodeName(grpc::StatusCode code) {
+    switch (code) {
+      case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+      case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+      case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+      case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+      case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+      case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+      case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+      case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+      case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+      case grpc::StatusCode::INTERNAL: return "INTERNAL";
+      case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+      default: return "ERROR";
+    }
+  }
+
+  int ReadFile(const std::string& path, std::string* bytes) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+      std::cerr << "gtco-client: cannot read model file '" << path << "'\n";
+      return kExitUsage;
+    }
+    std::ostringstream content;
+    content << file.rdbuf();
+    *bytes = content.str();
+    return 0;
+  }
+
+  template <typename Writer>
+  grpc::Status SendModel(Writer* writer, const gtco::v1::SubmitHeader& header,
+                         const std::string& bytes) {
+    gtco::v1::ModelChunk chunk;
+    *chunk.mutable_header() = header;
+    bool open = writer->Write(chunk);
+    for (size_t offset = 0; open && offset < bytes.size(); offset += kChunkBytes) {
+      chunk.Clear();
+      chunk.set_data(bytes.substr(offset, kChunkBytes));
+      open = writer->Write(chunk);
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+
+  std::string address_;
+  int timeout_seconds_;
+  bool json_;
+  bool connected_ = false;
+  std::unique_ptr<gtco::v1::ClientService::Stub> stub_;
+};
+
+/// Parses "--shape input=1x128x768" values into the header.
+bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* header,
+               std::string* error) {
+  for (const std::string& spec : specs) {
+    size_t equals = spec.rfind('=');
+    if (equals == std::string::npos || equals == 0) {
+      *error = "--shape expects INPUT=DIMxDIMx..., e.g. --shape input=1x128x768; got '" + spec + "'";
+      return false;
+    }
+    gtco::v1::ShapeOverride* shape = header->add_shapes();
+    shape->set_input(spec.substr(0, equals));
+    for (absl::string_view dim : absl::StrSplit(spec.substr(equals + 1), 'x')) {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(dim, &value) || value <= 0) {
+        *error = "--shape dimensions must be positive integers; got '" + spec + "'";
+        return false;
+      }
+      shape->add_dims(value);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int RunClientApp(int argc, char** argv) {
+  util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
+                       "workload", "limit", "rounds"},
+                      {"watch", "json", "help"}};
+  auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
+  if (!args.ok()) return Usage(std::string(args.status().message()));
+  if (args->Has("help")) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  const auto& positional = args->positional();
+  if (positional.empty()) return Usage("no command given");
+  std::string server = args->Get("server");
+  if (server.empty() && std::getenv("GTCO_SERVER")) server = std::getenv("GTCO_SERVER");
+  if (server.empty()) server = "127.0.0.1:7070";
+  auto timeout = args->GetInt("timeout", 30);
+  auto budget = args->GetInt("budget", 200);
+  auto limit = args->GetInt("limit", 1);
+  for (const auto* value : {&timeout, &budget, &limit}) {
+    if (!value->ok()) return Usage(std::string(value->status().message()));
+  }
+  Client client(server, static_cast<int>(*timeout), args->Has("json"));
+  const std::string& command = positional[0];
+  gtco::v1::SubmitHeader header;
+  header.set_target(args->Get("target", "cpu"));
+  std::string shape_error;
+  if (!AddShapes(args->GetAll("shape"), &header, &shape_error)) return Usage(shape_error);
+
+  if (command == "submit") {
+    if (positional.size() != 2) return Usage("submit needs exactly one model file");
+    header.set_budget(*budget);
+    header.set_team(args->Get("team", "default"));
+    std::string path = positional[1];
+    header.set_model_name(path.substr(path.find_last_of('/') + 1));
+    return client.Submit(path, header, args->Has("watch"));
+  }
+  if (command == "watch" || command == "status" || command == "cancel") {
+    if (positional.size() != 2) return Usage(command + " needs a job id");
+    if (command == "watch") return client.Watch(positional[1]);
+    if (command == "status") return client.Status(positional[1]);
+    return client.Cancel(positional[1]);
+  }
+  if (command == "jobs") {
+    if (positional.size() != 1) return Usage("jobs takes no positional argument");
+    return client.Jobs(args->Get("team"), args->Get("state"));
+  }
+  if (command == "query") {
+    if (positional.size() != 1) return Usage("query takes --model FILE or --workload KEY");
+    if (args->Has("model") == args->Has("workload")) {
+      return Usage("query needs exactly one of --model FILE or --workload KEY");
+    }
+    if (args->Has("model")) return client.QueryModel(args->Get("model"), header);
+    return client.QueryWorkload(args->Get("workload"), header.target(),
+                                static_cast<int>(*limit));
+  }
+  return Usage("unknown command '" + command + "'");
+}
+
+}  // namespace gtco::client

@@ -1,0 +1,84 @@
+// Terminal and JSON rendering for gtco-client.
+#include "client/format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gtco::client {
+
+std::string FormatSeconds(double seconds) {
+  if (seconds <= 0) return "-";
+  if (seconds < 1e-3) return absl::StrFormat("%.1f us", seconds * 1e6);
+  if (seconds < 1) return absl::StrFormat("%.3f ms", seconds * 1e3);
+  if (seconds < 120) return absl::StrFormat("%.1f s", seconds);
+  return absl::StrFormat("%.1f min", seconds / 60);
+}
+
+std::string FormatJob(const gtco::v1::JobStatus& job) {
+  std::string text = absl::StrFormat(
+      "job %s  %s  team %s  target %s  %s  trials %d/%d (%d failed)  est. latency %s  ETA %s\n",
+      job.job_id(), job.model_name(), job.team(), job.target(), job.state(), job.trials_done(),
+      job.budget(), job.trials_failed(), FormatSeconds(job.estimated_latency_seconds()),
+      job.eta_seconds() < 0 ? "?" : FormatSeconds(job.eta_seconds()));
+  for (const auto& task : job.tasks()) {
+    std::string trials = task.state() == "from_database"
+                             ? "from database"
+                             : absl::StrFormat("%d/%d", task.trials_done(), task.trials_allotted());
+    absl::StrAppend(
+        &text,
+        absl::StrFormat("  %-4s %-44s x%-2d %-14s best %-10s %8s  ETA %-8s %s\n",
+                        task.task_id().substr(task.task_id().rfind('.') + 1),
+                        task.description().substr(0, 44), task.weight(), trials,
+                        FormatSeconds(task.best_seconds()),
+                        task.gflops() > 0 ? absl::StrFormat("%.1f GF/s", task.gflops()) : "",
+                        task.eta_seconds() < 0 ? "?" : FormatSeconds(task.eta_seconds()),
+                        task.state()));
+  }
+  if (!job.error().empty()) absl::StrAppend(&text, "  error: ", job.error(), "\n");
+  return text;
+}
+
+std::string FormatJobLine(const gtco::v1::JobStatus& job) {
+  return absl::StrFormat("%-13s %-10s %-20s %-6s %-10s %6d/%-6d est. latency %s", job.job_id(),
+                         job.team(), job.model_name(), job.target(), job.state(),
+                         job.trials_done(), job.budget(),
+                         FormatSeconds(job.estimated_latency_seconds()));
+}
+
+std::string FormatQuery(const gtco::v1::QueryReply& reply, bool model_query) {
+  std::string text;
+  for (const auto& record : reply.records()) {
+    if (!record.tuned()) {
+      absl::StrAppend(&text, absl::StrFormat("%-42s %-40s not tuned yet\n", record.workload_key(),
+                                             record.description().substr(0, 40)));
+      continue;
+    }
+    absl::StrAppend(
+        &text, absl::StrFormat("%-42s %-40s %s%-10s %7.1f GF/s  +-%s  %s\n", record.workload_key(),
+                               record.description().substr(0, 40),
+                               model_query ? absl::StrFormat("x%-2d ", record.weight()) : "",
+                               FormatSeconds(record.median_seconds()), record.gflops(),
+                               FormatSeconds(record.stddev_seconds()), record.trace()));
+  }
+  if (model_query) {
+    absl::StrAppend(&text, "estimated model latency (sum of weight x best): ",
+                    FormatSeconds(reply.estimated_latency_seconds()), "\n");
+  }
+  return text;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+}  // namespace gtco::client

@@ -1,0 +1,21 @@
+// Human-readable rendering of job status and query results for the terminal.
+#pragma once
+
+#include <string>
+
+#include "gtco/v1/gtco.pb.h"
+
+namespace gtco::client {
+
+/// "3.21 ms", "812 µs", "4.5 s"; "-" for 0.
+std::string FormatSeconds(double seconds);
+/// A header line plus one line per task: trials done/allotted, best latency, GFLOP/s, ETA.
+std::string FormatJob(const gtco::v1::JobStatus& job);
+/// One line per job.
+std::string FormatJobLine(const gtco::v1::JobStatus& job);
+/// One line per record.
+std::string FormatQuery(const gtco::v1::QueryReply& reply, bool model_query);
+/// The message as one JSON document (field names as in the proto, every field printed).
+std::string ToJson(const google::protobuf::Message& message);
+
+}  // namespace gtco::client

@@ -1,0 +1,284 @@
+// Expression emission: scalar code outside vectorized loops; inside them each value is kept
+// uniform, as an affine i64 ramp, or as a vector, so loads and stores become contiguous
+// vector accesses, splats or gathers according to the index's stride in the loop variable.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/codegen/llvm/function_emitter.h"
+#include "common/util/status.h"
+#include "llvm/IR/Constants.h"
+
+namespace gtco::codegen::internal {
+namespace {
+
+using ir::ExprKind;
+using ir::ScalarType;
+
+/// The integer constant `v` holds (a scalar constant or a splat), or nullptr.
+llvm::ConstantInt* AsConstantInt(llvm::Value* v) {
+  if (auto* scalar = llvm::dyn_cast<llvm::ConstantInt>(v)) return scalar;
+  if (auto* constant = llvm::dyn_cast<llvm::Constant>(v)) {
+    if (v->getType()->isVectorTy()) {
+      return llvm::dyn_cast_or_null<llvm::ConstantInt>(constant->getSplatValue());
+    }
+  }
+  return nullptr;
+}
+
+/// log2 of `v` when it is a positive power-of-two constant, else -1.
+int PowerOfTwoLog(llvm::Value* v) {
+  llvm::ConstantInt* constant = AsConstantInt(v);
+  if (constant == nullptr) return -1;
+  const int64_t value = constant->getSExtValue();
+  if (value <= 0 || (value & (value - 1)) != 0) return -1;
+  int log = 0;
+  while ((int64_t{1} << log) != value) ++log;
+  return log;
+}
+
+}  // namespace
+
+llvm::Value* FunctionEmitter::ToVector(const EmitValue& value) {
+  GTCO_CHECK(vector_ != nullptr, "vector value requested outside a vectorized loop");
+  const int lanes = vector_->lanes;
+  switch (value.shape) {
+    case EmitValue::Shape::kUniform: return builder_.CreateVectorSplat(lanes, value.value);
+    case EmitValue::Shape::kRamp: {
+      std::vector<llvm::Constant*> offsets;
+      for (int lane = 0; lane < lanes; ++lane) offsets.push_back(I64(value.stride * lane));
+      return builder_.CreateNSWAdd(builder_.CreateVectorSplat(lanes, value.value),
+                                   llvm::ConstantVector::get(offsets));
+    }
+    case EmitValue::Shape::kVector: return value.value;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<EmitValue> FunctionEmitter::EmitExpr(const ir::Expr& expr) {
+  if (expr == nullptr) return absl::InvalidArgumentError("null expression");
+  switch (expr->kind) {
+    case ExprKind::kIntImm:
+      if (expr->type == ScalarType::kBool) {
+        return EmitValue::Uniform(builder_.getInt1(expr->int_value != 0));
+      }
+      return EmitValue::Uniform(I64(expr->int_value));
+    case ExprKind::kFloatImm: return EmitValue::Uniform(F32(expr->float_value));
+    case ExprKind::kVar: {
+      auto it = vars_.find(expr->name);
+      if (it == vars_.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("unbound variable '", expr->name, "'"));
+      }
+      return it->second;
+    }
+    case ExprKind::kSelect: return EmitSelect(*expr);
+    case ExprKind::kLoad: return EmitLoad(*expr);
+    case ExprKind::kCall: return EmitCall(*expr);
+    case ExprKind::kCast: return EmitCast(*expr);
+    default: return EmitBinary(*expr);
+  }
+}
+
+absl::StatusOr<EmitValue> FunctionEmitter::EmitBinary(const ir::ExprNode& expr) {
+  if (expr.operands.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed binary expression kind ",
+                                                   static_cast<int>(expr.kind)));
+  }
+  GTCO_ASSIGN_OR_RETURN(EmitValue a, EmitExpr(expr.operands[0]));
+  GTCO_ASSIGN_OR_RETURN(EmitValue b, EmitExpr(expr.operands[1]));
+  const ScalarType operand_type = expr.operands[0]->type;
+  if (a.uniform() && b.uniform()) {
+    return EmitValue::Uniform(EmitArithmetic(expr.kind, operand_type, a.value, b.value));
+  }
+  // Affine i64 arithmetic keeps ramps symbolic: base at lane 0 plus a constant stride.
+  const bool a_affine = a.shape != EmitValue::Shape::kVector;
+  const bool b_affine = b.shape != EmitValue::Shape::kVector;
+  if (operand_type == ScalarType::kI64 && a_affine && b_affine) {
+    if (expr.kind == ExprKind::kAdd || expr.kind == ExprKind::kSub) {
+      const bool add = expr.kind == ExprKind::kAdd;
+      llvm::Value* base = EmitArithmetic(expr.kind, operand_type, a.value, b.value);
+      const int64_t stride = add ? a.stride + b.stride : a.stride - b.stride;
+      return stride == 0 ? EmitValue::Uniform(base) : EmitValue::Ramp(base, stride);
+    }
+    if (expr.kind == ExprKind::kMul) {
+      const EmitValue& ramp = a.uniform() ? b : a;
+      const EmitValue& scale = a.uniform() ? a : b;
+      llvm::ConstantInt* factor = scale.uniform() ? AsConstantInt(scale.value) : nullptr;
+      if (factor != nullptr) {
+        llvm::Value* base = EmitArithmetic(expr.kind, operand_type, ramp.value, factor);
+        const int64_t stride = ramp.stride * factor->getSExtValue();
+        return stride == 0 ? EmitValue::Uniform(base) : EmitValue::Ramp(base, stride);
+      }
+    }
+  }
+  return EmitValue::Vector(EmitArithmetic(expr.kind, operand_type, ToVector(a), ToVector(b)));
+}
+
+llvm::Value* FunctionEmitter::EmitArithmetic(ExprKind kind, ScalarType type, llvm::Value* a,
+                                             llvm::Value* b) {
+  if (type == ScalarType::kF32) {
+    switch (kind) {
+      case ExprKind::kAdd: return builder_.CreateFAdd(a, b);
+      case ExprKind::kSub: return builder_.CreateFSub(a, b);
+      case ExprKind::kMul: return builder_.CreateFMul(a, b);
+      case ExprKind::kDiv: return builder_.CreateFDiv(a, b);
+      case ExprKind::kMod: return builder_.CreateFRem(a, b);
+      case ExprKind::kMin: return builder_.CreateSelect(builder_.CreateFCmpOLT(b, a), b, a);
+      case ExprKind::kMax: return builder_.CreateSelect(builder_.CreateFCmpOLT(a, b), b, a);
+      case ExprKind::kLt: return builder_.CreateFCmpOLT(a, b);
+      case ExprKind::kLe: return builder_.CreateFCmpOLE(a, b);
+      case ExprKind::kEq: return builder_.CreateFCmpOEQ(a, b);
+      default: break;
+    }
+  } else if (type == ScalarType::kI64) {
+    switch (kind) {
+      case ExprKind::kAdd: return builder_.CreateNSWAdd(a, b);
+      case ExprKind::kSub: return builder_.CreateNSWSub(a, b);
+      case ExprKind::kMul: return builder_.CreateNSWMul(a, b);
+      case ExprKind::kDiv: {
+        // Floor division: exact with a shift for powers of two, sdiv for the non-negative
+        // operands schedules produce otherwise.
+        const int log = PowerOfTwoLog(b);
+        if (log >= 0) return builder_.CreateAShr(a, llvm::ConstantInt::get(a->getType(), log));
+        return builder_.CreateSDiv(a, b);
+      }
+      case ExprKind::kMod: {
+        const int log = PowerOfTwoLog(b);
+        if (log >= 0) {
+          return builder_.CreateAnd(
+              a, llvm::ConstantInt::get(a->getType(), (int64_t{1} << log) - 1));
+        }
+        return builder_.CreateSRem(a, b);
+      }
+      case ExprKind::kMin: return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), a, b);
+      case ExprKind::kMax: return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), b, a);
+      case ExprKind::kLt: return builder_.CreateICmpSLT(a, b);
+      case ExprKind::kLe: return builder_.CreateICmpSLE(a, b);
+      case ExprKind::kEq: return builder_.CreateICmpEQ(a, b);
+      default: break;
+    }
+  } else if (kind == ExprKind::kAnd) {
+    return builder_.CreateAnd(a, b);
+  }
+  GTCO_CHECK(false, "binary expression kind ", static_cast<int>(kind), " on type ",
+             static_cast<int>(type), " passed MakeBinary's checks");
+  return nullptr;
+}
+
+absl::StatusOr<EmitValue> FunctionEmitter::EmitSelect(const ir::ExprNode& expr) {
+  if (expr.operands.size() != 3) return absl::InvalidArgumentError("malformed select");
+  GTCO_ASSIGN_OR_RETURN(EmitValue cond, EmitExpr(expr.operands[0]));
+  GTCO_ASSIGN_OR_RETURN(EmitValue when_true, EmitExpr(expr.operands[1]));
+  GTCO_ASSIGN_OR_RETURN(EmitValue when_false, EmitExpr(expr.operands[2]));
+  if (cond.uniform() && when_true.uniform() && when_false.uniform()) {
+    return EmitValue::Uniform(
+        builder_.CreateSelect(cond.value, when_true.value, when_false.value));
+  }
+  llvm::Value* selector = cond.uniform() ? cond.value : ToVector(cond);
+  return EmitValue::Vector(
+      builder_.CreateSelect(selector, ToVector(when_true), ToVector(when_false)));
+}
+
+absl::StatusOr<EmitValue> FunctionEmitter::EmitCast(const ir::ExprNode& expr) {
+  if (expr.operands.size() != 1) return absl::InvalidArgumentError("malformed cast");
+  GTCO_ASSIGN_OR_RETURN(EmitValue operand, EmitExpr(expr.operands[0]));
+  const ScalarType from = expr.operands[0]->type;
+  const ScalarType to = expr.type;
+  if (from == to) return operand;
+  const bool uniform = operand.uniform();
+  llvm::Value* value = uniform ? operand.value : ToVector(operand);
+  llvm::Type* scalar_to = to == ScalarType::kF32   ? FloatTy()
+                          : to == ScalarType::kI64 ? I64Ty()
+                                                   : builder_.getInt1Ty();
+  llvm::Type* target =
+      uniform ? scalar_to : llvm::FixedVectorType::get(scalar_to, vector_->lanes);
+  llvm::Value* result = nullptr;
+  if (to == ScalarType::kBool) {
+    llvm::Value* zero = llvm::Constant::getNullValue(value->getType());
+    result = from == ScalarType::kF32 ? builder_.CreateFCmpUNE(value, zero)
+                                      : builder_.CreateICmpNE(value, zero);
+  } else if (from == ScalarType::kBool) {
+    result = to == ScalarType::kF32 ? builder_.CreateUIToFP(value, target)
+                                    : builder_.CreateZExt(value, target);
+  } else {
+    result = to == ScalarType::kF32 ? builder_.CreateSIToFP(value, target)
+                                    : builder_.CreateFPToSI(value, target);
+  }
+  return uniform ? EmitValue::Uniform(result) : EmitValue::Vector(result);
+}
+
+absl::StatusOr<BufferBinding> FunctionEmitter::LookupBuffer(const std::string& name) {
+  auto it = buffers_.find(name);
+  if (it == buffers_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown buffer '", name,
+        "' (neither a parameter nor an enclosing allocation; parallel loop bodies cannot use "
+        "allocations made outside the loop)"));
+  }
+  return it->second;
+}
+
+absl::Status FunctionEmitter::CheckConstantIndex(const std::string& buffer,
+                                                 const BufferBinding& binding,
+                                                 const EmitValue& index) {
+  if (binding.num_elements <= 0 || index.shape == EmitValue::Shape::kVector ||
+      conditional_depth_ > 0) {
+    return absl::OkStatus();
+  }
+  llvm::ConstantInt* base = AsConstantInt(index.value);
+  if (base == nullptr) return absl::OkStatus();
+  const int64_t first = base->getSExtValue();
+  const int64_t last = index.uniform() ? first : first + index.stride * (vector_->lanes - 1);
+  for (int64_t element : {first, last}) {
+    if (element < 0 || element >= binding.num_elements) {
+      return absl::InvalidArgumentError(absl::StrCat("index ", element, " out of bounds of buffer '",
+                                                     buffer, "' with ", binding.num_elements,
+                                                     " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
+  if (expr.operands.size() != 1) return absl::InvalidArgumentError("malformed load");
+  GTCO_ASSIGN_OR_RETURN(BufferBinding buffer, LookupBuffer(expr.name));
+  GTCO_ASSIGN_OR_RETURN(EmitValue index, EmitExpr(expr.operands[0]));
+  GTCO_RETURN_IF_ERROR(CheckConstantIndex(expr.name, buffer, index));
+  const llvm::Align align(4);
+  llvm::Value* mask = vector_ != nullptr ? vector_->mask : nullptr;
+  if (index.uniform() && mask == nullptr) {
+    llvm::Value* address = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value);
+    return EmitValue::Uniform(builder_.CreateAlignedLoad(FloatTy(), address, align));
+  }
+  auto* vector_type = llvm::FixedVectorType::get(FloatTy(), vector_->lanes);
+  if (index.shape == EmitValue::Shape::kRamp && index.stride == 1) {
+    llvm::Value* address = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value);
+    if (mask == nullptr) {
+      return EmitValue::Vector(builder_.CreateAlignedLoad(vector_type, address, align));
+    }
+    return EmitValue::Vector(builder_.CreateMaskedLoad(
+        vector_type, address, align, mask, llvm::Constant::getNullValue(vector_type)));
+  }
+  llvm::Value* addresses =
+      builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, ToVector(index));
+  if (mask == nullptr) mask = llvm::Constant::getAllOnesValue(
+      llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));
+  return EmitValue::Vector(builder_.CreateMaskedGather(
+      vector_type, addresses, align, mask, llvm::Constant::getNullValue(vector_type)));
+}
+
+absl::StatusOr<EmitValue> FunctionEmitter::EmitCall(const ir::ExprNode& expr) {
+  std::vector<EmitValue> args;
+  bool all_uniform = true;
+  for (const ir::Expr& operand : expr.operands) {
+    GTCO_ASSIGN_OR_RETURN(EmitValue arg, EmitExpr(operand));
+    all_uniform = all_uniform && arg.uniform();
+    args.push_back(arg);
+  }
+  std::vector<llvm::Value*> values;
+  for (const EmitValue& arg : args) values.push_back(all_uniform ? arg.value : ToVector(arg));
+  GTCO_ASSIGN_OR_RETURN(llvm::Value * result, EmitMathCall(expr.name, values));
+  return all_uniform ? EmitValue::Uniform(result) : EmitValue::Vector(result);
+}
+
+}  // namespace gtco::codegen::internal

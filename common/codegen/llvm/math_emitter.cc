@@ -1,0 +1,118 @@
+// Math calls of the loop IR (exp, erf, tanh, sqrt, pow, sigmoid, fabs) on scalars and vectors.
+// exp is an inline Cephes-style polynomial (about 1 ulp, vectorizes, no libm call); sqrt, fabs
+// and pow use LLVM intrinsics; erf and tanh call libm's erff/tanhf once per lane.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/codegen/llvm/function_emitter.h"
+#include "llvm/IR/Intrinsics.h"
+
+namespace gtco::codegen::internal {
+namespace {
+
+int MathArity(const std::string& name) {
+  if (name == "exp" || name == "erf" || name == "tanh" || name == "sqrt" || name == "sigmoid" ||
+      name == "fabs") {
+    return 1;
+  }
+  if (name == "pow") return 2;
+  return -1;
+}
+
+}  // namespace
+
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitMathCall(
+    const std::string& name, const std::vector<llvm::Value*>& args) {
+  const int arity = MathArity(name);
+  if (arity < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported call '", name, "'"));
+  }
+  if (static_cast<int>(args.size()) != arity) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("call '", name, "' takes ", arity, " arguments, got ", args.size()));
+  }
+  llvm::Value* x = args[0];
+  if (name == "exp") return EmitExp(x);
+  if (name == "sqrt") return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+  if (name == "fabs") return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  if (name == "pow") return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
+  if (name == "sigmoid") {
+    llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+    return builder_.CreateFDiv(one, builder_.CreateFAdd(one, EmitExp(builder_.CreateFNeg(x))));
+  }
+  return EmitLibmPerLane(name == "erf" ? "erff" : "tanhf", x);
+}
+
+llvm::Value* FunctionEmitter::EmitExp(llvm::Value* x) {
+  // The same polynomial for scalars and vectors, so a vectorized body and its scalar tail
+  // agree bit for bit.
+  return EmitVectorExp(x);
+}
+
+llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
+  llvm::Type* float_type = x->getType();
+  llvm::Type* int_type = float_type->isVectorTy()
+                             ? static_cast<llvm::Type*>(llvm::VectorType::get(
+                                   builder_.getInt32Ty(),
+                                   llvm::cast<llvm::VectorType>(float_type)->getElementCount()))
+                             : builder_.getInt32Ty();
+  auto constant = [&](double value) { return llvm::ConstantFP::get(float_type, value); };
+  auto int_constant = [&](int value) { return llvm::ConstantInt::get(int_type, value); };
+  // Clamp to [-105, 89]: below, the result rounds to 0; above, it overflows to +inf. The two
+  // half-exponent factors below keep 2^n representable over that whole range.
+  llvm::Value* low = constant(-105.0);
+  llvm::Value* high = constant(89.0);
+  llvm::Value* clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(x, low), low, x);
+  clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(high, clamped), high, clamped);
+  // n = round(x / ln2); r = x - n * ln2 in two steps (Cody-Waite).
+  llvm::Value* n_float = builder_.CreateUnaryIntrinsic(
+      llvm::Intrinsic::floor,
+      builder_.CreateFAdd(builder_.CreateFMul(clamped, constant(1.44269504088896341)),
+                          constant(0.5)));
+  llvm::Value* r = builder_.CreateFSub(clamped, builder_.CreateFMul(n_float, constant(0.693359375)));
+  r = builder_.CreateFSub(r, builder_.CreateFMul(n_float, constant(-2.12194440e-4)));
+  // exp(r) on [-ln2/2, ln2/2].
+  const double coefficients[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+                                 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+  llvm::Value* poly = constant(coefficients[0]);
+  for (int i = 1; i < 6; ++i) {
+    poly = builder_.CreateFAdd(builder_.CreateFMul(poly, r), constant(coefficients[i]));
+  }
+  llvm::Value* r_squared = builder_.CreateFMul(r, r);
+  poly = builder_.CreateFAdd(builder_.CreateFAdd(builder_.CreateFMul(poly, r_squared), r),
+                             constant(1.0));
+  // 2^n = 2^(n/2) * 2^(n - n/2), each built from its exponent bits.
+  llvm::Value* n = builder_.CreateFPToSI(n_float, int_type);
+  llvm::Value* n_half = builder_.CreateAShr(n, int_constant(1));
+  llvm::Value* n_rest = builder_.CreateSub(n, n_half);
+  auto pow2 = [&](llvm::Value* exponent) {
+    llvm::Value* bits =
+        builder_.CreateShl(builder_.CreateAdd(exponent, int_constant(127)), int_constant(23));
+    return builder_.CreateBitCast(bits, float_type);
+  };
+  llvm::Value* result =
+      builder_.CreateFMul(builder_.CreateFMul(poly, pow2(n_half)), pow2(n_rest));
+  // NaN in, NaN out (the clamp passes NaN through, but the integer conversion does not).
+  return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
+}
+
+llvm::Value* FunctionEmitter::EmitLibmPerLane(const char* libm_name, llvm::Value* x) {
+  llvm::FunctionCallee callee = state_->module->getOrInsertFunction(
+      libm_name, llvm::FunctionType::get(FloatTy(), {FloatTy()}, false));
+  if (auto* declaration = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    declaration->setDoesNotAccessMemory();
+    declaration->setDoesNotThrow();
+    declaration->setWillReturn();
+  }
+  auto* vector_type = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
+  if (vector_type == nullptr) return builder_.CreateCall(callee, {x});
+  llvm::Value* result = llvm::UndefValue::get(vector_type);
+  for (unsigned lane = 0; lane < vector_type->getNumElements(); ++lane) {
+    llvm::Value* element = builder_.CreateExtractElement(x, lane);
+    result = builder_.CreateInsertElement(result, builder_.CreateCall(callee, {element}), lane);
+  }
+  return result;
+}
+
+}  // namespace gtco::codegen::internal

@@ -1,0 +1,164 @@
+// A small spin-then-sleep thread pool behind gtco_parallel_for.
+#include "common/codegen/llvm/runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gtco::codegen {
+namespace {
+
+using Body = void (*)(int64_t, void*);
+
+/// True on pool workers always, and on a caller while it runs its share: nested parallel
+/// loops then run serially.
+thread_local bool in_parallel_region = false;
+
+constexpr auto kSpinDuration = std::chrono::microseconds(200);
+
+void RunRange(Body body, void* closure, int64_t begin, int64_t end) {
+  for (int64_t index = begin; index < end; ++index) body(index, closure);
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+class ParallelPool {
+ public:
+  explicit ParallelPool(int threads) : num_threads_(std::max(1, threads)) {
+    for (int worker = 1; worker < num_threads_; ++worker) {
+      workers_.emplace_back([this, worker] { WorkerLoop(worker); });
+    }
+  }
+
+  ~ParallelPool() {
+    {
+      std::lock_guard<std::mutex> lock(wake_mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& worker : workers_) worker.join();
+  }
+
+  int num_threads() const { return num_threads_; }
+
+  void Run(int64_t n, Body body, void* closure) {
+    std::lock_guard<std::mutex> run_lock(run_mutex_);
+    n_ = n;
+    body_ = body;
+    closure_ = closure;
+    num_tasks_ = static_cast<int>(std::min<int64_t>(n, num_threads_));
+    remaining_.store(num_threads_ - 1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(wake_mutex_);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    in_parallel_region = true;
+    RunTask(0);
+    in_parallel_region = false;
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinDuration;
+    while (remaining_.load(std::memory_order_acquire) != 0) {
+      if (std::chrono::steady_clock::now() < spin_until) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+ private:
+  void RunTask(int task) {
+    if (task >= num_tasks_) return;
+    const int64_t begin = n_ * task / num_tasks_;
+    const int64_t end = n_ * (task + 1) / num_tasks_;
+    RunRange(body_, closure_, begin, end);
+  }
+
+  void WorkerLoop(int worker) {
+    in_parallel_region = true;
+    uint64_t seen = 0;
+    while (true) {
+      const auto spin_until = std::chrono::steady_clock::now() + kSpinDuration;
+      while (generation_.load(std::memory_order_acquire) == seen &&
+             std::chrono::steady_clock::now() < spin_until) {
+        for (int i = 0; i < 64; ++i) CpuRelax();
+      }
+      if (generation_.load(std::memory_order_acquire) == seen) {
+        std::unique_lock<std::mutex> lock(wake_mutex_);
+        wake_.wait(lock, [&] {
+          return stop_ || generation_.load(std::memory_order_acquire) != seen;
+        });
+        if (stop_) return;
+      }
+      seen = generation_.load(std::memory_order_acquire);
+      RunTask(worker);
+      remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+
+  const int num_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  ///< one parallel-for at a time
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;  ///< guarded by wake_mutex_
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> remaining_{0};
+  // The current job; written before generation_ is bumped.
+  int64_t n_ = 0;
+  Body body_ = nullptr;
+  void* closure_ = nullptr;
+  int num_tasks_ = 0;
+};
+
+std::mutex pool_mutex;
+std::shared_ptr<ParallelPool> pool;  // guarded by pool_mutex
+
+int DefaultThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+std::shared_ptr<ParallelPool> GetPool() {
+  std::lock_guard<std::mutex> lock(pool_mutex);
+  if (pool == nullptr) pool = std::make_shared<ParallelPool>(DefaultThreads());
+  return pool;
+}
+
+}  // namespace
+
+void SetParallelThreads(int threads) {
+  auto replacement = std::make_shared<ParallelPool>(threads > 0 ? threads : DefaultThreads());
+  std::shared_ptr<ParallelPool> old;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    old = std::move(pool);
+    pool = std::move(replacement);
+  }
+}
+
+int ParallelThreads() { return GetPool()->num_threads(); }
+
+}  // namespace gtco::codegen
+
+extern "C" void gtco_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {
+  if (n <= 0) return;
+  if (n == 1 || gtco::codegen::in_parallel_region) {
+    gtco::codegen::RunRange(body, closure, 0, n);
+    return;
+  }
+  std::shared_ptr<gtco::codegen::ParallelPool> pool = gtco::codegen::GetPool();
+  if (pool->num_threads() == 1) {
+    gtco::codegen::RunRange(body, closure, 0, n);
+    return;
+  }
+  pool->Run(n, body, closure);
+}

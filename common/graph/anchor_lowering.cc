@@ -1,0 +1,248 @@
+// Anchor lowering: canonical shapes and params for MatMul, Gemm, Softmax, LayerNorm, ReduceMean.
+#include "common/graph/anchor_lowering.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/graph/const_eval.h"
+#include "common/util/status.h"
+
+namespace gtco::graph {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+ir::TensorDesc Desc(Shape shape) {
+  ir::TensorDesc desc;
+  desc.dtype = ir::DType::kF32;
+  desc.shape = std::move(shape);
+  return desc;
+}
+
+absl::Status AnchorUnimplemented(const Node& node, const std::string& why) {
+  return absl::UnimplementedError(
+      absl::StrCat("ONNX op '", node.op_type, "' at node '", node.name, "': ", why));
+}
+
+absl::Status AnchorInvalid(const Node& node, const std::string& why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("ONNX op '", node.op_type, "' at node '", node.name, "': ", why));
+}
+
+AnchorHead NewHead(const Node& node, const Graph& graph, ir::AnchorKind kind) {
+  AnchorHead head;
+  head.workload.anchor = kind;
+  head.onnx_output = node.outputs.at(0);
+  head.onnx_shape = graph.tensor(head.onnx_output).shape;
+  head.result.kind = ir::Operand::Kind::kAcc;
+  return head;
+}
+
+ir::Operand Const(float value) {
+  ir::Operand operand;
+  operand.kind = ir::Operand::Kind::kConst;
+  operand.value = value;
+  return operand;
+}
+
+ir::Operand OperandOf(ir::Operand::Kind kind, int index) {
+  ir::Operand operand;
+  operand.kind = kind;
+  operand.index = index;
+  return operand;
+}
+
+/// Appends `op(args)` to the head's epilogue and returns the operand of its value.
+ir::Operand Emit(AnchorHead& head, ir::EwOp op, std::vector<ir::Operand> args) {
+  head.workload.epilogue.push_back(ir::EwInstr{op, std::move(args)});
+  return OperandOf(ir::Operand::Kind::kValue,
+                   static_cast<int>(head.workload.epilogue.size()) - 1);
+}
+
+/// Whether one side of a batched matmul carries the batch (true) or is broadcast (false).
+absl::StatusOr<bool> BatchedFlag(const Node& node, const Shape& side, const Shape& batch) {
+  if (NumElements(side) == 1) return false;
+  Shape padded(batch.size() - side.size(), 1);
+  padded.insert(padded.end(), side.begin(), side.end());
+  if (padded == batch) return true;
+  return AnchorUnimplemented(node, absl::StrCat("batch dims ", ShapeString(side),
+                                                " are partially broadcast to ",
+                                                ShapeString(batch)));
+}
+
+absl::StatusOr<AnchorHead> LowerMatMul(const Node& node, const Graph& graph) {
+  Shape a = graph.tensor(node.inputs.at(0)).shape;
+  Shape b = graph.tensor(node.inputs.at(1)).shape;
+  if (a.empty() || b.empty()) return AnchorInvalid(node, "scalar operand");
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  if (b[b.size() - 2] != k) return AnchorInvalid(node, "inner dimensions differ");
+  AnchorHead head = NewHead(node, graph, ir::AnchorKind::kMatMul);
+  ir::MatMulParams& p = head.workload.matmul;
+  p.k = k;
+  p.n = n;
+  if (NumElements(b_batch) == 1) {  // B is shared: fold A's batch dims into M
+    p.batch = 1;
+    p.m = NumElements(a_batch) * m;
+  } else {
+    GTCO_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(a_batch, b_batch));
+    p.batch = NumElements(batch);
+    p.m = m;
+    GTCO_ASSIGN_OR_RETURN(p.a_batched, BatchedFlag(node, a_batch, batch));
+    GTCO_ASSIGN_OR_RETURN(p.b_batched, BatchedFlag(node, b_batch, batch));
+  }
+  head.workload.inputs = {Desc({p.a_batched ? p.batch : 1, p.m, k}),
+                          Desc({p.b_batched ? p.batch : 1, k, n})};
+  head.workload.num_anchor_inputs = 2;
+  head.workload.output = Desc({p.batch, p.m, n});
+  return head;
+}
+
+absl::StatusOr<AnchorHead> LowerGemm(const Node& node, const Graph& graph) {
+  Shape a = graph.tensor(node.inputs.at(0)).shape;
+  Shape b = graph.tensor(node.inputs.at(1)).shape;
+  if (a.size() != 2 || b.size() != 2) return AnchorInvalid(node, "Gemm operands must be 2-D");
+  AnchorHead head = NewHead(node, graph, ir::AnchorKind::kMatMul);
+  ir::MatMulParams& p = head.workload.matmul;
+  p.trans_a = node.IntAttr("transA", 0) != 0;
+  p.trans_b = node.IntAttr("transB", 0) != 0;
+  p.m = p.trans_a ? a[1] : a[0];
+  p.k = p.trans_a ? a[0] : a[1];
+  p.n = p.trans_b ? b[0] : b[1];
+  head.workload.inputs = {Desc({1, a[0], a[1]}), Desc({1, b[0], b[1]})};
+  head.workload.num_anchor_inputs = 2;
+  head.workload.output = Desc({1, p.m, p.n});
+  float alpha = node.FloatAttr("alpha", 1.0f), beta = node.FloatAttr("beta", 1.0f);
+  if (alpha != 1.0f) head.result = Emit(head, ir::EwOp::kMul, {head.result, Const(alpha)});
+  if (node.inputs.size() < 3 || node.inputs[2].empty() || beta == 0.0f) return head;
+  const Tensor& c = graph.tensor(node.inputs[2]);
+  ir::Operand bias;
+  if (c.is_constant && c.NumElements() == 1) {
+    bias = Const(static_cast<float>(c.ValueAsDouble(0) * beta));
+  } else {
+    Shape shape = AnchorExtraShape(c.shape, {p.m, p.n}, head.workload.output.shape)
+                      .value_or(StripLeadingOnes(c.shape));
+    int index = static_cast<int>(head.workload.inputs.size());
+    head.workload.inputs.push_back(Desc(shape));
+    head.input_ids[c.name] = index;
+    bias = OperandOf(ir::Operand::Kind::kInput, index);
+    if (beta != 1.0f) bias = Emit(head, ir::EwOp::kMul, {bias, Const(beta)});
+  }
+  head.result = Emit(head, ir::EwOp::kAdd, {head.result, bias});
+  return head;
+}
+
+/// Rows/cols head for ops that work on the last axis; `axis` is the node's axis attribute.
+absl::StatusOr<AnchorHead> LowerRowOp(const Node& node, const Graph& graph, ir::AnchorKind kind,
+                                      int64_t axis) {
+  const Shape& x = graph.tensor(node.inputs.at(0)).shape;
+  int64_t rank = static_cast<int64_t>(x.size());
+  if (rank == 0) return AnchorInvalid(node, "scalar input");
+  if ((axis < 0 ? axis + rank : axis) != rank - 1) {
+    return AnchorUnimplemented(node, absl::StrCat("axis ", axis, " of a rank-", rank,
+                                                  " tensor; only the last axis is supported"));
+  }
+  AnchorHead head = NewHead(node, graph, kind);
+  ir::RowParams& row = head.workload.row;
+  row.cols = x.back();
+  row.rows = NumElements(x) / row.cols;
+  head.workload.inputs = {Desc({row.rows, row.cols})};
+  head.workload.num_anchor_inputs = 1;
+  head.workload.output = Desc({row.rows, kind == ir::AnchorKind::kReduceMean ? 1 : row.cols});
+  return head;
+}
+
+bool IsUsed(const std::string& tensor, const Graph& graph) {
+  if (tensor.empty()) return false;
+  for (const std::string& output : graph.outputs) {
+    if (output == tensor) return true;
+  }
+  for (const Node& node : graph.nodes) {
+    for (const std::string& input : node.inputs) {
+      if (input == tensor) return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<AnchorHead> LowerLayerNorm(const Node& node, const Graph& graph) {
+  for (size_t i = 1; i < node.outputs.size(); ++i) {
+    if (IsUsed(node.outputs[i], graph)) {
+      return AnchorUnimplemented(node, "the Mean/InvStdDev outputs are not supported");
+    }
+  }
+  if (node.inputs.size() < 3 || node.inputs[2].empty()) {
+    return AnchorUnimplemented(node, "LayerNormalization without a bias input is not supported");
+  }
+  GTCO_ASSIGN_OR_RETURN(AnchorHead head, LowerRowOp(node, graph, ir::AnchorKind::kLayerNorm,
+                                                    node.IntAttr("axis", -1)));
+  int64_t cols = head.workload.row.cols;
+  for (size_t i = 1; i < 3; ++i) {
+    if (graph.tensor(node.inputs[i]).NumElements() != cols) {
+      return AnchorUnimplemented(node, "scale and bias must have one value per normalized column");
+    }
+    head.workload.inputs.push_back(Desc({cols}));
+  }
+  head.workload.num_anchor_inputs = 3;
+  head.workload.row.epsilon = node.FloatAttr("epsilon", 1e-5f);
+  return head;
+}
+
+absl::StatusOr<AnchorHead> LowerReduceMean(const Node& node, const Graph& graph) {
+  std::vector<int64_t> axes = node.IntsAttr("axes");
+  if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
+    const Tensor& axes_tensor = graph.tensor(node.inputs[1]);
+    if (!axes_tensor.is_constant) return AnchorUnimplemented(node, "axes must be constant");
+    axes = axes_tensor.int_data;
+  }
+  int64_t rank = static_cast<int64_t>(graph.tensor(node.inputs.at(0)).shape.size());
+  if (axes.empty() && rank == 1) axes = {0};
+  if (axes.size() != 1) {
+    return AnchorUnimplemented(node, "only a reduction over the last axis is supported");
+  }
+  if (node.IntAttr("keepdims", 1) == 0) {
+    return AnchorUnimplemented(node, "only keepdims=1 is supported");
+  }
+  return LowerRowOp(node, graph, ir::AnchorKind::kReduceMean, axes[0]);
+}
+
+}  // namespace
+
+std::vector<int64_t> StripLeadingOnes(const std::vector<int64_t>& shape) {
+  size_t first = 0;
+  while (first + 1 < shape.size() && shape[first] == 1) ++first;
+  Shape stripped(shape.begin() + first, shape.end());
+  if (stripped.empty()) stripped.push_back(1);
+  return stripped;
+}
+
+std::optional<std::vector<int64_t>> AnchorExtraShape(const std::vector<int64_t>& extra,
+                                                     const std::vector<int64_t>& onnx_out,
+                                                     const std::vector<int64_t>& canonical_out) {
+  if (NumElements(extra) == 1) return Shape{1};
+  if (extra.size() > onnx_out.size() || onnx_out.empty()) return std::nullopt;
+  Shape padded(onnx_out.size() - extra.size(), 1);
+  padded.insert(padded.end(), extra.begin(), extra.end());
+  if (padded == onnx_out) return canonical_out;
+  if (onnx_out.back() != canonical_out.back() || padded.back() != onnx_out.back()) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i + 1 < padded.size(); ++i) {
+    if (padded[i] != 1) return std::nullopt;
+  }
+  return Shape{canonical_out.back()};
+}
+
+absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph) {
+  if (node.op_type == "MatMul") return LowerMatMul(node, graph);
+  if (node.op_type == "Gemm") return LowerGemm(node, graph);
+  if (node.op_type == "Softmax") {
+    return LowerRowOp(node, graph, ir::AnchorKind::kSoftmax,
+                      node.IntAttr("axis", graph.opset >= 13 || graph.opset == 0 ? -1 : 1));
+  }
+  if (node.op_type == "LayerNormalization") return LowerLayerNorm(node, graph);
+  if (node.op_type == "ReduceMean") return LowerReduceMean(node, graph);
+  return AnchorInvalid(node, "not an anchor op");
+}
+
+}  // namespace gtco::graph

@@ -1,0 +1,41 @@
+// Lowering of one anchor node (MatMul, Gemm, Softmax, LayerNormalization, ReduceMean) to
+// the canonical head of a workload; used by the fusion planner.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/graph/graph.h"
+#include "common/ir/workload.h"
+
+namespace gtco::graph {
+
+/// A workload under construction: anchor params and inputs set, output described, and for
+/// Gemm the alpha/beta/C epilogue prefix already emitted.
+struct AnchorHead {
+  ir::Workload workload;
+  std::string onnx_output;               ///< the anchor node's output tensor
+  std::vector<int64_t> onnx_shape;       ///< its ONNX shape
+  ir::Operand result;                    ///< operand holding the anchor's value (acc or v:j)
+  std::map<std::string, int> input_ids;  ///< extra inputs already added (tensor -> index)
+};
+
+/// Canonical head for anchor `node` (see workload.h for canonical shapes). UNIMPLEMENTED,
+/// naming the node, for softmax/layernorm/reduce-mean over a non-last axis, partially
+/// broadcast batch dims, or optional outputs in use.
+absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph);
+
+/// `shape` without leading 1s (at least one dim is kept).
+std::vector<int64_t> StripLeadingOnes(const std::vector<int64_t>& shape);
+
+/// Canonical shape of an extra epilogue input of ONNX shape `extra` in a region whose output
+/// has ONNX shape `onnx_out` and canonical shape `canonical_out`: full shape -> canonical_out,
+/// last-dim vector -> [last], scalar -> [1]; nullopt for any other broadcast.
+std::optional<std::vector<int64_t>> AnchorExtraShape(const std::vector<int64_t>& extra,
+                                                     const std::vector<int64_t>& onnx_out,
+                                                     const std::vector<int64_t>& canonical_out);
+
+}  // namespace gtco::graph

@@ -1,0 +1,234 @@
+// Fusion planner: region growth from anchors and element-wise seeds, then workload building.
+#include "common/graph/fusion_planner.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/graph/anchor_lowering.h"
+#include "common/graph/op_support.h"
+#include "common/util/status.h"
+
+namespace gtco::graph {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+/// A candidate fused subgraph: `seed` is the anchor's node index (anchored) or the first
+/// element-wise node (then also members[0]); members are element-wise nodes in join order.
+struct Region {
+  int seed = 0;
+  bool anchored = false;
+  std::vector<int> members;
+};
+
+/// Orders the operands of commutative ops (acc, values, inputs, constants) so that
+/// `bias + x` and `x + bias` give the same workload.
+void CanonicalizeOperands(ir::EwInstr& instr) {
+  if (instr.op != ir::EwOp::kAdd && instr.op != ir::EwOp::kMul && instr.op != ir::EwOp::kMax &&
+      instr.op != ir::EwOp::kMin) {
+    return;
+  }
+  auto rank = [](const ir::Operand& operand) {
+    int kind_rank = 0;
+    switch (operand.kind) {
+      case ir::Operand::Kind::kAcc: kind_rank = 0; break;
+      case ir::Operand::Kind::kValue: kind_rank = 1; break;
+      case ir::Operand::Kind::kInput: kind_rank = 2; break;
+      case ir::Operand::Kind::kConst: kind_rank = 3; break;
+    }
+    return std::make_tuple(kind_rank, operand.index, operand.value);
+  };
+  std::sort(instr.args.begin(), instr.args.end(),
+            [&](const ir::Operand& a, const ir::Operand& b) { return rank(a) < rank(b); });
+}
+
+class Planner {
+ public:
+  explicit Planner(const Graph& graph)
+      : graph_(graph), consumers_(graph.ConsumerMap()), assigned_(graph.nodes.size(), false) {}
+
+  absl::StatusOr<std::vector<PlannedWorkload>> Run() {
+    std::vector<Region> regions;
+    for (int index = 0; index < NumNodes(); ++index) {
+      if (RoleOf(graph_.nodes[index]) != OpRole::kAnchor) continue;
+      GTCO_ASSIGN_OR_RETURN(AnchorHead head, LowerAnchor(graph_.nodes[index], graph_));
+      regions.push_back(Grow(index, /*anchored=*/true, &head));
+    }
+    for (int index = 0; index < NumNodes(); ++index) {
+      if (assigned_[index] || RoleOf(graph_.nodes[index]) != OpRole::kElementwise) continue;
+      regions.push_back(Grow(index, /*anchored=*/false, nullptr));
+    }
+    std::sort(regions.begin(), regions.end(),
+              [](const Region& a, const Region& b) { return a.seed < b.seed; });
+    std::vector<PlannedWorkload> planned;
+    for (const Region& region : regions) {
+      GTCO_ASSIGN_OR_RETURN(PlannedWorkload workload, Build(region));
+      planned.push_back(std::move(workload));
+    }
+    return planned;
+  }
+
+ private:
+  int NumNodes() const { return static_cast<int>(graph_.nodes.size()); }
+  const std::string& OutputOf(int index) const { return graph_.nodes[index].outputs.at(0); }
+  const Shape& ShapeOf(const std::string& tensor) const { return graph_.tensor(tensor).shape; }
+
+  /// Whether an extra (non-region) input fits the region's broadcast rule.
+  bool AcceptsExtra(const std::string& tensor, const AnchorHead* head) const {
+    if (head == nullptr) return true;  // anchorless chains: any numpy broadcast
+    return AnchorExtraShape(ShapeOf(tensor), head->onnx_shape, head->workload.output.shape)
+        .has_value();
+  }
+
+  /// Whether `index` can join a region holding `region_tensors`, given the tensors that
+  /// depend on the seed.
+  bool CanJoin(int index, const Shape& out_shape, const std::set<std::string>& region_tensors,
+               const std::set<std::string>& depends, const AnchorHead* head) const {
+    const Node& node = graph_.nodes[index];
+    if (assigned_[index] || RoleOf(node) != OpRole::kElementwise || node.outputs.size() != 1 ||
+        ShapeOf(node.outputs[0]) != out_shape) {
+      return false;
+    }
+    bool touches = false;
+    for (const std::string& input : node.inputs) {
+      if (region_tensors.count(input)) {
+        touches = true;
+      } else if (depends.count(input) || !AcceptsExtra(input, head)) {
+        return false;
+      }
+    }
+    return touches;
+  }
+
+  /// Grows the region of `seed` over the element-wise nodes after it, then trims it until a
+  /// single tensor escapes; marks its nodes as assigned.
+  Region Grow(int seed, bool anchored, const AnchorHead* head) {
+    Region region{seed, anchored, {}};
+    if (!anchored) region.members.push_back(seed);
+    const std::string& seed_output = OutputOf(seed);
+    const Shape& out_shape = ShapeOf(seed_output);
+    std::set<std::string> region_tensors = {seed_output}, depends = {seed_output};
+    int last_reader = LastConsumer(seed_output);
+    for (int index = seed + 1; index < NumNodes() && index <= last_reader; ++index) {
+      const Node& node = graph_.nodes[index];
+      bool reads_dependent = std::any_of(node.inputs.begin(), node.inputs.end(),
+                                         [&](const std::string& in) { return depends.count(in); });
+      if (!reads_dependent) continue;
+      if (CanJoin(index, out_shape, region_tensors, depends, head)) {
+        region.members.push_back(index);
+        region_tensors.insert(node.outputs[0]);
+        last_reader = std::max(last_reader, LastConsumer(node.outputs[0]));
+      }
+      for (const std::string& output : node.outputs) depends.insert(output);
+    }
+    size_t keep_at_least = anchored ? 0 : 1;
+    while (region.members.size() > keep_at_least && !HasSingleExit(region)) {
+      region.members.pop_back();
+    }
+    assigned_[seed] = true;
+    for (int member : region.members) assigned_[member] = true;
+    return region;
+  }
+
+  int LastConsumer(const std::string& tensor) const {
+    auto it = consumers_.find(tensor);
+    return it == consumers_.end() || it->second.empty() ? -1 : it->second.back();
+  }
+
+  bool Escapes(const std::string& tensor, const std::set<int>& nodes) const {
+    if (std::find(graph_.outputs.begin(), graph_.outputs.end(), tensor) != graph_.outputs.end()) {
+      return true;
+    }
+    auto it = consumers_.find(tensor);
+    if (it == consumers_.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](int consumer) { return !nodes.count(consumer); });
+  }
+
+  /// True when no region tensor but the final one is read outside the region.
+  bool HasSingleExit(const Region& region) const {
+    std::set<int> nodes(region.members.begin(), region.members.end());
+    nodes.insert(region.seed);
+    const std::string& final_output =
+        region.members.empty() ? OutputOf(region.seed) : OutputOf(region.members.back());
+    for (int index : nodes) {
+      const std::string& output = OutputOf(index);
+      if (output != final_output && Escapes(output, nodes)) return false;
+    }
+    return true;
+  }
+
+  absl::StatusOr<PlannedWorkload> Build(const Region& region) const;
+
+  const Graph& graph_;
+  std::map<std::string, std::vector<int>> consumers_;
+  std::vector<bool> assigned_;
+};
+
+absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
+  PlannedWorkload planned;
+  AnchorHead head;
+  std::map<std::string, ir::Operand> produced;
+  if (region.anchored) {
+    const Node& anchor = graph_.nodes[region.seed];
+    GTCO_ASSIGN_OR_RETURN(head, LowerAnchor(anchor, graph_));
+    produced[head.onnx_output] = head.result;
+    planned.node_names.push_back(anchor.name);
+  } else {
+    head.onnx_shape = ShapeOf(OutputOf(region.seed));
+    head.workload.output.shape = StripLeadingOnes(head.onnx_shape);
+  }
+  ir::Workload& workload = head.workload;
+  for (int member : region.members) {
+    const Node& node = graph_.nodes[member];
+    ir::EwInstr instr{*ElementwiseEwOp(node.op_type), {}};
+    for (const std::string& input : node.inputs) {
+      const Tensor& tensor = graph_.tensor(input);
+      ir::Operand operand;
+      if (auto it = produced.find(input); it != produced.end()) {
+        operand = it->second;
+      } else if (tensor.is_constant && tensor.NumElements() == 1) {
+        operand.kind = ir::Operand::Kind::kConst;
+        operand.value = static_cast<float>(tensor.ValueAsDouble(0));
+      } else {
+        auto [slot, added] = head.input_ids.emplace(input, static_cast<int>(workload.inputs.size()));
+        if (added) {
+          ir::TensorDesc desc;
+          desc.shape = region.anchored ? *AnchorExtraShape(tensor.shape, head.onnx_shape,
+                                                           workload.output.shape)
+                                       : StripLeadingOnes(tensor.shape);
+          workload.inputs.push_back(desc);
+        }
+        operand.kind = ir::Operand::Kind::kInput;
+        operand.index = slot->second;
+      }
+      instr.args.push_back(operand);
+    }
+    CanonicalizeOperands(instr);
+    workload.epilogue.push_back(std::move(instr));
+    ir::Operand value;
+    value.kind = ir::Operand::Kind::kValue;
+    value.index = static_cast<int>(workload.epilogue.size()) - 1;
+    produced[node.outputs[0]] = value;
+    planned.node_names.push_back(node.name);
+  }
+  absl::Status valid = workload.Validate();
+  if (!valid.ok()) {
+    return absl::InternalError(absl::StrCat("fusion planner built an invalid workload at node '",
+                                            graph_.nodes[region.seed].name, "': ",
+                                            valid.message()));
+  }
+  planned.workload = std::move(workload);
+  return planned;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph) {
+  return Planner(graph).Run();
+}
+
+}  // namespace gtco::graph

@@ -1,0 +1,35 @@
+// Fusion planner: splits a folded, checked graph into workloads (anchor + absorbed
+// element-wise epilogue, or element-wise chains without anchor).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/graph/graph.h"
+#include "common/ir/workload.h"
+
+namespace gtco::graph {
+
+/// One fused subgraph of the model.
+struct PlannedWorkload {
+  ir::Workload workload;
+  /// The graph nodes it computes: the anchor (if any) first, then the epilogue's nodes in
+  /// instruction order.
+  std::vector<std::string> node_names;
+};
+
+/// Plans the workloads of `graph`, which must have passed FoldConstants and
+/// CheckSupportedOps. Anchors (MatMul, Gemm, Softmax, LayerNormalization, ReduceMean) are
+/// visited in topological order; each grows a region over the element-wise nodes that follow
+/// it: a node joins when it reads a region tensor, its output has the anchor output's shape,
+/// its other inputs do not depend on the anchor and broadcast as full shape, last-dim vector
+/// or scalar. Only one region tensor may escape (be read outside or be a graph output): the
+/// last-added nodes are dropped until that holds. Element-wise nodes left over form anchorless
+/// chains grown the same way (any numpy broadcast allowed). Scalar constants become
+/// immediates. The result is in topological order of each workload's first node; every
+/// workload passes Validate(). UNIMPLEMENTED (naming the node) for anchors outside what
+/// workload.h can express.
+absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph);
+
+}  // namespace gtco::graph

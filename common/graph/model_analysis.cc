@@ -1,0 +1,38 @@
+// Model analysis: import, fold, check, plan, deduplicate.
+#include "common/graph/model_analysis.h"
+
+#include <map>
+
+#include "common/graph/constant_folding.h"
+#include "common/graph/fusion_planner.h"
+#include "common/graph/op_support.h"
+#include "common/util/status.h"
+
+namespace gtco::graph {
+
+absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
+                                               const onnx::ShapeOverrides& overrides) {
+  GTCO_ASSIGN_OR_RETURN(Graph graph, onnx::ImportOnnx(model_bytes, overrides));
+  ModelAnalysis analysis;
+  analysis.model_name = graph.name;
+  analysis.num_nodes = static_cast<int>(graph.nodes.size());
+  GTCO_RETURN_IF_ERROR(FoldConstants(graph));
+  GTCO_RETURN_IF_ERROR(CheckSupportedOps(graph));
+  analysis.num_data_ops = CountDataOps(graph);
+  GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned, PlanWorkloads(graph));
+  std::map<std::string, size_t> task_index;
+  for (PlannedWorkload& item : planned) {
+    std::string key = item.workload.Key();
+    auto [it, added] = task_index.emplace(key, analysis.tasks.size());
+    if (added) {
+      analysis.tasks.push_back(ModelTask{std::move(item.workload), key, 0, {}});
+    }
+    ModelTask& task = analysis.tasks[it->second];
+    ++task.weight;
+    task.node_names.insert(task.node_names.end(), item.node_names.begin(),
+                           item.node_names.end());
+  }
+  return analysis;
+}
+
+}  // namespace gtco::graph

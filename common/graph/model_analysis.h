@@ -1,0 +1,36 @@
+// Model analysis: ONNX bytes -> deduplicated tuning tasks (the server's entry point).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/ir/workload.h"
+#include "common/onnx/onnx_import.h"
+
+namespace gtco::graph {
+
+/// One distinct workload of a model.
+struct ModelTask {
+  ir::Workload workload;
+  std::string key;  ///< workload.Key()
+  int weight = 0;   ///< how many times one model evaluation runs it
+  /// The graph nodes of every occurrence, occurrence after occurrence (anchor first).
+  std::vector<std::string> node_names;
+};
+
+struct ModelAnalysis {
+  std::string model_name;  ///< the ONNX graph's name ("model" when empty)
+  int num_nodes = 0;       ///< nodes in the imported graph, before folding
+  int num_data_ops = 0;    ///< copy-only nodes left after folding (not tuned)
+  std::vector<ModelTask> tasks;  ///< deduplicated by key, in first-occurrence order
+};
+
+/// Imports the model (see onnx::ImportOnnx for `overrides` and import errors), folds shape
+/// arithmetic, checks op support and plans the workloads. Errors: INVALID_ARGUMENT for bad
+/// models/overrides, UNIMPLEMENTED naming op/dtype and node for what GTCO cannot run.
+absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
+                                               const onnx::ShapeOverrides& overrides);
+
+}  // namespace gtco::graph

@@ -1,0 +1,128 @@
+// Op classification and the post-folding support check.
+#include "common/graph/op_support.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/graph/const_eval.h"
+#include "common/util/status.h"
+
+namespace gtco::graph {
+namespace {
+
+constexpr int64_t kOnnxFloat = 1;
+
+std::string OpLabel(const Node& node) {
+  return node.domain.empty() ? node.op_type : absl::StrCat(node.domain, ".", node.op_type);
+}
+
+/// Inputs that are integer parameters rather than data (ReduceMean's axes, opset 18).
+bool IsParameterInput(const Node& node, size_t input_index) {
+  return node.op_type == "ReduceMean" && input_index == 1;
+}
+
+absl::Status CheckStaticShapes(const Node& node, const Graph& graph) {
+  for (const auto* names : {&node.inputs, &node.outputs}) {
+    for (const std::string& name : *names) {
+      if (name.empty()) continue;
+      const Tensor* tensor = graph.FindTensor(name);
+      if (tensor == nullptr || !tensor->has_shape) {
+        return absl::UnimplementedError(absl::StrCat(
+            "could not infer a static shape for tensor '", name, "' at node '", node.name,
+            "' (", OpLabel(node), ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
+  auto check = [&](const std::string& name) -> absl::Status {
+    const Tensor& tensor = graph.tensor(name);
+    if (tensor.type == ElemType::kFloat32) return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat(
+        "ONNX op '", OpLabel(node), "' at node '", node.name, "' computes on ",
+        ElemTypeName(tensor.type), " tensor '", name, "'; only f32 is supported"));
+  };
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].empty() || IsParameterInput(node, i)) continue;
+    GTCO_RETURN_IF_ERROR(check(node.inputs[i]));
+  }
+  return node.outputs.empty() ? absl::OkStatus() : check(node.outputs[0]);
+}
+
+absl::Status CheckCast(const Node& node, const Graph& graph) {
+  const Tensor& input = graph.tensor(node.inputs.at(0));
+  int64_t to = node.IntAttr("to", 0);
+  if (input.type == ElemType::kFloat32 && to == kOnnxFloat) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      "ONNX op 'Cast' at node '", node.name, "' converts ", ElemTypeName(input.type),
+      " tensor '", node.inputs[0], "' to ONNX type ", to,
+      " at run time; only f32 -> f32 casts (or casts of constants) are supported"));
+}
+
+std::string FirstNonConstantInput(const Node& node, const Graph& graph) {
+  for (const std::string& input : node.inputs) {
+    if (!input.empty() && !graph.IsConstant(input)) return input;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
+  static const auto* ops = new std::map<std::string, ir::EwOp>{
+      {"Add", ir::EwOp::kAdd},   {"Sub", ir::EwOp::kSub},         {"Mul", ir::EwOp::kMul},
+      {"Div", ir::EwOp::kDiv},   {"Pow", ir::EwOp::kPow},         {"Relu", ir::EwOp::kRelu},
+      {"Sigmoid", ir::EwOp::kSigmoid}, {"Tanh", ir::EwOp::kTanh}, {"Erf", ir::EwOp::kErf},
+      {"Sqrt", ir::EwOp::kSqrt}};
+  auto it = ops->find(op_type);
+  if (it == ops->end()) return std::nullopt;
+  return it->second;
+}
+
+OpRole RoleOf(const Node& node) {
+  static const std::set<std::string> kAnchors = {"MatMul", "Gemm", "Softmax",
+                                                 "LayerNormalization", "ReduceMean"};
+  static const std::set<std::string> kDataOps = {"Transpose", "Reshape", "Identity", "Flatten",
+                                                 "Squeeze", "Unsqueeze", "Slice", "Concat",
+                                                 "Gather", "Cast"};
+  if (!node.domain.empty()) return OpRole::kUnsupported;
+  if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
+  if (ElementwiseEwOp(node.op_type)) return OpRole::kElementwise;
+  if (kDataOps.count(node.op_type)) return OpRole::kData;
+  if (IsFoldableOp(node.op_type)) return OpRole::kFoldOnly;
+  return OpRole::kUnsupported;
+}
+
+absl::Status CheckSupportedOps(const Graph& graph) {
+  for (const Node& node : graph.nodes) {
+    OpRole role = RoleOf(node);
+    if (role == OpRole::kUnsupported) {
+      return absl::UnimplementedError(absl::StrCat("unsupported ONNX op '", OpLabel(node),
+                                                   "' at node '", node.name, "'"));
+    }
+    if (role == OpRole::kFoldOnly) {
+      return absl::UnimplementedError(absl::StrCat(
+          "ONNX op '", node.op_type, "' at node '", node.name,
+          "' is only supported on constant inputs (shape arithmetic), but its input '",
+          FirstNonConstantInput(node, graph), "' is computed at run time"));
+    }
+    GTCO_RETURN_IF_ERROR(CheckStaticShapes(node, graph));
+    if (role == OpRole::kAnchor || role == OpRole::kElementwise) {
+      GTCO_RETURN_IF_ERROR(CheckComputeTypes(node, graph));
+    } else if (node.op_type == "Cast") {
+      GTCO_RETURN_IF_ERROR(CheckCast(node, graph));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int CountDataOps(const Graph& graph) {
+  int count = 0;
+  for (const Node& node : graph.nodes) count += RoleOf(node) == OpRole::kData ? 1 : 0;
+  return count;
+}
+
+}  // namespace gtco::graph

@@ -1,0 +1,38 @@
+// Classification of graph nodes into compute (anchor / element-wise), data-movement and
+// unsupported ops, and the support check that runs after constant folding.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/graph/graph.h"
+#include "common/ir/workload.h"
+
+namespace gtco::graph {
+
+enum class OpRole {
+  kAnchor,       ///< MatMul, Gemm, Softmax, LayerNormalization, ReduceMean
+  kElementwise,  ///< Add, Sub, Mul, Div, Pow, Relu, Sigmoid, Tanh, Erf, Sqrt
+  kData,         ///< copies, not tuned: Transpose, Reshape, Identity, Flatten, Squeeze,
+                 ///< Unsqueeze, Slice, Concat, Gather, Cast (f32 -> f32)
+  kFoldOnly,     ///< shape arithmetic that must have been constant-folded
+  kUnsupported,
+};
+
+/// The role of `node` by op type and domain (only the default ONNX domain is supported).
+OpRole RoleOf(const Node& node);
+
+/// The epilogue op of an element-wise ONNX op type; nullopt for other ops.
+std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type);
+
+/// Checks, after FoldConstants, that every node can run: UNIMPLEMENTED naming op and node
+/// ("unsupported ONNX op 'NonMaxSuppression' at node 'nms_1'") for unsupported ops and for
+/// fold-only ops left on non-constant data; UNIMPLEMENTED naming dtype and node when a
+/// compute op reads or writes non-f32 tensors; UNIMPLEMENTED when a tensor has no static shape.
+absl::Status CheckSupportedOps(const Graph& graph);
+
+/// Number of kData nodes in `graph`.
+int CountDataOps(const Graph& graph);
+
+}  // namespace gtco::graph

@@ -1,0 +1,351 @@
+// Loop-nest IR: node factories with constant folding, and the deterministic text printer.
+#include "common/ir/loop_ir.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/util/status.h"
+
+namespace gtco::ir {
+namespace {
+
+Expr NewExpr(ExprKind kind, ScalarType type, std::vector<Expr> operands, std::string name = "") {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = kind;
+  node->type = type;
+  node->name = std::move(name);
+  node->operands = std::move(operands);
+  return node;
+}
+
+std::shared_ptr<StmtNode> NewStmt(StmtKind kind, std::string name, std::vector<Expr> operands,
+                                  std::vector<Stmt> body) {
+  auto node = std::make_shared<StmtNode>();
+  node->kind = kind;
+  node->name = std::move(name);
+  node->operands = std::move(operands);
+  node->body = std::move(body);
+  return node;
+}
+
+bool IsIntConst(const Expr& e, int64_t value) {
+  return e->kind == ExprKind::kIntImm && e->int_value == value;
+}
+bool IsFloatConst(const Expr& e, double value) {
+  return e->kind == ExprKind::kFloatImm && e->float_value == value;
+}
+
+bool IsComparison(ExprKind kind) {
+  return kind == ExprKind::kLt || kind == ExprKind::kLe || kind == ExprKind::kEq ||
+         kind == ExprKind::kAnd;
+}
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t quotient = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;
+  return quotient;
+}
+int64_t FloorMod(int64_t a, int64_t b) { return a - FloorDiv(a, b) * b; }
+
+/// Folds two integer immediates; returns nullptr when the operation is not folded.
+Expr FoldInts(ExprKind kind, int64_t a, int64_t b) {
+  switch (kind) {
+    case ExprKind::kAdd: return MakeInt(a + b);
+    case ExprKind::kSub: return MakeInt(a - b);
+    case ExprKind::kMul: return MakeInt(a * b);
+    case ExprKind::kDiv: return b == 0 ? nullptr : MakeInt(FloorDiv(a, b));
+    case ExprKind::kMod: return b == 0 ? nullptr : MakeInt(FloorMod(a, b));
+    case ExprKind::kMin: return MakeInt(std::min(a, b));
+    case ExprKind::kMax: return MakeInt(std::max(a, b));
+    default: return nullptr;
+  }
+}
+
+/// Folds two float immediates with fp32 arithmetic (the IR's semantics).
+Expr FoldFloats(ExprKind kind, double a_value, double b_value) {
+  const float a = static_cast<float>(a_value);
+  const float b = static_cast<float>(b_value);
+  switch (kind) {
+    case ExprKind::kAdd: return MakeFloat(a + b);
+    case ExprKind::kSub: return MakeFloat(a - b);
+    case ExprKind::kMul: return MakeFloat(a * b);
+    case ExprKind::kDiv: return MakeFloat(a / b);
+    case ExprKind::kMin: return MakeFloat(b < a ? b : a);
+    case ExprKind::kMax: return MakeFloat(a < b ? b : a);
+    default: return nullptr;
+  }
+}
+
+/// Identities: x+0, 0+x, x-0, x*1, 1*x, x/1 (and x*0, 0*x, x%1 for ints).
+Expr FoldIdentity(ExprKind kind, const Expr& a, const Expr& b) {
+  if (a->type == ScalarType::kI64) {
+    switch (kind) {
+      case ExprKind::kAdd:
+        if (IsIntConst(b, 0)) return a;
+        if (IsIntConst(a, 0)) return b;
+        return nullptr;
+      case ExprKind::kSub: return IsIntConst(b, 0) ? a : nullptr;
+      case ExprKind::kMul:
+        if (IsIntConst(b, 1)) return a;
+        if (IsIntConst(a, 1)) return b;
+        if (IsIntConst(a, 0) || IsIntConst(b, 0)) return MakeInt(0);
+        return nullptr;
+      case ExprKind::kDiv: return IsIntConst(b, 1) ? a : nullptr;
+      case ExprKind::kMod: return IsIntConst(b, 1) ? MakeInt(0) : nullptr;
+      default: return nullptr;
+    }
+  }
+  if (a->type == ScalarType::kF32) {
+    switch (kind) {
+      case ExprKind::kMul:
+        if (IsFloatConst(b, 1.0)) return a;
+        if (IsFloatConst(a, 1.0)) return b;
+        return nullptr;
+      case ExprKind::kDiv: return IsFloatConst(b, 1.0) ? a : nullptr;
+      default: return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+const char* BinaryOperatorText(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kAdd: return " + ";
+    case ExprKind::kSub: return " - ";
+    case ExprKind::kMul: return " * ";
+    case ExprKind::kDiv: return " / ";
+    case ExprKind::kMod: return " % ";
+    case ExprKind::kLt: return " < ";
+    case ExprKind::kLe: return " <= ";
+    case ExprKind::kEq: return " == ";
+    case ExprKind::kAnd: return " && ";
+    default: return nullptr;
+  }
+}
+
+const char* TypeName(ScalarType type) {
+  switch (type) {
+    case ScalarType::kI64: return "i64";
+    case ScalarType::kF32: return "f32";
+    case ScalarType::kBool: return "bool";
+  }
+  return "?";
+}
+
+std::string FloatText(double value) {
+  if (std::isnan(value)) return "nan_f";
+  if (std::isinf(value)) return value > 0 ? "inf_f" : "-inf_f";
+  return absl::StrFormat("%.9gf", value);
+}
+
+}  // namespace
+
+Expr MakeInt(int64_t value) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::kIntImm;
+  node->type = ScalarType::kI64;
+  node->int_value = value;
+  return node;
+}
+
+Expr MakeFloat(double value) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::kFloatImm;
+  node->type = ScalarType::kF32;
+  node->float_value = value;
+  return node;
+}
+
+Expr MakeVar(const std::string& name, ScalarType type) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::kVar;
+  node->type = type;
+  node->name = name;
+  return node;
+}
+
+Expr MakeBinary(ExprKind kind, Expr a, Expr b) {
+  GTCO_CHECK(a != nullptr && b != nullptr, "null operand");
+  GTCO_CHECK(BinaryOperatorText(kind) != nullptr || kind == ExprKind::kMin ||
+                 kind == ExprKind::kMax,
+             "not a binary expression kind");
+  GTCO_CHECK(a->type == b->type, "binary operands of different types: ", ToString(a), " and ",
+             ToString(b));
+  if (kind == ExprKind::kAnd) {
+    GTCO_CHECK(a->type == ScalarType::kBool, "&& needs bool operands");
+  } else {
+    GTCO_CHECK(a->type != ScalarType::kBool, "arithmetic/comparison on bool operands");
+  }
+  if (a->kind == ExprKind::kIntImm && b->kind == ExprKind::kIntImm) {
+    if (Expr folded = FoldInts(kind, a->int_value, b->int_value)) return folded;
+  }
+  if (a->kind == ExprKind::kFloatImm && b->kind == ExprKind::kFloatImm) {
+    if (Expr folded = FoldFloats(kind, a->float_value, b->float_value)) return folded;
+  }
+  if (Expr folded = FoldIdentity(kind, a, b)) return folded;
+  const ScalarType type = IsComparison(kind) ? ScalarType::kBool : a->type;
+  return NewExpr(kind, type, {std::move(a), std::move(b)});
+}
+
+Expr Min(Expr a, Expr b) { return MakeBinary(ExprKind::kMin, std::move(a), std::move(b)); }
+Expr Max(Expr a, Expr b) { return MakeBinary(ExprKind::kMax, std::move(a), std::move(b)); }
+
+Expr MakeSelect(Expr cond, Expr true_value, Expr false_value) {
+  GTCO_CHECK(cond && true_value && false_value, "null operand");
+  GTCO_CHECK(cond->type == ScalarType::kBool, "select condition must be bool");
+  GTCO_CHECK(true_value->type == false_value->type, "select branches of different types");
+  const ScalarType type = true_value->type;
+  return NewExpr(ExprKind::kSelect, type,
+                 {std::move(cond), std::move(true_value), std::move(false_value)});
+}
+
+Expr MakeLoad(const std::string& buffer, Expr index) {
+  GTCO_CHECK(index && index->type == ScalarType::kI64, "load index must be i64");
+  return NewExpr(ExprKind::kLoad, ScalarType::kF32, {std::move(index)}, buffer);
+}
+
+Expr MakeCall(const std::string& function, std::vector<Expr> args) {
+  for (const Expr& arg : args) {
+    GTCO_CHECK(arg && arg->type == ScalarType::kF32, "call arguments must be f32");
+  }
+  return NewExpr(ExprKind::kCall, ScalarType::kF32, std::move(args), function);
+}
+
+Expr MakeCast(ScalarType type, Expr value) {
+  GTCO_CHECK(value != nullptr, "null operand");
+  if (value->type == type) return value;
+  return NewExpr(ExprKind::kCast, type, {std::move(value)});
+}
+
+const char* ForKindName(ForKind kind) {
+  switch (kind) {
+    case ForKind::kSerial: return "serial";
+    case ForKind::kParallel: return "parallel";
+    case ForKind::kVectorized: return "vectorized";
+    case ForKind::kUnrolled: return "unrolled";
+  }
+  return "?";
+}
+
+Stmt MakeFor(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body) {
+  GTCO_CHECK(min && extent && body, "null for-loop part");
+  GTCO_CHECK(min->type == ScalarType::kI64 && extent->type == ScalarType::kI64,
+             "loop bounds must be i64");
+  if (kind == ForKind::kVectorized || kind == ForKind::kUnrolled) {
+    GTCO_CHECK(extent->kind == ExprKind::kIntImm, ForKindName(kind),
+               " loop needs a constant extent, got ", ToString(extent));
+  }
+  auto node = NewStmt(StmtKind::kFor, var, {std::move(min), std::move(extent)}, {std::move(body)});
+  node->for_kind = kind;
+  return node;
+}
+
+Stmt MakeStore(const std::string& buffer, Expr index, Expr value) {
+  GTCO_CHECK(index && index->type == ScalarType::kI64, "store index must be i64");
+  GTCO_CHECK(value && value->type == ScalarType::kF32, "stored value must be f32");
+  return NewStmt(StmtKind::kStore, buffer, {std::move(index), std::move(value)}, {});
+}
+
+Stmt MakeBlock(std::vector<Stmt> stmts) {
+  for (const Stmt& stmt : stmts) GTCO_CHECK(stmt != nullptr, "null statement in block");
+  return NewStmt(StmtKind::kBlock, "", {}, std::move(stmts));
+}
+
+Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case) {
+  GTCO_CHECK(cond && cond->type == ScalarType::kBool, "if condition must be bool");
+  GTCO_CHECK(then_case != nullptr, "null then-branch");
+  std::vector<Stmt> body = {std::move(then_case)};
+  if (else_case) body.push_back(std::move(else_case));
+  return NewStmt(StmtKind::kIfThenElse, "", {std::move(cond)}, std::move(body));
+}
+
+Stmt MakeAllocate(const std::string& buffer, int64_t size, Stmt body) {
+  GTCO_CHECK(size > 0, "allocation size must be positive");
+  GTCO_CHECK(body != nullptr, "null allocate scope");
+  auto node = NewStmt(StmtKind::kAllocate, buffer, {}, {std::move(body)});
+  node->alloc_size = size;
+  return node;
+}
+
+Stmt MakeLet(const std::string& var, Expr value, Stmt body) {
+  GTCO_CHECK(value && value->type != ScalarType::kBool, "let value must be i64 or f32");
+  GTCO_CHECK(body != nullptr, "null let scope");
+  return NewStmt(StmtKind::kLetStmt, var, {std::move(value)}, {std::move(body)});
+}
+
+std::string ToString(const Expr& expr) {
+  if (!expr) return "<null>";
+  switch (expr->kind) {
+    case ExprKind::kIntImm: return absl::StrCat(expr->int_value);
+    case ExprKind::kFloatImm: return FloatText(expr->float_value);
+    case ExprKind::kVar: return expr->name;
+    case ExprKind::kMin:
+    case ExprKind::kMax:
+      return absl::StrCat(expr->kind == ExprKind::kMin ? "min(" : "max(",
+                          ToString(expr->operands[0]), ", ", ToString(expr->operands[1]), ")");
+    case ExprKind::kSelect:
+      return absl::StrCat("select(", ToString(expr->operands[0]), ", ",
+                          ToString(expr->operands[1]), ", ", ToString(expr->operands[2]), ")");
+    case ExprKind::kLoad: return absl::StrCat(expr->name, "[", ToString(expr->operands[0]), "]");
+    case ExprKind::kCall:
+      return absl::StrCat(
+          expr->name, "(",
+          absl::StrJoin(expr->operands, ", ",
+                        [](std::string* out, const Expr& arg) { out->append(ToString(arg)); }),
+          ")");
+    case ExprKind::kCast:
+      return absl::StrCat(TypeName(expr->type), "(", ToString(expr->operands[0]), ")");
+    default:
+      return absl::StrCat("(", ToString(expr->operands[0]), BinaryOperatorText(expr->kind),
+                          ToString(expr->operands[1]), ")");
+  }
+}
+
+std::string ToString(const Stmt& stmt, int indent) {
+  const std::string pad(indent, ' ');
+  if (!stmt) return pad + "<null>\n";
+  switch (stmt->kind) {
+    case StmtKind::kFor:
+      return absl::StrCat(pad, ForKindName(stmt->for_kind), " for (", stmt->name, ", ",
+                          ToString(stmt->operands[0]), ", ", ToString(stmt->operands[1]),
+                          ") {\n", ToString(stmt->body[0], indent + 2), pad, "}\n");
+    case StmtKind::kStore:
+      return absl::StrCat(pad, stmt->name, "[", ToString(stmt->operands[0]),
+                          "] = ", ToString(stmt->operands[1]), "\n");
+    case StmtKind::kBlock: {
+      std::string text;
+      for (const Stmt& child : stmt->body) text += ToString(child, indent);
+      return text;
+    }
+    case StmtKind::kIfThenElse: {
+      std::string text = absl::StrCat(pad, "if (", ToString(stmt->operands[0]), ") {\n",
+                                      ToString(stmt->body[0], indent + 2));
+      if (stmt->body.size() > 1) {
+        absl::StrAppend(&text, pad, "} else {\n", ToString(stmt->body[1], indent + 2));
+      }
+      return absl::StrCat(text, pad, "}\n");
+    }
+    case StmtKind::kAllocate:
+      return absl::StrCat(pad, "allocate ", stmt->name, "[", stmt->alloc_size, "] {\n",
+                          ToString(stmt->body[0], indent + 2), pad, "}\n");
+    case StmtKind::kLetStmt:
+      return absl::StrCat(pad, "let ", stmt->name, " = ", ToString(stmt->operands[0]), " {\n",
+                          ToString(stmt->body[0], indent + 2), pad, "}\n");
+  }
+  return pad + "<unknown>\n";
+}
+
+std::string ToString(const LoweredFunc& func) {
+  std::string text = absl::StrCat("func ", func.name, "(");
+  for (size_t i = 0; i < func.params.size(); ++i) {
+    absl::StrAppend(&text, i == 0 ? "" : ", ", func.params[i].name, "[",
+                    func.params[i].num_elements, "]");
+  }
+  return absl::StrCat(text, ") {\n", ToString(func.body, 2), "}\n");
+}
+
+}  // namespace gtco::ir

@@ -1,0 +1,219 @@
+// Reference evaluation of workloads, random inputs and output comparison.
+#include "common/ir/reference.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/util/status.h"
+
+namespace gtco::ir {
+namespace {
+
+/// SplitMix64: small, fast and identical everywhere.
+uint64_t NextRandom(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/// Uniform in [lo, hi] from the top 24 bits (exact in fp32).
+float UniformFloat(uint64_t* state, float lo, float hi) {
+  const float unit = static_cast<float>(NextRandom(state) >> 40) / 16777215.0f;
+  return lo + (hi - lo) * unit;
+}
+
+int64_t ShapeElements(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim;
+  return count;
+}
+
+/// Flat index into `in_shape` of output element `out_flat` under numpy broadcasting.
+int64_t BroadcastIndex(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& in_shape,
+                       int64_t out_flat) {
+  int64_t in_index = 0, in_stride = 1, remaining = out_flat;
+  const int64_t out_rank = static_cast<int64_t>(out_shape.size());
+  const int64_t in_rank = static_cast<int64_t>(in_shape.size());
+  for (int64_t dim = out_rank - 1; dim >= 0; --dim) {
+    const int64_t coord = remaining % out_shape[dim];
+    remaining /= out_shape[dim];
+    const int64_t in_dim = dim - (out_rank - in_rank);
+    if (in_dim < 0) continue;
+    if (in_shape[in_dim] != 1) in_index += coord * in_stride;
+    in_stride *= in_shape[in_dim];
+  }
+  return in_index;
+}
+
+/// The epilogue's value at output element `out_flat` given the anchor value `acc`.
+float ApplyEpilogue(const Workload& w, const std::vector<std::vector<float>>& inputs, float acc,
+                    int64_t out_flat) {
+  std::vector<float> values;
+  values.reserve(w.epilogue.size());
+  for (const EwInstr& instr : w.epilogue) {
+    float args[2] = {0.0f, 0.0f};
+    for (size_t arg_idx = 0; arg_idx < instr.args.size() && arg_idx < 2; ++arg_idx) {
+      const Operand& operand = instr.args[arg_idx];
+      switch (operand.kind) {
+        case Operand::Kind::kAcc:
+          args[arg_idx] = acc;
+          break;
+        case Operand::Kind::kConst:
+          args[arg_idx] = operand.value;
+          break;
+        case Operand::Kind::kValue:
+          args[arg_idx] = values.at(operand.index);
+          break;
+        case Operand::Kind::kInput: {
+          const std::vector<int64_t>& shape = w.inputs.at(operand.index).shape;
+          args[arg_idx] = inputs[operand.index][BroadcastIndex(w.output.shape, shape, out_flat)];
+          break;
+        }
+      }
+    }
+    values.push_back(EvalEwOp(instr.op, args[0], args[1]));
+  }
+  return values.empty() ? acc : values.back();
+}
+
+/// Anchor values (before the epilogue), one per output element.
+std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector<float>>& inputs) {
+  const int64_t count = ShapeElements(w.output.shape);
+  std::vector<float> result(count, 0.0f);
+  if (w.anchor == AnchorKind::kMatMul) {
+    const MatMulParams& p = w.matmul;
+    const std::vector<float>& a = inputs[0];
+    const std::vector<float>& b = inputs[1];
+    for (int64_t batch = 0; batch < p.batch; ++batch) {
+      const int64_t a_base = p.a_batched ? batch * p.m * p.k : 0;
+      const int64_t b_base = p.b_batched ? batch * p.k * p.n : 0;
+      for (int64_t i = 0; i < p.m; ++i) {
+        for (int64_t j = 0; j < p.n; ++j) {
+          double sum = 0.0;
+          for (int64_t k = 0; k < p.k; ++k) {
+            const float a_value = a[a_base + (p.trans_a ? k * p.m + i : i * p.k + k)];
+            const float b_value = b[b_base + (p.trans_b ? j * p.k + k : k * p.n + j)];
+            sum += static_cast<double>(a_value) * b_value;
+          }
+          result[(batch * p.m + i) * p.n + j] = static_cast<float>(sum);
+        }
+      }
+    }
+    return result;
+  }
+  const int64_t rows = w.row.rows, cols = w.row.cols;
+  for (int64_t row = 0; row < rows && w.anchor != AnchorKind::kNone; ++row) {
+    const float* x = inputs[0].data() + row * cols;
+    double sum = 0.0, max_value = -INFINITY;
+    for (int64_t col = 0; col < cols; ++col) {
+      sum += x[col];
+      max_value = std::max<double>(max_value, x[col]);
+    }
+    const double mean = sum / static_cast<double>(cols);
+    if (w.anchor == AnchorKind::kReduceMean) {
+      result[row] = static_cast<float>(mean);
+    } else if (w.anchor == AnchorKind::kSoftmax) {
+      double exp_sum = 0.0;
+      for (int64_t col = 0; col < cols; ++col) exp_sum += std::exp(x[col] - max_value);
+      for (int64_t col = 0; col < cols; ++col) {
+        result[row * cols + col] = static_cast<float>(std::exp(x[col] - max_value) / exp_sum);
+      }
+    } else if (w.anchor == AnchorKind::kLayerNorm) {
+      double square_sum = 0.0;
+      for (int64_t col = 0; col < cols; ++col) square_sum += (x[col] - mean) * (x[col] - mean);
+      const double rstd = 1.0 / std::sqrt(square_sum / static_cast<double>(cols) + w.row.epsilon);
+      for (int64_t col = 0; col < cols; ++col) {
+        result[row * cols + col] =
+            static_cast<float>((x[col] - mean) * rstd * inputs[1][col] + inputs[2][col]);
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> RandomInputs(const Workload& w, uint64_t seed) {
+  std::vector<std::vector<float>> inputs;
+  for (size_t input_idx = 0; input_idx < w.inputs.size(); ++input_idx) {
+    uint64_t state = seed ^ (0xA0761D6478BD642FULL * (input_idx + 1));
+    const bool is_scale = w.anchor == AnchorKind::kLayerNorm && input_idx == 1;
+    const float lo = is_scale ? 0.5f : -1.0f, hi = is_scale ? 1.5f : 1.0f;
+    std::vector<float> values(ShapeElements(w.inputs[input_idx].shape));
+    for (float& value : values) value = UniformFloat(&state, lo, hi);
+    inputs.push_back(std::move(values));
+  }
+  return inputs;
+}
+
+std::vector<float> ComputeReference(const Workload& w,
+                                    const std::vector<std::vector<float>>& inputs) {
+  GTCO_CHECK(inputs.size() == w.inputs.size(), "reference: ", inputs.size(), " inputs for ",
+             w.inputs.size());
+  for (size_t input_idx = 0; input_idx < inputs.size(); ++input_idx) {
+    GTCO_CHECK(
+        static_cast<int64_t>(inputs[input_idx].size()) == ShapeElements(w.inputs[input_idx].shape),
+        "reference: input ", input_idx, " has the wrong size");
+  }
+  std::vector<float> output = AnchorValues(w, inputs);
+  if (w.epilogue.empty()) return output;
+  for (int64_t flat = 0; flat < static_cast<int64_t>(output.size()); ++flat) {
+    output[flat] = ApplyEpilogue(w, inputs, output[flat], flat);
+  }
+  return output;
+}
+
+absl::Status CompareOutputs(const std::vector<float>& expected, const std::vector<float>& actual,
+                            double rtol, double atol) {
+  if (expected.size() != actual.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("output has ", actual.size(), " elements, expected ", expected.size()));
+  }
+  int64_t mismatches = 0, first_bad = -1;
+  for (size_t idx = 0; idx < expected.size(); ++idx) {
+    const double e = expected[idx], a = actual[idx];
+    bool match;
+    if (std::isnan(e) || std::isnan(a)) {
+      match = std::isnan(e) && std::isnan(a);
+    } else if (std::isinf(e) || std::isinf(a)) {
+      match = e == a;
+    } else {
+      match = std::fabs(a - e) <= atol + rtol * std::fabs(e);
+    }
+    if (!match) {
+      if (first_bad < 0) first_bad = static_cast<int64_t>(idx);
+      ++mismatches;
+    }
+  }
+  if (mismatches == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("output mismatch at index ", first_bad, ": expected ", expected[first_bad],
+                   ", got ", actual[first_bad], " (", mismatches, " of ", expected.size(),
+                   " elements differ; rtol ", rtol, ", atol ", atol, ")"));
+}
+
+void DefaultTolerance(const Workload& w, double* rtol, double* atol) {
+  double r = 1e-4, a = 1e-5;
+  if (w.anchor == AnchorKind::kMatMul) {
+    const double scale = std::sqrt(static_cast<double>(std::max<int64_t>(w.matmul.k, 1)));
+    r = 2e-5 * scale + 1e-5;
+    a = 2e-5 * scale;
+  } else if (w.anchor == AnchorKind::kLayerNorm) {
+    a = 1e-4;
+  } else if (w.anchor == AnchorKind::kReduceMean) {
+    a = 1e-5 + 1e-7 * std::sqrt(static_cast<double>(std::max<int64_t>(w.row.cols, 1)));
+  }
+  for (const EwInstr& instr : w.epilogue) {
+    if (instr.op == EwOp::kExp || instr.op == EwOp::kPow || instr.op == EwOp::kDiv) {
+      r *= 4;
+      a *= 4;
+      break;
+    }
+  }
+  *rtol = r;
+  *atol = a;
+}
+
+}  // namespace gtco::ir

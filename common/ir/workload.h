@@ -1,0 +1,110 @@
+// Workload: the canonical compute definition of one fused subgraph (an anchor op plus the
+// element-wise epilogue it absorbed). Its canonical text is both its serialization and the
+// input of its key: same math + same shapes + same dtypes => same key, whatever the model.
+//
+// Semantics:
+//  - All tensors are dense, row-major, contiguous. Compute is fp32 (dtype kF32) in issue 2.
+//  - Anchor kinds (canonical shapes):
+//      kMatMul:     inputs A, B. out[b, i, j] = sum_k A[ab, i, k] * B[bb, k, j]  (shape [batch, M, N])
+//                   A is [batch|1, M, K] (or [.., K, M] if trans_a), B is [batch|1, K, N]
+//                   (or [.., N, K] if trans_b); ab = a_batched ? b : 0, bb likewise.
+//      kSoftmax:    input X [rows, cols]; out[r, c] = exp(X[r,c] - max_r) / sum_c exp(X[r,c] - max_r).
+//      kLayerNorm:  inputs X [rows, cols], scale [cols], bias [cols];
+//                   out[r, c] = (X[r,c] - mean_r) / sqrt(var_r + epsilon) * scale[c] + bias[c]
+//                   with the biased variance.
+//      kReduceMean: input X [rows, cols]; out[r, 0] = mean_c X[r, c]  (shape [rows, 1]).
+//      kNone:       no anchor; the epilogue alone computes the output from extra inputs.
+//  - The epilogue is evaluated per output element in instruction order; operand kAcc is the
+//    anchor's value at that element; kInput k reads extra input k (index into `inputs`, counting
+//    from `num_anchor_inputs`) broadcast to the output shape by numpy rules (right-aligned,
+//    size-1 dims broadcast); kConst is an fp32 immediate; kValue j is instruction j's result.
+//    The result is the last instruction's value (the anchor value if there is none).
+//  - Floating point follows IEEE fp32; the code generator may contract a*b+c into an FMA and
+//    reassociate reductions, so results are compared with a tolerance (see reference.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gtco::ir {
+
+enum class DType { kF32, kF16, kBF16, kI8, kI32, kI64 };
+
+/// "f32", "f16", ... ; ParseDType accepts the same spellings.
+const char* DTypeName(DType dtype);
+absl::StatusOr<DType> ParseDType(const std::string& name);
+
+enum class AnchorKind { kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean };
+/// "none", "matmul", "softmax", "layernorm", "reduce_mean".
+const char* AnchorKindName(AnchorKind kind);
+
+/// Element-wise operations of epilogues. Unary ops take one argument, binary ops two.
+enum class EwOp {
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,                // binary
+  kRelu, kSigmoid, kTanh, kErf, kSqrt, kNeg, kExp, kCopy   // unary
+};
+const char* EwOpName(EwOp op);
+int EwOpArity(EwOp op);
+/// The scalar semantics of `op` (b ignored for unary ops); the reference and tests use this.
+float EvalEwOp(EwOp op, float a, float b);
+
+struct Operand {
+  enum class Kind { kAcc, kInput, kConst, kValue };
+  Kind kind = Kind::kAcc;
+  int index = 0;       ///< input index (kInput, into Workload::inputs) or instruction (kValue)
+  float value = 0.0f;  ///< immediate (kConst)
+};
+
+struct EwInstr {
+  EwOp op = EwOp::kCopy;
+  std::vector<Operand> args;
+};
+
+struct TensorDesc {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  int64_t NumElements() const;
+};
+
+struct MatMulParams {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool a_batched = false, b_batched = false;
+  bool trans_a = false, trans_b = false;
+};
+
+struct RowParams {
+  int64_t rows = 1, cols = 1;
+  float epsilon = 1e-5f;  ///< layernorm only
+};
+
+struct Workload {
+  AnchorKind anchor = AnchorKind::kNone;
+  MatMulParams matmul;  ///< valid when anchor == kMatMul
+  RowParams row;        ///< valid for kSoftmax, kLayerNorm, kReduceMean
+  /// Anchor inputs first (A,B | X | X,scale,bias | X | none), then the epilogue's extra inputs.
+  std::vector<TensorDesc> inputs;
+  int num_anchor_inputs = 0;
+  std::vector<EwInstr> epilogue;
+  TensorDesc output;
+
+  /// Canonical, parseable text; floats are written exactly (hex). Stable across releases.
+  std::string CanonicalString() const;
+  /// "<anchor>-<32 hex>", the hash of CanonicalString().
+  std::string Key() const;
+  /// Human summary, e.g. "matmul 197x2304x768 +add+erf+mul".
+  std::string Description() const;
+  /// Floating-point operations of one evaluation (anchor + epilogue).
+  int64_t Flops() const;
+  /// Bytes read and written once each (a lower bound on memory traffic).
+  int64_t MinBytes() const;
+  /// Checks internal consistency (shapes, operand indices); errors are INVALID_ARGUMENT.
+  absl::Status Validate() const;
+};
+
+/// Parses Workload::CanonicalString() output. INVALID_ARGUMENT on malformed text.
+absl::StatusOr<Workload> ParseWorkload(const std::string& text);
+
+}  // namespace gtco::ir

@@ -1,0 +1,110 @@
+// civetweb-backed /metrics endpoint.
+#include "common/metrics/http_server.h"
+
+#include <civetweb.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics/text_format.h"
+#include "common/util/logging.h"
+
+namespace gtco::metrics {
+namespace {
+
+void InitCivetwebOnce() {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] { mg_init_library(0); });
+}
+
+// Routes civetweb's own error log into ours instead of stderr.
+int LogCivetwebMessage(const mg_connection* connection, const char* message) {
+  GTCO_LOG(kWarning, "metrics http: " << message);
+  return 1;
+}
+
+void SendPlainStatus(mg_connection* connection, int status, const char* text) {
+  mg_printf(connection,
+            "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+            status, text, std::strlen(text) + 1, text);
+}
+
+}  // namespace
+
+MetricsHttpServer::MetricsHttpServer(const Registry* registry) : registry_(registry) {}
+
+MetricsHttpServer::~MetricsHttpServer() { Stop(); }
+
+absl::Status MetricsHttpServer::Start(const std::string& address, int port) {
+  if (context_ != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("metrics server already listening on port ", port_));
+  }
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics server: port ", port, " is outside 0..65535"));
+  }
+  InitCivetwebOnce();
+  const std::string listen_spec =
+      address.empty() ? std::to_string(port) : absl::StrCat(address, ":", port);
+  const char* options[] = {"listening_ports",
+                           listen_spec.c_str(),  //
+                           "num_threads",
+                           "2",  //
+                           "request_timeout_ms",
+                           "10000",  //
+                           nullptr};
+  mg_callbacks callbacks;
+  std::memset(&callbacks, 0, sizeof(callbacks));
+  callbacks.log_message = &LogCivetwebMessage;
+  mg_init_data init_data{&callbacks, this, options};
+  unsigned error_code = 0;
+  char error_text[256] = "";
+  mg_error_data error_data{&error_code, error_text, sizeof(error_text)};
+  mg_context* context = mg_start2(&init_data, &error_data);
+  if (context == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "metrics server: cannot listen on ", listen_spec, ": ",
+        error_text[0] != '\0' ? error_text : "civetweb failed to start", " (is the port in use?)"));
+  }
+  mg_server_port bound_ports[4];
+  const int port_count = mg_get_server_ports(context, 4, bound_ports);
+  if (port_count < 1) {
+    mg_stop(context);
+    return absl::InternalError(
+        absl::StrCat("metrics server: started on ", listen_spec, " but reports no port"));
+  }
+  mg_set_request_handler(context, "/metrics$", &MetricsHttpServer::HandleMetrics, this);
+  context_ = context;
+  port_ = bound_ports[0].port;
+  return absl::OkStatus();
+}
+
+void MetricsHttpServer::Stop() {
+  if (context_ == nullptr) return;
+  mg_stop(context_);
+  context_ = nullptr;
+  port_ = 0;
+}
+
+int MetricsHttpServer::HandleMetrics(mg_connection* connection, void* server) {
+  return static_cast<MetricsHttpServer*>(server)->Respond(connection);
+}
+
+int MetricsHttpServer::Respond(mg_connection* connection) {
+  const mg_request_info* request = mg_get_request_info(connection);
+  const bool is_head = std::strcmp(request->request_method, "HEAD") == 0;
+  if (!is_head && std::strcmp(request->request_method, "GET") != 0) {
+    SendPlainStatus(connection, 405, "Method Not Allowed");
+    return 405;
+  }
+  if (before_scrape_) before_scrape_();
+  const std::string body = registry_->Serialize();
+  mg_send_http_ok(connection, kTextFormatContentType, static_cast<long long>(body.size()));
+  if (!is_head) mg_write(connection, body.data(), body.size());
+  return 200;
+}
+
+}  // namespace gtco::metrics

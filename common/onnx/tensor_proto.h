@@ -1,0 +1,23 @@
+// Conversion of ONNX TensorProto / type protos to graph IR tensors (internal to the onnx module).
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "common/graph/graph.h"
+#include "onnx/onnx_pb.h"
+
+namespace gtco::onnx {
+
+/// The graph element type of an ONNX TensorProto::DataType value (kOther if unknown).
+graph::ElemType ElemTypeFromOnnx(int data_type);
+
+/// A constant tensor with the values of `proto` (raw_data or the typed fields). `name`
+/// overrides proto.name() when non-empty. UNIMPLEMENTED for external data and for element
+/// types other than float/double/float16/bfloat16/int8/uint8/int32/int64/bool.
+absl::StatusOr<graph::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
+                                              const std::string& name);
+
+/// Fills type and shape of `tensor` from a ValueInfoProto (has_shape only if every dim is
+/// a positive dim_value).
+void ApplyValueInfo(const ::onnx::ValueInfoProto& info, graph::Tensor& tensor);
+
+}  // namespace gtco::onnx

@@ -1,0 +1,89 @@
+// Shared lowering helpers for sketches.
+#include "common/schedule/lower_util.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gtco::schedule {
+
+using ir::Expr;
+using ir::ForKind;
+using ir::MakeInt;
+using ir::MakeVar;
+using ir::Stmt;
+
+std::string InputName(int input_idx) { return absl::StrCat("in", input_idx); }
+
+std::vector<ir::BufferParam> KernelParams(const ir::Workload& w) {
+  std::vector<ir::BufferParam> params;
+  for (size_t input_idx = 0; input_idx < w.inputs.size(); ++input_idx) {
+    params.push_back(
+        {InputName(static_cast<int>(input_idx)), NumElements(w.inputs[input_idx].shape)});
+  }
+  params.push_back({kOutputName, NumElements(w.output.shape)});
+  return params;
+}
+
+bool IsConst(const Expr& expr, int64_t value) {
+  return expr->kind == ir::ExprKind::kIntImm && expr->int_value == value;
+}
+
+Stmt LoopOrSkip(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body) {
+  if (extent->kind == ir::ExprKind::kIntImm && extent->int_value <= 0) return ir::MakeBlock({});
+  return ir::MakeFor(var, std::move(min), std::move(extent), kind, std::move(body));
+}
+
+Stmt EmitVectorRange(const std::string& tag, const Expr& begin, const Expr& length, int64_t lanes,
+                     int64_t unroll, const RangeBody& body) {
+  const int64_t group = lanes * unroll;
+  const Expr groups = length / MakeInt(group);
+  const Expr group_var = MakeVar(tag + "_g");
+  const Expr unroll_var = unroll > 1 ? MakeVar(tag + "_u") : MakeInt(0);
+  const Expr lane_var = lanes > 1 ? MakeVar(tag + "_v") : MakeInt(0);
+  const Expr slot = unroll_var * MakeInt(lanes) + lane_var;
+  Stmt vector_body = body(begin + group_var * MakeInt(group) + slot, slot);
+  if (lanes > 1) {
+    vector_body =
+        ir::MakeFor(tag + "_v", MakeInt(0), MakeInt(lanes), ForKind::kVectorized, vector_body);
+  }
+  if (unroll > 1) {
+    vector_body =
+        ir::MakeFor(tag + "_u", MakeInt(0), MakeInt(unroll), ForKind::kUnrolled, vector_body);
+  }
+  Stmt main_loop = LoopOrSkip(tag + "_g", MakeInt(0), groups, ForKind::kSerial, vector_body);
+  const Expr tail_begin = groups * MakeInt(group);
+  const Expr tail_var = MakeVar(tag + "_t");
+  Stmt tail_loop = LoopOrSkip(tag + "_t", tail_begin, length - tail_begin, ForKind::kSerial,
+                              body(begin + tail_var, MakeInt(0)));
+  return ir::MakeBlock({main_loop, tail_loop});
+}
+
+absl::Status CheckOneOf(const char* knob, int64_t value, const std::vector<int64_t>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("knob '", knob, "' = ", value, " is not one of {",
+                                                 absl::StrJoin(allowed, ","), "}"));
+}
+
+absl::Status CheckRange(const char* knob, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("knob '", knob, "' = ", value, " is outside [", lo, ", ", hi, "]"));
+}
+
+std::vector<int64_t> VectorWidths(int max_lanes) {
+  std::vector<int64_t> widths;
+  for (int64_t width : {4, 8, 16}) {
+    if (width <= std::max(max_lanes, 4)) widths.push_back(width);
+  }
+  return widths;
+}
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim;
+  return count;
+}
+
+}  // namespace gtco::schedule

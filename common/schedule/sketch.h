@@ -1,0 +1,60 @@
+// Sketch rules: the interface each workload class's schedule template implements (its knobs,
+// hardware pruning and lowering), and the registry that picks the rule for a workload.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/ir/loop_ir.h"
+#include "common/ir/workload.h"
+#include "common/target/target.h"
+
+namespace gtco::schedule {
+
+/// One tunable decision and its candidate values (first value: the safe default).
+struct Knob {
+  std::string name;
+  std::vector<int64_t> values;
+};
+
+/// Decision values in the sketch's knob order.
+using KnobValues = std::vector<int64_t>;
+
+/// A schedule template for one workload class. Stateless; implementations are singletons.
+class Sketch {
+ public:
+  virtual ~Sketch() = default;
+  /// Versioned name stored in traces, e.g. "mm_tiled/v1". Never reused for different lowering.
+  virtual const char* Name() const = 0;
+  /// Knob names in trace order.
+  virtual std::vector<std::string> KnobNames() const = 0;
+  /// Whether this sketch can lower `w`.
+  virtual bool AppliesTo(const ir::Workload& w) const = 0;
+  /// Candidate values of each knob for (w, hw), in KnobNames() order. The first value of every
+  /// knob together form a trace that Admits() accepts.
+  virtual std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const = 0;
+  /// Pruning: false for combinations that cannot run well on `hw` (register file, caches) or
+  /// are pointless for `w`'s shapes. Only called with values from Knobs().
+  virtual bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
+                      const KnobValues& values) const = 0;
+  /// Lowers (w, values) to a kernel named `func_name`. Depends on nothing else (replayable).
+  /// INVALID_ARGUMENT when a value is out of the sketch's structural range.
+  virtual absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
+                                                const std::string& func_name) const = 0;
+};
+
+/// The sketch for `w`'s anchor kind; nullptr when none applies.
+const Sketch* SketchForWorkload(const ir::Workload& w);
+/// The sketch with versioned name `name`; nullptr when unknown.
+const Sketch* SketchByName(const std::string& name);
+
+// Singletons defined by each sketch's file.
+const Sketch& MatMulSketch();
+const Sketch& SoftmaxSketch();
+const Sketch& LayerNormSketch();
+const Sketch& ReduceMeanSketch();
+const Sketch& ElementwiseSketch();
+
+}  // namespace gtco::schedule

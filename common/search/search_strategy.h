@@ -1,0 +1,61 @@
+// Search strategies: propose the next schedules to measure for one task, learning from results.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/schedule/space.h"
+#include "common/schedule/trace.h"
+
+namespace gtco::search {
+
+/// One task's search. Not thread-safe: the server serializes calls per task.
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  /// Records a measured (or failed) trace. `seconds` is ignored when !ok.
+  virtual void Observe(const schedule::Trace& trace, bool ok, double seconds) = 0;
+  /// Up to `count` traces never proposed or observed before (fewer when the space is exhausted).
+  virtual std::vector<schedule::Trace> Propose(int count) = 0;
+  /// Best observed latency so far (0 when none).
+  virtual double best_seconds() const = 0;
+};
+
+struct EvolutionaryOptions {
+  int warmup_random = 16;        ///< measured trials before evolution starts
+  int population = 8;            ///< top-k parents mutated
+  double epsilon_random = 0.25;  ///< fraction of each round drawn uniformly at random
+  uint64_t seed = 1;
+};
+
+/// Random sampling first, then mutations of the best measured schedules with an ε share of
+/// random picks. The seam where the cost model (XGBoost ranking) plugs in is Propose's ranking
+/// of mutated offspring; without a model they are taken in generation order.
+class EvolutionarySearch final : public SearchStrategy {
+ public:
+  EvolutionarySearch(schedule::SearchSpace space, EvolutionaryOptions options);
+  void Observe(const schedule::Trace& trace, bool ok, double seconds) override;
+  std::vector<schedule::Trace> Propose(int count) override;
+  double best_seconds() const override { return best_seconds_; }
+
+ private:
+  struct Measured {
+    schedule::Trace trace;
+    double seconds;
+  };
+  bool Fresh(const schedule::Trace& trace) const;
+
+  schedule::SearchSpace space_;
+  EvolutionaryOptions options_;
+  std::mt19937_64 rng_;
+  std::unordered_set<std::string> seen_;  ///< traces proposed or observed
+  std::vector<Measured> measured_ok_;     ///< sorted by seconds, ascending
+  int observed_ = 0;
+  double best_seconds_ = 0;
+};
+
+}  // namespace gtco::search

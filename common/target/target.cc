@@ -1,0 +1,88 @@
+// Host CPU detection from /proc/cpuinfo, sysconf and sysfs.
+#include "common/target/target.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gtco::target {
+namespace {
+
+std::string Trim(const std::string& text) {
+  size_t begin = text.find_first_not_of(" \t");
+  size_t end = text.find_last_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, end - begin + 1);
+}
+
+int64_t ReadCacheSize(int index) {
+  std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+  std::string text;
+  if (!(file >> text) || text.empty()) return 0;
+  int64_t multiplier = 1;
+  char suffix = text.back();
+  if (suffix == 'K') multiplier = 1024;
+  if (suffix == 'M') multiplier = 1024 * 1024;
+  if (multiplier != 1) text.pop_back();
+  try {
+    return std::stoll(text) * multiplier;
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+bool HardwareInfo::HasFeature(const std::string& feature) const {
+  return std::find(cpu_features.begin(), cpu_features.end(), feature) != cpu_features.end();
+}
+
+int HardwareInfo::MaxFloatLanes() const {
+  if (HasFeature("avx512f")) return 16;
+  if (HasFeature("avx2") || HasFeature("avx")) return 8;
+  return 4;
+}
+
+std::string HardwareInfo::Summary() const {
+  std::ostringstream out;
+  out << (cpu_model.empty() ? std::string("unknown CPU") : cpu_model) << " (" << cores
+      << " cores";
+  for (const char* feature : {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma"}) {
+    if (HasFeature(feature)) out << " " << feature;
+  }
+  out << ")";
+  return out.str();
+}
+
+HardwareInfo DetectHostCpu() {
+  HardwareInfo info;
+  info.target = "cpu";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = Trim(line.substr(0, colon));
+    std::string value = Trim(line.substr(colon + 1));
+    if (key == "model name" && info.cpu_model.empty()) info.cpu_model = value;
+    if (key == "flags" && info.cpu_features.empty()) {
+      std::istringstream flags(value);
+      std::string flag;
+      while (flags >> flag) info.cpu_features.push_back(flag);
+      std::sort(info.cpu_features.begin(), info.cpu_features.end());
+    }
+  }
+  info.cores = std::max(1u, std::thread::hardware_concurrency());
+  if (int64_t l1 = ReadCacheSize(0)) info.l1d_bytes = l1;
+  if (int64_t l2 = ReadCacheSize(2)) info.l2_bytes = l2;
+  if (int64_t l3 = ReadCacheSize(3)) info.l3_bytes = l3;
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0) info.memory_bytes = static_cast<int64_t>(pages) * page_size;
+  return info;
+}
+
+}  // namespace gtco::target

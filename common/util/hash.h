@@ -1,0 +1,19 @@
+// Stable, platform-independent hashing for workload keys and program hashes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gtco::util {
+
+/// 64-bit FNV-1a of `data`; stable across runs, machines and releases.
+uint64_t Fnv1a64(std::string_view data);
+
+/// 128-bit hash rendered as 32 lowercase hex digits (two independent FNV-1a lanes).
+std::string HexDigest128(std::string_view data);
+
+/// `value` as 16 lowercase hex digits.
+std::string Hex64(uint64_t value);
+
+}  // namespace gtco::util

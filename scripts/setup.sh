@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages GTCO needs (only those missing) and builds it into build/.
+#   scripts/setup.sh [--tests]   (--tests also installs what the test suite needs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config git python3
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libsqlite3-dev sqlite3 llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
+  libonnx-dev libcivetweb-dev libgtest-dev libopenblas-dev curl)
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(prometheus)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "== installing ${#missing[@]} Debian packages: ${missing[*]}"
+  as_root=()
+  [[ $(id -u) -ne 0 ]] && as_root=(sudo)
+  "${as_root[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends \
+    "${missing[@]}"
+fi
+
+jobs=$(nproc)
+echo "== building GTCO (build/, $jobs jobs)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >build-configure.log 2>&1 ||
+  { cat build-configure.log; exit 1; }
+cmake --build build -j"$jobs"

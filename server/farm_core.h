@@ -1,0 +1,105 @@
+// FarmCore: the server's state and logic (jobs, tasks, search, leases, results) with no gRPC
+// types. The RPC services in service.cc only translate requests to these calls.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/db/database.h"
+#include "common/ir/workload.h"
+#include "common/search/search_strategy.h"
+#include "common/target/target.h"
+#include "gtco/v1/gtco.pb.h"
+#include "server/farm_metrics.h"
+
+namespace gtco::server {
+
+struct FarmOptions {
+  int lease_seconds = 60;       ///< a candidate not reported by then goes to another worker
+  int heartbeat_seconds = 5;    ///< workers heartbeat this often (extends their leases)
+  int default_round_size = 8;   ///< candidates proposed per search round
+  int64_t max_model_bytes = int64_t{1} << 31;
+  uint64_t seed = 0;            ///< 0: random
+};
+
+/// Thread-safe. Owns the database handle; every state change is written through to it first.
+class FarmCore {
+ public:
+  /// Opens the farm on `database`, resuming every unfinished job recorded there.
+  static absl::StatusOr<std::unique_ptr<FarmCore>> Create(std::unique_ptr<db::Database> database,
+                                                          FarmOptions options,
+                                                          FarmMetrics* metrics);
+  ~FarmCore();
+
+  // Client side.
+  absl::StatusOr<gtco::v1::JobStatus> Submit(const gtco::v1::SubmitHeader& header,
+                                             const std::string& model_bytes);
+  absl::StatusOr<gtco::v1::JobStatus> GetJob(const std::string& job_id);
+  absl::StatusOr<gtco::v1::ListJobsReply> ListJobs(const std::string& team,
+                                                   const std::string& state);
+  absl::StatusOr<gtco::v1::JobStatus> CancelJob(const std::string& job_id);
+  absl::StatusOr<gtco::v1::QueryReply> QueryModel(const gtco::v1::SubmitHeader& header,
+                                                  const std::string& model_bytes);
+  absl::StatusOr<gtco::v1::QueryReply> QueryWorkload(const std::string& workload_key,
+                                                     const std::string& target, int limit);
+  /// Blocks until the job changed after `*version` or `timeout_ms` passed; updates `*version`.
+  absl::StatusOr<gtco::v1::JobStatus> WaitForJobChange(const std::string& job_id,
+                                                       int64_t* version, int timeout_ms);
+
+  // Worker side.
+  absl::StatusOr<gtco::v1::RegisterReply> Register(const gtco::v1::RegisterRequest& request);
+  /// Hands out up to max_candidates under a lease; waits up to wait_ms when nothing is ready.
+  absl::StatusOr<gtco::v1::LeaseReply> Lease(const gtco::v1::LeaseRequest& request);
+  absl::StatusOr<gtco::v1::ReportReply> Report(const gtco::v1::ReportRequest& request);
+  absl::Status Heartbeat(const gtco::v1::HeartbeatRequest& request);
+
+  /// Periodic housekeeping: expires leases, refreshes gauges. Called by the server's ticker.
+  void Tick();
+  /// Wakes every waiter so they can return (server shutdown).
+  void Shutdown();
+
+ private:
+  struct TaskState;
+  struct JobState;
+  struct WorkerState;
+
+  FarmCore(std::unique_ptr<db::Database> database, FarmOptions options, FarmMetrics* metrics);
+  absl::Status ResumeJobs();
+  absl::Status LoadJobLocked(const db::JobRow& job_row);
+  gtco::v1::JobStatus JobStatusLocked(const JobState& job) const;
+  gtco::v1::TaskStatus TaskStatusLocked(const JobState& job, const TaskState& task) const;
+  absl::StatusOr<std::vector<gtco::v1::Candidate>> TakeCandidatesLocked(const WorkerState& worker,
+                                                                        int max_candidates);
+  TaskState* PickTaskLocked(const WorkerState& worker);
+  absl::Status ProposeLocked(TaskState& task, const WorkerState& worker);
+  absl::StatusOr<gtco::v1::Candidate> MakeCandidateLocked(TaskState& task,
+                                                          const std::string& candidate_id,
+                                                          const std::string& trace_text);
+  absl::StatusOr<bool> RecordResultLocked(const WorkerState& worker,
+                                          const gtco::v1::MeasureResult& result);
+  void UpdateTaskCompletionLocked(JobState& job, TaskState& task);
+  void UpdateJobCompletionLocked(JobState& job);
+  void TouchJobLocked(JobState& job);
+  std::string NewId(const std::string& prefix);
+  int64_t NowMs() const;
+
+  std::unique_ptr<db::Database> db_;
+  FarmOptions options_;
+  FarmMetrics* metrics_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  ///< any job changed or work arrived
+  bool shutting_down_ = false;
+  std::mt19937_64 rng_;
+  std::map<std::string, std::unique_ptr<JobState>> jobs_;
+  std::map<std::string, TaskState*> tasks_;  ///< task id -> task (owned by its job)
+  std::map<std::string, std::unique_ptr<WorkerState>> workers_;
+};
+
+}  // namespace gtco::server

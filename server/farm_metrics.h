@@ -1,0 +1,37 @@
+// The server's Prometheus metrics: one place that names every family the farm exports.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "common/metrics/registry.h"
+
+namespace gtco::server {
+
+/// Thread-safe (the underlying metrics are).
+class FarmMetrics {
+ public:
+  explicit FarmMetrics(metrics::Registry& registry);
+
+  /// Sets the jobs-by-state gauges; states missing from `counts` read 0.
+  void SetJobsByState(const std::map<std::string, int64_t>& counts);
+  /// outcome: "ok" | "compile" | "runtime" | "timeout" | "wrong_result" | "crash".
+  void CountTrial(const std::string& target, const std::string& outcome);
+  /// reason: "unknown_candidate" | "duplicate".
+  void CountRejectedResult(const std::string& reason);
+  void SetQueueDepth(const std::string& target, int64_t depth);
+  void SetConnectedWorkers(const std::string& target, int64_t workers);
+  /// Wall time from lease to report of one candidate.
+  void ObserveMeasurementSeconds(const std::string& target, double seconds);
+
+ private:
+  metrics::Family<metrics::Gauge>& jobs_;
+  metrics::Family<metrics::Counter>& trials_;
+  metrics::Family<metrics::Counter>& rejected_results_;
+  metrics::Family<metrics::Gauge>& queue_depth_;
+  metrics::Family<metrics::Gauge>& connected_workers_;
+  metrics::Family<metrics::Histogram>& measurement_seconds_;
+};
+
+}  // namespace gtco::server

@@ -1,0 +1,58 @@
+// gRPC services of gtco-server: translate between protobuf requests and FarmCore calls.
+#pragma once
+
+#include "gtco/v1/gtco.grpc.pb.h"
+#include "server/farm_core.h"
+
+namespace gtco::server {
+
+class ClientServiceImpl final : public gtco::v1::ClientService::Service {
+ public:
+  explicit ClientServiceImpl(FarmCore* core, int64_t max_model_bytes)
+      : core_(core), max_model_bytes_(max_model_bytes) {}
+
+  grpc::Status Submit(grpc::ServerContext* context,
+                      grpc::ServerReader<gtco::v1::ModelChunk>* reader,
+                      gtco::v1::SubmitReply* reply) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const gtco::v1::GetJobRequest* request,
+                      gtco::v1::JobStatus* reply) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const gtco::v1::WatchJobRequest* request,
+                        grpc::ServerWriter<gtco::v1::JobStatus>* writer) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const gtco::v1::ListJobsRequest* request,
+                        gtco::v1::ListJobsReply* reply) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const gtco::v1::CancelJobRequest* request,
+                         gtco::v1::JobStatus* reply) override;
+  grpc::Status QueryModel(grpc::ServerContext* context,
+                          grpc::ServerReader<gtco::v1::ModelChunk>* reader,
+                          gtco::v1::QueryReply* reply) override;
+  grpc::Status QueryWorkload(grpc::ServerContext* context,
+                             const gtco::v1::QueryWorkloadRequest* request,
+                             gtco::v1::QueryReply* reply) override;
+
+ private:
+  /// Reads a header chunk then data chunks into `bytes`, refusing more than max_model_bytes_.
+  grpc::Status ReadModel(grpc::ServerReader<gtco::v1::ModelChunk>* reader,
+                         gtco::v1::SubmitHeader* header, std::string* bytes);
+
+  FarmCore* core_;
+  int64_t max_model_bytes_;
+};
+
+class WorkerServiceImpl final : public gtco::v1::WorkerService::Service {
+ public:
+  explicit WorkerServiceImpl(FarmCore* core) : core_(core) {}
+
+  grpc::Status Register(grpc::ServerContext* context, const gtco::v1::RegisterRequest* request,
+                        gtco::v1::RegisterReply* reply) override;
+  grpc::Status Lease(grpc::ServerContext* context, const gtco::v1::LeaseRequest* request,
+                     gtco::v1::LeaseReply* reply) override;
+  grpc::Status Report(grpc::ServerContext* context, const gtco::v1::ReportRequest* request,
+                      gtco::v1::ReportReply* reply) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context, const gtco::v1::HeartbeatRequest* request,
+                         gtco::v1::HeartbeatReply* reply) override;
+
+ private:
+  FarmCore* core_;
+};
+
+}  // namespace gtco::server

@@ -1,0 +1,89 @@
+"""End to end on loopback: submit the bundled transformer block, watch it, query it, resubmit."""
+import json
+import os
+import unittest
+
+from farm import DATA, Farm
+
+MODEL = os.path.join(DATA, "transformer_block.onnx")
+
+
+class EndToEndTest(unittest.TestCase):
+    def setUp(self):
+        self.farm = Farm(metrics=True)
+        self.farm.start_server()
+        self.farm.start_worker()
+
+    def tearDown(self):
+        self.farm.stop()
+
+    def test_submit_watch_query_and_reuse(self):
+        farm = self.farm
+        watched = farm.client("submit", MODEL, "--target", "cpu", "--budget", "60", "--team",
+                              "vision", "--watch", "--json")
+        self.assertEqual(watched.returncode, 0, watched.stderr)
+        job = json.loads(watched.stdout)
+        self.assertEqual(job["state"], "done")
+        self.assertEqual(job["team"], "vision")
+        self.assertGreaterEqual(len(job["tasks"]), 5)
+        kinds = {task["kind"] for task in job["tasks"]}
+        self.assertTrue({"matmul", "softmax", "layernorm"} <= kinds, kinds)
+        for task in job["tasks"]:
+            self.assertEqual(task["state"], "done", task)
+            self.assertGreater(task["best_seconds"], 0, task)
+            self.assertEqual(int(task["trials_done"]), int(task["trials_allotted"]), task)
+        self.assertEqual(int(job["trials_done"]), 60)
+
+        # Every stored time was verified: the database holds one row per trial, ok ones timed.
+        rows = farm.sql("SELECT COUNT(*), SUM(ok) FROM measurements")
+        self.assertEqual(rows[0][0], 60)
+        self.assertEqual(farm.sql("SELECT COUNT(*) FROM measurements WHERE ok=1 AND median_seconds<=0")[0][0], 0)
+
+        query = farm.client_json("query", "--model", MODEL, "--target", "cpu")
+        self.assertEqual(len(query["records"]), len(job["tasks"]))
+        for record in query["records"]:
+            self.assertTrue(record["tuned"], record)
+            self.assertGreater(record["median_seconds"], 0)
+            self.assertTrue(record["trace"])
+        self.assertGreater(query["estimated_latency_seconds"], 0)
+
+        key = job["tasks"][0]["workload_key"]
+        by_key = farm.client_json("query", "--workload", key, "--target", "cpu", "--limit", "3")
+        self.assertEqual(by_key["records"][0]["workload_key"], key)
+        self.assertLessEqual(len(by_key["records"]), 3)
+        medians = [r["median_seconds"] for r in by_key["records"]]
+        self.assertEqual(medians, sorted(medians))
+
+        # The same model again is answered from the database: no new trials.
+        again = json.loads(farm.client("submit", MODEL, "--target", "cpu", "--budget", "60",
+                                       "--watch", "--json").stdout)
+        self.assertEqual(again["state"], "done")
+        self.assertEqual(int(again["trials_done"]), 0)
+        self.assertTrue(all(t["state"] == "from_database" for t in again["tasks"]))
+        self.assertEqual(farm.sql("SELECT COUNT(*) FROM measurements")[0][0], 60)
+
+        listing = farm.client_json("jobs")
+        self.assertEqual(len(listing["jobs"]), 2)
+        text = farm.client("status", job["job_id"]).stdout
+        self.assertIn(job["job_id"], text)
+        self.assertIn("done", text)
+
+    def test_metrics_endpoint(self):
+        import urllib.request
+        farm = self.farm
+        farm.client("submit", os.path.join(DATA, "mlp.onnx"), "--budget", "6", "--watch")
+        farm.client("jobs")
+        import time
+        time.sleep(0.6)  # one server tick refreshes the gauges
+        with urllib.request.urlopen(f"http://127.0.0.1:{farm.metrics_port}/metrics") as response:
+            text = response.read().decode()
+            self.assertIn("text/plain", response.headers["Content-Type"])
+        for family in ("gtco_jobs", "gtco_trials_total", "gtco_queue_depth",
+                       "gtco_connected_workers", "gtco_measurement_seconds_bucket"):
+            self.assertIn(family, text)
+        self.assertIn('gtco_trials_total{outcome="ok",target="cpu"} 6', text)
+        self.assertIn('gtco_jobs{state="done"} 1', text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,117 @@
+"""Test harness: real gtco-server / gtco-worker processes on loopback and the real CLI."""
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+BINARY_DIR = os.environ.get("GTCO_BINARY_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
+SOURCE_DIR = os.environ.get("GTCO_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
+SERVER = os.path.join(BINARY_DIR, "server", "gtco-server")
+WORKER = os.path.join(BINARY_DIR, "worker", "gtco-worker")
+CLIENT = os.path.join(BINARY_DIR, "client", "gtco-client")
+DATA = os.path.join(SOURCE_DIR, "tests", "data")
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Farm:
+    """A server on a temporary SQLite file plus any number of workers."""
+
+    def __init__(self, directory=None, metrics=False, lease_seconds=10):
+        self.dir = directory or tempfile.mkdtemp(prefix="gtco-farm-")
+        self.db = os.path.join(self.dir, "gtco.db")
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.metrics_port = free_port() if metrics else None
+        self.lease_seconds = lease_seconds
+        self.server = None
+        self.workers = []
+        self.logs = []
+
+    def _log(self, name):
+        path = os.path.join(self.dir, name)
+        self.logs.append(path)
+        return open(path, "ab")
+
+    def start_server(self):
+        args = [SERVER, "--listen", self.address, "--db", self.db,
+                "--lease-seconds", str(self.lease_seconds), "--heartbeat-seconds", "1"]
+        if self.metrics_port:
+            args += ["--metrics-port", str(self.metrics_port)]
+        self.server = subprocess.Popen(args, stdout=self._log("server.log"), stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.server.poll() is not None:
+                raise RuntimeError("server exited: " + self.read_logs())
+            result = self.client("jobs", check=False)
+            if result.returncode == 0:
+                return
+            time.sleep(0.2)
+        raise RuntimeError("server did not come up: " + self.read_logs())
+
+    def start_worker(self, extra=()):
+        worker = subprocess.Popen([WORKER, "--server", self.address, "--target", "cpu", *extra],
+                                  stdout=self._log(f"worker{len(self.workers)}.log"),
+                                  stderr=subprocess.STDOUT)
+        self.workers.append(worker)
+        return worker
+
+    def client(self, *args, check=True, timeout=600):
+        result = subprocess.run([CLIENT, "--server", self.address, *args], capture_output=True,
+                                text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"gtco-client {' '.join(args)} exited {result.returncode}:\n"
+                                 f"{result.stdout}\n{result.stderr}\n{self.read_logs()}")
+        return result
+
+    def client_json(self, *args, timeout=600):
+        return json.loads(self.client(*args, "--json", timeout=timeout).stdout)
+
+    def submit(self, model, budget, *extra):
+        job = self.client_json("submit", model, "--target", "cpu", "--budget", str(budget), *extra)
+        return job["job_id"]
+
+    def wait_for(self, job_id, predicate, timeout=600):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status = self.client_json("status", job_id)
+            if predicate(status):
+                return status
+            time.sleep(0.3)
+        raise AssertionError(f"timed out waiting on job {job_id}:\n{self.read_logs()}")
+
+    def kill_server(self, sig=signal.SIGKILL):
+        self.server.send_signal(sig)
+        self.server.wait()
+
+    def read_logs(self):
+        text = []
+        for path in self.logs:
+            try:
+                with open(path, "rb") as file:
+                    text.append(f"--- {path}\n" + file.read().decode(errors="replace")[-4000:])
+            except OSError:
+                pass
+        return "\n".join(text)
+
+    def sql(self, query, *params):
+        with sqlite3.connect(self.db, timeout=30) as connection:
+            return connection.execute(query, params).fetchall()
+
+    def stop(self):
+        for process in self.workers + ([self.server] if self.server else []):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()

@@ -1,0 +1,190 @@
+// Element-wise kernels: vectorized loops with scalar or masked tails, gathers and scatters,
+// select/min/max, guarded stores, parallel loops with captured variables.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/codegen/llvm/runtime.h"
+#include "tests/unit/codegen/codegen_test_util.h"
+
+namespace gtco::codegen {
+namespace {
+
+using ir::ForKind;
+using testing::Build;
+using testing::For;
+using testing::Flt;
+using testing::Int;
+using testing::RandomVector;
+using testing::RunKernel;
+using testing::Var;
+
+constexpr int kLanes = 16;
+
+ir::Expr AddRelu(const ir::Expr& index) {
+  return ir::Max(ir::MakeLoad("A", index) + ir::MakeLoad("B", index), Flt(0.0));
+}
+
+/// C = relu(A + B): a vectorized main loop and a scalar tail loop.
+ir::LoweredFunc AddReluWithScalarTail(int64_t n) {
+  const int64_t main = n / kLanes * kLanes;
+  ir::Expr vector_index = Var("io") * Int(kLanes) + Var("ii");
+  ir::Stmt main_loop =
+      For("io", 0, n / kLanes, ForKind::kSerial,
+          For("ii", 0, kLanes, ForKind::kVectorized,
+              ir::MakeStore("C", vector_index, AddRelu(vector_index))));
+  ir::Stmt tail_loop = For("t", main, n - main, ForKind::kSerial,
+                           ir::MakeStore("C", Var("t"), AddRelu(Var("t"))));
+  return {"add_relu", {{"A", n}, {"B", n}, {"C", n}}, ir::MakeBlock({main_loop, tail_loop})};
+}
+
+/// The same with the tail handled by a lane-dependent guard (masked loads and stores).
+ir::LoweredFunc AddReluWithMaskedTail(int64_t n) {
+  ir::Expr index = Var("io") * Int(kLanes) + Var("ii");
+  ir::Stmt body = ir::MakeIf(ir::MakeBinary(ir::ExprKind::kLt, index, Int(n)),
+                             ir::MakeStore("C", index, AddRelu(index)));
+  return {"add_relu_masked",
+          {{"A", n}, {"B", n}, {"C", n}},
+          For("io", 0, (n + kLanes - 1) / kLanes, ForKind::kSerial,
+              For("ii", 0, kLanes, ForKind::kVectorized, body))};
+}
+
+void CheckAddRelu(const ir::LoweredFunc& func, int64_t n) {
+  KernelEntry entry = Build(func);
+  std::vector<float> a = RandomVector(n, -1, 1, 1), b = RandomVector(n, -1, 1, 2);
+  std::vector<float> c(n + kLanes, -7.0f);  // the slack detects writes past the end
+  c.resize(n);
+  RunKernel(entry, {&a, &b, &c});
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(c[i], std::max(a[i] + b[i], 0.0f)) << "n=" << n << " i=" << i;
+  }
+  EXPECT_EQ(c.data()[n], -7.0f) << "wrote past the end";
+}
+
+TEST(CodegenElementwiseTest, VectorizedWithScalarTail) {
+  for (int64_t n : {1, 3, 16, 77, 197}) CheckAddRelu(AddReluWithScalarTail(n), n);
+}
+
+TEST(CodegenElementwiseTest, VectorizedWithMaskedTail) {
+  for (int64_t n : {1, 3, 77, 197}) CheckAddRelu(AddReluWithMaskedTail(n), n);
+}
+
+TEST(CodegenElementwiseTest, GatherScatterBroadcastAndNonAffineIndices) {
+  constexpr int64_t kRows = 5, kCols = 32;
+  ir::Expr i = Var("i"), j = Var("j");
+  // T[i, j] = X[j, i] (stride kRows gather), Y[j, i] = X[i, j] (scatter),
+  // Z[i, j] = X[i, 0] (uniform load) + X[i, j / 3] (non-affine) + X[i, j % 4].
+  auto wrap = [&](ir::Stmt body) {
+    // j is let-bound to a ramp of the vectorized jl: its stride must propagate through the let.
+    return For("i", 0, kRows, ForKind::kSerial,
+               For("jo", 0, kCols / kLanes, ForKind::kSerial,
+                   For("jl", 0, kLanes, ForKind::kVectorized,
+                       ir::MakeLet("j", Var("jo") * Int(kLanes) + Var("jl"), body))));
+  };
+  ir::Stmt body = ir::MakeBlock({
+      ir::MakeStore("T", i * Int(kCols) + j, ir::MakeLoad("XT", j * Int(kRows) + i)),
+      ir::MakeStore("Y", j * Int(kRows) + i, ir::MakeLoad("X", i * Int(kCols) + j)),
+      ir::MakeStore("Z", i * Int(kCols) + j,
+                    ir::MakeLoad("X", i * Int(kCols)) +
+                        ir::MakeLoad("X", i * Int(kCols) + j / Int(3)) +
+                        ir::MakeLoad("X", i * Int(kCols) + j % Int(4))),
+  });
+  const int64_t size = kRows * kCols;
+  ir::LoweredFunc func{
+      "gather", {{"X", size}, {"XT", size}, {"T", size}, {"Y", size}, {"Z", size}}, wrap(body)};
+  std::vector<float> x = RandomVector(size, -1, 1, 3), xt(size), t(size), y(size), z(size);
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t c = 0; c < kCols; ++c) xt[c * kRows + r] = x[r * kCols + c];
+  }
+  RunKernel(Build(func), {&x, &xt, &t, &y, &z});
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t c = 0; c < kCols; ++c) {
+      ASSERT_EQ(t[r * kCols + c], x[r * kCols + c]) << r << "," << c;
+      ASSERT_EQ(y[c * kRows + r], x[r * kCols + c]) << r << "," << c;
+      const float expected = x[r * kCols] + x[r * kCols + c / 3] + x[r * kCols + c % 4];
+      ASSERT_FLOAT_EQ(z[r * kCols + c], expected) << r << "," << c;
+    }
+  }
+}
+
+TEST(CodegenElementwiseTest, SelectMinMaxScalarAndVector) {
+  constexpr int64_t kSize = 40;
+  auto formula = [](const ir::Expr& index) {
+    ir::Expr a = ir::MakeLoad("A", index), b = ir::MakeLoad("B", index);
+    return ir::MakeSelect(ir::MakeBinary(ir::ExprKind::kLt, a, b),
+                          ir::Min(a, Flt(2.0) * b), ir::Max(a, b) - Flt(1.0));
+  };
+  ir::Expr vector_index = Var("o") * Int(kLanes) + Var("l");
+  ir::Stmt body = ir::MakeBlock(
+      {For("o", 0, kSize / kLanes, ForKind::kSerial,
+           For("l", 0, kLanes, ForKind::kVectorized,
+               ir::MakeStore("C", vector_index, formula(vector_index)))),
+       For("s", kSize / kLanes * kLanes, kSize % kLanes, ForKind::kSerial,
+           ir::MakeStore("C", Var("s"), formula(Var("s"))))});
+  ir::LoweredFunc func{"select_min_max", {{"A", kSize}, {"B", kSize}, {"C", kSize}}, body};
+  std::vector<float> a = RandomVector(kSize, -2, 2, 4), b = RandomVector(kSize, -2, 2, 5), c(kSize);
+  RunKernel(Build(func), {&a, &b, &c});
+  for (int64_t i = 0; i < kSize; ++i) {
+    const float expected = a[i] < b[i] ? std::min(a[i], 2.0f * b[i]) : std::max(a[i], b[i]) - 1.0f;
+    ASSERT_EQ(c[i], expected) << i;
+  }
+}
+
+TEST(CodegenElementwiseTest, GuardedStoresWithUniformAndLaneConditions) {
+  constexpr int64_t kRows = 4, kCols = 16;
+  ir::Expr index = Var("r") * Int(kCols) + Var("c");
+  ir::Expr x = ir::MakeLoad("X", index);
+  // Rows < 2: even columns get x * 2, odd ones x + 100. Other rows: -x.
+  ir::Stmt lane_branch = ir::MakeIf(
+      ir::MakeBinary(ir::ExprKind::kEq, Var("c") % Int(2), Int(0)),
+      ir::MakeStore("Y", index, x * Flt(2.0)), ir::MakeStore("Y", index, x + Flt(100.0)));
+  ir::Stmt body = For(
+      "r", 0, kRows, ForKind::kSerial,
+      ir::MakeIf(ir::MakeBinary(ir::ExprKind::kLt, Var("r"), Int(2)),
+                 For("c", 0, kCols, ForKind::kVectorized, lane_branch),
+                 For("c", 0, kCols, ForKind::kVectorized, ir::MakeStore("Y", index, Flt(0.0) - x))));
+  ir::LoweredFunc func{"guarded", {{"X", kRows * kCols}, {"Y", kRows * kCols}}, body};
+  std::vector<float> x_data = RandomVector(kRows * kCols, -1, 1, 6), y(kRows * kCols);
+  RunKernel(Build(func), {&x_data, &y});
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t c = 0; c < kCols; ++c) {
+      const float v = x_data[r * kCols + c];
+      const float expected = r < 2 ? (c % 2 == 0 ? v * 2 : v + 100) : -v;
+      ASSERT_EQ(y[r * kCols + c], expected) << r << "," << c;
+    }
+  }
+}
+
+TEST(CodegenElementwiseTest, ParallelLoopsCaptureLetsAndNest) {
+  // for s in 2 (serial): let scale = f32(s) + 0.5: parallel for i in 37:
+  //   parallel for j in 3: Y[s*111 + i*3 + j] = X[i*3 + j] * scale + f32(s)
+  constexpr int64_t kRows = 37, kCols = 3;
+  ir::Expr f32_s = ir::MakeCast(ir::ScalarType::kF32, Var("s"));
+  ir::Stmt store = ir::MakeStore(
+      "Y", Var("s") * Int(kRows * kCols) + Var("i") * Int(kCols) + Var("j"),
+      ir::MakeLoad("X", Var("i") * Int(kCols) + Var("j")) *
+              ir::MakeVar("scale", ir::ScalarType::kF32) +
+          f32_s);
+  ir::Stmt body = For(
+      "s", 0, 2, ForKind::kSerial,
+      ir::MakeLet("scale", f32_s + Flt(0.5),
+                  For("i", 0, kRows, ForKind::kParallel,
+                      For("j", 0, kCols, ForKind::kParallel, store))));
+  ir::LoweredFunc func{"parallel_nest", {{"X", kRows * kCols}, {"Y", 2 * kRows * kCols}}, body};
+  KernelEntry entry = Build(func);
+  for (int threads : {1, 2, 3}) {
+    SetParallelThreads(threads);
+    EXPECT_EQ(ParallelThreads(), threads);
+    std::vector<float> x = RandomVector(kRows * kCols, -1, 1, 7), y(2 * kRows * kCols, 0.0f);
+    RunKernel(entry, {&x, &y});
+    for (int64_t s = 0; s < 2; ++s) {
+      for (int64_t k = 0; k < kRows * kCols; ++k) {
+        ASSERT_NEAR(y[s * kRows * kCols + k], x[k] * (s + 0.5f) + s, 1e-6) << threads << " " << k;
+      }
+    }
+  }
+  SetParallelThreads(0);
+}
+
+}  // namespace
+}  // namespace gtco::codegen

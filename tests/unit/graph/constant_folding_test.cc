@@ -1,0 +1,187 @@
+// Tests for constant folding, shape completion and the op support check.
+#include "common/graph/constant_folding.h"
+
+#include <cmath>
+
+#include "common/graph/op_support.h"
+#include "gtest/gtest.h"
+#include "tests/unit/graph/test_graphs.h"
+
+namespace gtco::graph {
+namespace {
+
+using namespace ::gtco::graph::testing;  // NOLINT(build/namespaces)
+
+/// Folds `graph` and returns the constant `name`, failing the test if it is not constant.
+const Tensor& FoldAndGet(Graph& graph, const std::string& name) {
+  absl::Status folded = FoldConstants(graph);
+  EXPECT_TRUE(folded.ok()) << folded;
+  EXPECT_TRUE(graph.IsConstant(name)) << name;
+  return graph.tensor(name);
+}
+
+/// A graph whose only output is `output`, computed by `nodes` over `tensors`.
+Graph MakeGraph(std::vector<Tensor> tensors, std::vector<Node> nodes, const std::string& output) {
+  Graph graph;
+  for (Tensor& tensor : tensors) {
+    if (!tensor.is_constant && tensor.has_shape && graph.inputs.empty()) {
+      graph.inputs.push_back(tensor.name);
+    }
+    graph.SetTensor(std::move(tensor));
+  }
+  for (Node& node : nodes) {
+    for (const std::string& out : node.outputs) {
+      if (!graph.HasTensor(out)) graph.SetTensor(Unshaped(out));
+    }
+    graph.nodes.push_back(std::move(node));
+  }
+  graph.outputs = {output};
+  return graph;
+}
+
+TEST(ConstantFoldingTest, ShapeChainCollapsesIntoReshapeTarget) {
+  Graph graph = MakeGraph(
+      {Activation("x", {2, 3, 4}), IntConstant("zero", {}, {0}), IntConstant("minus1", {1}, {-1}),
+       IntConstant("axes0", {1}, {0})},
+      {MakeNode("Shape", "shape", {"x"}, {"s"}),
+       MakeNode("Gather", "gather", {"s", "zero"}, {"batch"}, {{"axis", IntAttr(0)}}),
+       MakeNode("Unsqueeze", "unsqueeze", {"batch", "axes0"}, {"batch1"}),
+       MakeNode("Concat", "concat", {"batch1", "minus1"}, {"target"}, {{"axis", IntAttr(0)}}),
+       MakeNode("Reshape", "reshape", {"x", "target"}, {"y"})},
+      "y");
+  const Tensor& target = FoldAndGet(graph, "target");
+  EXPECT_EQ(target.int_data, (std::vector<int64_t>{2, -1}));
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  EXPECT_EQ(graph.nodes[0].name, "reshape");
+  // ONNX left y without a shape; folding completes it from the now-constant target.
+  ASSERT_TRUE(graph.tensor("y").has_shape);
+  EXPECT_EQ(graph.tensor("y").shape, (std::vector<int64_t>{2, 12}));
+}
+
+TEST(ConstantFoldingTest, SliceFollowsOnnxClamping) {
+  std::vector<double> ramp;
+  for (int i = 0; i < 10; ++i) ramp.push_back(i);
+  Graph graph = MakeGraph(
+      {FloatConstant("data", {10}, ramp), IntConstant("start_tail", {1}, {-3}),
+       IntConstant("end_max", {1}, {kInt64Max}), IntConstant("start_back", {1}, {8}),
+       IntConstant("end_min", {1}, {kInt64Min}), IntConstant("axes", {1}, {0}),
+       IntConstant("step_back", {1}, {-2})},
+      {MakeNode("Slice", "tail", {"data", "start_tail", "end_max"}, {"tail_out"}),
+       MakeNode("Slice", "back", {"data", "start_back", "end_min", "axes", "step_back"},
+                {"back_out"}),
+       MakeNode("Concat", "join", {"tail_out", "back_out"}, {"joined"}, {{"axis", IntAttr(0)}})},
+      "joined");
+  const Tensor& joined = FoldAndGet(graph, "joined");
+  EXPECT_EQ(joined.float_data, (std::vector<double>{7, 8, 9, 8, 6, 4, 2, 0}));
+  EXPECT_EQ(graph.tensor("tail_out").shape, (std::vector<int64_t>{3}));
+}
+
+TEST(ConstantFoldingTest, TorchExpandPatternFolds) {
+  // torch exports `t.expand(x.shape[0], -1, -1)` as this ConstantOfShape/Equal/Where chain.
+  Attribute one;
+  one.kind = Attribute::Kind::kTensor;
+  one.tensor.push_back(IntConstant("one", {1}, {1}));
+  Graph graph = MakeGraph(
+      {IntConstant("requested", {3}, {2, -1, -1}), IntConstant("len", {1}, {3}),
+       IntConstant("minus1", {}, {-1}), FloatConstant("token", {1, 1, 4}, {1, 2, 3, 4})},
+      {MakeNode("ConstantOfShape", "ones", {"len"}, {"ones_out"}, {{"value", one}}),
+       MakeNode("Mul", "neg", {"ones_out", "minus1"}, {"negs"}),
+       MakeNode("Equal", "eq", {"requested", "negs"}, {"is_keep"}),
+       MakeNode("Where", "where", {"is_keep", "ones_out", "requested"}, {"expand_shape"}),
+       MakeNode("Expand", "expand", {"token", "expand_shape"}, {"tokens"})},
+      "tokens");
+  const Tensor& tokens = FoldAndGet(graph, "tokens");
+  EXPECT_EQ(graph.tensor("expand_shape").int_data, (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(tokens.shape, (std::vector<int64_t>{2, 1, 4}));
+  EXPECT_EQ(tokens.float_data, (std::vector<double>{1, 2, 3, 4, 1, 2, 3, 4}));
+  EXPECT_TRUE(graph.nodes.empty());
+}
+
+TEST(ConstantFoldingTest, TransposeCastRangeGatherAndArithmetic) {
+  Graph graph = MakeGraph(
+      {FloatConstant("m", {2, 3}, {0, 1, 2, 3, 4, 5}), IntConstant("start", {}, {0}),
+       IntConstant("limit", {}, {5}), IntConstant("delta", {}, {2}),
+       IntConstant("last", {}, {-1}), FloatConstant("two", {}, {2.0})},
+      {MakeNode("Transpose", "t", {"m"}, {"mt"}, {{"perm", IntsAttr({1, 0})}}),
+       MakeNode("Cast", "cast", {"mt"}, {"mt_int"}, {{"to", IntAttr(7)}}),
+       MakeNode("Range", "range", {"start", "limit", "delta"}, {"steps"}),
+       MakeNode("Gather", "pick", {"mt_int", "last"}, {"last_row"}, {{"axis", IntAttr(0)}}),
+       MakeNode("Sqrt", "sqrt", {"two"}, {"root2"}),
+       MakeNode("Div", "div", {"m", "root2"}, {"scaled"})},
+      "scaled");
+  graph.outputs = {"mt_int", "steps", "last_row", "scaled"};
+  ASSERT_TRUE(FoldConstants(graph).ok());
+  EXPECT_EQ(graph.tensor("mt_int").type, ElemType::kInt64);
+  EXPECT_EQ(graph.tensor("mt_int").shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(graph.tensor("mt_int").int_data, (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(graph.tensor("steps").int_data, (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(graph.tensor("last_row").int_data, (std::vector<int64_t>{2, 5}));
+  EXPECT_FLOAT_EQ(graph.tensor("scaled").float_data[3], 3.0f / std::sqrt(2.0f));
+}
+
+TEST(ConstantFoldingTest, DeadShapeArithmeticIsRemoved) {
+  Graph graph = MakeGraph({Activation("x", {2, 3})},
+                          {MakeNode("Shape", "unused_shape", {"x"}, {"s"}),
+                           MakeNode("Relu", "relu", {"x"}, {"y"})},
+                          "y");
+  ASSERT_TRUE(FoldConstants(graph).ok());
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  EXPECT_EQ(graph.nodes[0].name, "relu");
+}
+
+TEST(OpSupportTest, UnsupportedOpIsNamedWithItsNode) {
+  Graph graph = MakeGraph({Activation("boxes", {1, 10, 4}), Activation("scores", {1, 1, 10})},
+                          {MakeNode("NonMaxSuppression", "nms_1", {"boxes", "scores"}, {"keep"})},
+                          "keep");
+  absl::Status status = CheckSupportedOps(graph);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(status.message(), "unsupported ONNX op 'NonMaxSuppression' at node 'nms_1'");
+}
+
+TEST(OpSupportTest, FoldOnlyOpOnRuntimeDataIsUnimplemented) {
+  Graph graph = MakeGraph(
+      {Activation("x", {4}), IntConstant("cond", {4}, {1, 0, 1, 0}),
+       FloatConstant("zeros", {4}, {0, 0, 0, 0})},
+      {MakeNode("Where", "mask_where", {"cond", "x", "zeros"}, {"y"})}, "y");
+  graph.inputs = {"x"};
+  ASSERT_TRUE(FoldConstants(graph).ok());
+  absl::Status status = CheckSupportedOps(graph);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("'Where' at node 'mask_where'"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("'x'"), std::string::npos) << status;
+}
+
+TEST(OpSupportTest, NonF32ComputeIsUnimplementedNamingDtypeAndNode) {
+  Graph graph = MakeGraph({Activation("a", {4, 8}, ElemType::kFloat16), Weights("w", {8, 2})},
+                          {MakeNode("MatMul", "half_matmul", {"a", "w"}, {"y"})}, "y");
+  graph.mutable_tensor("y") = Activation("y", {4, 2}, ElemType::kFloat16);
+  absl::Status status = CheckSupportedOps(graph);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("f16"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("'half_matmul'"), std::string::npos) << status;
+}
+
+TEST(OpSupportTest, RuntimeCastOnlyFromF32ToF32) {
+  Graph graph = MakeGraph({Activation("ids", {4}, ElemType::kInt64)},
+                          {MakeNode("Cast", "to_float", {"ids"}, {"y"}, {{"to", IntAttr(1)}})},
+                          "y");
+  ASSERT_TRUE(FoldConstants(graph).ok());
+  absl::Status status = CheckSupportedOps(graph);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("'to_float'"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("i64"), std::string::npos) << status;
+}
+
+TEST(OpSupportTest, ClassifiesRoles) {
+  EXPECT_EQ(RoleOf(MakeNode("MatMul", "n", {}, {})), OpRole::kAnchor);
+  EXPECT_EQ(RoleOf(MakeNode("Erf", "n", {}, {})), OpRole::kElementwise);
+  EXPECT_EQ(RoleOf(MakeNode("Transpose", "n", {}, {})), OpRole::kData);
+  EXPECT_EQ(RoleOf(MakeNode("ConstantOfShape", "n", {}, {})), OpRole::kFoldOnly);
+  EXPECT_EQ(RoleOf(MakeNode("Conv", "n", {}, {})), OpRole::kUnsupported);
+  Node custom = MakeNode("MatMul", "n", {}, {});
+  custom.domain = "com.microsoft";
+  EXPECT_EQ(RoleOf(custom), OpRole::kUnsupported);
+}
+
+}  // namespace
+}  // namespace gtco::graph

@@ -1,0 +1,210 @@
+// Tests of search spaces (sampling, mutation, pruning) and trace replay without running code.
+#include "common/schedule/space.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/unit/schedule/test_workloads.h"
+
+namespace gtco::schedule {
+namespace {
+
+using testing::Elementwise;
+using testing::MatMul;
+using testing::MatMulBiasGelu;
+using testing::RowWorkload;
+
+target::HardwareInfo Avx512Host() {
+  target::HardwareInfo hw;
+  hw.cpu_features = {"avx2", "avx512f", "fma"};
+  hw.cores = 8;
+  return hw;
+}
+
+target::HardwareInfo Avx2Host() {
+  target::HardwareInfo hw;
+  hw.cpu_features = {"avx", "avx2", "fma"};
+  hw.cores = 4;
+  return hw;
+}
+
+std::vector<ir::Workload> AllClasses() {
+  return {MatMulBiasGelu(2, 197, 64, 197),
+          MatMul(1, 77, 197, 64, false, true),
+          RowWorkload(ir::AnchorKind::kSoftmax, 12, 197),
+          RowWorkload(ir::AnchorKind::kLayerNorm, 197, 768),
+          RowWorkload(ir::AnchorKind::kReduceMean, 5, 3),
+          Elementwise({2, 3, 77})};
+}
+
+TEST(SearchSpaceTest, SamplesAreValidLowerableAndRoundTrip) {
+  std::mt19937_64 rng(7);
+  for (const ir::Workload& w : AllClasses()) {
+    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, Avx512Host());
+    ASSERT_TRUE(space.ok()) << space.status();
+    for (int sample = 0; sample < 100; ++sample) {
+      const Trace trace = space->Sample(rng);
+      EXPECT_TRUE(space->Contains(trace)) << trace.ToString();
+      absl::StatusOr<Trace> parsed = Trace::Parse(trace.ToString());
+      ASSERT_TRUE(parsed.ok());
+      EXPECT_EQ(*parsed, trace);
+      absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, *parsed, "k");
+      ASSERT_TRUE(func.ok()) << trace.ToString() << ": " << func.status();
+      ASSERT_EQ(func->params.size(), w.inputs.size() + 1);
+      EXPECT_EQ(func->params.front().name, "in0");
+      EXPECT_EQ(func->params.back().name, "out");
+    }
+  }
+}
+
+TEST(SearchSpaceTest, SamplingCoversManyTraces) {
+  absl::StatusOr<SearchSpace> space = SearchSpace::Create(MatMul(1, 512, 512, 512), Avx512Host());
+  ASSERT_TRUE(space.ok());
+  std::mt19937_64 rng(1);
+  std::set<std::string> distinct;
+  for (int sample = 0; sample < 200; ++sample) distinct.insert(space->Sample(rng).ToString());
+  EXPECT_GT(distinct.size(), 190u);
+}
+
+TEST(SearchSpaceTest, PrunesMicroKernelsThatOverflowTheRegisterFile) {
+  const ir::Workload w = MatMul(1, 256, 256, 256);
+  for (const target::HardwareInfo& hw : {Avx512Host(), Avx2Host()}) {
+    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, hw);
+    ASSERT_TRUE(space.ok());
+    const int64_t registers = hw.HasFeature("avx512f") ? 32 : 16;
+    std::mt19937_64 rng(3);
+    int64_t largest_tile = 0;
+    for (int sample = 0; sample < 500; ++sample) {
+      const Trace trace = space->Sample(rng);
+      const int64_t mr = *trace.Get("mr"), nr = *trace.Get("nr");
+      EXPECT_LE(mr * nr + nr + 1, registers) << trace.ToString();
+      EXPECT_LE(*trace.Get("vw"), hw.MaxFloatLanes());
+      largest_tile = std::max(largest_tile, mr * nr);
+    }
+    EXPECT_GT(largest_tile, registers / 2 - 2);  // the space still reaches big tiles
+    Trace too_big = space->DefaultTrace();
+    too_big.decisions[3].second = 8;  // mr
+    too_big.decisions[4].second = 4;  // nr: 8*4 + 4 + 1 = 37 registers
+    EXPECT_FALSE(space->Contains(too_big));
+  }
+}
+
+TEST(SearchSpaceTest, MutateChangesOneOrTwoDecisionsAndStaysValid) {
+  std::mt19937_64 rng(11);
+  for (const ir::Workload& w : AllClasses()) {
+    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, Avx512Host());
+    ASSERT_TRUE(space.ok());
+    Trace trace = space->Sample(rng);
+    for (int step = 0; step < 100; ++step) {
+      const Trace mutated = space->Mutate(trace, rng);
+      EXPECT_TRUE(space->Contains(mutated)) << mutated.ToString();
+      int changed = 0;
+      for (size_t idx = 0; idx < trace.decisions.size(); ++idx) {
+        changed += trace.decisions[idx] != mutated.decisions[idx];
+      }
+      EXPECT_LE(changed, 2);
+      trace = mutated;
+    }
+  }
+}
+
+TEST(SearchSpaceTest, MutateOfForeignTraceSamplesAFreshOne) {
+  absl::StatusOr<SearchSpace> space = SearchSpace::Create(MatMul(1, 64, 64, 64), Avx512Host());
+  ASSERT_TRUE(space.ok());
+  std::mt19937_64 rng(5);
+  const Trace foreign{"softmax_rows/v1", {{"vw", 4}, {"unroll", 1}, {"par", 0}, {"variant", 0}}};
+  EXPECT_TRUE(space->Contains(space->Mutate(foreign, rng)));
+}
+
+TEST(SearchSpaceTest, TinyWorkloadsGetSerialSmallSpaces) {
+  absl::StatusOr<SearchSpace> space = SearchSpace::Create(MatMul(1, 1, 1, 1), Avx512Host());
+  ASSERT_TRUE(space.ok());
+  for (const Knob& knob : space->knobs()) {
+    if (knob.name == "par" || knob.name == "mr" || knob.name == "mc" || knob.name == "nc" ||
+        knob.name == "kc") {
+      EXPECT_EQ(knob.values.size(), 1u) << knob.name;
+    }
+  }
+  EXPECT_NE(space->Describe().find("mm_tiled/v1: mc{1} nc{1} kc{1} mr{1}"), std::string::npos)
+      << space->Describe();
+}
+
+TEST(SearchSpaceTest, DescribeNamesSketchAndKnobs) {
+  absl::StatusOr<SearchSpace> space =
+      SearchSpace::Create(RowWorkload(ir::AnchorKind::kSoftmax, 12, 197), Avx2Host());
+  ASSERT_TRUE(space.ok());
+  EXPECT_EQ(space->Describe(), "softmax_rows/v1: vw{4,8} unroll{1,2,4} par{0} variant{0,1,2}");
+}
+
+TEST(LowerScheduleTest, IsDeterministic) {
+  std::mt19937_64 rng(13);
+  for (const ir::Workload& w : AllClasses()) {
+    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, Avx512Host());
+    ASSERT_TRUE(space.ok());
+    for (int sample = 0; sample < 10; ++sample) {
+      const Trace trace = space->Sample(rng);
+      absl::StatusOr<ir::LoweredFunc> first = LowerSchedule(w, trace, "kern");
+      absl::StatusOr<ir::LoweredFunc> second = LowerSchedule(w, trace, "kern");
+      ASSERT_TRUE(first.ok() && second.ok());
+      EXPECT_EQ(ir::ToString(*first), ir::ToString(*second));
+    }
+  }
+}
+
+TEST(LowerScheduleTest, DifferentTracesGiveDifferentPrograms) {
+  const ir::Workload w = MatMul(1, 128, 128, 128);
+  absl::StatusOr<Trace> a = Trace::Parse(
+      "mm_tiled/v1;mc=64;nc=128;kc=128;mr=4;nr=2;vw=16;par=1;order=0;unroll_k=4;pack_b=0");
+  absl::StatusOr<Trace> b = Trace::Parse(
+      "mm_tiled/v1;mc=64;nc=128;kc=64;mr=4;nr=2;vw=16;par=1;order=0;unroll_k=4;pack_b=0");
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<ir::LoweredFunc> fa = LowerSchedule(w, *a, "k");
+  absl::StatusOr<ir::LoweredFunc> fb = LowerSchedule(w, *b, "k");
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  EXPECT_NE(ir::ToString(*fa), ir::ToString(*fb));
+  EXPECT_NE(ir::ToString(*fb).find("ko"), std::string::npos);  // K blocking appears
+}
+
+TEST(LowerScheduleTest, RejectsTracesOutsideTheSpace) {
+  const ir::Workload w = MatMul(1, 16, 16, 16);
+  const std::string good =
+      "mm_tiled/v1;mc=16;nc=16;kc=16;mr=4;nr=1;vw=16;par=0;order=0;unroll_k=1;pack_b=0";
+  ASSERT_TRUE(LowerSchedule(w, *Trace::Parse(good), "k").ok());
+  for (const char* bad :
+       {"mm_tiled/v9;mc=16;nc=16;kc=16;mr=4;nr=1;vw=16;par=0;order=0;unroll_k=1;pack_b=0",
+        "softmax_rows/v1;vw=4;unroll=1;par=0;variant=0",
+        "mm_tiled/v1;mc=16;nc=16;kc=16;mr=4;nr=1;vw=16;par=0;order=0;unroll_k=1",
+        "mm_tiled/v1;mc=16;nc=16;kc=16;mr=4;nr=1;vw=16;par=0;order=0;unroll_k=1;pack_b=2",
+        "mm_tiled/v1;nc=16;mc=16;kc=16;mr=4;nr=1;vw=16;par=0;order=0;unroll_k=1;pack_b=0",
+        "mm_tiled/v1;mc=16;nc=16;kc=16;mr=4;nr=1;vw=16;par=0;order=0;unroll_k=1;pack_b=0;x=1",
+        "mm_tiled/v1;mc=16;nc=16;kc=16;mr=9;nr=1;vw=16;par=0;order=0;unroll_k=1;pack_b=0",
+        "mm_tiled/v1;mc=16;nc=16;kc=16;mr=4;nr=1;vw=5;par=0;order=0;unroll_k=1;pack_b=0",
+        "mm_tiled/v1;mc=0;nc=16;kc=16;mr=4;nr=1;vw=16;par=0;order=0;unroll_k=1;pack_b=0",
+        "mm_tiled/v1;mc=16;nc=16;kc=16;mr=4;nr=1;vw=16;par=3;order=0;unroll_k=1;pack_b=0"}) {
+    absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, *Trace::Parse(bad), "k");
+    EXPECT_FALSE(func.ok()) << bad;
+    if (!func.ok()) EXPECT_EQ(func.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(SearchSpaceTest, RejectsInconsistentWorkloads) {
+  ir::Workload bad_shapes = MatMul(1, 8, 8, 8);
+  bad_shapes.inputs[0].shape = {8, 9};
+  EXPECT_EQ(SearchSpace::Create(bad_shapes, Avx512Host()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  ir::Workload bad_broadcast = Elementwise({4, 3});
+  bad_broadcast.inputs[1].shape = {4};  // [4] does not broadcast against [4, 3]
+  absl::Status status = SearchSpace::Create(bad_broadcast, Avx512Host()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("does not broadcast"), std::string::npos) << status;
+
+  ir::Workload bad_operand = RowWorkload(ir::AnchorKind::kSoftmax, 2, 2);
+  bad_operand.epilogue.push_back({ir::EwOp::kAdd, {testing::Acc(), testing::In(3)}});
+  EXPECT_EQ(SearchSpace::Create(bad_operand, Avx512Host()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gtco::schedule
