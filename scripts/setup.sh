@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev sqlite3 llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
-  libonnx-dev libcivetweb-dev libgtest-dev libopenblas-dev curl)
+  libonnx-dev libcivetweb-dev civetweb libgtest-dev libopenblas-dev curl)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus)
 fi

@@ -53,8 +53,7 @@ ir::Operand OperandOf(ir::Operand::Kind kind, int index) {
 /// Appends `op(args)` to the head's epilogue and returns the operand of its value.
 ir::Operand Emit(AnchorHead& head, ir::EwOp op, std::vector<ir::Operand> args) {
   head.workload.epilogue.push_back(ir::EwInstr{op, std::move(args)});
-  return OperandOf(ir::Operand::Kind::kValue,
-                   static_cast<int>(head.workload.epilogue.size()) - 1);
+  return OperandOf(ir::Operand::Kind::kValue, static_cast<int>(head.workload.epilogue.size()) - 1);
 }
 
 /// Whether one side of a batched matmul carries the batch (true) or is broadcast (false).
@@ -63,9 +62,9 @@ absl::StatusOr<bool> BatchedFlag(const Node& node, const Shape& side, const Shap
   Shape padded(batch.size() - side.size(), 1);
   padded.insert(padded.end(), side.begin(), side.end());
   if (padded == batch) return true;
-  return AnchorUnimplemented(node, absl::StrCat("batch dims ", ShapeString(side),
-                                                " are partially broadcast to ",
-                                                ShapeString(batch)));
+  return AnchorUnimplemented(
+      node, absl::StrCat("batch dims ", ShapeString(side), " are partially broadcast to ",
+                         ShapeString(batch)));
 }
 
 absl::StatusOr<AnchorHead> LowerMatMul(const Node& node, const Graph& graph) {
@@ -76,7 +75,10 @@ absl::StatusOr<AnchorHead> LowerMatMul(const Node& node, const Graph& graph) {
   if (b.size() == 1) b.push_back(1);
   Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
-  if (b[b.size() - 2] != k) return AnchorInvalid(node, "inner dimensions differ");
+  if (b[b.size() - 2] != k) {
+    return AnchorInvalid(node, absl::StrCat("inner dimensions differ: A is ", ShapeString(a),
+                                            ", B is ", ShapeString(b)));
+  }
   AnchorHead head = NewHead(node, graph, ir::AnchorKind::kMatMul);
   ir::MatMulParams& p = head.workload.matmul;
   p.k = k;
@@ -109,6 +111,10 @@ absl::StatusOr<AnchorHead> LowerGemm(const Node& node, const Graph& graph) {
   p.m = p.trans_a ? a[1] : a[0];
   p.k = p.trans_a ? a[0] : a[1];
   p.n = p.trans_b ? b[0] : b[1];
+  if ((p.trans_b ? b[1] : b[0]) != p.k) {
+    return AnchorInvalid(node, absl::StrCat("inner dimensions differ: A is ", ShapeString(a),
+                                            ", B is ", ShapeString(b)));
+  }
   head.workload.inputs = {Desc({1, a[0], a[1]}), Desc({1, b[0], b[1]})};
   head.workload.num_anchor_inputs = 2;
   head.workload.output = Desc({1, p.m, p.n});

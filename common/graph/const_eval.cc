@@ -16,9 +16,9 @@ namespace {
 using Shape = std::vector<int64_t>;
 
 const std::set<std::string>& UnaryOps() {
-  static const auto* ops = new std::set<std::string>{
-      "Neg", "Sqrt", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Abs", "Floor", "Ceil",
-      "Reciprocal", "Not"};
+  static const auto* ops =
+      new std::set<std::string>{"Neg", "Sqrt", "Relu",  "Sigmoid", "Tanh",       "Erf",
+                                "Exp", "Abs",  "Floor", "Ceil",    "Reciprocal", "Not"};
   return *ops;
 }
 
@@ -30,9 +30,9 @@ const std::set<std::string>& BinaryOps() {
 
 const std::set<std::string>& StructuralOps() {
   static const auto* ops = new std::set<std::string>{
-      "Constant", "Identity", "Shape", "Size", "Cast", "Gather", "Slice", "Concat", "Unsqueeze",
-      "Squeeze", "Reshape", "Flatten", "Transpose", "Expand", "ConstantOfShape", "Range",
-      "Where"};
+      "Constant",  "Identity", "Shape",           "Size",    "Cast",    "Gather",
+      "Slice",     "Concat",   "Unsqueeze",       "Squeeze", "Reshape", "Flatten",
+      "Transpose", "Expand",   "ConstantOfShape", "Range",   "Where"};
   return *ops;
 }
 
@@ -122,16 +122,26 @@ std::vector<int64_t> IntValues(const Tensor& tensor) {
 /// Maps an ONNX TensorProto::DataType number (Cast's `to`) to an element type.
 ElemType ElemTypeFromOnnxNumber(int64_t number) {
   switch (number) {
-    case 1: return ElemType::kFloat32;
-    case 2: return ElemType::kUInt8;
-    case 3: return ElemType::kInt8;
-    case 6: return ElemType::kInt32;
-    case 7: return ElemType::kInt64;
-    case 9: return ElemType::kBool;
-    case 10: return ElemType::kFloat16;
-    case 11: return ElemType::kFloat64;
-    case 16: return ElemType::kBFloat16;
-    default: return ElemType::kOther;
+    case 1:
+      return ElemType::kFloat32;
+    case 2:
+      return ElemType::kUInt8;
+    case 3:
+      return ElemType::kInt8;
+    case 6:
+      return ElemType::kInt32;
+    case 7:
+      return ElemType::kInt64;
+    case 9:
+      return ElemType::kBool;
+    case 10:
+      return ElemType::kFloat16;
+    case 11:
+      return ElemType::kFloat64;
+    case 16:
+      return ElemType::kBFloat16;
+    default:
+      return ElemType::kOther;
   }
 }
 
@@ -168,7 +178,9 @@ absl::StatusOr<Tensor> EvalConstant(const Node& node) {
 absl::StatusOr<Tensor> EvalShape(const Node& node, const Tensor& input) {
   if (!input.has_shape) return NodeError(node, "input shape is unknown");
   int64_t rank = static_cast<int64_t>(input.shape.size());
-  auto clamp = [rank](int64_t axis) { return std::clamp(axis < 0 ? axis + rank : axis, int64_t{0}, rank); };
+  auto clamp = [rank](int64_t axis) {
+    return std::clamp(axis < 0 ? axis + rank : axis, int64_t{0}, rank);
+  };
   int64_t start = clamp(node.IntAttr("start", 0));
   int64_t end = clamp(node.IntAttr("end", rank));
   Shape dims;
@@ -184,7 +196,8 @@ absl::StatusOr<Tensor> EvalCast(const Node& node, const Tensor& input) {
   Tensor out = MakeConstant(to, input.shape);
   for (int64_t i = 0; i < input.NumElements(); ++i) {
     double value = input.ValueAsDouble(i);
-    AppendValue(out, value, IsFloating(input.type) ? static_cast<int64_t>(value) : input.int_data[i]);
+    AppendValue(out, value,
+                IsFloating(input.type) ? static_cast<int64_t>(value) : input.int_data[i]);
   }
   return out;
 }
@@ -309,8 +322,8 @@ Tensor EvalUnary(const Node& node, const Tensor& input) {
 }
 
 /// One binary op on doubles (floating inputs) and on int64 (integer inputs).
-void BinaryValue(const std::string& op, const Tensor& a, int64_t ia, const Tensor& b,
-                 int64_t ib, Tensor& out) {
+void BinaryValue(const std::string& op, const Tensor& a, int64_t ia, const Tensor& b, int64_t ib,
+                 Tensor& out) {
   double x = a.ValueAsDouble(ia), y = b.ValueAsDouble(ib);
   if (op == "Equal") return AppendValue(out, 0, x == y);
   if (op == "Less") return AppendValue(out, 0, x < y);
@@ -350,7 +363,8 @@ absl::StatusOr<Tensor> EvalWhere(const Node& node, const Tensor& cond, const Ten
   std::vector<int64_t> iy = BroadcastIndices(y.shape, out_shape);
   Tensor out = MakeConstant(x.type, out_shape);
   for (size_t i = 0; i < ic.size(); ++i) {
-    AppendFrom(out, cond.ValueAsInt(ic[i]) != 0 ? x : y, cond.ValueAsInt(ic[i]) != 0 ? ix[i] : iy[i]);
+    AppendFrom(out, cond.ValueAsInt(ic[i]) != 0 ? x : y,
+               cond.ValueAsInt(ic[i]) != 0 ? ix[i] : iy[i]);
   }
   return out;
 }
@@ -410,8 +424,7 @@ absl::StatusOr<Tensor> EvalSingleOutput(const Node& node, const Graph& graph) {
 }  // namespace
 
 bool IsFoldableOp(const std::string& op_type) {
-  return UnaryOps().count(op_type) || BinaryOps().count(op_type) ||
-         StructuralOps().count(op_type);
+  return UnaryOps().count(op_type) || BinaryOps().count(op_type) || StructuralOps().count(op_type);
 }
 
 bool IsShapeOnlyOp(const std::string& op_type) { return op_type == "Shape" || op_type == "Size"; }
@@ -424,8 +437,8 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>&
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("shapes ", ShapeString(a), " and ",
-                                                     ShapeString(b), " do not broadcast"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shapes ", ShapeString(a), " and ", ShapeString(b), " do not broadcast"));
     }
     out[i] = da == 1 ? db : da;
   }
@@ -436,9 +449,10 @@ absl::StatusOr<std::vector<Tensor>> EvaluateConstantNode(const Node& node, const
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (node.inputs[i].empty()) continue;
     const Tensor* input = graph.FindTensor(node.inputs[i]);
-    bool ready = input != nullptr && (IsShapeOnlyOp(node.op_type) ? input->has_shape
-                                                                   : input->is_constant);
-    if (!ready) return NodeError(node, absl::StrCat("input '", node.inputs[i], "' is not constant"));
+    bool ready =
+        input != nullptr && (IsShapeOnlyOp(node.op_type) ? input->has_shape : input->is_constant);
+    if (!ready)
+      return NodeError(node, absl::StrCat("input '", node.inputs[i], "' is not constant"));
   }
   if (node.outputs.size() != 1) {
     return NodeUnimplemented(node, "only single-output nodes can be constant-folded");

@@ -36,8 +36,8 @@ void CompleteOutputShape(const Node& node, Graph& graph) {
 absl::Status FoldConstants(Graph& graph) {
   std::vector<Node> remaining;
   for (Node& node : graph.nodes) {
-    bool foldable = node.domain.empty() && IsFoldableOp(node.op_type) &&
-                    node.outputs.size() == 1 && InputsReady(node, graph);
+    bool foldable = node.domain.empty() && IsFoldableOp(node.op_type) && node.outputs.size() == 1 &&
+                    InputsReady(node, graph);
     if (!foldable) {
       CompleteOutputShape(node, graph);
       remaining.push_back(std::move(node));

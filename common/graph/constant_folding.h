@@ -10,7 +10,8 @@ namespace gtco::graph {
 /// need is a static input shape (Shape, Size), by constant tensors, in topological order so
 /// that whole chains (Shape -> Gather -> Unsqueeze -> Concat -> Reshape's shape) collapse.
 /// Kept nodes whose output 0 has no static shape get one from shape_inference.h (ONNX's
-/// data propagation does not reach every shape). Then removes nodes whose results nobody uses. Errors name the node that failed.
+/// data propagation does not reach every shape). Then removes nodes whose results nobody uses.
+/// Errors name the node that failed.
 absl::Status FoldConstants(Graph& graph);
 
 }  // namespace gtco::graph

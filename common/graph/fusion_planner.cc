@@ -34,10 +34,18 @@ void CanonicalizeOperands(ir::EwInstr& instr) {
   auto rank = [](const ir::Operand& operand) {
     int kind_rank = 0;
     switch (operand.kind) {
-      case ir::Operand::Kind::kAcc: kind_rank = 0; break;
-      case ir::Operand::Kind::kValue: kind_rank = 1; break;
-      case ir::Operand::Kind::kInput: kind_rank = 2; break;
-      case ir::Operand::Kind::kConst: kind_rank = 3; break;
+      case ir::Operand::Kind::kAcc:
+        kind_rank = 0;
+        break;
+      case ir::Operand::Kind::kValue:
+        kind_rank = 1;
+        break;
+      case ir::Operand::Kind::kInput:
+        kind_rank = 2;
+        break;
+      case ir::Operand::Kind::kConst:
+        kind_rank = 3;
+        break;
     }
     return std::make_tuple(kind_rank, operand.index, operand.value);
   };
@@ -194,12 +202,13 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
         operand.kind = ir::Operand::Kind::kConst;
         operand.value = static_cast<float>(tensor.ValueAsDouble(0));
       } else {
-        auto [slot, added] = head.input_ids.emplace(input, static_cast<int>(workload.inputs.size()));
+        auto [slot, added] =
+            head.input_ids.emplace(input, static_cast<int>(workload.inputs.size()));
         if (added) {
           ir::TensorDesc desc;
-          desc.shape = region.anchored ? *AnchorExtraShape(tensor.shape, head.onnx_shape,
-                                                           workload.output.shape)
-                                       : StripLeadingOnes(tensor.shape);
+          desc.shape = region.anchored
+                           ? *AnchorExtraShape(tensor.shape, head.onnx_shape, workload.output.shape)
+                           : StripLeadingOnes(tensor.shape);
           workload.inputs.push_back(desc);
         }
         operand.kind = ir::Operand::Kind::kInput;
@@ -218,8 +227,8 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
   absl::Status valid = workload.Validate();
   if (!valid.ok()) {
     return absl::InternalError(absl::StrCat("fusion planner built an invalid workload at node '",
-                                            graph_.nodes[region.seed].name, "': ",
-                                            valid.message()));
+                                            graph_.nodes[region.seed].name,
+                                            "': ", valid.message()));
   }
   planned.workload = std::move(workload);
   return planned;

@@ -11,23 +11,33 @@ namespace gtco::graph {
 
 const char* ElemTypeName(ElemType type) {
   switch (type) {
-    case ElemType::kFloat32: return "f32";
-    case ElemType::kFloat64: return "f64";
-    case ElemType::kFloat16: return "f16";
-    case ElemType::kBFloat16: return "bf16";
-    case ElemType::kInt8: return "i8";
-    case ElemType::kUInt8: return "u8";
-    case ElemType::kInt32: return "i32";
-    case ElemType::kInt64: return "i64";
-    case ElemType::kBool: return "bool";
-    case ElemType::kOther: return "other";
+    case ElemType::kFloat32:
+      return "f32";
+    case ElemType::kFloat64:
+      return "f64";
+    case ElemType::kFloat16:
+      return "f16";
+    case ElemType::kBFloat16:
+      return "bf16";
+    case ElemType::kInt8:
+      return "i8";
+    case ElemType::kUInt8:
+      return "u8";
+    case ElemType::kInt32:
+      return "i32";
+    case ElemType::kInt64:
+      return "i64";
+    case ElemType::kBool:
+      return "bool";
+    case ElemType::kOther:
+      return "other";
   }
   return "other";
 }
 
 bool IsFloating(ElemType type) {
-  return type == ElemType::kFloat32 || type == ElemType::kFloat64 ||
-         type == ElemType::kFloat16 || type == ElemType::kBFloat16;
+  return type == ElemType::kFloat32 || type == ElemType::kFloat64 || type == ElemType::kFloat16 ||
+         type == ElemType::kBFloat16;
 }
 
 int64_t NumElements(const std::vector<int64_t>& shape) {

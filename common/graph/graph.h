@@ -19,8 +19,18 @@
 
 namespace gtco::graph {
 
-enum class ElemType { kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64,
-                      kBool, kOther };
+enum class ElemType {
+  kFloat32,
+  kFloat64,
+  kFloat16,
+  kBFloat16,
+  kInt8,
+  kUInt8,
+  kInt32,
+  kInt64,
+  kBool,
+  kOther
+};
 
 /// "f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64", "bool", "other".
 const char* ElemTypeName(ElemType type);
@@ -80,9 +90,9 @@ struct Node {
 class Graph {
  public:
   std::string name;
-  int opset = 0;  ///< default-domain opset version
-  std::vector<Node> nodes;             ///< topological order
-  std::vector<std::string> inputs;     ///< runtime inputs (not constants)
+  int opset = 0;                    ///< default-domain opset version
+  std::vector<Node> nodes;          ///< topological order
+  std::vector<std::string> inputs;  ///< runtime inputs (not constants)
   std::vector<std::string> outputs;
 
   /// Adds or replaces the tensor named `tensor.name`.

@@ -29,8 +29,7 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
     }
     ModelTask& task = analysis.tasks[it->second];
     ++task.weight;
-    task.node_names.insert(task.node_names.end(), item.node_names.begin(),
-                           item.node_names.end());
+    task.node_names.insert(task.node_names.end(), item.node_names.begin(), item.node_names.end());
   }
   return analysis;
 }

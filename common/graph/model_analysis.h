@@ -21,9 +21,9 @@ struct ModelTask {
 };
 
 struct ModelAnalysis {
-  std::string model_name;  ///< the ONNX graph's name ("model" when empty)
-  int num_nodes = 0;       ///< nodes in the imported graph, before folding
-  int num_data_ops = 0;    ///< copy-only nodes left after folding (not tuned)
+  std::string model_name;        ///< the ONNX graph's name ("model" when empty)
+  int num_nodes = 0;             ///< nodes in the imported graph, before folding
+  int num_data_ops = 0;          ///< copy-only nodes left after folding (not tuned)
   std::vector<ModelTask> tasks;  ///< deduplicated by key, in first-occurrence order
 };
 

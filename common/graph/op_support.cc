@@ -28,9 +28,9 @@ absl::Status CheckStaticShapes(const Node& node, const Graph& graph) {
       if (name.empty()) continue;
       const Tensor* tensor = graph.FindTensor(name);
       if (tensor == nullptr || !tensor->has_shape) {
-        return absl::UnimplementedError(absl::StrCat(
-            "could not infer a static shape for tensor '", name, "' at node '", node.name,
-            "' (", OpLabel(node), ")"));
+        return absl::UnimplementedError(absl::StrCat("could not infer a static shape for tensor '",
+                                                     name, "' at node '", node.name, "' (",
+                                                     OpLabel(node), ")"));
       }
     }
   }
@@ -41,9 +41,9 @@ absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
   auto check = [&](const std::string& name) -> absl::Status {
     const Tensor& tensor = graph.tensor(name);
     if (tensor.type == ElemType::kFloat32) return absl::OkStatus();
-    return absl::UnimplementedError(absl::StrCat(
-        "ONNX op '", OpLabel(node), "' at node '", node.name, "' computes on ",
-        ElemTypeName(tensor.type), " tensor '", name, "'; only f32 is supported"));
+    return absl::UnimplementedError(
+        absl::StrCat("ONNX op '", OpLabel(node), "' at node '", node.name, "' computes on ",
+                     ElemTypeName(tensor.type), " tensor '", name, "'; only f32 is supported"));
   };
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (node.inputs[i].empty() || IsParameterInput(node, i)) continue;
@@ -56,10 +56,10 @@ absl::Status CheckCast(const Node& node, const Graph& graph) {
   const Tensor& input = graph.tensor(node.inputs.at(0));
   int64_t to = node.IntAttr("to", 0);
   if (input.type == ElemType::kFloat32 && to == kOnnxFloat) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrCat(
-      "ONNX op 'Cast' at node '", node.name, "' converts ", ElemTypeName(input.type),
-      " tensor '", node.inputs[0], "' to ONNX type ", to,
-      " at run time; only f32 -> f32 casts (or casts of constants) are supported"));
+  return absl::UnimplementedError(
+      absl::StrCat("ONNX op 'Cast' at node '", node.name, "' converts ", ElemTypeName(input.type),
+                   " tensor '", node.inputs[0], "' to ONNX type ", to,
+                   " at run time; only f32 -> f32 casts (or casts of constants) are supported"));
 }
 
 std::string FirstNonConstantInput(const Node& node, const Graph& graph) {
@@ -73,8 +73,8 @@ std::string FirstNonConstantInput(const Node& node, const Graph& graph) {
 
 std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
   static const auto* ops = new std::map<std::string, ir::EwOp>{
-      {"Add", ir::EwOp::kAdd},   {"Sub", ir::EwOp::kSub},         {"Mul", ir::EwOp::kMul},
-      {"Div", ir::EwOp::kDiv},   {"Pow", ir::EwOp::kPow},         {"Relu", ir::EwOp::kRelu},
+      {"Add", ir::EwOp::kAdd},         {"Sub", ir::EwOp::kSub},   {"Mul", ir::EwOp::kMul},
+      {"Div", ir::EwOp::kDiv},         {"Pow", ir::EwOp::kPow},   {"Relu", ir::EwOp::kRelu},
       {"Sigmoid", ir::EwOp::kSigmoid}, {"Tanh", ir::EwOp::kTanh}, {"Erf", ir::EwOp::kErf},
       {"Sqrt", ir::EwOp::kSqrt}};
   auto it = ops->find(op_type);
@@ -83,11 +83,11 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
 }
 
 OpRole RoleOf(const Node& node) {
-  static const std::set<std::string> kAnchors = {"MatMul", "Gemm", "Softmax",
-                                                 "LayerNormalization", "ReduceMean"};
-  static const std::set<std::string> kDataOps = {"Transpose", "Reshape", "Identity", "Flatten",
-                                                 "Squeeze", "Unsqueeze", "Slice", "Concat",
-                                                 "Gather", "Cast"};
+  static const std::set<std::string> kAnchors = {"MatMul", "Gemm", "Softmax", "LayerNormalization",
+                                                 "ReduceMean"};
+  static const std::set<std::string> kDataOps = {"Transpose", "Reshape",   "Identity", "Flatten",
+                                                 "Squeeze",   "Unsqueeze", "Slice",    "Concat",
+                                                 "Gather",    "Cast"};
   if (!node.domain.empty()) return OpRole::kUnsupported;
   if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
   if (ElementwiseEwOp(node.op_type)) return OpRole::kElementwise;
@@ -100,14 +100,14 @@ absl::Status CheckSupportedOps(const Graph& graph) {
   for (const Node& node : graph.nodes) {
     OpRole role = RoleOf(node);
     if (role == OpRole::kUnsupported) {
-      return absl::UnimplementedError(absl::StrCat("unsupported ONNX op '", OpLabel(node),
-                                                   "' at node '", node.name, "'"));
+      return absl::UnimplementedError(
+          absl::StrCat("unsupported ONNX op '", OpLabel(node), "' at node '", node.name, "'"));
     }
     if (role == OpRole::kFoldOnly) {
-      return absl::UnimplementedError(absl::StrCat(
-          "ONNX op '", node.op_type, "' at node '", node.name,
-          "' is only supported on constant inputs (shape arithmetic), but its input '",
-          FirstNonConstantInput(node, graph), "' is computed at run time"));
+      return absl::UnimplementedError(
+          absl::StrCat("ONNX op '", node.op_type, "' at node '", node.name,
+                       "' is only supported on constant inputs (shape arithmetic), but its input '",
+                       FirstNonConstantInput(node, graph), "' is computed at run time"));
     }
     GTCO_RETURN_IF_ERROR(CheckStaticShapes(node, graph));
     if (role == OpRole::kAnchor || role == OpRole::kElementwise) {

@@ -24,8 +24,7 @@ const Tensor* Input(const Node& node, const Graph& graph, size_t index) {
 }
 
 /// Integer values of constant parameter input `index`; error when absent or not constant.
-absl::StatusOr<std::vector<int64_t>> ConstInts(const Node& node, const Graph& graph,
-                                               size_t index) {
+absl::StatusOr<std::vector<int64_t>> ConstInts(const Node& node, const Graph& graph, size_t index) {
   const Tensor* tensor = Input(node, graph, index);
   if (tensor == nullptr || !tensor->is_constant) {
     return ShapeError(node, absl::StrCat("input ", index, " must be a constant"));
@@ -59,8 +58,8 @@ absl::StatusOr<Shape> ReshapeShape(const Node& node, const Graph& graph, const S
   }
   if (inferred >= 0) target[inferred] = known == 0 ? 0 : NumElements(data) / known;
   if (NumElements(target) != NumElements(data)) {
-    return ShapeError(node, absl::StrCat("cannot reshape ", ShapeString(data), " to ",
-                                         ShapeString(target)));
+    return ShapeError(
+        node, absl::StrCat("cannot reshape ", ShapeString(data), " to ", ShapeString(target)));
   }
   return target;
 }
@@ -71,8 +70,8 @@ absl::StatusOr<Shape> MatMulShape(const Node& node, Shape a, Shape b) {
   if (a_vector) a.insert(a.begin(), 1);
   if (b_vector) b.push_back(1);
   if (a.back() != b[b.size() - 2]) return ShapeError(node, "inner dimensions differ");
-  GTCO_ASSIGN_OR_RETURN(Shape out, BroadcastShapes(Shape(a.begin(), a.end() - 2),
-                                                   Shape(b.begin(), b.end() - 2)));
+  GTCO_ASSIGN_OR_RETURN(
+      Shape out, BroadcastShapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2)));
   if (!a_vector) out.push_back(a[a.size() - 2]);
   if (!b_vector) out.push_back(b.back());
   return out;
@@ -90,8 +89,10 @@ absl::StatusOr<Shape> ReduceMeanShape(const Node& node, const Graph& graph, cons
   Shape out;
   for (int64_t d = 0; d < rank; ++d) {
     bool is_reduced = axes.empty() || reduced.count(d);
-    if (!is_reduced) out.push_back(x[d]);
-    else if (keep) out.push_back(1);
+    if (!is_reduced)
+      out.push_back(x[d]);
+    else if (keep)
+      out.push_back(1);
   }
   return out;
 }
@@ -207,8 +208,8 @@ absl::StatusOr<std::vector<int64_t>> GatherShape(const Node& node, const std::ve
 
 absl::StatusOr<std::vector<int64_t>> ConcatShape(const Node& node, const Graph& graph) {
   Shape out = graph.tensor(node.inputs.at(0)).shape;
-  GTCO_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.IntAttr("axis", 0),
-                                                    static_cast<int64_t>(out.size())));
+  GTCO_ASSIGN_OR_RETURN(
+      int64_t axis, NormalizeAxis(node, node.IntAttr("axis", 0), static_cast<int64_t>(out.size())));
   out[axis] = 0;
   for (const std::string& input : node.inputs) {
     const Shape& part = graph.tensor(input).shape;

@@ -54,14 +54,22 @@ int64_t FloorMod(int64_t a, int64_t b) { return a - FloorDiv(a, b) * b; }
 /// Folds two integer immediates; returns nullptr when the operation is not folded.
 Expr FoldInts(ExprKind kind, int64_t a, int64_t b) {
   switch (kind) {
-    case ExprKind::kAdd: return MakeInt(a + b);
-    case ExprKind::kSub: return MakeInt(a - b);
-    case ExprKind::kMul: return MakeInt(a * b);
-    case ExprKind::kDiv: return b == 0 ? nullptr : MakeInt(FloorDiv(a, b));
-    case ExprKind::kMod: return b == 0 ? nullptr : MakeInt(FloorMod(a, b));
-    case ExprKind::kMin: return MakeInt(std::min(a, b));
-    case ExprKind::kMax: return MakeInt(std::max(a, b));
-    default: return nullptr;
+    case ExprKind::kAdd:
+      return MakeInt(a + b);
+    case ExprKind::kSub:
+      return MakeInt(a - b);
+    case ExprKind::kMul:
+      return MakeInt(a * b);
+    case ExprKind::kDiv:
+      return b == 0 ? nullptr : MakeInt(FloorDiv(a, b));
+    case ExprKind::kMod:
+      return b == 0 ? nullptr : MakeInt(FloorMod(a, b));
+    case ExprKind::kMin:
+      return MakeInt(std::min(a, b));
+    case ExprKind::kMax:
+      return MakeInt(std::max(a, b));
+    default:
+      return nullptr;
   }
 }
 
@@ -70,13 +78,20 @@ Expr FoldFloats(ExprKind kind, double a_value, double b_value) {
   const float a = static_cast<float>(a_value);
   const float b = static_cast<float>(b_value);
   switch (kind) {
-    case ExprKind::kAdd: return MakeFloat(a + b);
-    case ExprKind::kSub: return MakeFloat(a - b);
-    case ExprKind::kMul: return MakeFloat(a * b);
-    case ExprKind::kDiv: return MakeFloat(a / b);
-    case ExprKind::kMin: return MakeFloat(b < a ? b : a);
-    case ExprKind::kMax: return MakeFloat(a < b ? b : a);
-    default: return nullptr;
+    case ExprKind::kAdd:
+      return MakeFloat(a + b);
+    case ExprKind::kSub:
+      return MakeFloat(a - b);
+    case ExprKind::kMul:
+      return MakeFloat(a * b);
+    case ExprKind::kDiv:
+      return MakeFloat(a / b);
+    case ExprKind::kMin:
+      return MakeFloat(b < a ? b : a);
+    case ExprKind::kMax:
+      return MakeFloat(a < b ? b : a);
+    default:
+      return nullptr;
   }
 }
 
@@ -88,15 +103,19 @@ Expr FoldIdentity(ExprKind kind, const Expr& a, const Expr& b) {
         if (IsIntConst(b, 0)) return a;
         if (IsIntConst(a, 0)) return b;
         return nullptr;
-      case ExprKind::kSub: return IsIntConst(b, 0) ? a : nullptr;
+      case ExprKind::kSub:
+        return IsIntConst(b, 0) ? a : nullptr;
       case ExprKind::kMul:
         if (IsIntConst(b, 1)) return a;
         if (IsIntConst(a, 1)) return b;
         if (IsIntConst(a, 0) || IsIntConst(b, 0)) return MakeInt(0);
         return nullptr;
-      case ExprKind::kDiv: return IsIntConst(b, 1) ? a : nullptr;
-      case ExprKind::kMod: return IsIntConst(b, 1) ? MakeInt(0) : nullptr;
-      default: return nullptr;
+      case ExprKind::kDiv:
+        return IsIntConst(b, 1) ? a : nullptr;
+      case ExprKind::kMod:
+        return IsIntConst(b, 1) ? MakeInt(0) : nullptr;
+      default:
+        return nullptr;
     }
   }
   if (a->type == ScalarType::kF32) {
@@ -105,8 +124,10 @@ Expr FoldIdentity(ExprKind kind, const Expr& a, const Expr& b) {
         if (IsFloatConst(b, 1.0)) return a;
         if (IsFloatConst(a, 1.0)) return b;
         return nullptr;
-      case ExprKind::kDiv: return IsFloatConst(b, 1.0) ? a : nullptr;
-      default: return nullptr;
+      case ExprKind::kDiv:
+        return IsFloatConst(b, 1.0) ? a : nullptr;
+      default:
+        return nullptr;
     }
   }
   return nullptr;
@@ -114,24 +135,37 @@ Expr FoldIdentity(ExprKind kind, const Expr& a, const Expr& b) {
 
 const char* BinaryOperatorText(ExprKind kind) {
   switch (kind) {
-    case ExprKind::kAdd: return " + ";
-    case ExprKind::kSub: return " - ";
-    case ExprKind::kMul: return " * ";
-    case ExprKind::kDiv: return " / ";
-    case ExprKind::kMod: return " % ";
-    case ExprKind::kLt: return " < ";
-    case ExprKind::kLe: return " <= ";
-    case ExprKind::kEq: return " == ";
-    case ExprKind::kAnd: return " && ";
-    default: return nullptr;
+    case ExprKind::kAdd:
+      return " + ";
+    case ExprKind::kSub:
+      return " - ";
+    case ExprKind::kMul:
+      return " * ";
+    case ExprKind::kDiv:
+      return " / ";
+    case ExprKind::kMod:
+      return " % ";
+    case ExprKind::kLt:
+      return " < ";
+    case ExprKind::kLe:
+      return " <= ";
+    case ExprKind::kEq:
+      return " == ";
+    case ExprKind::kAnd:
+      return " && ";
+    default:
+      return nullptr;
   }
 }
 
 const char* TypeName(ScalarType type) {
   switch (type) {
-    case ScalarType::kI64: return "i64";
-    case ScalarType::kF32: return "f32";
-    case ScalarType::kBool: return "bool";
+    case ScalarType::kI64:
+      return "i64";
+    case ScalarType::kF32:
+      return "f32";
+    case ScalarType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -170,9 +204,9 @@ Expr MakeVar(const std::string& name, ScalarType type) {
 
 Expr MakeBinary(ExprKind kind, Expr a, Expr b) {
   GTCO_CHECK(a != nullptr && b != nullptr, "null operand");
-  GTCO_CHECK(BinaryOperatorText(kind) != nullptr || kind == ExprKind::kMin ||
-                 kind == ExprKind::kMax,
-             "not a binary expression kind");
+  GTCO_CHECK(
+      BinaryOperatorText(kind) != nullptr || kind == ExprKind::kMin || kind == ExprKind::kMax,
+      "not a binary expression kind");
   GTCO_CHECK(a->type == b->type, "binary operands of different types: ", ToString(a), " and ",
              ToString(b));
   if (kind == ExprKind::kAnd) {
@@ -223,10 +257,14 @@ Expr MakeCast(ScalarType type, Expr value) {
 
 const char* ForKindName(ForKind kind) {
   switch (kind) {
-    case ForKind::kSerial: return "serial";
-    case ForKind::kParallel: return "parallel";
-    case ForKind::kVectorized: return "vectorized";
-    case ForKind::kUnrolled: return "unrolled";
+    case ForKind::kSerial:
+      return "serial";
+    case ForKind::kParallel:
+      return "parallel";
+    case ForKind::kVectorized:
+      return "vectorized";
+    case ForKind::kUnrolled:
+      return "unrolled";
   }
   return "?";
 }
@@ -280,17 +318,21 @@ Stmt MakeLet(const std::string& var, Expr value, Stmt body) {
 std::string ToString(const Expr& expr) {
   if (!expr) return "<null>";
   switch (expr->kind) {
-    case ExprKind::kIntImm: return absl::StrCat(expr->int_value);
-    case ExprKind::kFloatImm: return FloatText(expr->float_value);
-    case ExprKind::kVar: return expr->name;
+    case ExprKind::kIntImm:
+      return absl::StrCat(expr->int_value);
+    case ExprKind::kFloatImm:
+      return FloatText(expr->float_value);
+    case ExprKind::kVar:
+      return expr->name;
     case ExprKind::kMin:
     case ExprKind::kMax:
       return absl::StrCat(expr->kind == ExprKind::kMin ? "min(" : "max(",
                           ToString(expr->operands[0]), ", ", ToString(expr->operands[1]), ")");
     case ExprKind::kSelect:
-      return absl::StrCat("select(", ToString(expr->operands[0]), ", ",
-                          ToString(expr->operands[1]), ", ", ToString(expr->operands[2]), ")");
-    case ExprKind::kLoad: return absl::StrCat(expr->name, "[", ToString(expr->operands[0]), "]");
+      return absl::StrCat("select(", ToString(expr->operands[0]), ", ", ToString(expr->operands[1]),
+                          ", ", ToString(expr->operands[2]), ")");
+    case ExprKind::kLoad:
+      return absl::StrCat(expr->name, "[", ToString(expr->operands[0]), "]");
     case ExprKind::kCall:
       return absl::StrCat(
           expr->name, "(",
@@ -311,8 +353,8 @@ std::string ToString(const Stmt& stmt, int indent) {
   switch (stmt->kind) {
     case StmtKind::kFor:
       return absl::StrCat(pad, ForKindName(stmt->for_kind), " for (", stmt->name, ", ",
-                          ToString(stmt->operands[0]), ", ", ToString(stmt->operands[1]),
-                          ") {\n", ToString(stmt->body[0], indent + 2), pad, "}\n");
+                          ToString(stmt->operands[0]), ", ", ToString(stmt->operands[1]), ") {\n",
+                          ToString(stmt->body[0], indent + 2), pad, "}\n");
     case StmtKind::kStore:
       return absl::StrCat(pad, stmt->name, "[", ToString(stmt->operands[0]),
                           "] = ", ToString(stmt->operands[1]), "\n");

@@ -22,9 +22,9 @@ struct NamedDType {
   const char* name;
   int64_t bytes;
 };
-constexpr NamedDType kDTypes[] = {{DType::kF32, "f32", 4}, {DType::kF16, "f16", 2},
+constexpr NamedDType kDTypes[] = {{DType::kF32, "f32", 4},   {DType::kF16, "f16", 2},
                                   {DType::kBF16, "bf16", 2}, {DType::kI8, "i8", 1},
-                                  {DType::kI32, "i32", 4}, {DType::kI64, "i64", 8}};
+                                  {DType::kI32, "i32", 4},   {DType::kI64, "i64", 8}};
 
 struct NamedAnchor {
   AnchorKind kind;
@@ -43,11 +43,11 @@ struct NamedEwOp {
   int arity;
 };
 constexpr NamedEwOp kEwOps[] = {
-    {EwOp::kAdd, "add", 2},      {EwOp::kSub, "sub", 2},   {EwOp::kMul, "mul", 2},
-    {EwOp::kDiv, "div", 2},      {EwOp::kPow, "pow", 2},   {EwOp::kMax, "max", 2},
-    {EwOp::kMin, "min", 2},      {EwOp::kRelu, "relu", 1}, {EwOp::kSigmoid, "sigmoid", 1},
-    {EwOp::kTanh, "tanh", 1},    {EwOp::kErf, "erf", 1},   {EwOp::kSqrt, "sqrt", 1},
-    {EwOp::kNeg, "neg", 1},      {EwOp::kExp, "exp", 1},   {EwOp::kCopy, "copy", 1}};
+    {EwOp::kAdd, "add", 2},   {EwOp::kSub, "sub", 2},   {EwOp::kMul, "mul", 2},
+    {EwOp::kDiv, "div", 2},   {EwOp::kPow, "pow", 2},   {EwOp::kMax, "max", 2},
+    {EwOp::kMin, "min", 2},   {EwOp::kRelu, "relu", 1}, {EwOp::kSigmoid, "sigmoid", 1},
+    {EwOp::kTanh, "tanh", 1}, {EwOp::kErf, "erf", 1},   {EwOp::kSqrt, "sqrt", 1},
+    {EwOp::kNeg, "neg", 1},   {EwOp::kExp, "exp", 1},   {EwOp::kCopy, "copy", 1}};
 
 int64_t DTypeBytes(DType dtype) {
   for (const auto& entry : kDTypes) {
@@ -105,8 +105,8 @@ std::string TensorText(const char* tag, const TensorDesc& tensor) {
 // ---- parsing -------------------------------------------------------------------------------
 
 absl::Status ParseError(const std::string& what, const std::string& line) {
-  return absl::InvalidArgumentError(absl::StrCat("malformed workload text: ", what, " in '",
-                                                 line, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed workload text: ", what, " in '", line, "'"));
 }
 
 absl::StatusOr<int64_t> ParseInt(const std::string& text, const std::string& line) {
@@ -127,8 +127,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseFields(
   return fields;
 }
 
-absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& text,
-                                                const std::string& line) {
+absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& text, const std::string& line) {
   if (text.size() < 2 || text.front() != '[' || text.back() != ']') {
     return ParseError("bad shape", line);
   }
@@ -168,8 +167,7 @@ absl::StatusOr<Operand> ParseOperand(const std::string& text, const std::string&
   return operand;
 }
 
-absl::StatusOr<EwInstr> ParseInstr(const std::vector<std::string>& words,
-                                   const std::string& line) {
+absl::StatusOr<EwInstr> ParseInstr(const std::vector<std::string>& words, const std::string& line) {
   if (words.size() < 2) return ParseError("expected 'ew <op> <operands>'", line);
   EwInstr instr;
   bool found = false;
@@ -192,15 +190,24 @@ absl::Status ParseMatMulLine(const std::vector<std::string>& words, const std::s
   GTCO_ASSIGN_OR_RETURN(auto fields, ParseFields(words, line));
   for (const auto& [key, text] : fields) {
     GTCO_ASSIGN_OR_RETURN(int64_t value, ParseInt(text, line));
-    if (key == "batch") params.batch = value;
-    else if (key == "m") params.m = value;
-    else if (key == "n") params.n = value;
-    else if (key == "k") params.k = value;
-    else if (key == "a_batched") params.a_batched = value != 0;
-    else if (key == "b_batched") params.b_batched = value != 0;
-    else if (key == "trans_a") params.trans_a = value != 0;
-    else if (key == "trans_b") params.trans_b = value != 0;
-    else return ParseError("unknown matmul field", line);
+    if (key == "batch")
+      params.batch = value;
+    else if (key == "m")
+      params.m = value;
+    else if (key == "n")
+      params.n = value;
+    else if (key == "k")
+      params.k = value;
+    else if (key == "a_batched")
+      params.a_batched = value != 0;
+    else if (key == "b_batched")
+      params.b_batched = value != 0;
+    else if (key == "trans_a")
+      params.trans_a = value != 0;
+    else if (key == "trans_b")
+      params.trans_b = value != 0;
+    else
+      return ParseError("unknown matmul field", line);
   }
   return absl::OkStatus();
 }
@@ -214,9 +221,12 @@ absl::Status ParseRowLine(const std::vector<std::string>& words, const std::stri
       continue;
     }
     GTCO_ASSIGN_OR_RETURN(int64_t value, ParseInt(text, line));
-    if (key == "rows") params.rows = value;
-    else if (key == "cols") params.cols = value;
-    else return ParseError("unknown row field", line);
+    if (key == "rows")
+      params.rows = value;
+    else if (key == "cols")
+      params.cols = value;
+    else
+      return ParseError("unknown row field", line);
   }
   return absl::OkStatus();
 }
@@ -333,8 +343,8 @@ absl::Status ValidateOperand(const Workload& w, const Operand& operand, size_t i
       return absl::OkStatus();
     case Operand::Kind::kValue:
       if (operand.index < 0 || operand.index >= static_cast<int>(instr_index)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "epilogue value index ", operand.index, " must name an earlier instruction"));
+        return absl::InvalidArgumentError(absl::StrCat("epilogue value index ", operand.index,
+                                                       " must name an earlier instruction"));
       }
       return absl::OkStatus();
     case Operand::Kind::kConst:
@@ -382,21 +392,36 @@ int EwOpArity(EwOp op) {
 
 float EvalEwOp(EwOp op, float a, float b) {
   switch (op) {
-    case EwOp::kAdd: return a + b;
-    case EwOp::kSub: return a - b;
-    case EwOp::kMul: return a * b;
-    case EwOp::kDiv: return a / b;
-    case EwOp::kPow: return std::pow(a, b);
-    case EwOp::kMax: return a > b ? a : b;
-    case EwOp::kMin: return a < b ? a : b;
-    case EwOp::kRelu: return a > 0.0f ? a : 0.0f;
-    case EwOp::kSigmoid: return 1.0f / (1.0f + std::exp(-a));
-    case EwOp::kTanh: return std::tanh(a);
-    case EwOp::kErf: return std::erf(a);
-    case EwOp::kSqrt: return std::sqrt(a);
-    case EwOp::kNeg: return -a;
-    case EwOp::kExp: return std::exp(a);
-    case EwOp::kCopy: return a;
+    case EwOp::kAdd:
+      return a + b;
+    case EwOp::kSub:
+      return a - b;
+    case EwOp::kMul:
+      return a * b;
+    case EwOp::kDiv:
+      return a / b;
+    case EwOp::kPow:
+      return std::pow(a, b);
+    case EwOp::kMax:
+      return a > b ? a : b;
+    case EwOp::kMin:
+      return a < b ? a : b;
+    case EwOp::kRelu:
+      return a > 0.0f ? a : 0.0f;
+    case EwOp::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-a));
+    case EwOp::kTanh:
+      return std::tanh(a);
+    case EwOp::kErf:
+      return std::erf(a);
+    case EwOp::kSqrt:
+      return std::sqrt(a);
+    case EwOp::kNeg:
+      return -a;
+    case EwOp::kExp:
+      return std::exp(a);
+    case EwOp::kCopy:
+      return a;
   }
   return a;
 }
@@ -496,17 +521,17 @@ absl::Status Workload::Validate() const {
   GTCO_RETURN_IF_ERROR(ValidateAnchorShapes(*this));
   for (size_t i = num_anchor_inputs; i < inputs.size(); ++i) {
     if (!BroadcastsTo(inputs[i].shape, output.shape)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "epilogue input ", i, " of shape ", ShapeText(inputs[i].shape),
-          " does not broadcast to the output shape ", ShapeText(output.shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("epilogue input ", i, " of shape ", ShapeText(inputs[i].shape),
+                       " does not broadcast to the output shape ", ShapeText(output.shape)));
     }
   }
   for (size_t i = 0; i < epilogue.size(); ++i) {
     const EwInstr& instr = epilogue[i];
     if (static_cast<int>(instr.args.size()) != EwOpArity(instr.op)) {
-      return absl::InvalidArgumentError(absl::StrCat("epilogue op ", EwOpName(instr.op),
-                                                     " takes ", EwOpArity(instr.op),
-                                                     " operands, not ", instr.args.size()));
+      return absl::InvalidArgumentError(absl::StrCat("epilogue op ", EwOpName(instr.op), " takes ",
+                                                     EwOpArity(instr.op), " operands, not ",
+                                                     instr.args.size()));
     }
     for (const Operand& operand : instr.args) {
       GTCO_RETURN_IF_ERROR(ValidateOperand(*this, operand, i));

@@ -61,15 +61,16 @@ absl::Status ApplyOverrides(const ShapeOverrides& overrides, ModelProto& model) 
       if (input.name() == name && !initializers.count(name)) target = &input;
     }
     if (target == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape override names unknown input '", name, "'; the model's inputs are: ",
-          absl::StrJoin(input_names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape override names unknown input '", name,
+                       "'; the model's inputs are: ", absl::StrJoin(input_names, ", ")));
     }
     auto* tensor_type = target->mutable_type()->mutable_tensor_type();
-    if (tensor_type->has_shape() && tensor_type->shape().dim_size() != static_cast<int>(dims.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape override for input '", name, "' has rank ", dims.size(), " but the input has rank ",
-          tensor_type->shape().dim_size()));
+    if (tensor_type->has_shape() &&
+        tensor_type->shape().dim_size() != static_cast<int>(dims.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape override for input '", name, "' has rank ", dims.size(),
+                       " but the input has rank ", tensor_type->shape().dim_size()));
     }
     tensor_type->mutable_shape()->clear_dim();
     for (int64_t dim : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(dim);
@@ -83,14 +84,14 @@ absl::Status CheckStaticInputs(const ModelProto& model) {
   for (const auto& input : model.graph().input()) {
     if (initializers.count(input.name())) continue;
     if (!input.type().has_tensor_type()) {
-      return absl::UnimplementedError(
-          absl::StrCat("input '", input.name(), "' is not a tensor; only tensor inputs are supported"));
+      return absl::UnimplementedError(absl::StrCat(
+          "input '", input.name(), "' is not a tensor; only tensor inputs are supported"));
     }
     const auto& tensor_type = input.type().tensor_type();
     if (!tensor_type.has_shape()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", input.name(), "' has no shape; pass one with --shape ", input.name(),
-          "=1x128x768 (your dims)"));
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name(),
+                                                     "' has no shape; pass one with --shape ",
+                                                     input.name(), "=1x128x768 (your dims)"));
     }
     std::vector<int64_t> example;
     std::string symbolic;
@@ -104,13 +105,20 @@ absl::Status CheckStaticInputs(const ModelProto& model) {
       }
     }
     if (!symbolic.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", input.name(), "' has symbolic/unknown dimension ", symbolic,
-          "; pass a static shape with --shape ", input.name(), "=", DimsText(example),
-          " (e.g. --shape <input>=1x128x768)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", input.name(), "' has symbolic/unknown dimension ", symbolic,
+                       "; pass a static shape with --shape ", input.name(), "=", DimsText(example),
+                       " (e.g. --shape <input>=1x128x768)"));
     }
   }
   return absl::OkStatus();
+}
+
+bool HasCustomDomainNodes(const ModelProto& model) {
+  for (const auto& node : model.graph().node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") return true;
+  }
+  return false;
 }
 
 absl::Status CheckAndInferShapes(ModelProto& model) {
@@ -118,6 +126,22 @@ absl::Status CheckAndInferShapes(ModelProto& model) {
     ::onnx::checker::check_model(model);
   } catch (const std::exception& error) {
     return InvalidModel(absl::StrCat("the ONNX checker rejected it: ", error.what()));
+  }
+  // Strict inference catches shape mismatches (often a wrong --shape). Ops from other
+  // domains have no schema here; for those models inference runs lenient and the support
+  // check reports the op instead.
+  ModelProto strict_model = model;
+  try {
+    ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/1,
+                                          /*data_prop_val=*/true);
+    ::onnx::shape_inference::InferShapes(strict_model, ::onnx::OpSchemaRegistry::Instance(),
+                                         options);
+    model = std::move(strict_model);
+    return absl::OkStatus();
+  } catch (const std::exception& error) {
+    if (!HasCustomDomainNodes(model)) {
+      return InvalidModel(absl::StrCat("ONNX shape inference failed: ", error.what()));
+    }
   }
   try {
     ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0,
@@ -134,9 +158,18 @@ absl::StatusOr<graph::Attribute> ConvertAttribute(const ::onnx::AttributeProto& 
   graph::Attribute attribute;
   using ::onnx::AttributeProto;
   switch (proto.type()) {
-    case AttributeProto::INT: attribute.kind = graph::Attribute::Kind::kInt; attribute.i = proto.i(); break;
-    case AttributeProto::FLOAT: attribute.kind = graph::Attribute::Kind::kFloat; attribute.f = proto.f(); break;
-    case AttributeProto::STRING: attribute.kind = graph::Attribute::Kind::kString; attribute.s = proto.s(); break;
+    case AttributeProto::INT:
+      attribute.kind = graph::Attribute::Kind::kInt;
+      attribute.i = proto.i();
+      break;
+    case AttributeProto::FLOAT:
+      attribute.kind = graph::Attribute::Kind::kFloat;
+      attribute.f = proto.f();
+      break;
+    case AttributeProto::STRING:
+      attribute.kind = graph::Attribute::Kind::kString;
+      attribute.s = proto.s();
+      break;
     case AttributeProto::INTS:
       attribute.kind = graph::Attribute::Kind::kInts;
       attribute.ints.assign(proto.ints().begin(), proto.ints().end());
@@ -152,14 +185,17 @@ absl::StatusOr<graph::Attribute> ConvertAttribute(const ::onnx::AttributeProto& 
       attribute.tensor.push_back(std::move(tensor));
       break;
     }
-    default: attribute.kind = graph::Attribute::Kind::kOther; break;
+    default:
+      attribute.kind = graph::Attribute::Kind::kOther;
+      break;
   }
   return attribute;
 }
 
 int DefaultOpset(const ModelProto& model) {
   for (const auto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return static_cast<int>(opset.version());
+    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+      return static_cast<int>(opset.version());
   }
   return 0;
 }
@@ -197,8 +233,8 @@ absl::Status AddNodes(const ModelProto& model, graph::Graph& graph) {
     graph::Node node;
     node.op_type = node_proto.op_type();
     node.domain = node_proto.domain() == "ai.onnx" ? "" : node_proto.domain();
-    node.name = node_proto.name().empty() ? absl::StrCat(node.op_type, "_", node_index)
-                                          : node_proto.name();
+    node.name =
+        node_proto.name().empty() ? absl::StrCat(node.op_type, "_", node_index) : node_proto.name();
     node.inputs.assign(node_proto.input().begin(), node_proto.input().end());
     node.outputs.assign(node_proto.output().begin(), node_proto.output().end());
     for (const auto& attribute : node_proto.attribute()) {
@@ -224,9 +260,10 @@ absl::StatusOr<graph::Graph> ImportOnnx(std::string_view model_bytes,
   GTCO_ASSIGN_OR_RETURN(ModelProto model, ParseModel(model_bytes));
   for (const auto& initializer : model.graph().initializer()) {
     if (initializer.data_location() == ::onnx::TensorProto::EXTERNAL) {
-      return absl::UnimplementedError(absl::StrCat(
-          "initializer '", initializer.name(), "' is stored as external data, which is not "
-          "supported; save the model with its weights inside the .onnx file"));
+      return absl::UnimplementedError(
+          absl::StrCat("initializer '", initializer.name(),
+                       "' is stored as external data, which is not "
+                       "supported; save the model with its weights inside the .onnx file"));
     }
   }
   GTCO_RETURN_IF_ERROR(ApplyOverrides(overrides, model));

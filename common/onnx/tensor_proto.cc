@@ -43,32 +43,54 @@ T ReadRaw(const std::string& raw, int64_t index) {
 
 int64_t ElementBytes(int data_type) {
   switch (data_type) {
-    case TensorProto::FLOAT: case TensorProto::INT32: return 4;
-    case TensorProto::DOUBLE: case TensorProto::INT64: return 8;
-    case TensorProto::FLOAT16: case TensorProto::BFLOAT16: return 2;
-    case TensorProto::INT8: case TensorProto::UINT8: case TensorProto::BOOL: return 1;
-    default: return 0;
+    case TensorProto::FLOAT:
+    case TensorProto::INT32:
+      return 4;
+    case TensorProto::DOUBLE:
+    case TensorProto::INT64:
+      return 8;
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16:
+      return 2;
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::BOOL:
+      return 1;
+    default:
+      return 0;
   }
 }
 
 /// Element `index` of raw little-endian data, widened.
-void DecodeRawElement(int data_type, const std::string& raw, int64_t index,
-                      graph::Tensor& tensor) {
+void DecodeRawElement(int data_type, const std::string& raw, int64_t index, graph::Tensor& tensor) {
   switch (data_type) {
-    case TensorProto::FLOAT: tensor.float_data.push_back(ReadRaw<float>(raw, index)); break;
-    case TensorProto::DOUBLE: tensor.float_data.push_back(ReadRaw<double>(raw, index)); break;
+    case TensorProto::FLOAT:
+      tensor.float_data.push_back(ReadRaw<float>(raw, index));
+      break;
+    case TensorProto::DOUBLE:
+      tensor.float_data.push_back(ReadRaw<double>(raw, index));
+      break;
     case TensorProto::FLOAT16:
       tensor.float_data.push_back(HalfToDouble(ReadRaw<uint16_t>(raw, index)));
       break;
     case TensorProto::BFLOAT16:
       tensor.float_data.push_back(BFloat16ToDouble(ReadRaw<uint16_t>(raw, index)));
       break;
-    case TensorProto::INT32: tensor.int_data.push_back(ReadRaw<int32_t>(raw, index)); break;
-    case TensorProto::INT64: tensor.int_data.push_back(ReadRaw<int64_t>(raw, index)); break;
-    case TensorProto::INT8: tensor.int_data.push_back(ReadRaw<int8_t>(raw, index)); break;
+    case TensorProto::INT32:
+      tensor.int_data.push_back(ReadRaw<int32_t>(raw, index));
+      break;
+    case TensorProto::INT64:
+      tensor.int_data.push_back(ReadRaw<int64_t>(raw, index));
+      break;
+    case TensorProto::INT8:
+      tensor.int_data.push_back(ReadRaw<int8_t>(raw, index));
+      break;
     case TensorProto::UINT8:
-    case TensorProto::BOOL: tensor.int_data.push_back(ReadRaw<uint8_t>(raw, index)); break;
-    default: break;
+    case TensorProto::BOOL:
+      tensor.int_data.push_back(ReadRaw<uint8_t>(raw, index));
+      break;
+    default:
+      break;
   }
 }
 
@@ -102,34 +124,43 @@ void DecodeTypedFields(const TensorProto& proto, graph::Tensor& tensor) {
 
 graph::ElemType ElemTypeFromOnnx(int data_type) {
   switch (data_type) {
-    case TensorProto::FLOAT: return graph::ElemType::kFloat32;
-    case TensorProto::DOUBLE: return graph::ElemType::kFloat64;
-    case TensorProto::FLOAT16: return graph::ElemType::kFloat16;
-    case TensorProto::BFLOAT16: return graph::ElemType::kBFloat16;
-    case TensorProto::INT8: return graph::ElemType::kInt8;
-    case TensorProto::UINT8: return graph::ElemType::kUInt8;
-    case TensorProto::INT32: return graph::ElemType::kInt32;
-    case TensorProto::INT64: return graph::ElemType::kInt64;
-    case TensorProto::BOOL: return graph::ElemType::kBool;
-    default: return graph::ElemType::kOther;
+    case TensorProto::FLOAT:
+      return graph::ElemType::kFloat32;
+    case TensorProto::DOUBLE:
+      return graph::ElemType::kFloat64;
+    case TensorProto::FLOAT16:
+      return graph::ElemType::kFloat16;
+    case TensorProto::BFLOAT16:
+      return graph::ElemType::kBFloat16;
+    case TensorProto::INT8:
+      return graph::ElemType::kInt8;
+    case TensorProto::UINT8:
+      return graph::ElemType::kUInt8;
+    case TensorProto::INT32:
+      return graph::ElemType::kInt32;
+    case TensorProto::INT64:
+      return graph::ElemType::kInt64;
+    case TensorProto::BOOL:
+      return graph::ElemType::kBool;
+    default:
+      return graph::ElemType::kOther;
   }
 }
 
-absl::StatusOr<graph::Tensor> TensorFromProto(const TensorProto& proto,
-                                              const std::string& name) {
+absl::StatusOr<graph::Tensor> TensorFromProto(const TensorProto& proto, const std::string& name) {
   graph::Tensor tensor;
   tensor.name = name.empty() ? proto.name() : name;
   if (proto.data_location() == TensorProto::EXTERNAL || proto.external_data_size() > 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        "tensor '", tensor.name, "' is stored as external data, which is not supported; "
-        "save the model with its weights inside the .onnx file"));
+    return absl::UnimplementedError(
+        absl::StrCat("tensor '", tensor.name,
+                     "' is stored as external data, which is not supported; "
+                     "save the model with its weights inside the .onnx file"));
   }
   tensor.type = ElemTypeFromOnnx(proto.data_type());
   int64_t element_bytes = ElementBytes(proto.data_type());
   if (tensor.type == graph::ElemType::kOther || element_bytes == 0) {
-    return absl::UnimplementedError(absl::StrCat("tensor '", tensor.name,
-                                                 "' has unsupported ONNX data type ",
-                                                 proto.data_type()));
+    return absl::UnimplementedError(absl::StrCat(
+        "tensor '", tensor.name, "' has unsupported ONNX data type ", proto.data_type()));
   }
   tensor.shape.assign(proto.dims().begin(), proto.dims().end());
   tensor.has_shape = true;
@@ -137,9 +168,9 @@ absl::StatusOr<graph::Tensor> TensorFromProto(const TensorProto& proto,
   int64_t count = tensor.NumElements();
   if (proto.has_raw_data()) {
     if (static_cast<int64_t>(proto.raw_data().size()) != count * element_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "not a valid ONNX model: tensor '", tensor.name, "' holds ",
-          proto.raw_data().size(), " bytes, expected ", count * element_bytes));
+      return absl::InvalidArgumentError(
+          absl::StrCat("not a valid ONNX model: tensor '", tensor.name, "' holds ",
+                       proto.raw_data().size(), " bytes, expected ", count * element_bytes));
     }
     for (int64_t i = 0; i < count; ++i) {
       DecodeRawElement(proto.data_type(), proto.raw_data(), i, tensor);
@@ -147,12 +178,12 @@ absl::StatusOr<graph::Tensor> TensorFromProto(const TensorProto& proto,
   } else {
     DecodeTypedFields(proto, tensor);
   }
-  int64_t decoded = graph::IsFloating(tensor.type) ? tensor.float_data.size()
-                                                   : tensor.int_data.size();
+  int64_t decoded =
+      graph::IsFloating(tensor.type) ? tensor.float_data.size() : tensor.int_data.size();
   if (decoded != count) {
-    return absl::InvalidArgumentError(absl::StrCat("not a valid ONNX model: tensor '",
-                                                   tensor.name, "' holds ", decoded,
-                                                   " values, expected ", count));
+    return absl::InvalidArgumentError(absl::StrCat("not a valid ONNX model: tensor '", tensor.name,
+                                                   "' holds ", decoded, " values, expected ",
+                                                   count));
   }
   return tensor;
 }

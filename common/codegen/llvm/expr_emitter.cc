@@ -43,14 +43,16 @@ llvm::Value* FunctionEmitter::ToVector(const EmitValue& value) {
   GTCO_CHECK(vector_ != nullptr, "vector value requested outside a vectorized loop");
   const int lanes = vector_->lanes;
   switch (value.shape) {
-    case EmitValue::Shape::kUniform: return builder_.CreateVectorSplat(lanes, value.value);
+    case EmitValue::Shape::kUniform:
+      return builder_.CreateVectorSplat(lanes, value.value);
     case EmitValue::Shape::kRamp: {
       std::vector<llvm::Constant*> offsets;
       for (int lane = 0; lane < lanes; ++lane) offsets.push_back(I64(value.stride * lane));
       return builder_.CreateNSWAdd(builder_.CreateVectorSplat(lanes, value.value),
                                    llvm::ConstantVector::get(offsets));
     }
-    case EmitValue::Shape::kVector: return value.value;
+    case EmitValue::Shape::kVector:
+      return value.value;
   }
   return nullptr;
 }
@@ -63,7 +65,8 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitExpr(const ir::Expr& expr) {
         return EmitValue::Uniform(builder_.getInt1(expr->int_value != 0));
       }
       return EmitValue::Uniform(I64(expr->int_value));
-    case ExprKind::kFloatImm: return EmitValue::Uniform(F32(expr->float_value));
+    case ExprKind::kFloatImm:
+      return EmitValue::Uniform(F32(expr->float_value));
     case ExprKind::kVar: {
       auto it = vars_.find(expr->name);
       if (it == vars_.end()) {
@@ -71,18 +74,23 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitExpr(const ir::Expr& expr) {
       }
       return it->second;
     }
-    case ExprKind::kSelect: return EmitSelect(*expr);
-    case ExprKind::kLoad: return EmitLoad(*expr);
-    case ExprKind::kCall: return EmitCall(*expr);
-    case ExprKind::kCast: return EmitCast(*expr);
-    default: return EmitBinary(*expr);
+    case ExprKind::kSelect:
+      return EmitSelect(*expr);
+    case ExprKind::kLoad:
+      return EmitLoad(*expr);
+    case ExprKind::kCall:
+      return EmitCall(*expr);
+    case ExprKind::kCast:
+      return EmitCast(*expr);
+    default:
+      return EmitBinary(*expr);
   }
 }
 
 absl::StatusOr<EmitValue> FunctionEmitter::EmitBinary(const ir::ExprNode& expr) {
   if (expr.operands.size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed binary expression kind ",
-                                                   static_cast<int>(expr.kind)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed binary expression kind ", static_cast<int>(expr.kind)));
   }
   GTCO_ASSIGN_OR_RETURN(EmitValue a, EmitExpr(expr.operands[0]));
   GTCO_ASSIGN_OR_RETURN(EmitValue b, EmitExpr(expr.operands[1]));
@@ -118,23 +126,37 @@ llvm::Value* FunctionEmitter::EmitArithmetic(ExprKind kind, ScalarType type, llv
                                              llvm::Value* b) {
   if (type == ScalarType::kF32) {
     switch (kind) {
-      case ExprKind::kAdd: return builder_.CreateFAdd(a, b);
-      case ExprKind::kSub: return builder_.CreateFSub(a, b);
-      case ExprKind::kMul: return builder_.CreateFMul(a, b);
-      case ExprKind::kDiv: return builder_.CreateFDiv(a, b);
-      case ExprKind::kMod: return builder_.CreateFRem(a, b);
-      case ExprKind::kMin: return builder_.CreateSelect(builder_.CreateFCmpOLT(b, a), b, a);
-      case ExprKind::kMax: return builder_.CreateSelect(builder_.CreateFCmpOLT(a, b), b, a);
-      case ExprKind::kLt: return builder_.CreateFCmpOLT(a, b);
-      case ExprKind::kLe: return builder_.CreateFCmpOLE(a, b);
-      case ExprKind::kEq: return builder_.CreateFCmpOEQ(a, b);
-      default: break;
+      case ExprKind::kAdd:
+        return builder_.CreateFAdd(a, b);
+      case ExprKind::kSub:
+        return builder_.CreateFSub(a, b);
+      case ExprKind::kMul:
+        return builder_.CreateFMul(a, b);
+      case ExprKind::kDiv:
+        return builder_.CreateFDiv(a, b);
+      case ExprKind::kMod:
+        return builder_.CreateFRem(a, b);
+      case ExprKind::kMin:
+        return builder_.CreateSelect(builder_.CreateFCmpOLT(b, a), b, a);
+      case ExprKind::kMax:
+        return builder_.CreateSelect(builder_.CreateFCmpOLT(a, b), b, a);
+      case ExprKind::kLt:
+        return builder_.CreateFCmpOLT(a, b);
+      case ExprKind::kLe:
+        return builder_.CreateFCmpOLE(a, b);
+      case ExprKind::kEq:
+        return builder_.CreateFCmpOEQ(a, b);
+      default:
+        break;
     }
   } else if (type == ScalarType::kI64) {
     switch (kind) {
-      case ExprKind::kAdd: return builder_.CreateNSWAdd(a, b);
-      case ExprKind::kSub: return builder_.CreateNSWSub(a, b);
-      case ExprKind::kMul: return builder_.CreateNSWMul(a, b);
+      case ExprKind::kAdd:
+        return builder_.CreateNSWAdd(a, b);
+      case ExprKind::kSub:
+        return builder_.CreateNSWSub(a, b);
+      case ExprKind::kMul:
+        return builder_.CreateNSWMul(a, b);
       case ExprKind::kDiv: {
         // Floor division: exact with a shift for powers of two, sdiv for the non-negative
         // operands schedules produce otherwise.
@@ -145,17 +167,23 @@ llvm::Value* FunctionEmitter::EmitArithmetic(ExprKind kind, ScalarType type, llv
       case ExprKind::kMod: {
         const int log = PowerOfTwoLog(b);
         if (log >= 0) {
-          return builder_.CreateAnd(
-              a, llvm::ConstantInt::get(a->getType(), (int64_t{1} << log) - 1));
+          return builder_.CreateAnd(a,
+                                    llvm::ConstantInt::get(a->getType(), (int64_t{1} << log) - 1));
         }
         return builder_.CreateSRem(a, b);
       }
-      case ExprKind::kMin: return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), a, b);
-      case ExprKind::kMax: return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), b, a);
-      case ExprKind::kLt: return builder_.CreateICmpSLT(a, b);
-      case ExprKind::kLe: return builder_.CreateICmpSLE(a, b);
-      case ExprKind::kEq: return builder_.CreateICmpEQ(a, b);
-      default: break;
+      case ExprKind::kMin:
+        return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), a, b);
+      case ExprKind::kMax:
+        return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), b, a);
+      case ExprKind::kLt:
+        return builder_.CreateICmpSLT(a, b);
+      case ExprKind::kLe:
+        return builder_.CreateICmpSLE(a, b);
+      case ExprKind::kEq:
+        return builder_.CreateICmpEQ(a, b);
+      default:
+        break;
     }
   } else if (kind == ExprKind::kAnd) {
     return builder_.CreateAnd(a, b);
@@ -171,8 +199,7 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitSelect(const ir::ExprNode& expr) 
   GTCO_ASSIGN_OR_RETURN(EmitValue when_true, EmitExpr(expr.operands[1]));
   GTCO_ASSIGN_OR_RETURN(EmitValue when_false, EmitExpr(expr.operands[2]));
   if (cond.uniform() && when_true.uniform() && when_false.uniform()) {
-    return EmitValue::Uniform(
-        builder_.CreateSelect(cond.value, when_true.value, when_false.value));
+    return EmitValue::Uniform(builder_.CreateSelect(cond.value, when_true.value, when_false.value));
   }
   llvm::Value* selector = cond.uniform() ? cond.value : ToVector(cond);
   return EmitValue::Vector(
@@ -190,8 +217,7 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitCast(const ir::ExprNode& expr) {
   llvm::Type* scalar_to = to == ScalarType::kF32   ? FloatTy()
                           : to == ScalarType::kI64 ? I64Ty()
                                                    : builder_.getInt1Ty();
-  llvm::Type* target =
-      uniform ? scalar_to : llvm::FixedVectorType::get(scalar_to, vector_->lanes);
+  llvm::Type* target = uniform ? scalar_to : llvm::FixedVectorType::get(scalar_to, vector_->lanes);
   llvm::Value* result = nullptr;
   if (to == ScalarType::kBool) {
     llvm::Value* zero = llvm::Constant::getNullValue(value->getType());
@@ -205,6 +231,10 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitCast(const ir::ExprNode& expr) {
                                     : builder_.CreateFPToSI(value, target);
   }
   return uniform ? EmitValue::Uniform(result) : EmitValue::Vector(result);
+}
+
+llvm::Value* FunctionEmitter::AnyLaneMask(llvm::Value* mask) {
+  return builder_.CreateVectorSplat(1, builder_.CreateOrReduce(mask));
 }
 
 absl::StatusOr<BufferBinding> FunctionEmitter::LookupBuffer(const std::string& name) {
@@ -231,9 +261,9 @@ absl::Status FunctionEmitter::CheckConstantIndex(const std::string& buffer,
   const int64_t last = index.uniform() ? first : first + index.stride * (vector_->lanes - 1);
   for (int64_t element : {first, last}) {
     if (element < 0 || element >= binding.num_elements) {
-      return absl::InvalidArgumentError(absl::StrCat("index ", element, " out of bounds of buffer '",
-                                                     buffer, "' with ", binding.num_elements,
-                                                     " elements"));
+      return absl::InvalidArgumentError(absl::StrCat("index ", element,
+                                                     " out of bounds of buffer '", buffer,
+                                                     "' with ", binding.num_elements, " elements"));
     }
   }
   return absl::OkStatus();
@@ -246,9 +276,16 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
   GTCO_RETURN_IF_ERROR(CheckConstantIndex(expr.name, buffer, index));
   const llvm::Align align(4);
   llvm::Value* mask = vector_ != nullptr ? vector_->mask : nullptr;
-  if (index.uniform() && mask == nullptr) {
+  if (index.uniform()) {
     llvm::Value* address = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value);
-    return EmitValue::Uniform(builder_.CreateAlignedLoad(FloatTy(), address, align));
+    if (mask == nullptr) {
+      return EmitValue::Uniform(builder_.CreateAlignedLoad(FloatTy(), address, align));
+    }
+    // Under a lane mask the element is read iff some lane is active; the value stays uniform.
+    auto* single = llvm::FixedVectorType::get(FloatTy(), 1);
+    llvm::Value* loaded = builder_.CreateMaskedLoad(single, address, align, AnyLaneMask(mask),
+                                                    llvm::Constant::getNullValue(single));
+    return EmitValue::Uniform(builder_.CreateExtractElement(loaded, uint64_t{0}));
   }
   auto* vector_type = llvm::FixedVectorType::get(FloatTy(), vector_->lanes);
   if (index.shape == EmitValue::Shape::kRamp && index.stride == 1) {
@@ -256,15 +293,15 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
     if (mask == nullptr) {
       return EmitValue::Vector(builder_.CreateAlignedLoad(vector_type, address, align));
     }
-    return EmitValue::Vector(builder_.CreateMaskedLoad(
-        vector_type, address, align, mask, llvm::Constant::getNullValue(vector_type)));
+    return EmitValue::Vector(builder_.CreateMaskedLoad(vector_type, address, align, mask,
+                                                       llvm::Constant::getNullValue(vector_type)));
   }
-  llvm::Value* addresses =
-      builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, ToVector(index));
-  if (mask == nullptr) mask = llvm::Constant::getAllOnesValue(
-      llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));
-  return EmitValue::Vector(builder_.CreateMaskedGather(
-      vector_type, addresses, align, mask, llvm::Constant::getNullValue(vector_type)));
+  llvm::Value* addresses = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, ToVector(index));
+  if (mask == nullptr)
+    mask = llvm::Constant::getAllOnesValue(
+        llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));
+  return EmitValue::Vector(builder_.CreateMaskedGather(vector_type, addresses, align, mask,
+                                                       llvm::Constant::getNullValue(vector_type)));
 }
 
 absl::StatusOr<EmitValue> FunctionEmitter::EmitCall(const ir::ExprNode& expr) {

@@ -19,9 +19,9 @@ namespace gtco::codegen::internal {
 struct ModuleState {
   llvm::LLVMContext* context = nullptr;
   llvm::Module* module = nullptr;
-  std::string func_name;                 ///< the exported entry's name
-  std::vector<ir::BufferParam> params;   ///< the kernel's global buffers, in argument order
-  int next_outlined_index = 0;           ///< numbering of outlined parallel bodies
+  std::string func_name;                ///< the exported entry's name
+  std::vector<ir::BufferParam> params;  ///< the kernel's global buffers, in argument order
+  int next_outlined_index = 0;          ///< numbering of outlined parallel bodies
 };
 
 /// An IR value during emission. Outside vectorized loops everything is kUniform. Inside one
@@ -85,8 +85,7 @@ class FunctionEmitter {
 
   // Parallel loops (parallel_emitter.cc).
   absl::Status EmitParallelFor(const ir::StmtNode& loop);
-  absl::StatusOr<llvm::Function*> OutlineParallelBody(const ir::StmtNode& loop,
-                                                      llvm::Value* extent,
+  absl::StatusOr<llvm::Function*> OutlineParallelBody(const ir::StmtNode& loop, llvm::Value* extent,
                                                       const std::vector<std::string>& captured,
                                                       const std::vector<llvm::Type*>& types);
 
@@ -101,6 +100,8 @@ class FunctionEmitter {
                               llvm::Value* b);
   /// Widens any shape to an <L x T> vector (only inside a vectorized loop).
   llvm::Value* ToVector(const EmitValue& value);
+  /// <1 x i1>: whether any lane of `mask` is active.
+  llvm::Value* AnyLaneMask(llvm::Value* mask);
   absl::StatusOr<BufferBinding> LookupBuffer(const std::string& name);
   absl::Status CheckConstantIndex(const std::string& buffer, const BufferBinding& binding,
                                   const EmitValue& index);
@@ -124,7 +125,7 @@ class FunctionEmitter {
   std::map<std::string, EmitValue> vars_;
   std::map<std::string, BufferBinding> buffers_;
   std::vector<llvm::Value*> param_pointers_;  ///< in ModuleState::params order
-  VectorContext* vector_ = nullptr;   ///< the innermost vectorized loop; nullptr outside
+  VectorContext* vector_ = nullptr;           ///< the innermost vectorized loop; nullptr outside
   /// > 0 inside code that may not run (runtime branches, masked lanes, loops whose extent is not
   /// a constant): constant out-of-bounds indices there are not errors.
   int conditional_depth_ = 0;

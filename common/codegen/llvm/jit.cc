@@ -63,9 +63,10 @@ void OptimizeModule(llvm::Module& module, llvm::TargetMachine& target_machine) {
 
 template <typename Fn>
 llvm::orc::SymbolMap::value_type Absolute(llvm::orc::LLJIT& jit, const char* name, Fn* address) {
-  return {jit.mangleAndIntern(name),
-          llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(address),
-                                   llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable)};
+  return {
+      jit.mangleAndIntern(name),
+      llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(address),
+                               llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable)};
 }
 
 absl::Status RegisterRuntimeSymbols(llvm::orc::LLJIT& jit) {
@@ -110,13 +111,12 @@ struct CpuJit::State {
   absl::StatusOr<std::unique_ptr<llvm::Module>> Parse(const std::string& text,
                                                       llvm::LLVMContext& context) {
     llvm::SMDiagnostic diagnostic;
-    std::unique_ptr<llvm::Module> module =
-        llvm::parseAssemblyString(text, diagnostic, context);
+    std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(text, diagnostic, context);
     if (module == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot parse LLVM IR at line ", diagnostic.getLineNo(), ", column ",
-          diagnostic.getColumnNo() + 1, ": ", diagnostic.getMessage().str(), "\n",
-          diagnostic.getLineContents().str()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot parse LLVM IR at line ", diagnostic.getLineNo(), ", column ",
+                       diagnostic.getColumnNo() + 1, ": ", diagnostic.getMessage().str(), "\n",
+                       diagnostic.getLineContents().str()));
     }
     std::string verifier_message;
     llvm::raw_string_ostream verifier_stream(verifier_message);
@@ -226,8 +226,7 @@ const std::vector<std::string>& CpuJit::host_features() const { return state_->h
 absl::StatusOr<std::string> CpuJit::EmitAssembly(const std::string& llvm_ir_text) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   llvm::LLVMContext context;
-  GTCO_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module,
-                        state_->Parse(llvm_ir_text, context));
+  GTCO_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, state_->Parse(llvm_ir_text, context));
   OptimizeModule(*module, *state_->target_machine);
   llvm::SmallString<0> assembly;
   llvm::raw_svector_ostream stream(assembly);

@@ -25,9 +25,8 @@ absl::Status ValidateSignature(const ir::LoweredFunc& func) {
   std::set<std::string> names;
   for (const ir::BufferParam& param : func.params) {
     if (param.name.empty() || !names.insert(param.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat("kernel '", func.name,
-                                                     "' has an empty or repeated parameter '",
-                                                     param.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel '", func.name, "' has an empty or repeated parameter '", param.name, "'"));
     }
   }
   return absl::OkStatus();

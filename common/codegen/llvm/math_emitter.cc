@@ -22,8 +22,8 @@ int MathArity(const std::string& name) {
 
 }  // namespace
 
-absl::StatusOr<llvm::Value*> FunctionEmitter::EmitMathCall(
-    const std::string& name, const std::vector<llvm::Value*>& args) {
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitMathCall(const std::string& name,
+                                                           const std::vector<llvm::Value*>& args) {
   const int arity = MathArity(name);
   if (arity < 0) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported call '", name, "'"));
@@ -52,11 +52,11 @@ llvm::Value* FunctionEmitter::EmitExp(llvm::Value* x) {
 
 llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
   llvm::Type* float_type = x->getType();
-  llvm::Type* int_type = float_type->isVectorTy()
-                             ? static_cast<llvm::Type*>(llvm::VectorType::get(
-                                   builder_.getInt32Ty(),
-                                   llvm::cast<llvm::VectorType>(float_type)->getElementCount()))
-                             : builder_.getInt32Ty();
+  llvm::Type* int_type =
+      float_type->isVectorTy()
+          ? static_cast<llvm::Type*>(llvm::VectorType::get(
+                builder_.getInt32Ty(), llvm::cast<llvm::VectorType>(float_type)->getElementCount()))
+          : builder_.getInt32Ty();
   auto constant = [&](double value) { return llvm::ConstantFP::get(float_type, value); };
   auto int_constant = [&](int value) { return llvm::ConstantInt::get(int_type, value); };
   // Clamp to [-105, 89]: below, the result rounds to 0; above, it overflows to +inf. The two
@@ -70,7 +70,8 @@ llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
       llvm::Intrinsic::floor,
       builder_.CreateFAdd(builder_.CreateFMul(clamped, constant(1.44269504088896341)),
                           constant(0.5)));
-  llvm::Value* r = builder_.CreateFSub(clamped, builder_.CreateFMul(n_float, constant(0.693359375)));
+  llvm::Value* r =
+      builder_.CreateFSub(clamped, builder_.CreateFMul(n_float, constant(0.693359375)));
   r = builder_.CreateFSub(r, builder_.CreateFMul(n_float, constant(-2.12194440e-4)));
   // exp(r) on [-ln2/2, ln2/2].
   const double coefficients[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
@@ -91,8 +92,7 @@ llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
         builder_.CreateShl(builder_.CreateAdd(exponent, int_constant(127)), int_constant(23));
     return builder_.CreateBitCast(bits, float_type);
   };
-  llvm::Value* result =
-      builder_.CreateFMul(builder_.CreateFMul(poly, pow2(n_half)), pow2(n_rest));
+  llvm::Value* result = builder_.CreateFMul(builder_.CreateFMul(poly, pow2(n_half)), pow2(n_rest));
   // NaN in, NaN out (the clamp passes NaN through, but the integer conversion does not).
   return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
 }

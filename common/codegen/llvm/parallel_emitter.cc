@@ -55,16 +55,15 @@ absl::StatusOr<llvm::Function*> FunctionEmitter::OutlineParallelBody(
   // The body: (i64 index, ptr noalias buffers..., i64 min, captured...).
   std::vector<llvm::Type*> body_args = {I64Ty()};
   body_args.insert(body_args.end(), types.begin(), types.end());
-  llvm::Function* body_function = llvm::Function::Create(
-      llvm::FunctionType::get(builder_.getVoidTy(), body_args, false),
-      llvm::Function::InternalLinkage, base_name + ".body", state_->module);
+  llvm::Function* body_function =
+      llvm::Function::Create(llvm::FunctionType::get(builder_.getVoidTy(), body_args, false),
+                             llvm::Function::InternalLinkage, base_name + ".body", state_->module);
   body_function->addFnAttr(llvm::Attribute::AlwaysInline);
   body_function->addFnAttr(llvm::Attribute::NoUnwind);
   AddBufferParamAttributes(body_function, 1, state_->params);
 
   FunctionEmitter body(state_, body_function);
-  body.conditional_depth_ =
-      conditional_depth_ + (llvm::isa<llvm::ConstantInt>(extent) ? 0 : 1);
+  body.conditional_depth_ = conditional_depth_ + (llvm::isa<llvm::ConstantInt>(extent) ? 0 : 1);
   for (size_t i = 0; i < num_params; ++i) {
     body.BindParam(state_->params[i], body_function->getArg(1 + i));
   }
@@ -87,8 +86,8 @@ absl::StatusOr<llvm::Function*> FunctionEmitter::OutlineParallelBody(
   auto* closure_type = llvm::StructType::get(context, types);
   std::vector<llvm::Value*> call_args = {outlined->getArg(0)};
   for (unsigned i = 0; i < types.size(); ++i) {
-    call_args.push_back(unpack.CreateLoad(
-        types[i], unpack.CreateStructGEP(closure_type, outlined->getArg(1), i)));
+    call_args.push_back(
+        unpack.CreateLoad(types[i], unpack.CreateStructGEP(closure_type, outlined->getArg(1), i)));
   }
   unpack.CreateCall(body_function, call_args);
   unpack.CreateRetVoid();

@@ -96,9 +96,8 @@ class ParallelPool {
       }
       if (generation_.load(std::memory_order_acquire) == seen) {
         std::unique_lock<std::mutex> lock(wake_mutex_);
-        wake_.wait(lock, [&] {
-          return stop_ || generation_.load(std::memory_order_acquire) != seen;
-        });
+        wake_.wait(lock,
+                   [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
         if (stop_) return;
       }
       seen = generation_.load(std::memory_order_acquire);

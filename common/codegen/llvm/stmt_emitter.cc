@@ -70,14 +70,19 @@ void FunctionEmitter::Finish() { builder_.CreateRetVoid(); }
 absl::Status FunctionEmitter::EmitStmt(const ir::Stmt& stmt) {
   if (stmt == nullptr) return absl::InvalidArgumentError("null statement");
   switch (stmt->kind) {
-    case ir::StmtKind::kFor: return EmitFor(*stmt);
-    case ir::StmtKind::kStore: return EmitStore(*stmt);
+    case ir::StmtKind::kFor:
+      return EmitFor(*stmt);
+    case ir::StmtKind::kStore:
+      return EmitStore(*stmt);
     case ir::StmtKind::kBlock:
       for (const ir::Stmt& child : stmt->body) GTCO_RETURN_IF_ERROR(EmitStmt(child));
       return absl::OkStatus();
-    case ir::StmtKind::kIfThenElse: return EmitIf(*stmt);
-    case ir::StmtKind::kAllocate: return EmitAllocate(*stmt);
-    case ir::StmtKind::kLetStmt: return EmitLet(*stmt);
+    case ir::StmtKind::kIfThenElse:
+      return EmitIf(*stmt);
+    case ir::StmtKind::kAllocate:
+      return EmitAllocate(*stmt);
+    case ir::StmtKind::kLetStmt:
+      return EmitLet(*stmt);
   }
   return absl::InvalidArgumentError("unknown statement kind");
 }
@@ -101,9 +106,9 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUniformI64(const ir::Expr& exp
                                                              const char* what) {
   GTCO_ASSIGN_OR_RETURN(EmitValue value, EmitExpr(expr));
   if (!value.uniform()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " ", ir::ToString(expr), " depends on the vectorized loop variable '",
-        vector_->var, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", ir::ToString(expr),
+                                                   " depends on the vectorized loop variable '",
+                                                   vector_->var, "'"));
   }
   if (!value.value->getType()->isIntegerTy(64)) {
     return absl::InvalidArgumentError(absl::StrCat(what, " ", ir::ToString(expr), " is not i64"));
@@ -117,15 +122,19 @@ absl::Status FunctionEmitter::EmitFor(const ir::StmtNode& loop) {
   }
   if (vector_ != nullptr &&
       (loop.for_kind == ir::ForKind::kParallel || loop.for_kind == ir::ForKind::kVectorized)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a ", ir::ForKindName(loop.for_kind), " loop '", loop.name,
-        "' inside the vectorized loop '", vector_->var, "' is not supported"));
+    return absl::InvalidArgumentError(absl::StrCat("a ", ir::ForKindName(loop.for_kind), " loop '",
+                                                   loop.name, "' inside the vectorized loop '",
+                                                   vector_->var, "' is not supported"));
   }
   switch (loop.for_kind) {
-    case ir::ForKind::kSerial: return EmitSerialFor(loop);
-    case ir::ForKind::kParallel: return EmitParallelFor(loop);
-    case ir::ForKind::kVectorized: return EmitVectorizedFor(loop);
-    case ir::ForKind::kUnrolled: return EmitUnrolledFor(loop);
+    case ir::ForKind::kSerial:
+      return EmitSerialFor(loop);
+    case ir::ForKind::kParallel:
+      return EmitParallelFor(loop);
+    case ir::ForKind::kVectorized:
+      return EmitVectorizedFor(loop);
+    case ir::ForKind::kUnrolled:
+      return EmitUnrolledFor(loop);
   }
   return absl::InvalidArgumentError("unknown loop kind");
 }
@@ -156,8 +165,7 @@ absl::Status FunctionEmitter::EmitSerialFor(const ir::StmtNode& loop) {
   conditional_depth_ -= conditional;
   GTCO_RETURN_IF_ERROR(status);
   llvm::Value* next = builder_.CreateAdd(counter, I64(1), loop.name + ".next", true, true);
-  llvm::BranchInst* latch =
-      builder_.CreateCondBr(builder_.CreateICmpSLT(next, extent), body, exit);
+  llvm::BranchInst* latch = builder_.CreateCondBr(builder_.CreateICmpSLT(next, extent), body, exit);
   AttachLoopMetadata(latch);
   counter->addIncoming(next, builder_.GetInsertBlock());
   builder_.SetInsertPoint(exit);
@@ -215,6 +223,13 @@ absl::Status FunctionEmitter::EmitStore(const ir::StmtNode& store) {
         scalar, builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value), align);
     return absl::OkStatus();
   }
+  if (index.uniform() && value.uniform()) {
+    // Same element, same value in every active lane: one store iff some lane is active.
+    builder_.CreateMaskedStore(builder_.CreateVectorSplat(1, value.value),
+                               builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value),
+                               align, AnyLaneMask(mask));
+    return absl::OkStatus();
+  }
   llvm::Value* vector_value = ToVector(value);
   if (index.shape == EmitValue::Shape::kRamp && index.stride == 1) {
     llvm::Value* address = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value);
@@ -226,8 +241,7 @@ absl::Status FunctionEmitter::EmitStore(const ir::StmtNode& store) {
     return absl::OkStatus();
   }
   // Scatter; overlapping lanes are written in lane order, so the last lane wins.
-  llvm::Value* addresses =
-      builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, ToVector(index));
+  llvm::Value* addresses = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, ToVector(index));
   if (mask == nullptr) {
     mask = llvm::Constant::getAllOnesValue(
         llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));
@@ -289,8 +303,8 @@ absl::Status FunctionEmitter::EmitAllocate(const ir::StmtNode& allocate) {
   if (allocate.body.size() != 1) return absl::InvalidArgumentError("malformed allocate");
   if (vector_ != nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("allocation '", allocate.name,
-                                                   "' inside the vectorized loop '",
-                                                   vector_->var, "' is not supported"));
+                                                   "' inside the vectorized loop '", vector_->var,
+                                                   "' is not supported"));
   }
   if (allocate.alloc_size <= 0 || allocate.alloc_size > kMaxStackAllocElements) {
     return absl::InvalidArgumentError(

@@ -12,8 +12,8 @@ namespace {
 
 using ir::ForKind;
 using testing::Build;
-using testing::For;
 using testing::Flt;
+using testing::For;
 using testing::Int;
 using testing::RandomVector;
 using testing::RunKernel;
@@ -29,12 +29,11 @@ ir::Expr AddRelu(const ir::Expr& index) {
 ir::LoweredFunc AddReluWithScalarTail(int64_t n) {
   const int64_t main = n / kLanes * kLanes;
   ir::Expr vector_index = Var("io") * Int(kLanes) + Var("ii");
-  ir::Stmt main_loop =
-      For("io", 0, n / kLanes, ForKind::kSerial,
-          For("ii", 0, kLanes, ForKind::kVectorized,
-              ir::MakeStore("C", vector_index, AddRelu(vector_index))));
-  ir::Stmt tail_loop = For("t", main, n - main, ForKind::kSerial,
-                           ir::MakeStore("C", Var("t"), AddRelu(Var("t"))));
+  ir::Stmt main_loop = For("io", 0, n / kLanes, ForKind::kSerial,
+                           For("ii", 0, kLanes, ForKind::kVectorized,
+                               ir::MakeStore("C", vector_index, AddRelu(vector_index))));
+  ir::Stmt tail_loop =
+      For("t", main, n - main, ForKind::kSerial, ir::MakeStore("C", Var("t"), AddRelu(Var("t"))));
   return {"add_relu", {{"A", n}, {"B", n}, {"C", n}}, ir::MakeBlock({main_loop, tail_loop})};
 }
 
@@ -111,16 +110,15 @@ TEST(CodegenElementwiseTest, SelectMinMaxScalarAndVector) {
   constexpr int64_t kSize = 40;
   auto formula = [](const ir::Expr& index) {
     ir::Expr a = ir::MakeLoad("A", index), b = ir::MakeLoad("B", index);
-    return ir::MakeSelect(ir::MakeBinary(ir::ExprKind::kLt, a, b),
-                          ir::Min(a, Flt(2.0) * b), ir::Max(a, b) - Flt(1.0));
+    return ir::MakeSelect(ir::MakeBinary(ir::ExprKind::kLt, a, b), ir::Min(a, Flt(2.0) * b),
+                          ir::Max(a, b) - Flt(1.0));
   };
   ir::Expr vector_index = Var("o") * Int(kLanes) + Var("l");
-  ir::Stmt body = ir::MakeBlock(
-      {For("o", 0, kSize / kLanes, ForKind::kSerial,
-           For("l", 0, kLanes, ForKind::kVectorized,
-               ir::MakeStore("C", vector_index, formula(vector_index)))),
-       For("s", kSize / kLanes * kLanes, kSize % kLanes, ForKind::kSerial,
-           ir::MakeStore("C", Var("s"), formula(Var("s"))))});
+  ir::Stmt body = ir::MakeBlock({For("o", 0, kSize / kLanes, ForKind::kSerial,
+                                     For("l", 0, kLanes, ForKind::kVectorized,
+                                         ir::MakeStore("C", vector_index, formula(vector_index)))),
+                                 For("s", kSize / kLanes * kLanes, kSize % kLanes, ForKind::kSerial,
+                                     ir::MakeStore("C", Var("s"), formula(Var("s"))))});
   ir::LoweredFunc func{"select_min_max", {{"A", kSize}, {"B", kSize}, {"C", kSize}}, body};
   std::vector<float> a = RandomVector(kSize, -2, 2, 4), b = RandomVector(kSize, -2, 2, 5), c(kSize);
   RunKernel(Build(func), {&a, &b, &c});
@@ -135,14 +133,14 @@ TEST(CodegenElementwiseTest, GuardedStoresWithUniformAndLaneConditions) {
   ir::Expr index = Var("r") * Int(kCols) + Var("c");
   ir::Expr x = ir::MakeLoad("X", index);
   // Rows < 2: even columns get x * 2, odd ones x + 100. Other rows: -x.
-  ir::Stmt lane_branch = ir::MakeIf(
-      ir::MakeBinary(ir::ExprKind::kEq, Var("c") % Int(2), Int(0)),
-      ir::MakeStore("Y", index, x * Flt(2.0)), ir::MakeStore("Y", index, x + Flt(100.0)));
-  ir::Stmt body = For(
-      "r", 0, kRows, ForKind::kSerial,
-      ir::MakeIf(ir::MakeBinary(ir::ExprKind::kLt, Var("r"), Int(2)),
-                 For("c", 0, kCols, ForKind::kVectorized, lane_branch),
-                 For("c", 0, kCols, ForKind::kVectorized, ir::MakeStore("Y", index, Flt(0.0) - x))));
+  ir::Stmt lane_branch = ir::MakeIf(ir::MakeBinary(ir::ExprKind::kEq, Var("c") % Int(2), Int(0)),
+                                    ir::MakeStore("Y", index, x * Flt(2.0)),
+                                    ir::MakeStore("Y", index, x + Flt(100.0)));
+  ir::Stmt body = For("r", 0, kRows, ForKind::kSerial,
+                      ir::MakeIf(ir::MakeBinary(ir::ExprKind::kLt, Var("r"), Int(2)),
+                                 For("c", 0, kCols, ForKind::kVectorized, lane_branch),
+                                 For("c", 0, kCols, ForKind::kVectorized,
+                                     ir::MakeStore("Y", index, Flt(0.0) - x))));
   ir::LoweredFunc func{"guarded", {{"X", kRows * kCols}, {"Y", kRows * kCols}}, body};
   std::vector<float> x_data = RandomVector(kRows * kCols, -1, 1, 6), y(kRows * kCols);
   RunKernel(Build(func), {&x_data, &y});
@@ -155,21 +153,48 @@ TEST(CodegenElementwiseTest, GuardedStoresWithUniformAndLaneConditions) {
   }
 }
 
+TEST(CodegenElementwiseTest, UniformStoresInVectorizedLoops) {
+  // Per row r, with c vectorized over 16 lanes:
+  //   S[r] = X[r, c]                      -> every lane writes S[r]; the last lane's value stays
+  //   if (c == 5) S[4 + r] = X[r, 0] + 1   -> uniform value under a lane mask: written
+  //   if (c < 0)  S[8 + r] = 7             -> no lane active: not written
+  constexpr int64_t kRows = 4, kCols = 16;
+  ir::Expr c = Var("c"), r = Var("r");
+  ir::Expr first = ir::MakeLoad("X", r * Int(kCols));
+  ir::Stmt body = ir::MakeBlock({
+      ir::MakeStore("S", r, ir::MakeLoad("X", r * Int(kCols) + c)),
+      ir::MakeIf(ir::MakeBinary(ir::ExprKind::kEq, c, Int(5)),
+                 ir::MakeStore("S", Int(4) + r, first + Flt(1.0))),
+      ir::MakeIf(ir::MakeBinary(ir::ExprKind::kLt, c, Int(0)),
+                 ir::MakeStore("S", Int(8) + r, Flt(7.0))),
+  });
+  ir::LoweredFunc func{
+      "uniform_stores",
+      {{"X", kRows * kCols}, {"S", 3 * kRows}},
+      For("r", 0, kRows, ForKind::kSerial, For("c", 0, kCols, ForKind::kVectorized, body))};
+  std::vector<float> x = RandomVector(kRows * kCols, -1, 1, 8), s(3 * kRows, -5.0f);
+  RunKernel(Build(func), {&x, &s});
+  for (int64_t row = 0; row < kRows; ++row) {
+    EXPECT_EQ(s[row], x[row * kCols + kCols - 1]) << row;
+    EXPECT_EQ(s[4 + row], x[row * kCols] + 1.0f) << row;
+    EXPECT_EQ(s[8 + row], -5.0f) << row;
+  }
+}
+
 TEST(CodegenElementwiseTest, ParallelLoopsCaptureLetsAndNest) {
   // for s in 2 (serial): let scale = f32(s) + 0.5: parallel for i in 37:
   //   parallel for j in 3: Y[s*111 + i*3 + j] = X[i*3 + j] * scale + f32(s)
   constexpr int64_t kRows = 37, kCols = 3;
   ir::Expr f32_s = ir::MakeCast(ir::ScalarType::kF32, Var("s"));
-  ir::Stmt store = ir::MakeStore(
-      "Y", Var("s") * Int(kRows * kCols) + Var("i") * Int(kCols) + Var("j"),
-      ir::MakeLoad("X", Var("i") * Int(kCols) + Var("j")) *
-              ir::MakeVar("scale", ir::ScalarType::kF32) +
-          f32_s);
-  ir::Stmt body = For(
-      "s", 0, 2, ForKind::kSerial,
-      ir::MakeLet("scale", f32_s + Flt(0.5),
-                  For("i", 0, kRows, ForKind::kParallel,
-                      For("j", 0, kCols, ForKind::kParallel, store))));
+  ir::Stmt store =
+      ir::MakeStore("Y", Var("s") * Int(kRows * kCols) + Var("i") * Int(kCols) + Var("j"),
+                    ir::MakeLoad("X", Var("i") * Int(kCols) + Var("j")) *
+                            ir::MakeVar("scale", ir::ScalarType::kF32) +
+                        f32_s);
+  ir::Stmt body = For("s", 0, 2, ForKind::kSerial,
+                      ir::MakeLet("scale", f32_s + Flt(0.5),
+                                  For("i", 0, kRows, ForKind::kParallel,
+                                      For("j", 0, kCols, ForKind::kParallel, store))));
   ir::LoweredFunc func{"parallel_nest", {{"X", kRows * kCols}, {"Y", 2 * kRows * kCols}}, body};
   KernelEntry entry = Build(func);
   for (int threads : {1, 2, 3}) {

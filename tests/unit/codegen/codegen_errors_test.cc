@@ -10,8 +10,8 @@ namespace gtco::codegen {
 namespace {
 
 using ir::ForKind;
-using testing::For;
 using testing::Flt;
+using testing::For;
 using testing::Int;
 using testing::RunKernel;
 using testing::SharedJit;
@@ -19,7 +19,8 @@ using testing::Var;
 
 /// Y[i] = X[i] + value for i < n.
 ir::LoweredFunc AddConstant(const std::string& name, int64_t n, double value) {
-  return {name, {{"X", n}, {"Y", n}},
+  return {name,
+          {{"X", n}, {"Y", n}},
           For("i", 0, n, ForKind::kSerial,
               ir::MakeStore("Y", Var("i"), ir::MakeLoad("X", Var("i")) + Flt(value)))};
 }
@@ -36,7 +37,8 @@ TEST(CpuJitTest, BadIrIsInvalidArgumentWithParserMessage) {
   auto entry = SharedJit().Compile("define void @f( { this is not IR", "f");
   ASSERT_FALSE(entry.ok());
   EXPECT_EQ(entry.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(entry.status().message().find("at line 1, column 19: expected type"), std::string::npos) << entry.status();
+  EXPECT_NE(entry.status().message().find("at line 1, column 19: expected type"), std::string::npos)
+      << entry.status();
 }
 
 TEST(CpuJitTest, IrThatDoesNotVerifyIsInvalidArgument) {
@@ -53,8 +55,7 @@ TEST(CpuJitTest, MissingEntryAndUnresolvedSymbolAreInvalidArgument) {
       "declare void @gtco_no_such_symbol()\n"
       "define void @f() {\n  call void @gtco_no_such_symbol()\n  ret void\n}\n",
       "f");
-  EXPECT_EQ(unresolved.status().code(), absl::StatusCode::kInvalidArgument)
-      << unresolved.status();
+  EXPECT_EQ(unresolved.status().code(), absl::StatusCode::kInvalidArgument) << unresolved.status();
 }
 
 TEST(CpuJitTest, SameNameTwiceAndReset) {
@@ -97,28 +98,32 @@ TEST(EmitLlvmIrTest, RejectsWhatItCannotLower) {
   const std::vector<ir::BufferParam> params = {{"X", 64}, {"Y", 64}};
   ir::Stmt store_i = ir::MakeStore("Y", Var("i"), ir::MakeLoad("X", Var("i")));
   ExpectRejected({"f", params, ir::MakeStore("Y", Var("i"), Flt(1.0))}, "unbound variable 'i'");
-  ExpectRejected({"f", params, For("i", 0, 4, ForKind::kSerial,
-                                   ir::MakeStore("W", Var("i"), Flt(1.0)))},
-                 "unknown buffer 'W'");
+  ExpectRejected(
+      {"f", params, For("i", 0, 4, ForKind::kSerial, ir::MakeStore("W", Var("i"), Flt(1.0)))},
+      "unknown buffer 'W'");
   ExpectRejected({"f", params, ir::MakeStore("Y", Int(64), Flt(1.0))}, "out of bounds");
-  ExpectRejected({"f", params, For("i", 0, 4, ForKind::kSerial,
-                                   ir::MakeStore("Y", Var("i"),
-                                                 ir::MakeCall("lgamma", {Flt(1.0)})))},
+  ExpectRejected({"f", params,
+                  For("i", 0, 4, ForKind::kSerial,
+                      ir::MakeStore("Y", Var("i"), ir::MakeCall("lgamma", {Flt(1.0)})))},
                  "unsupported call 'lgamma'");
-  ExpectRejected({"f", params, For("i", 0, 8, ForKind::kVectorized,
-                                   For("j", 0, 2, ForKind::kParallel, store_i))},
-                 "inside the vectorized loop");
-  ExpectRejected({"f", params, For("i", 0, 8, ForKind::kVectorized,
-                                   For("j", 0, 2, ForKind::kVectorized, store_i))},
-                 "inside the vectorized loop");
-  ExpectRejected({"f", params, For("j", 0, 8, ForKind::kVectorized,
-                                   ir::MakeFor("i", Int(0), Var("j"), ForKind::kSerial, store_i))},
+  ExpectRejected(
+      {"f", params,
+       For("i", 0, 8, ForKind::kVectorized, For("j", 0, 2, ForKind::kParallel, store_i))},
+      "inside the vectorized loop");
+  ExpectRejected(
+      {"f", params,
+       For("i", 0, 8, ForKind::kVectorized, For("j", 0, 2, ForKind::kVectorized, store_i))},
+      "inside the vectorized loop");
+  ExpectRejected({"f", params,
+                  For("j", 0, 8, ForKind::kVectorized,
+                      ir::MakeFor("i", Int(0), Var("j"), ForKind::kSerial, store_i))},
                  "depends on the vectorized loop variable");
   // A parallel body may not use an allocation made outside it.
-  ExpectRejected({"f", params, ir::MakeAllocate("tmp", 4,
-                                                For("i", 0, 4, ForKind::kParallel,
-                                                    ir::MakeStore("tmp", Var("i"), Flt(0.0))))},
-                 "unknown buffer 'tmp'");
+  ExpectRejected(
+      {"f", params,
+       ir::MakeAllocate(
+           "tmp", 4, For("i", 0, 4, ForKind::kParallel, ir::MakeStore("tmp", Var("i"), Flt(0.0))))},
+      "unknown buffer 'tmp'");
   ExpectRejected({"", params, store_i}, "no name");
   ExpectRejected({"f", {{"X", 4}, {"X", 4}}, store_i}, "repeated parameter");
 }

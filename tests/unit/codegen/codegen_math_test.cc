@@ -12,8 +12,8 @@ namespace {
 
 using ir::ForKind;
 using testing::Build;
-using testing::For;
 using testing::Flt;
+using testing::For;
 using testing::Int;
 using testing::RandomVector;
 using testing::RunKernel;
@@ -29,12 +29,11 @@ ir::LoweredFunc UnaryKernel(const std::string& function, int64_t n) {
     return ir::MakeCall(function, args);
   };
   ir::Expr vector_index = Var("o") * Int(kLanes) + Var("l");
-  ir::Stmt body = ir::MakeBlock(
-      {For("o", 0, n / kLanes, ForKind::kSerial,
-           For("l", 0, kLanes, ForKind::kVectorized,
-               ir::MakeStore("Y", vector_index, call(vector_index)))),
-       For("t", n / kLanes * kLanes, n % kLanes, ForKind::kSerial,
-           ir::MakeStore("Y", Var("t"), call(Var("t"))))});
+  ir::Stmt body = ir::MakeBlock({For("o", 0, n / kLanes, ForKind::kSerial,
+                                     For("l", 0, kLanes, ForKind::kVectorized,
+                                         ir::MakeStore("Y", vector_index, call(vector_index)))),
+                                 For("t", n / kLanes * kLanes, n % kLanes, ForKind::kSerial,
+                                     ir::MakeStore("Y", Var("t"), call(Var("t"))))});
   return {"math_" + function, {{"X", n}, {"Z", n}, {"Y", n}}, body};
 }
 
@@ -75,9 +74,26 @@ TEST(CodegenMathTest, VectorizedCallsMatchLibm) {
 
 TEST(CodegenMathTest, ExpEdgeCases) {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> x = {0.0f,  -0.0f, 1.0f,   -1.0f,  88.7f, 88.72f, 88.73f, 89.0f,
-                          100.0f, inf,  -inf,  -87.0f, -90.0f, -103.0f, -110.0f, 1e-8f,
-                          std::numeric_limits<float>::quiet_NaN(), 10.5f, -20.25f, 3.0f};
+  std::vector<float> x = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          88.7f,
+                          88.72f,
+                          88.73f,
+                          89.0f,
+                          100.0f,
+                          inf,
+                          -inf,
+                          -87.0f,
+                          -90.0f,
+                          -103.0f,
+                          -110.0f,
+                          1e-8f,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          10.5f,
+                          -20.25f,
+                          3.0f};
   // Values below the normal range may flush; compare those against 0 with an absolute bound.
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<float> z(n, 1.0f), y(n);
@@ -102,29 +118,32 @@ ir::LoweredFunc RowSoftmax(int64_t rows, int64_t cols) {
   auto element = [&](const ir::Expr& c) { return r * Int(cols) + c; };
   ir::Expr max_value = ir::MakeLoad("row_max", Int(0));
   ir::Expr sum_value = ir::MakeLoad("row_sum", Int(0));
-  ir::Stmt find_max = ir::MakeBlock(
-      {ir::MakeStore("row_max", Int(0), Flt(-3.0e38)),
-       For("c", 0, cols, ForKind::kSerial,
-           ir::MakeStore("row_max", Int(0), ir::Max(max_value, ir::MakeLoad("X", element(Var("c"))))))});
+  ir::Stmt find_max =
+      ir::MakeBlock({ir::MakeStore("row_max", Int(0), Flt(-3.0e38)),
+                     For("c", 0, cols, ForKind::kSerial,
+                         ir::MakeStore("row_max", Int(0),
+                                       ir::Max(max_value, ir::MakeLoad("X", element(Var("c"))))))});
   // Exponentials: vectorized blocks with a masked tail.
   ir::Expr vc = Var("co") * Int(kLanes) + Var("cl");
   ir::Stmt exps = For(
       "co", 0, (cols + kLanes - 1) / kLanes, ForKind::kSerial,
       For("cl", 0, kLanes, ForKind::kVectorized,
-          ir::MakeIf(ir::MakeBinary(ir::ExprKind::kLt, vc, Int(cols)),
-                     ir::MakeStore("Y", element(vc),
-                                   ir::MakeCall("exp", {ir::MakeLoad("X", element(vc)) - max_value})))));
+          ir::MakeIf(
+              ir::MakeBinary(ir::ExprKind::kLt, vc, Int(cols)),
+              ir::MakeStore("Y", element(vc),
+                            ir::MakeCall("exp", {ir::MakeLoad("X", element(vc)) - max_value})))));
   ir::Stmt sum = ir::MakeBlock(
       {ir::MakeStore("row_sum", Int(0), Flt(0.0)),
        For("c", 0, cols, ForKind::kSerial,
            ir::MakeStore("row_sum", Int(0), sum_value + ir::MakeLoad("Y", element(Var("c")))))});
-  ir::Stmt normalize = For(
-      "c", 0, cols, ForKind::kSerial,
-      ir::MakeStore("Y", element(Var("c")), ir::MakeLoad("Y", element(Var("c"))) / sum_value));
+  ir::Stmt normalize =
+      For("c", 0, cols, ForKind::kSerial,
+          ir::MakeStore("Y", element(Var("c")), ir::MakeLoad("Y", element(Var("c"))) / sum_value));
   ir::Stmt row = ir::MakeAllocate(
       "row_max", 1,
       ir::MakeAllocate("row_sum", 1, ir::MakeBlock({find_max, exps, sum, normalize})));
-  return {"softmax", {{"X", rows * cols}, {"Y", rows * cols}},
+  return {"softmax",
+          {{"X", rows * cols}, {"Y", rows * cols}},
           For("r", 0, rows, ForKind::kParallel, row)};
 }
 

@@ -15,8 +15,8 @@ namespace {
 
 using ir::ForKind;
 using testing::Build;
-using testing::For;
 using testing::Flt;
+using testing::For;
 using testing::Int;
 using testing::RandomVector;
 using testing::RunKernel;
@@ -31,10 +31,10 @@ template <typename MakeBody>
 ir::Stmt ForTile(int mr, int nr, MakeBody make_body) {
   ir::Expr acc_index = Var("i") * Int(nr * kLanes) + Var("jv") * Int(kLanes) + Var("jl");
   ir::Expr column = Var("jv") * Int(kLanes) + Var("jl");
-  return For("i", 0, mr, ForKind::kUnrolled,
-             For("jv", 0, nr, ForKind::kUnrolled,
-                 For("jl", 0, kLanes, ForKind::kVectorized,
-                     make_body(acc_index, Var("i"), column))));
+  return For(
+      "i", 0, mr, ForKind::kUnrolled,
+      For("jv", 0, nr, ForKind::kUnrolled,
+          For("jl", 0, kLanes, ForKind::kVectorized, make_body(acc_index, Var("i"), column))));
 }
 
 /// C[M, N] = A[M, K] * B[K, N]; M % mr == 0, N % (nr * 16) == 0.
@@ -45,17 +45,18 @@ ir::LoweredFunc MakeMatmul(int64_t m, int64_t n, int64_t k, int mr, int nr) {
   ir::Stmt init = ForTile(mr, nr, [&](ir::Expr acc, ir::Expr, ir::Expr) {
     return ir::MakeStore("acc", acc, Flt(0.0));
   });
-  ir::Stmt update = For("kk", 0, k, ForKind::kSerial, ForTile(mr, nr, [&](ir::Expr acc, ir::Expr i, ir::Expr j) {
-    ir::Expr a = ir::MakeLoad("A", (row_base + i) * Int(k) + Var("kk"));
-    ir::Expr b = ir::MakeLoad("B", Var("kk") * Int(n) + col_base + j);
-    return ir::MakeStore("acc", acc, ir::MakeLoad("acc", acc) + a * b);
-  }));
+  ir::Stmt update =
+      For("kk", 0, k, ForKind::kSerial, ForTile(mr, nr, [&](ir::Expr acc, ir::Expr i, ir::Expr j) {
+            ir::Expr a = ir::MakeLoad("A", (row_base + i) * Int(k) + Var("kk"));
+            ir::Expr b = ir::MakeLoad("B", Var("kk") * Int(n) + col_base + j);
+            return ir::MakeStore("acc", acc, ir::MakeLoad("acc", acc) + a * b);
+          }));
   ir::Stmt write = ForTile(mr, nr, [&](ir::Expr acc, ir::Expr i, ir::Expr j) {
     return ir::MakeStore("C", (row_base + i) * Int(n) + col_base + j, ir::MakeLoad("acc", acc));
   });
   ir::Stmt tile = ir::MakeAllocate("acc", mr * tile_cols, ir::MakeBlock({init, update, write}));
-  ir::Stmt body = For("io", 0, m / mr, ForKind::kParallel,
-                      For("jo", 0, n / tile_cols, ForKind::kSerial, tile));
+  ir::Stmt body =
+      For("io", 0, m / mr, ForKind::kParallel, For("jo", 0, n / tile_cols, ForKind::kSerial, tile));
   return {"matmul", {{"A", m * k}, {"B", k * n}, {"C", m * n}}, body};
 }
 
@@ -70,8 +71,7 @@ std::vector<float> ReferenceMatmul(const std::vector<float>& a, const std::vecto
   return c;
 }
 
-void ExpectMatmulClose(const std::vector<float>& c, const std::vector<float>& expected,
-                       int64_t k) {
+void ExpectMatmulClose(const std::vector<float>& c, const std::vector<float>& expected, int64_t k) {
   for (size_t i = 0; i < c.size(); ++i) {
     ASSERT_NEAR(c[i], expected[i], 1e-5 * k + 1e-4 * std::fabs(expected[i])) << i;
   }
@@ -117,9 +117,9 @@ TEST(CodegenMatmulTest, Matmul512) {
   ASSERT_TRUE(text.ok()) << text.status();
   const auto compile_start = std::chrono::steady_clock::now();
   auto entry = SharedJit().Compile(*text, func.name);
-  const double compile_ms = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - compile_start)
-                                .count();
+  const double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start)
+          .count();
   ASSERT_TRUE(entry.ok()) << entry.status();
   std::vector<float> a = RandomVector(kSize * kSize, -1, 1, 13);
   std::vector<float> b = RandomVector(kSize * kSize, -1, 1, 14);
@@ -130,9 +130,9 @@ TEST(CodegenMatmulTest, Matmul512) {
   for (int repeat = 0; repeat < 5; ++repeat) {
     const auto start = std::chrono::steady_clock::now();
     RunKernel(*entry, {&a, &b, &c});
-    best_seconds = std::min(best_seconds, std::chrono::duration<double>(
-                                              std::chrono::steady_clock::now() - start)
-                                              .count());
+    best_seconds =
+        std::min(best_seconds,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   // Informative only (no timing assertions in unit tests).
   std::printf("[ info ] matmul 512^3: compile %.1f ms, best %.3f ms, %.1f GFLOP/s (%s)\n",

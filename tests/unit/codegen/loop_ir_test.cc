@@ -48,11 +48,11 @@ TEST(LoopIrDeathTest, MixedOperandTypesAreBugs) {
 
 LoweredFunc SampleFunc() {
   Expr i = MakeVar("i"), j = MakeVar("j");
-  Stmt store = MakeStore("C", i * MakeInt(16) + j,
-                         MakeCall("exp", {MakeLoad("A", i * MakeInt(16) + j)}) +
-                             MakeLoad("acc", MakeInt(0)));
-  Stmt guarded = MakeIf(MakeBinary(ExprKind::kLt, j, MakeInt(10)), store,
-                        MakeStore("C", j, MakeFloat(0.5)));
+  Stmt store = MakeStore(
+      "C", i * MakeInt(16) + j,
+      MakeCall("exp", {MakeLoad("A", i * MakeInt(16) + j)}) + MakeLoad("acc", MakeInt(0)));
+  Stmt guarded =
+      MakeIf(MakeBinary(ExprKind::kLt, j, MakeInt(10)), store, MakeStore("C", j, MakeFloat(0.5)));
   Stmt body = MakeFor(
       "i", MakeInt(0), MakeInt(4), ForKind::kParallel,
       MakeAllocate("acc", 1,

@@ -81,15 +81,15 @@ TEST(ConstantFoldingTest, TorchExpandPatternFolds) {
   Attribute one;
   one.kind = Attribute::Kind::kTensor;
   one.tensor.push_back(IntConstant("one", {1}, {1}));
-  Graph graph = MakeGraph(
-      {IntConstant("requested", {3}, {2, -1, -1}), IntConstant("len", {1}, {3}),
-       IntConstant("minus1", {}, {-1}), FloatConstant("token", {1, 1, 4}, {1, 2, 3, 4})},
-      {MakeNode("ConstantOfShape", "ones", {"len"}, {"ones_out"}, {{"value", one}}),
-       MakeNode("Mul", "neg", {"ones_out", "minus1"}, {"negs"}),
-       MakeNode("Equal", "eq", {"requested", "negs"}, {"is_keep"}),
-       MakeNode("Where", "where", {"is_keep", "ones_out", "requested"}, {"expand_shape"}),
-       MakeNode("Expand", "expand", {"token", "expand_shape"}, {"tokens"})},
-      "tokens");
+  Graph graph =
+      MakeGraph({IntConstant("requested", {3}, {2, -1, -1}), IntConstant("len", {1}, {3}),
+                 IntConstant("minus1", {}, {-1}), FloatConstant("token", {1, 1, 4}, {1, 2, 3, 4})},
+                {MakeNode("ConstantOfShape", "ones", {"len"}, {"ones_out"}, {{"value", one}}),
+                 MakeNode("Mul", "neg", {"ones_out", "minus1"}, {"negs"}),
+                 MakeNode("Equal", "eq", {"requested", "negs"}, {"is_keep"}),
+                 MakeNode("Where", "where", {"is_keep", "ones_out", "requested"}, {"expand_shape"}),
+                 MakeNode("Expand", "expand", {"token", "expand_shape"}, {"tokens"})},
+                "tokens");
   const Tensor& tokens = FoldAndGet(graph, "tokens");
   EXPECT_EQ(graph.tensor("expand_shape").int_data, (std::vector<int64_t>{2, 1, 1}));
   EXPECT_EQ(tokens.shape, (std::vector<int64_t>{2, 1, 4}));
@@ -100,8 +100,8 @@ TEST(ConstantFoldingTest, TorchExpandPatternFolds) {
 TEST(ConstantFoldingTest, TransposeCastRangeGatherAndArithmetic) {
   Graph graph = MakeGraph(
       {FloatConstant("m", {2, 3}, {0, 1, 2, 3, 4, 5}), IntConstant("start", {}, {0}),
-       IntConstant("limit", {}, {5}), IntConstant("delta", {}, {2}),
-       IntConstant("last", {}, {-1}), FloatConstant("two", {}, {2.0})},
+       IntConstant("limit", {}, {5}), IntConstant("delta", {}, {2}), IntConstant("last", {}, {-1}),
+       FloatConstant("two", {}, {2.0})},
       {MakeNode("Transpose", "t", {"m"}, {"mt"}, {{"perm", IntsAttr({1, 0})}}),
        MakeNode("Cast", "cast", {"mt"}, {"mt_int"}, {{"to", IntAttr(7)}}),
        MakeNode("Range", "range", {"start", "limit", "delta"}, {"steps"}),
@@ -120,29 +120,28 @@ TEST(ConstantFoldingTest, TransposeCastRangeGatherAndArithmetic) {
 }
 
 TEST(ConstantFoldingTest, DeadShapeArithmeticIsRemoved) {
-  Graph graph = MakeGraph({Activation("x", {2, 3})},
-                          {MakeNode("Shape", "unused_shape", {"x"}, {"s"}),
-                           MakeNode("Relu", "relu", {"x"}, {"y"})},
-                          "y");
+  Graph graph = MakeGraph(
+      {Activation("x", {2, 3})},
+      {MakeNode("Shape", "unused_shape", {"x"}, {"s"}), MakeNode("Relu", "relu", {"x"}, {"y"})},
+      "y");
   ASSERT_TRUE(FoldConstants(graph).ok());
   ASSERT_EQ(graph.nodes.size(), 1u);
   EXPECT_EQ(graph.nodes[0].name, "relu");
 }
 
 TEST(OpSupportTest, UnsupportedOpIsNamedWithItsNode) {
-  Graph graph = MakeGraph({Activation("boxes", {1, 10, 4}), Activation("scores", {1, 1, 10})},
-                          {MakeNode("NonMaxSuppression", "nms_1", {"boxes", "scores"}, {"keep"})},
-                          "keep");
+  Graph graph =
+      MakeGraph({Activation("boxes", {1, 10, 4}), Activation("scores", {1, 1, 10})},
+                {MakeNode("NonMaxSuppression", "nms_1", {"boxes", "scores"}, {"keep"})}, "keep");
   absl::Status status = CheckSupportedOps(graph);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(status.message(), "unsupported ONNX op 'NonMaxSuppression' at node 'nms_1'");
 }
 
 TEST(OpSupportTest, FoldOnlyOpOnRuntimeDataIsUnimplemented) {
-  Graph graph = MakeGraph(
-      {Activation("x", {4}), IntConstant("cond", {4}, {1, 0, 1, 0}),
-       FloatConstant("zeros", {4}, {0, 0, 0, 0})},
-      {MakeNode("Where", "mask_where", {"cond", "x", "zeros"}, {"y"})}, "y");
+  Graph graph = MakeGraph({Activation("x", {4}), IntConstant("cond", {4}, {1, 0, 1, 0}),
+                           FloatConstant("zeros", {4}, {0, 0, 0, 0})},
+                          {MakeNode("Where", "mask_where", {"cond", "x", "zeros"}, {"y"})}, "y");
   graph.inputs = {"x"};
   ASSERT_TRUE(FoldConstants(graph).ok());
   absl::Status status = CheckSupportedOps(graph);
@@ -162,9 +161,9 @@ TEST(OpSupportTest, NonF32ComputeIsUnimplementedNamingDtypeAndNode) {
 }
 
 TEST(OpSupportTest, RuntimeCastOnlyFromF32ToF32) {
-  Graph graph = MakeGraph({Activation("ids", {4}, ElemType::kInt64)},
-                          {MakeNode("Cast", "to_float", {"ids"}, {"y"}, {{"to", IntAttr(1)}})},
-                          "y");
+  Graph graph =
+      MakeGraph({Activation("ids", {4}, ElemType::kInt64)},
+                {MakeNode("Cast", "to_float", {"ids"}, {"y"}, {{"to", IntAttr(1)}})}, "y");
   ASSERT_TRUE(FoldConstants(graph).ok());
   absl::Status status = CheckSupportedOps(graph);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);

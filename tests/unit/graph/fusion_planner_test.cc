@@ -49,14 +49,14 @@ std::vector<EwOp> Ops(const ir::Workload& workload) {
 
 /// x[4,8] @ w[8,16] + b[16] -> h; r = relu(h); out = h + r, with `outputs` as graph outputs.
 Graph MlpResidual(const std::string& prefix, std::vector<std::string> outputs) {
-  return Build({Activation(prefix + "x", {4, 8}), Weights(prefix + "w", {8, 16}),
-                Weights(prefix + "b", {16})},
-               {MakeNode("MatMul", prefix + "mm", {prefix + "x", prefix + "w"}, {prefix + "m"}),
-                MakeNode("Add", prefix + "bias", {prefix + "b", prefix + "m"}, {prefix + "h"}),
-                MakeNode("Relu", prefix + "relu", {prefix + "h"}, {prefix + "r"}),
-                MakeNode("Add", prefix + "residual", {prefix + "h", prefix + "r"},
-                         {prefix + "out"})},
-               std::move(outputs));
+  return Build(
+      {Activation(prefix + "x", {4, 8}), Weights(prefix + "w", {8, 16}),
+       Weights(prefix + "b", {16})},
+      {MakeNode("MatMul", prefix + "mm", {prefix + "x", prefix + "w"}, {prefix + "m"}),
+       MakeNode("Add", prefix + "bias", {prefix + "b", prefix + "m"}, {prefix + "h"}),
+       MakeNode("Relu", prefix + "relu", {prefix + "h"}, {prefix + "r"}),
+       MakeNode("Add", prefix + "residual", {prefix + "h", prefix + "r"}, {prefix + "out"})},
+      std::move(outputs));
 }
 
 TEST(FusionPlannerTest, WholeChainFusesWhenOnlyTheLastTensorEscapes) {
@@ -65,8 +65,7 @@ TEST(FusionPlannerTest, WholeChainFusesWhenOnlyTheLastTensorEscapes) {
   const ir::Workload& w = planned[0].workload;
   EXPECT_EQ(w.anchor, AnchorKind::kMatMul);
   EXPECT_EQ(Ops(w), (std::vector<EwOp>{EwOp::kAdd, EwOp::kRelu, EwOp::kAdd}));
-  EXPECT_EQ(planned[0].node_names,
-            (std::vector<std::string>{"mm", "bias", "relu", "residual"}));
+  EXPECT_EQ(planned[0].node_names, (std::vector<std::string>{"mm", "bias", "relu", "residual"}));
   ASSERT_EQ(w.inputs.size(), 3u);
   EXPECT_EQ(w.inputs[2].shape, (std::vector<int64_t>{16}));  // bias as last-dim vector
   // bias + acc is canonicalized to acc + bias.
@@ -89,7 +88,8 @@ TEST(FusionPlannerTest, RegionIsTrimmedUntilOneTensorEscapes) {
 
 TEST(FusionPlannerTest, KeysDoNotDependOnNames) {
   std::vector<PlannedWorkload> first = Plan(MlpResidual("", {"out"}));
-  std::vector<PlannedWorkload> second = Plan(MlpResidual("encoder.layer7/", {"encoder.layer7/out"}));
+  std::vector<PlannedWorkload> second =
+      Plan(MlpResidual("encoder.layer7/", {"encoder.layer7/out"}));
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(first[0].workload.Key(), second[0].workload.Key());
@@ -97,12 +97,11 @@ TEST(FusionPlannerTest, KeysDoNotDependOnNames) {
 }
 
 TEST(FusionPlannerTest, InputsDependingOnTheAnchorAreNotAbsorbed) {
-  Graph graph = Build(
-      {Activation("x", {4, 4}), Weights("w", {4, 4})},
-      {MakeNode("MatMul", "mm", {"x", "w"}, {"m"}),
-       MakeNode("Transpose", "t", {"m"}, {"mt"}, {{"perm", IntsAttr({1, 0})}}),
-       MakeNode("Add", "sym", {"m", "mt"}, {"y"})},
-      {"y"});
+  Graph graph = Build({Activation("x", {4, 4}), Weights("w", {4, 4})},
+                      {MakeNode("MatMul", "mm", {"x", "w"}, {"m"}),
+                       MakeNode("Transpose", "t", {"m"}, {"mt"}, {{"perm", IntsAttr({1, 0})}}),
+                       MakeNode("Add", "sym", {"m", "mt"}, {"y"})},
+                      {"y"});
   std::vector<PlannedWorkload> planned = Plan(graph);
   ASSERT_EQ(planned.size(), 2u);
   EXPECT_TRUE(planned[0].workload.epilogue.empty());
@@ -125,11 +124,11 @@ TEST(FusionPlannerTest, ColumnBroadcastStaysOutOfAnchorButFusesAsChain) {
 }
 
 TEST(FusionPlannerTest, ScalarConstantsBecomeImmediates) {
-  Graph graph = Build({Activation("q", {2, 5, 8}), Activation("k", {2, 8, 5}),
-                       FloatConstant("scale", {}, {8.0})},
-                      {MakeNode("MatMul", "scores", {"q", "k"}, {"s"}),
-                       MakeNode("Div", "scale_div", {"s", "scale"}, {"y"})},
-                      {"y"});
+  Graph graph = Build(
+      {Activation("q", {2, 5, 8}), Activation("k", {2, 8, 5}), FloatConstant("scale", {}, {8.0})},
+      {MakeNode("MatMul", "scores", {"q", "k"}, {"s"}),
+       MakeNode("Div", "scale_div", {"s", "scale"}, {"y"})},
+      {"y"});
   std::vector<PlannedWorkload> planned = Plan(graph);
   ASSERT_EQ(planned.size(), 1u);
   const ir::Workload& w = planned[0].workload;
@@ -147,10 +146,10 @@ TEST(FusionPlannerTest, MatMulCanonicalShapes) {
     int64_t batch, m;
     bool a_batched, b_batched;
   };
-  for (const Case& c : {Case{{2, 3, 5, 8}, {8, 7}, 1, 30, false, false},
-                        Case{{2, 5, 8}, {2, 8, 7}, 2, 5, true, true},
-                        Case{{5, 8}, {3, 8, 7}, 3, 5, false, true},
-                        Case{{3, 1, 5, 8}, {1, 1, 8, 7}, 1, 15, false, false}}) {
+  for (const Case& c :
+       {Case{{2, 3, 5, 8}, {8, 7}, 1, 30, false, false},
+        Case{{2, 5, 8}, {2, 8, 7}, 2, 5, true, true}, Case{{5, 8}, {3, 8, 7}, 3, 5, false, true},
+        Case{{3, 1, 5, 8}, {1, 1, 8, 7}, 1, 15, false, false}}) {
     Graph graph = Build({Activation("a", c.a), Activation("b", c.b)},
                         {MakeNode("MatMul", "mm", {"a", "b"}, {"y"})}, {"y"});
     std::vector<PlannedWorkload> planned = Plan(graph);
@@ -169,8 +168,10 @@ TEST(FusionPlannerTest, MatMulCanonicalShapes) {
 TEST(FusionPlannerTest, GemmAlphaBetaAndBiasBecomeEpilogue) {
   Graph graph = Build({Activation("a", {8, 4}), Weights("w", {16, 8}), Weights("c", {16})},
                       {MakeNode("Gemm", "gemm", {"a", "w", "c"}, {"y"},
-                                {{"transA", IntAttr(1)}, {"transB", IntAttr(1)},
-                                 {"alpha", FloatAttr(2.0f)}, {"beta", FloatAttr(0.5f)}})},
+                                {{"transA", IntAttr(1)},
+                                 {"transB", IntAttr(1)},
+                                 {"alpha", FloatAttr(2.0f)},
+                                 {"beta", FloatAttr(0.5f)}})},
                       {"y"});
   std::vector<PlannedWorkload> planned = Plan(graph);
   ASSERT_EQ(planned.size(), 1u);
@@ -188,13 +189,12 @@ TEST(FusionPlannerTest, GemmAlphaBetaAndBiasBecomeEpilogue) {
 }
 
 TEST(FusionPlannerTest, RowAnchorsUseRowsAndCols) {
-  Graph graph = Build(
-      {Activation("x", {2, 3, 10}), IntConstant("axes", {1}, {-1})},
-      {MakeNode("ReduceMean", "mean", {"x"}, {"mu"}, {{"axes", IntsAttr({-1})}}),
-       MakeNode("Sub", "center", {"x", "mu"}, {"centered"}),
-       MakeNode("Softmax", "softmax", {"centered"}, {"p"}, {{"axis", IntAttr(-1)}}),
-       MakeNode("Mul", "double", {"p", "p"}, {"y"})},
-      {"y"});
+  Graph graph = Build({Activation("x", {2, 3, 10}), IntConstant("axes", {1}, {-1})},
+                      {MakeNode("ReduceMean", "mean", {"x"}, {"mu"}, {{"axes", IntsAttr({-1})}}),
+                       MakeNode("Sub", "center", {"x", "mu"}, {"centered"}),
+                       MakeNode("Softmax", "softmax", {"centered"}, {"p"}, {{"axis", IntAttr(-1)}}),
+                       MakeNode("Mul", "double", {"p", "p"}, {"y"})},
+                      {"y"});
   std::vector<PlannedWorkload> planned = Plan(graph);
   ASSERT_EQ(planned.size(), 3u);
   const ir::Workload& mean = planned[0].workload;
@@ -210,9 +210,9 @@ TEST(FusionPlannerTest, RowAnchorsUseRowsAndCols) {
 }
 
 TEST(FusionPlannerTest, SoftmaxOverNonLastAxisIsUnimplemented) {
-  Graph graph = Build({Activation("x", {2, 3, 10})},
-                      {MakeNode("Softmax", "channel_softmax", {"x"}, {"y"}, {{"axis", IntAttr(1)}})},
-                      {"y"});
+  Graph graph =
+      Build({Activation("x", {2, 3, 10})},
+            {MakeNode("Softmax", "channel_softmax", {"x"}, {"y"}, {{"axis", IntAttr(1)}})}, {"y"});
   auto planned = PlanWorkloads(graph);
   ASSERT_FALSE(planned.ok());
   EXPECT_EQ(planned.status().code(), absl::StatusCode::kUnimplemented);

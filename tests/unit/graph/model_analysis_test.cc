@@ -47,13 +47,13 @@ TEST(ModelAnalysisTest, TransformerBlockTasks) {
   }
   const std::vector<std::pair<std::string, int>> expected = {
       {"layernorm 16x64", 2},
-      {"matmul 1x16x192x64 (b x m x n x k) +add", 1},                       // qkv
-      {"matmul 2x16x16x32 (b x m x n x k) +div", 1},                        // q @ k^T / sqrt(d)
+      {"matmul 1x16x192x64 (b x m x n x k) +add", 1},  // qkv
+      {"matmul 2x16x16x32 (b x m x n x k) +div", 1},   // q @ k^T / sqrt(d)
       {"softmax 32x16", 1},
-      {"matmul 2x16x32x16 (b x m x n x k)", 1},                             // attn @ v
-      {"matmul 1x16x64x64 (b x m x n x k) +add+add", 1},                    // proj + residual
-      {"matmul 1x16x256x64 (b x m x n x k) +add+div+erf+add+mul+mul", 1},   // fc1 + GELU
-      {"matmul 1x16x64x256 (b x m x n x k) +add+add", 1}};                  // fc2 + residual
+      {"matmul 2x16x32x16 (b x m x n x k)", 1},                            // attn @ v
+      {"matmul 1x16x64x64 (b x m x n x k) +add+add", 1},                   // proj + residual
+      {"matmul 1x16x256x64 (b x m x n x k) +add+div+erf+add+mul+mul", 1},  // fc1 + GELU
+      {"matmul 1x16x64x256 (b x m x n x k) +add+add", 1}};                 // fc2 + residual
   EXPECT_EQ(described, expected);
 }
 
@@ -85,10 +85,14 @@ TEST(ModelAnalysisTest, GeluFusesIntoTheFirstMlpMatMul) {
   for (const ir::EwInstr& instr : w.epilogue) {
     auto read = [&](const ir::Operand& operand) {
       switch (operand.kind) {
-        case ir::Operand::Kind::kAcc: return acc;
-        case ir::Operand::Kind::kInput: return bias;
-        case ir::Operand::Kind::kConst: return operand.value;
-        case ir::Operand::Kind::kValue: return values[operand.index];
+        case ir::Operand::Kind::kAcc:
+          return acc;
+        case ir::Operand::Kind::kInput:
+          return bias;
+        case ir::Operand::Kind::kConst:
+          return operand.value;
+        case ir::Operand::Kind::kValue:
+          return values[operand.index];
       }
       return 0.0f;
     };
@@ -103,8 +107,8 @@ TEST(ModelAnalysisTest, TransformerBlockShapesAndNames) {
   ASSERT_TRUE(analysis.ok()) << analysis.status();
   const ModelTask* ln = FindByDescription(*analysis, "layernorm 16x64");
   ASSERT_NE(ln, nullptr);
-  EXPECT_EQ(ln->node_names, (std::vector<std::string>{"/ln1/LayerNormalization",
-                                                      "/ln2/LayerNormalization"}));
+  EXPECT_EQ(ln->node_names,
+            (std::vector<std::string>{"/ln1/LayerNormalization", "/ln2/LayerNormalization"}));
   EXPECT_FLOAT_EQ(ln->workload.row.epsilon, 1e-5f);
   const ModelTask* scores = FindByDescription(*analysis, "matmul 2x16x16x32 (b x m x n x k) +div");
   ASSERT_NE(scores, nullptr);
@@ -179,8 +183,7 @@ TEST(ModelAnalysisTest, VitWithConvPatchEmbeddingNamesConv) {
   EXPECT_NE(analysis.status().message().find("unsupported ONNX op 'Conv' at node '"),
             std::string::npos)
       << analysis.status();
-  EXPECT_NE(analysis.status().message().find("conv_proj"), std::string::npos)
-      << analysis.status();
+  EXPECT_NE(analysis.status().message().find("conv_proj"), std::string::npos) << analysis.status();
 }
 
 TEST(ModelAnalysisTest, BadInputsGiveTheRightCodes) {
@@ -193,17 +196,23 @@ TEST(ModelAnalysisTest, BadInputsGiveTheRightCodes) {
   };
   const std::vector<Case> cases = {
       {"GIF89a not a model", {}, absl::StatusCode::kInvalidArgument, "not a valid ONNX model"},
-      {block.substr(0, block.size() / 3), {}, absl::StatusCode::kInvalidArgument,
+      {block.substr(0, block.size() / 3),
+       {},
+       absl::StatusCode::kInvalidArgument,
        "not a valid ONNX model"},
       {ReadModel("dynamic_mlp.onnx"), {}, absl::StatusCode::kInvalidArgument, "--shape input="},
       {block, {{"tokens", {1, 16, 64}}}, absl::StatusCode::kInvalidArgument, "'tokens'"},
+      // 33 features cannot feed the 32-wide first Linear (a wrong --shape).
+      {ReadModel("dynamic_mlp.onnx"),
+       {{"input", {8, 33}}},
+       absl::StatusCode::kInvalidArgument,
+       "'/fc1/Gemm'"},
       {ReadModel("external_data.onnx"), {}, absl::StatusCode::kUnimplemented, "external data"}};
   for (const Case& c : cases) {
     auto analysis = AnalyzeOnnxModel(c.bytes, c.overrides);
     ASSERT_FALSE(analysis.ok()) << c.mention;
     EXPECT_EQ(analysis.status().code(), c.code) << analysis.status();
-    EXPECT_NE(analysis.status().message().find(c.mention), std::string::npos)
-        << analysis.status();
+    EXPECT_NE(analysis.status().message().find(c.mention), std::string::npos) << analysis.status();
   }
 }
 

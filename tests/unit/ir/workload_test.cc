@@ -67,9 +67,13 @@ TEST(WorkloadTest, CanonicalStringRoundTripsExactly) {
 }
 
 TEST(WorkloadTest, ImmediatesSurviveBitExact) {
-  const float values[] = {0.1f, 1.0f / std::sqrt(2.0f), -0.0f, 1e-40f /* subnormal */,
+  const float values[] = {0.1f,
+                          1.0f / std::sqrt(2.0f),
+                          -0.0f,
+                          1e-40f /* subnormal */,
                           std::numeric_limits<float>::max(),
-                          std::numeric_limits<float>::infinity(), -3.0e38f};
+                          std::numeric_limits<float>::infinity(),
+                          -3.0e38f};
   for (float value : values) {
     Workload w = AttentionScores();
     w.epilogue[0].args[1] = Imm(value);
