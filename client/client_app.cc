@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "client/format.h"
 #include "common/util/flags.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtco/v1/gtco.grpc.pb.h"
 
 namespace gtco::client {
@@ -33,6 +34,7 @@ constexpr const char* kUsage =
     "  status JOB [--json]\n"
     "  jobs [--team T] [--state S] [--json]\n"
     "  cancel JOB [--json]\n"
+    "  health                      grpc.health.v1 check of the server\n"
     "  query --model MODEL.onnx [--target cpu] [--shape ...] [--json]\n"
     "  query --workload KEY [--target cpu] [--limit N] [--json]\n"
     "The server address comes from --server or GTCO_SERVER (default 127.0.0.1:7070).\n"
@@ -50,8 +52,9 @@ class Client {
       : address_(std::move(address)), timeout_seconds_(timeout_seconds), json_(json) {
     grpc::ChannelArguments channel_args;
     channel_args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-    stub_ = gtco::v1::ClientService::NewStub(
-        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), channel_args));
+    channel_ =
+        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), channel_args);
+    stub_ = gtco::v1::ClientService::NewStub(channel_);
   }
 
   /// Prints the error and returns the exit code for a failed call.
@@ -133,6 +136,21 @@ class Client {
     }
     if (json_) std::cout << ToJson(last) << std::flush;
     return last.state() == "done" ? kExitOk : kExitJobFailed;
+  }
+
+  /// grpc.health.v1 Check of the whole server.
+  int Health() {
+    auto health = grpc::health::v1::Health::NewStub(channel_);
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse reply;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status status = health->Check(&context, request, &reply);
+    if (!status.ok()) return Fail(status);
+    std::string name = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(reply.status());
+    std::cout << (json_ ? ToJson(reply) : name + "\n") << std::flush;
+    return reply.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk
+                                                                            : kExitRefused;
   }
 
   int Status(const std::string& job_id) {
@@ -257,6 +275,7 @@ class Client {
   int timeout_seconds_;
   bool json_;
   bool connected_ = false;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gtco::v1::ClientService::Stub> stub_;
 };
 
@@ -326,6 +345,10 @@ int RunClientApp(int argc, char** argv) {
     if (command == "watch") return client.Watch(positional[1]);
     if (command == "status") return client.Status(positional[1]);
     return client.Cancel(positional[1]);
+  }
+  if (command == "health") {
+    if (positional.size() != 1) return Usage("health takes no positional argument");
+    return client.Health();
   }
   if (command == "jobs") {
     if (positional.size() != 1) return Usage("jobs takes no positional argument");

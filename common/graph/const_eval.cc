@@ -36,6 +36,9 @@ const std::set<std::string>& StructuralOps() {
   return *ops;
 }
 
+/// Folding refuses to materialize constants larger than this (hostile or absurd models).
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 26;
+
 absl::Status NodeError(const Node& node, const std::string& why) {
   return absl::InvalidArgumentError(
       absl::StrCat("node '", node.name, "' (", node.op_type, "): ", why));
@@ -44,6 +47,12 @@ absl::Status NodeError(const Node& node, const std::string& why) {
 absl::Status NodeUnimplemented(const Node& node, const std::string& why) {
   return absl::UnimplementedError(
       absl::StrCat("node '", node.name, "' (", node.op_type, "): ", why));
+}
+
+absl::Status TooLarge(const Node& node) {
+  return absl::UnimplementedError(absl::StrCat("node '", node.name, "' (", node.op_type,
+                                               "): constant result over ", kMaxFoldedElements,
+                                               " elements"));
 }
 
 Tensor MakeConstant(ElemType type, Shape shape) {
@@ -288,8 +297,9 @@ absl::StatusOr<Tensor> EvalRange(const Node& node, const Tensor& start, const Te
   Tensor out = MakeConstant(start.type, {});
   double first = start.ValueAsDouble(0), step = delta.ValueAsDouble(0);
   if (step == 0) return NodeError(node, "range delta 0");
-  int64_t count = std::max<int64_t>(
-      0, static_cast<int64_t>(std::ceil((limit.ValueAsDouble(0) - first) / step)));
+  double span = std::ceil((limit.ValueAsDouble(0) - first) / step);
+  if (span > static_cast<double>(kMaxFoldedElements)) return TooLarge(node);
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(span));
   for (int64_t i = 0; i < count; ++i) {
     AppendValue(out, first + i * step, start.ValueAsInt(0) + i * delta.ValueAsInt(0));
   }
@@ -377,6 +387,10 @@ absl::StatusOr<Tensor> EvalConstantOfShape(const Node& node, const Tensor& shape
     value = it->second.tensor.at(0);
   }
   Shape out_shape = IntValues(shape);
+  for (int64_t dim : out_shape) {
+    if (dim < 0) return NodeError(node, "negative dimension");
+  }
+  if (NumElements(out_shape) > kMaxFoldedElements) return TooLarge(node);
   return Take(value, std::vector<int64_t>(NumElements(out_shape), 0), out_shape);
 }
 
@@ -408,6 +422,7 @@ absl::StatusOr<Tensor> EvalSingleOutput(const Node& node, const Graph& graph) {
   if (op == "Transpose") return EvalTranspose(node, input(0));
   if (op == "Expand") {
     GTCO_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes(input(0).shape, IntValues(input(1))));
+    if (NumElements(out_shape) > kMaxFoldedElements) return TooLarge(node);
     return Take(input(0), BroadcastIndices(input(0).shape, out_shape), out_shape);
   }
   if (op == "ConstantOfShape") return EvalConstantOfShape(node, input(0));

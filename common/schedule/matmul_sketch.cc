@@ -3,6 +3,9 @@
 // narrower column-tail tiles, optional packing of B panels (pack_b) and the epilogue fused into
 // the final write-back.
 #include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/schedule/epilogue.h"

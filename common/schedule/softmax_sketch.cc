@@ -3,6 +3,8 @@
 // output by the sum pass and rescaled in place; 2: online two-pass (running max and rescaled
 // sum per lane in one pass, then normalize).
 #include <cfloat>
+#include <cmath>
+#include <vector>
 
 #include "common/schedule/row_sketch.h"
 #include "common/util/status.h"

@@ -1,6 +1,8 @@
 // Search space sampling/mutation, the sketch registry, and trace replay (LowerSchedule).
 #include "common/schedule/space.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/util/status.h"

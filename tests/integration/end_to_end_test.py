@@ -62,6 +62,7 @@ class EndToEndTest(unittest.TestCase):
         self.assertTrue(all(t["state"] == "from_database" for t in again["tasks"]))
         self.assertEqual(farm.sql("SELECT COUNT(*) FROM measurements")[0][0], 60)
 
+        self.assertEqual(farm.client("health").stdout.strip(), "SERVING")
         listing = farm.client_json("jobs")
         self.assertEqual(len(listing["jobs"]), 2)
         text = farm.client("status", job["job_id"]).stdout
