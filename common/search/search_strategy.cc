@@ -27,23 +27,67 @@ void EvolutionarySearch::Observe(const schedule::Trace& trace, bool ok, double s
   best_seconds_ = measured_ok_.front().seconds;
 }
 
+schedule::Trace EvolutionarySearch::Offspring(bool evolve) {
+  if (!evolve || measured_ok_.empty()) return space_.Sample(rng_);
+  int parents = std::min<int>(options_.population, static_cast<int>(measured_ok_.size()));
+  std::uniform_int_distribution<int> pick(0, parents - 1);
+  // Bias towards the best parents: take the better of two draws.
+  int parent = std::min(pick(rng_), pick(rng_));
+  return space_.Mutate(measured_ok_[parent].trace, rng_);
+}
+
+std::vector<schedule::Trace> EvolutionarySearch::BestScored(std::vector<schedule::Trace> pool,
+                                                            int count) {
+  std::vector<schedule::Trace> chosen;
+  std::vector<double> scores = options_.scorer(pool);
+  if (scores.size() != pool.size()) {
+    pool.resize(std::min<size_t>(pool.size(), count));
+    return pool;
+  }
+  std::vector<size_t> order(pool.size());
+  for (size_t index = 0; index < order.size(); ++index) order[index] = index;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  for (size_t index : order) {
+    if (static_cast<int>(chosen.size()) >= count) break;
+    chosen.push_back(std::move(pool[index]));
+  }
+  return chosen;
+}
+
 std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
   std::vector<schedule::Trace> proposals;
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   bool evolve = observed_ >= options_.warmup_random && !measured_ok_.empty();
-  int parents = std::min<int>(options_.population, static_cast<int>(measured_ok_.size()));
+  int random_slots = 0;
   for (int slot = 0; slot < count; ++slot) {
-    bool random_pick = !evolve || coin(rng_) < options_.epsilon_random;
+    if (!evolve || coin(rng_) < options_.epsilon_random) ++random_slots;
+  }
+  int guided_slots = count - random_slots;
+  // Guided slots: offspring (or, before evolution, samples) ranked by the scorer when there is one.
+  if (guided_slots > 0) {
+    int per_slot = options_.scorer ? std::max(1, options_.candidates_per_slot) : 1;
+    std::vector<schedule::Trace> pool;
+    std::unordered_set<std::string> in_pool;
+    int attempts = guided_slots * per_slot * 4 + kMaxAttemptsPerProposal;
+    while (static_cast<int>(pool.size()) < guided_slots * per_slot && attempts-- > 0) {
+      schedule::Trace candidate = Offspring(evolve);
+      std::string text = candidate.ToString();
+      if (!Fresh(candidate) || !in_pool.insert(text).second) continue;
+      pool.push_back(std::move(candidate));
+    }
+    if (options_.scorer && !pool.empty()) pool = BestScored(std::move(pool), guided_slots);
+    pool.resize(std::min<size_t>(pool.size(), guided_slots));
+    for (auto& trace : pool) {
+      seen_.insert(trace.ToString());
+      proposals.push_back(std::move(trace));
+    }
+  }
+  // Random slots (and any guided slot the pool could not fill): uniform samples.
+  int missing = count - static_cast<int>(proposals.size());
+  for (int slot = 0; slot < missing; ++slot) {
     for (int attempt = 0; attempt < kMaxAttemptsPerProposal; ++attempt) {
-      schedule::Trace candidate;
-      if (random_pick || attempt >= kMaxAttemptsPerProposal / 2) {
-        candidate = space_.Sample(rng_);
-      } else {
-        std::uniform_int_distribution<int> pick(0, parents - 1);
-        // Bias towards the best parent: take the better of two draws.
-        int parent = std::min(pick(rng_), pick(rng_));
-        candidate = space_.Mutate(measured_ok_[parent].trace, rng_);
-      }
+      schedule::Trace candidate = space_.Sample(rng_);
       if (Fresh(candidate)) {
         seen_.insert(candidate.ToString());
         proposals.push_back(std::move(candidate));

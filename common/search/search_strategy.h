@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -25,16 +26,24 @@ class SearchStrategy {
   virtual double best_seconds() const = 0;
 };
 
+/// Scores candidate traces (higher = predicted faster); the cost model plugs in here. Must
+/// return one score per trace, or an empty vector when it cannot rank yet.
+using TraceScorer = std::function<std::vector<double>(const std::vector<schedule::Trace>&)>;
+
 struct EvolutionaryOptions {
   int warmup_random = 16;        ///< measured trials before evolution starts
   int population = 8;            ///< top-k parents mutated
   double epsilon_random = 0.25;  ///< fraction of each round drawn uniformly at random
+  /// With a scorer: offspring generated per proposed slot, of which the best-scored are kept.
+  int candidates_per_slot = 16;
+  TraceScorer scorer;            ///< empty: offspring taken in generation order
   uint64_t seed = 1;
 };
 
 /// Random sampling first, then mutations of the best measured schedules with an ε share of
-/// random picks. The seam where the cost model (XGBoost ranking) plugs in is Propose's ranking
-/// of mutated offspring; without a model they are taken in generation order.
+/// random picks. With a scorer (the cost model), each round generates candidates_per_slot
+/// offspring and fresh samples per slot and keeps the best-scored ones; the ε share stays
+/// random so the model keeps seeing programs it did not choose.
 class EvolutionarySearch final : public SearchStrategy {
  public:
   EvolutionarySearch(schedule::SearchSpace space, EvolutionaryOptions options);
@@ -48,6 +57,10 @@ class EvolutionarySearch final : public SearchStrategy {
     double seconds;
   };
   bool Fresh(const schedule::Trace& trace) const;
+  /// One offspring of the measured population (or a fresh sample before there is one).
+  schedule::Trace Offspring(bool evolve);
+  /// Keeps the `count` best-scored fresh traces of `pool`.
+  std::vector<schedule::Trace> BestScored(std::vector<schedule::Trace> pool, int count);
 
   schedule::SearchSpace space_;
   EvolutionaryOptions options_;
