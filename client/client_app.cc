@@ -29,9 +29,10 @@ constexpr size_t kChunkBytes = 1 << 20;
 constexpr const char* kUsage =
     "usage: gtco-client [--server HOST:PORT] [--timeout SECONDS] COMMAND ...\n"
     "  submit MODEL.onnx [--target cpu] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
-    "                    [--watch] [--json]\n"
+    "                    [--scheduler gradient|even] [--rounds N] [--watch] [--json]\n"
     "  watch JOB [--json]          follow a job until it ends\n"
-    "  status JOB [--json]\n"
+    "  status JOB [--explain] [--json]   --explain: trials, best and pruning per task and\n"
+    "                              mapping, and why the scheduler spent the budget as it did\n"
     "  jobs [--team T] [--state S] [--json]\n"
     "  cancel JOB [--json]\n"
     "  health                      grpc.health.v1 check of the server\n"
@@ -153,7 +154,7 @@ class Client {
                                                                             : kExitRefused;
   }
 
-  int Status(const std::string& job_id) {
+  int Status(const std::string& job_id, bool explain) {
     gtco::v1::GetJobRequest request;
     request.set_job_id(job_id);
     gtco::v1::JobStatus reply;
@@ -161,7 +162,9 @@ class Client {
     SetDeadline(&context);
     grpc::Status status = stub_->GetJob(&context, request, &reply);
     if (!status.ok()) return Fail(status);
-    std::cout << (json_ ? ToJson(reply) : FormatJob(reply)) << std::flush;
+    std::cout << (json_ ? ToJson(reply)
+                        : FormatJob(reply) + (explain ? "\n" + FormatExplain(reply) : ""))
+              << std::flush;
     return kExitOk;
   }
 
@@ -306,8 +309,8 @@ bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* he
 
 int RunClientApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
-                       "workload", "limit", "rounds"},
-                      {"watch", "json", "help"}};
+                       "workload", "limit", "rounds", "scheduler"},
+                      {"watch", "json", "help", "explain"}};
   auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->Has("help")) {
@@ -336,6 +339,10 @@ int RunClientApp(int argc, char** argv) {
     if (positional.size() != 2) return Usage("submit needs exactly one model file");
     header.set_budget(*budget);
     header.set_team(args->Get("team", "default"));
+    header.set_scheduler(args->Get("scheduler", "gradient"));
+    auto rounds = args->GetInt("rounds", 0);
+    if (!rounds.ok()) return Usage(std::string(rounds.status().message()));
+    header.set_rounds(static_cast<int>(*rounds));
     std::string path = positional[1];
     header.set_model_name(path.substr(path.find_last_of('/') + 1));
     return client.Submit(path, header, args->Has("watch"));
@@ -343,7 +350,7 @@ int RunClientApp(int argc, char** argv) {
   if (command == "watch" || command == "status" || command == "cancel") {
     if (positional.size() != 2) return Usage(command + " needs a job id");
     if (command == "watch") return client.Watch(positional[1]);
-    if (command == "status") return client.Status(positional[1]);
+    if (command == "status") return client.Status(positional[1], args->Has("explain"));
     return client.Cancel(positional[1]);
   }
   if (command == "health") {

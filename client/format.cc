@@ -42,6 +42,40 @@ std::string FormatJob(const gtco::v1::JobStatus& job) {
   return text;
 }
 
+std::string FormatExplain(const gtco::v1::JobStatus& job) {
+  std::string text = absl::StrFormat("scheduler %s, %d candidates per round\n", job.scheduler(),
+                                     job.round_size());
+  for (const auto& task : job.tasks()) {
+    absl::StrAppend(&text, absl::StrFormat("%s  %s  x%d  %s  trials %d  best %s  expected gain "
+                                           "%.3g s/trial\n",
+                                           task.task_id(), task.description(), task.weight(),
+                                           task.state(), task.trials_done(),
+                                           FormatSeconds(task.best_seconds()),
+                                           task.expected_gain_seconds()));
+    for (const auto& mapping : task.mappings()) {
+      if (!mapping.applies()) {
+        absl::StrAppend(&text, absl::StrFormat("    %-12s not applicable: %s\n", mapping.name(),
+                                               mapping.reason()));
+        continue;
+      }
+      std::string pruned;
+      for (const auto& rule : mapping.pruned()) {
+        absl::StrAppend(&pruned, pruned.empty() ? "" : ", ", rule.rule(), " ", rule.count());
+      }
+      absl::StrAppend(
+          &text, absl::StrFormat("    %-12s trials %-5d best %-10s space %d of %d schedules "
+                                 "after pruning%s\n",
+                                 mapping.name(), mapping.trials(),
+                                 FormatSeconds(mapping.best_seconds()), mapping.admitted(),
+                                 mapping.considered(),
+                                 pruned.empty() ? "" : " (pruned: " + pruned + ")"));
+    }
+  }
+  if (job.decisions_size() > 0) absl::StrAppend(&text, "latest scheduler decisions:\n");
+  for (const auto& decision : job.decisions()) absl::StrAppend(&text, "  ", decision, "\n");
+  return text;
+}
+
 std::string FormatJobLine(const gtco::v1::JobStatus& job) {
   return absl::StrFormat("%-13s %-10s %-20s %-6s %-10s %6d/%-6d est. latency %s", job.job_id(),
                          job.team(), job.model_name(), job.target(), job.state(),

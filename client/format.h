@@ -11,6 +11,8 @@ namespace gtco::client {
 std::string FormatSeconds(double seconds);
 /// A header line plus one line per task: trials done/allotted, best latency, GFLOP/s, ETA.
 std::string FormatJob(const gtco::v1::JobStatus& job);
+/// Per task and mapping: trials spent, best latency, pruning and the scheduler's reasoning.
+std::string FormatExplain(const gtco::v1::JobStatus& job);
 /// One line per job.
 std::string FormatJobLine(const gtco::v1::JobStatus& job);
 /// One line per record.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages GTCO needs (only those missing) and builds it into build/.
-#   scripts/setup.sh [--tests]   (--tests also installs what the test suite needs)
+#   scripts/setup.sh [--tests]   (--tests also installs what the test suite needs and builds
+#                                 the tests and benchmarks; without it only the three binaries)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,8 +9,10 @@ packages=(build-essential cmake pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev sqlite3 llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
   libonnx-dev libcivetweb-dev civetweb libgtest-dev libopenblas-dev curl)
+targets=(--target gtco-server gtco-worker gtco-client)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus)
+  targets=()  # everything, tests included
 fi
 
 missing=()
@@ -30,4 +33,4 @@ jobs=$(nproc)
 echo "== building GTCO (build/, $jobs jobs)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >build-configure.log 2>&1 ||
   { cat build-configure.log; exit 1; }
-cmake --build build -j"$jobs"
+cmake --build build -j"$jobs" "${targets[@]}"

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 
+#include <google/protobuf/util/json_util.h>
+
 #include "common/graph/model_analysis.h"
 #include "common/util/hash.h"
 #include "common/util/logging.h"
@@ -34,8 +36,8 @@ onnx::ShapeOverrides OverridesFrom(const gtco::v1::SubmitHeader& header) {
   return overrides;
 }
 
-/// Splits `budget` over tasks in proportion to weight x flops^0.5 (largest remainder), at
-/// least one trial each. Heavier tasks get more trials; the dual-task scheduler replaces this.
+/// Splits `budget` over tasks in proportion to their shares (largest remainder), at least one
+/// trial each: the even split a job starts from; the dual-task scheduler then moves trials.
 std::vector<int64_t> SplitBudget(int64_t budget, const std::vector<double>& shares) {
   std::vector<int64_t> allotted(shares.size(), 1);
   int64_t left = budget - static_cast<int64_t>(shares.size());
@@ -123,6 +125,12 @@ absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
   auto job = std::make_unique<JobState>();
   job->row = job_row;
   job->resumed_ms = NowMs();
+  if (!job_row.options.empty() &&
+      !google::protobuf::util::JsonStringToMessage(job_row.options, &job->options).ok()) {
+    GTCO_LOG(kWarning, "job " << job_row.job_id << ": unreadable options, using defaults");
+  }
+  if (job->options.round_size() <= 0) job->options.set_round_size(options_.default_round_size);
+  ParseSchedulerKind(job->options.scheduler(), &job->scheduler.kind);
   GTCO_ASSIGN_OR_RETURN(std::vector<db::TaskRow> task_rows, db_->ListTasks(job_row.job_id));
   for (const db::TaskRow& task_row : task_rows) {
     auto task = std::make_unique<TaskState>();
@@ -136,29 +144,7 @@ absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
     GTCO_ASSIGN_OR_RETURN(task->workload, ir::ParseWorkload(workload_row->canonical));
     task->description = workload_row->description;
     task->flops = workload_row->flops;
-    if (task_row.state == "from_database") {
-      GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(task_row.workload_key, task_row.target));
-      if (best) task->best_seconds = best->median_seconds;
-    } else {
-      GTCO_ASSIGN_OR_RETURN(task->history, db_->ListMeasurementsForTask(task_row.task_id));
-      for (const db::MeasurementRow& measurement : task->history) {
-        ++task->trials_done;
-        if (!measurement.ok) {
-          ++task->trials_failed;
-          if (task->first_error.empty()) task->first_error = measurement.error;
-        } else if (task->best_seconds == 0 || measurement.median_seconds < task->best_seconds) {
-          task->best_seconds = measurement.median_seconds;
-        }
-      }
-      for (const char* state : {"pending", "leased"}) {
-        GTCO_ASSIGN_OR_RETURN(std::vector<db::CandidateRow> candidates,
-                              db_->ListCandidates(task_row.task_id, state));
-        for (const db::CandidateRow& candidate : candidates) {
-          task->outstanding[candidate.candidate_id] = candidate.trace;
-          if (candidate.state == "pending") task->pending.push_back(candidate.candidate_id);
-        }
-      }
-    }
+    GTCO_RETURN_IF_ERROR(LoadTaskHistoryLocked(*task));
     job->trials_at_resume += task->trials_done;
     tasks_[task_row.task_id] = task.get();
     job->tasks.push_back(std::move(task));
@@ -170,9 +156,46 @@ absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
   return absl::OkStatus();
 }
 
+absl::Status FarmCore::LoadTaskHistoryLocked(TaskState& task) {
+  if (task.row.state == "from_database") {
+    GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(task.row.workload_key, task.row.target));
+    if (best) task.best_seconds = best->median_seconds;
+    return absl::OkStatus();
+  }
+  GTCO_ASSIGN_OR_RETURN(task.history, db_->ListMeasurementsForTask(task.row.task_id));
+  for (const db::MeasurementRow& measurement : task.history) {
+    ++task.trials_done;
+    if (!measurement.ok) {
+      ++task.trials_failed;
+      if (task.first_error.empty()) task.first_error = measurement.error;
+    } else if (task.best_seconds == 0 || measurement.median_seconds < task.best_seconds) {
+      task.best_seconds = measurement.median_seconds;
+    }
+    task.best_history.push_back(task.best_seconds);
+  }
+  for (const char* state : {"pending", "leased"}) {
+    GTCO_ASSIGN_OR_RETURN(std::vector<db::CandidateRow> candidates,
+                          db_->ListCandidates(task.row.task_id, state));
+    for (const db::CandidateRow& candidate : candidates) {
+      task.outstanding[candidate.candidate_id] = candidate.trace;
+      if (candidate.state == "pending") task.pending.push_back(candidate.candidate_id);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeader& header,
                                                      const std::string& model_bytes) {
   GTCO_RETURN_IF_ERROR(ValidateTarget(header.target()));
+  SchedulerKind scheduler_kind;
+  if (!ParseSchedulerKind(header.scheduler(), &scheduler_kind)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown scheduler '", header.scheduler(), "'; expected 'gradient' or 'even'"));
+  }
+  if (header.rounds() < 0 || header.rounds() > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rounds must be between 1 and 256 candidates (got ", header.rounds(), ")"));
+  }
   if (header.budget() <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "budget must be a positive number of trials (got ", header.budget(), "); pass --budget N"));
@@ -195,6 +218,11 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
   job_row.state = "running";
   job_row.budget = header.budget();
   job_row.created_unix_ms = job_row.updated_unix_ms = now;
+  gtco::v1::JobOptions job_options;
+  job_options.set_round_size(header.rounds() > 0 ? header.rounds() : options_.default_round_size);
+  job_options.set_scheduler(SchedulerKindName(scheduler_kind));
+  *job_options.mutable_shapes() = header.shapes();
+  (void)google::protobuf::util::MessageToJsonString(job_options, &job_row.options);
 
   std::vector<db::TaskRow> task_rows;
   std::vector<double> shares;
@@ -218,8 +246,7 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
     } else {
       task_row.state = "pending";
       to_tune.push_back(index);
-      shares.push_back(model_task.weight *
-                       std::sqrt(std::max<double>(1.0, model_task.workload.Flops() / 1e6)));
+      shares.push_back(model_task.weight);
     }
     task_rows.push_back(task_row);
   }
@@ -359,10 +386,26 @@ void FarmCore::TouchJobLocked(JobState& job) {
   changed_.notify_all();
 }
 
+int FarmCore::TaskState::MappingOfTrace(const std::string& trace_text) const {
+  std::string sketch = trace_text.substr(0, trace_text.find(';'));
+  for (size_t index = 0; index < mappings.size(); ++index) {
+    if (mappings[index].space->sketch_name() == sketch) return static_cast<int>(index);
+  }
+  return -1;
+}
+
+int64_t FarmCore::JobState::TrialsSpent() const {
+  int64_t spent = 0;
+  for (const auto& task : tasks) {
+    spent += task->trials_done + static_cast<int64_t>(task->outstanding.size());
+  }
+  return spent;
+}
+
 void FarmCore::UpdateTaskCompletionLocked(JobState& job, TaskState& task) {
   if (task.Finished() || job.row.state != "running") return;
-  bool nothing_left = task.outstanding.empty() &&
-                      (task.trials_done >= task.row.trials_allotted || task.exhausted);
+  bool no_more = job.BudgetLeft() <= 0 || task.Exhausted();
+  bool nothing_left = task.outstanding.empty() && no_more;
   std::string state = nothing_left ? "done" : (task.trials_done > 0 ? "running" : "pending");
   if (state == task.row.state) return;
   task.row.state = state;
@@ -372,12 +415,15 @@ void FarmCore::UpdateTaskCompletionLocked(JobState& job, TaskState& task) {
 
 void FarmCore::UpdateJobCompletionLocked(JobState& job) {
   if (job.row.state != "running") return;
+  for (auto& task : job.tasks) UpdateTaskCompletionLocked(job, *task);
   std::string failed_tasks;
   for (const auto& task : job.tasks) {
     if (!task->Finished()) return;
     if (task->row.state == "done" && task->best_seconds == 0) {
       absl::StrAppend(&failed_tasks, failed_tasks.empty() ? "" : "; ", task->row.task_id, " (",
-                      task->description, "): every candidate failed: ", task->first_error);
+                      task->description, "): ",
+                      task->trials_done == 0 ? "no trial was run"
+                                             : "every candidate failed: " + task->first_error);
     }
   }
   job.row.state = failed_tasks.empty() ? "done" : "failed";
@@ -388,6 +434,20 @@ void FarmCore::UpdateJobCompletionLocked(JobState& job) {
   if (!status.ok()) GTCO_LOG(kError, "job " << job.row.job_id << ": " << status);
   GTCO_LOG(kInfo, "job " << job.row.job_id << " " << job.row.state);
   TouchJobLocked(job);
+}
+
+std::vector<TaskCurve> FarmCore::CurvesLocked(const JobState& job) const {
+  std::vector<TaskCurve> curves;
+  for (const auto& task : job.tasks) {
+    TaskCurve curve;
+    curve.weight = task->row.weight;
+    curve.best_history = task->best_history;
+    curve.in_flight = static_cast<int64_t>(task->outstanding.size());
+    curve.exhausted = task->Exhausted();
+    curve.finished = task->Finished();
+    curves.push_back(std::move(curve));
+  }
+  return curves;
 }
 
 gtco::v1::TaskStatus FarmCore::TaskStatusLocked(const JobState& job, const TaskState& task) const {
@@ -404,6 +464,30 @@ gtco::v1::TaskStatus FarmCore::TaskStatusLocked(const JobState& job, const TaskS
   if (task.best_seconds > 0) status.set_gflops(task.flops / task.best_seconds * 1e-9);
   status.set_state(task.row.state);
   status.set_eta_seconds(-1);
+  status.set_expected_gain_seconds(task.last_gain);
+  int64_t pruned = 0;
+  for (const schedule::MappingVerdict& verdict : task.verdicts) {
+    gtco::v1::MappingStatus* mapping = status.add_mappings();
+    mapping->set_name(verdict.mapping);
+    mapping->set_applies(verdict.applies);
+    mapping->set_reason(verdict.reason);
+    for (const MappingState& state : task.mappings) {
+      if (state.space->mapping() != verdict.mapping) continue;
+      mapping->set_trials(state.trials);
+      mapping->set_in_flight(state.in_flight);
+      mapping->set_best_seconds(state.best_seconds);
+      const schedule::PruneStats& stats = state.space->prune_stats();
+      mapping->set_considered(stats.considered);
+      mapping->set_admitted(stats.admitted);
+      for (const auto& [rule, count] : stats.pruned_by_rule) {
+        gtco::v1::PrunedRule* pruned_rule = mapping->add_pruned();
+        pruned_rule->set_rule(rule);
+        pruned_rule->set_count(count);
+        pruned += count;
+      }
+    }
+  }
+  status.set_pruned(pruned);
   return status;
 }
 
@@ -418,12 +502,14 @@ gtco::v1::JobStatus FarmCore::JobStatusLocked(const JobState& job) const {
   status.set_budget(job.row.budget);
   status.set_created_unix_seconds(job.row.created_unix_ms / 1000.0);
   status.set_updated_unix_seconds(job.row.updated_unix_ms / 1000.0);
-  int64_t done = 0, failed = 0, allotted = 0;
+  status.set_scheduler(SchedulerKindName(job.scheduler.kind));
+  status.set_round_size(job.options.round_size());
+  for (const std::string& decision : job.decisions) status.add_decisions(decision);
+  int64_t done = 0, failed = 0;
   double latency = 0;
   for (const auto& task : job.tasks) {
     done += task->trials_done;
     failed += task->trials_failed;
-    allotted += task->row.trials_allotted;
     latency += task->row.weight * task->best_seconds;
   }
   status.set_trials_done(done);
@@ -433,18 +519,39 @@ gtco::v1::JobStatus FarmCore::JobStatusLocked(const JobState& job) const {
   double elapsed = (NowMs() - job.resumed_ms) / 1000.0;
   int64_t progressed = done - job.trials_at_resume;
   double rate = (elapsed > 0.5 && progressed > 0) ? progressed / elapsed : 0;
-  status.set_eta_seconds(job.Terminal() ? 0 : (rate > 0 ? (allotted - done) / rate : -1));
-  for (const auto& task : job.tasks) {
+  int64_t budget_left = std::max<int64_t>(0, job.BudgetLeft());
+  double job_eta = rate > 0 ? (budget_left + job.TrialsSpent() - done) / rate : -1;
+  status.set_eta_seconds(job.Terminal() ? 0 : job_eta);
+  // Each task's allotment: what it has spent plus its share of the budget left, in proportion
+  // to the scheduler's current expected gains (evenly while they are unknown).
+  std::vector<TaskCurve> curves = CurvesLocked(job);
+  std::vector<double> shares;
+  double share_total = 0;
+  for (size_t index = 0; index < job.tasks.size(); ++index) {
+    const TaskState& task = *job.tasks[index];
+    double share = 0;
+    if (!task.Finished() && !task.Exhausted()) {
+      share = job.scheduler.kind == SchedulerKind::kEven || task.trials_done < 2
+                  ? task.row.weight
+                  : ExpectedGain(curves[index], job.scheduler);
+    }
+    shares.push_back(share);
+    share_total += share;
+  }
+  for (size_t index = 0; index < job.tasks.size(); ++index) {
+    const TaskState& task = *job.tasks[index];
     gtco::v1::TaskStatus* task_status = status.add_tasks();
-    *task_status = TaskStatusLocked(job, *task);
-    if (task->Finished()) {
+    *task_status = TaskStatusLocked(job, task);
+    int64_t spent = task.trials_done + static_cast<int64_t>(task.outstanding.size());
+    if (task.row.state == "from_database") continue;
+    int64_t projected =
+        share_total > 0 ? static_cast<int64_t>(std::llround(budget_left * shares[index] / share_total))
+                        : 0;
+    task_status->set_trials_allotted(job.Terminal() ? task.trials_done : spent + projected);
+    if (task.Finished()) {
       task_status->set_eta_seconds(0);
-    } else if (rate > 0 && allotted > 0 && task->row.trials_allotted > 0) {
-      // Tasks are served least-progress-first, so each gets a share of the throughput in
-      // proportion to its allotment.
-      double task_rate = rate * task->row.trials_allotted / allotted;
-      task_status->set_eta_seconds(
-          std::max<int64_t>(0, task->row.trials_allotted - task->trials_done) / task_rate);
+    } else if (!job.Terminal()) {
+      task_status->set_eta_seconds(projected > 0 ? job_eta : (rate > 0 ? 0 : -1));
     }
   }
   return status;

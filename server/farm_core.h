@@ -18,6 +18,7 @@
 #include "common/target/target.h"
 #include "gtco/v1/gtco.pb.h"
 #include "server/farm_metrics.h"
+#include "server/task_scheduler.h"
 
 namespace gtco::server {
 
@@ -27,6 +28,8 @@ struct FarmOptions {
   int default_round_size = 8;   ///< candidates proposed per search round
   int64_t max_model_bytes = int64_t{1} << 31;
   uint64_t seed = 0;            ///< 0: random
+  std::string model_dir;        ///< where cost models are saved ("" = not saved)
+  int model_update_every = 16;  ///< retrain after this many new samples
 };
 
 /// Thread-safe. Owns the database handle; every state change is written through to it first.
@@ -69,24 +72,47 @@ class FarmCore {
   struct TaskState;
   struct JobState;
   struct WorkerState;
+  struct TargetModel;
 
   FarmCore(std::unique_ptr<db::Database> database, FarmOptions options, FarmMetrics* metrics);
   absl::Status ResumeJobs();
   absl::Status LoadJobLocked(const db::JobRow& job_row);
+  absl::Status LoadTaskHistoryLocked(TaskState& task);
   gtco::v1::JobStatus JobStatusLocked(const JobState& job) const;
   gtco::v1::TaskStatus TaskStatusLocked(const JobState& job, const TaskState& task) const;
+  std::vector<TaskCurve> CurvesLocked(const JobState& job) const;
+
+  // Scheduling (farm_scheduling.cc).
   absl::StatusOr<std::vector<gtco::v1::Candidate>> TakeCandidatesLocked(const WorkerState& worker,
                                                                         int max_candidates);
-  TaskState* PickTaskLocked(const WorkerState& worker);
-  absl::Status ProposeLocked(TaskState& task, const WorkerState& worker);
+  /// A task with a candidate waiting to be leased again (its lease expired); nullptr if none.
+  TaskState* TaskWithPendingLocked(const WorkerState& worker);
+  /// Runs the dual-task scheduler on the next job with budget left and proposes one round.
+  /// Returns false when no job can take trials now.
+  absl::StatusOr<bool> ScheduleRoundLocked(const WorkerState& worker);
+  absl::Status CreateSpacesLocked(TaskState& task, const WorkerState& worker);
+  absl::Status ProposeLocked(JobState& job, TaskState& task, int mapping_index, int64_t count);
+  std::vector<double> ScoreTracesLocked(const TaskState& task,
+                                        const std::vector<schedule::Trace>& traces) const;
   absl::StatusOr<gtco::v1::Candidate> MakeCandidateLocked(TaskState& task,
                                                           const std::string& candidate_id,
                                                           const std::string& trace_text);
+  void LogDecisionLocked(JobState& job, const std::string& decision);
+
+  // Results (farm_workers.cc).
   absl::StatusOr<bool> RecordResultLocked(const WorkerState& worker,
                                           const gtco::v1::MeasureResult& result);
   void UpdateTaskCompletionLocked(JobState& job, TaskState& task);
   void UpdateJobCompletionLocked(JobState& job);
   void TouchJobLocked(JobState& job);
+
+  // Cost model (farm_costmodel.cc).
+  TargetModel& ModelForLocked(const std::string& target);
+  absl::Status WarmStartModelLocked(const std::string& target, const WorkerState& worker);
+  /// Retrains models that gained enough samples; called from Tick without the lock held.
+  void TrainModels();
+  std::string ModelPath(const std::string& target) const;
+
   std::string NewId(const std::string& prefix);
   int64_t NowMs() const;
 
@@ -100,6 +126,8 @@ class FarmCore {
   std::map<std::string, std::unique_ptr<JobState>> jobs_;
   std::map<std::string, TaskState*> tasks_;  ///< task id -> task (owned by its job)
   std::map<std::string, std::unique_ptr<WorkerState>> workers_;
+  std::map<std::string, std::unique_ptr<TargetModel>> models_;  ///< by target
+  size_t next_job_ = 0;  ///< round-robin position over running jobs
 };
 
 }  // namespace gtco::server

@@ -1,4 +1,5 @@
-// In-memory state of jobs, tasks and workers held by FarmCore (private to the server library).
+// In-memory state of jobs, tasks, mappings, workers and cost models held by FarmCore (private
+// to the server library). The database is the source of truth; this is its working copy.
 #pragma once
 
 #include <deque>
@@ -7,54 +8,95 @@
 #include <string>
 #include <vector>
 
+#include "common/costmodel/cost_model.h"
 #include "common/db/database.h"
 #include "common/ir/workload.h"
+#include "common/schedule/space.h"
 #include "common/search/search_strategy.h"
 #include "common/target/target.h"
 #include "server/farm_core.h"
+#include "server/task_scheduler.h"
 
 namespace gtco::server {
+
+/// One intrinsic mapping of a task: its space and the search advancing in it.
+struct MappingState {
+  std::unique_ptr<schedule::SearchSpace> space;
+  std::unique_ptr<search::SearchStrategy> search;
+  int64_t trials = 0;     ///< measured
+  int64_t in_flight = 0;  ///< proposed, not measured
+  double best_seconds = 0;
+  bool exhausted = false;
+};
 
 struct FarmCore::TaskState {
   db::TaskRow row;
   ir::Workload workload;
   std::string description;
   int64_t flops = 0;
-  std::unique_ptr<search::SearchStrategy> search;  ///< created at the first lease (needs hardware)
-  std::vector<db::MeasurementRow> history;         ///< replayed into `search` when it is created
+  /// Created at the first proposal (they need the measuring machine's hardware).
+  std::vector<MappingState> mappings;
+  std::vector<schedule::MappingVerdict> verdicts;
+  target::HardwareInfo hardware;
+  std::vector<db::MeasurementRow> history;  ///< replayed into the searches when they are created
+  std::vector<double> best_history;         ///< best-so-far after each measured trial
   std::deque<std::string> pending;                 ///< candidate ids ready to lease
   std::map<std::string, std::string> outstanding;  ///< candidate id -> trace (pending or leased)
   std::map<std::string, int64_t> leased_at_ms;     ///< candidate id -> lease time (for metrics)
+  std::map<std::string, costmodel::Features> features;  ///< candidate id -> program features
   int64_t trials_done = 0;
   int64_t trials_failed = 0;
   double best_seconds = 0;  ///< 0: none yet
-  bool exhausted = false;   ///< the search space has nothing new to propose
   std::string first_error;
+  double last_gain = 0;     ///< the scheduler's latest estimate, for status
 
   bool Finished() const {
     return row.state == "done" || row.state == "from_database" || row.state == "cancelled";
   }
-  int64_t Remaining() const {
-    return row.trials_allotted - trials_done - static_cast<int64_t>(outstanding.size());
+  bool SpacesReady() const { return !mappings.empty(); }
+  bool Exhausted() const {
+    if (mappings.empty()) return false;
+    for (const MappingState& mapping : mappings) {
+      if (!mapping.exhausted) return false;
+    }
+    return true;
   }
+  /// The mapping whose sketch produced `trace_text`; -1 when none.
+  int MappingOfTrace(const std::string& trace_text) const;
 };
 
 struct FarmCore::JobState {
   db::JobRow row;
+  gtco::v1::JobOptions options;
+  SchedulerOptions scheduler;
   std::vector<std::unique_ptr<TaskState>> tasks;
+  std::deque<std::string> decisions;  ///< latest scheduler decisions, newest last
+  int64_t rounds = 0;
   int64_t version = 1;
-  int64_t resumed_ms = 0;       ///< when this server started driving the job (for ETAs)
+  int64_t resumed_ms = 0;  ///< when this server started driving the job (for ETAs)
   int64_t trials_at_resume = 0;
 
   bool Terminal() const {
     return row.state == "done" || row.state == "failed" || row.state == "cancelled";
   }
+  /// Trials measured or in flight across tasks.
+  int64_t TrialsSpent() const;
+  int64_t BudgetLeft() const { return row.budget - TrialsSpent(); }
 };
 
 struct FarmCore::WorkerState {
   db::WorkerRow row;
   target::HardwareInfo hardware;
   int64_t last_seen_ms = 0;
+};
+
+/// The cost model of one target, trained from every measurement on it.
+struct FarmCore::TargetModel {
+  std::unique_ptr<costmodel::CostModel> model;
+  std::vector<costmodel::Sample> samples;
+  size_t samples_at_last_update = 0;
+  bool warm_started = false;
+  bool training = false;
 };
 
 }  // namespace gtco::server

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "common/codegen/llvm/llvm_codegen.h"
 #include "common/schedule/space.h"
 #include "common/util/hash.h"
 #include "common/util/logging.h"
@@ -13,8 +12,6 @@
 
 namespace gtco::server {
 namespace {
-
-constexpr const char* kKernelName = "gtco_kernel";
 
 target::HardwareInfo HardwareFrom(const gtco::v1::Hardware& proto) {
   target::HardwareInfo info;
@@ -95,125 +92,6 @@ absl::StatusOr<gtco::v1::LeaseReply> FarmCore::Lease(const gtco::v1::LeaseReques
   return reply;
 }
 
-FarmCore::TaskState* FarmCore::PickTaskLocked(const WorkerState& worker) {
-  TaskState* best = nullptr;
-  double best_progress = 0;
-  for (auto& [job_id, job] : jobs_) {
-    if (job->row.state != "running" || job->row.target != worker.row.target) continue;
-    for (auto& task : job->tasks) {
-      if (task->Finished()) continue;
-      bool has_work = !task->pending.empty() || (task->Remaining() > 0 && !task->exhausted);
-      if (!has_work) continue;
-      // Least progress first (done + in flight over allotted): an even pace across tasks.
-      double progress = static_cast<double>(task->trials_done + task->outstanding.size() -
-                                            task->pending.size()) /
-                        std::max<int64_t>(1, task->row.trials_allotted);
-      if (best == nullptr || progress < best_progress) {
-        best = task.get();
-        best_progress = progress;
-      }
-    }
-  }
-  return best;
-}
-
-absl::Status FarmCore::ProposeLocked(TaskState& task, const WorkerState& worker) {
-  if (!task.search) {
-    GTCO_ASSIGN_OR_RETURN(schedule::SearchSpace space,
-                          schedule::SearchSpace::Create(task.workload, worker.hardware));
-    search::EvolutionaryOptions search_options;
-    search_options.seed = rng_();
-    task.search = std::make_unique<search::EvolutionarySearch>(std::move(space), search_options);
-    for (const db::MeasurementRow& measurement : task.history) {
-      auto trace = schedule::Trace::Parse(measurement.trace);
-      if (trace.ok()) task.search->Observe(*trace, measurement.ok, measurement.median_seconds);
-    }
-    task.history.clear();
-  }
-  int64_t count = std::min<int64_t>(options_.default_round_size, task.Remaining());
-  std::vector<schedule::Trace> traces = task.search->Propose(static_cast<int>(count));
-  if (traces.empty()) {
-    task.exhausted = true;
-    return absl::OkStatus();
-  }
-  int64_t now = NowMs();
-  for (const schedule::Trace& trace : traces) {
-    db::CandidateRow row;
-    row.candidate_id = NewId(task.row.task_id + ".c");
-    row.task_id = task.row.task_id;
-    row.workload_key = task.row.workload_key;
-    row.target = task.row.target;
-    row.trace = trace.ToString();
-    row.state = "pending";
-    row.created_unix_ms = now;
-    GTCO_RETURN_IF_ERROR(db_->PutCandidate(row));
-    task.outstanding[row.candidate_id] = row.trace;
-    task.pending.push_back(row.candidate_id);
-  }
-  if (task.row.state == "pending") {
-    task.row.state = "running";
-    GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task.row.task_id, "running"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& task,
-                                                                  const std::string& candidate_id,
-                                                                  const std::string& trace_text) {
-  GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(trace_text));
-  GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func,
-                        schedule::LowerSchedule(task.workload, trace, kKernelName));
-  GTCO_ASSIGN_OR_RETURN(std::string program, codegen::EmitLlvmIr(func));
-  gtco::v1::Candidate candidate;
-  candidate.set_candidate_id(candidate_id);
-  candidate.set_task_id(task.row.task_id);
-  candidate.set_workload_key(task.row.workload_key);
-  candidate.set_workload(task.workload.CanonicalString());
-  candidate.set_trace(trace_text);
-  candidate.set_entry(kKernelName);
-  candidate.set_program_hash(util::HexDigest128(program));
-  candidate.set_program(std::move(program));
-  return candidate;
-}
-
-absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::TakeCandidatesLocked(
-    const WorkerState& worker, int max_candidates) {
-  std::vector<gtco::v1::Candidate> taken;
-  int64_t now = NowMs();
-  int64_t deadline = now + options_.lease_seconds * 1000LL;
-  while (static_cast<int>(taken.size()) < max_candidates) {
-    TaskState* task = PickTaskLocked(worker);
-    if (task == nullptr) break;
-    if (task->pending.empty()) {
-      GTCO_RETURN_IF_ERROR(ProposeLocked(*task, worker));
-      if (task->pending.empty()) {
-        UpdateTaskCompletionLocked(*jobs_.at(task->row.job_id), *task);
-        UpdateJobCompletionLocked(*jobs_.at(task->row.job_id));
-        continue;
-      }
-    }
-    std::string candidate_id = task->pending.front();
-    task->pending.pop_front();
-    const std::string& trace_text = task->outstanding.at(candidate_id);
-    absl::StatusOr<gtco::v1::Candidate> candidate =
-        MakeCandidateLocked(*task, candidate_id, trace_text);
-    if (!candidate.ok()) {
-      // A schedule the generator cannot lower is a failed trial, recorded like any other.
-      gtco::v1::MeasureResult failed;
-      failed.set_candidate_id(candidate_id);
-      failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
-      failed.set_error(absl::StrCat("lowering failed: ", candidate.status().message()));
-      GTCO_RETURN_IF_ERROR(RecordResultLocked(worker, failed).status());
-      continue;
-    }
-    GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline));
-    task->leased_at_ms[candidate_id] = now;
-    candidate->set_lease_deadline_unix_ms(deadline);
-    taken.push_back(std::move(*candidate));
-  }
-  return taken;
-}
-
 absl::StatusOr<gtco::v1::ReportReply> FarmCore::Report(const gtco::v1::ReportRequest& request) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = workers_.find(request.worker_id());
@@ -292,9 +170,28 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
   } else if (task.best_seconds == 0 || row.median_seconds < task.best_seconds) {
     task.best_seconds = row.median_seconds;
   }
+  task.best_history.push_back(task.best_seconds);
+  auto features = task.features.find(row.candidate_id);
+  if (features != task.features.end()) {
+    if (ok) {
+      ModelForLocked(row.target).samples.push_back(
+          costmodel::Sample{std::move(features->second), row.workload_key, row.median_seconds});
+    }
+    task.features.erase(features);
+  }
+  int mapping_index = task.MappingOfTrace(row.trace);
   auto trace = schedule::Trace::Parse(row.trace);
-  if (task.search && trace.ok()) task.search->Observe(*trace, ok, row.median_seconds);
-  if (!task.search) task.history.push_back(row);
+  if (mapping_index >= 0 && trace.ok()) {
+    MappingState& mapping = task.mappings[mapping_index];
+    mapping.search->Observe(*trace, ok, row.median_seconds);
+    ++mapping.trials;
+    mapping.in_flight = std::max<int64_t>(0, mapping.in_flight - 1);
+    if (ok && (mapping.best_seconds == 0 || row.median_seconds < mapping.best_seconds)) {
+      mapping.best_seconds = row.median_seconds;
+    }
+  } else if (!task.SpacesReady()) {
+    task.history.push_back(row);
+  }
   JobState& job = *jobs_.at(task.row.job_id);
   UpdateTaskCompletionLocked(job, task);
   UpdateJobCompletionLocked(job);
@@ -321,6 +218,7 @@ absl::Status FarmCore::Heartbeat(const gtco::v1::HeartbeatRequest& request) {
 }
 
 void FarmCore::Tick() {
+  TrainModels();
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t now = NowMs();
   absl::StatusOr<std::vector<std::string>> expired = db_->ExpireLeases(now);
@@ -344,9 +242,10 @@ void FarmCore::Tick() {
   std::map<std::string, int64_t> queue_by_target;
   for (auto& [job_id, job] : jobs_) {
     ++jobs_by_state[job->row.state];
+    if (job->row.state == "running") queue_by_target[job->row.target] += std::max<int64_t>(0, job->BudgetLeft());
     for (auto& task : job->tasks) {
       if (!task->Finished()) {
-        queue_by_target[task->row.target] += task->pending.size() + std::max<int64_t>(0, task->Remaining());
+        queue_by_target[task->row.target] += task->pending.size();
       }
     }
   }

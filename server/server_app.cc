@@ -64,6 +64,10 @@ int RunServerApp(int argc, char** argv) {
   options.max_model_bytes = *max_mb * 1024 * 1024;
 
   std::string db_path = args->Get("db", "gtco.db");
+  {
+    size_t slash = db_path.find_last_of('/');
+    options.model_dir = slash == std::string::npos ? "." : db_path.substr(0, slash);
+  }
   auto database = db::OpenSqliteDatabase(db_path);
   if (!database.ok()) {
     std::cerr << "gtco-server: cannot open database: " << database.status().message() << "\n";

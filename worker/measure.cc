@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -50,6 +51,74 @@ void FillStatistics(std::vector<double> samples, gtco::v1::MeasureResult* result
   result->set_repeats(static_cast<int>(count));
 }
 
+// Non-f32 workloads (bf16 / integer matmuls): ReferenceData keeps each tensor's values as floats
+// (exact for bf16, u8 and i8), except an i32 output, whose expected elements are kept as their
+// bit patterns so that the comparison stays exact beyond 2^24.
+bool HasNonF32Tensors(const ir::Workload& w) {
+  if (w.output.dtype != ir::DType::kF32) return true;
+  return std::any_of(w.inputs.begin(), w.inputs.end(),
+                     [](const ir::TensorDesc& input) { return input.dtype != ir::DType::kF32; });
+}
+
+std::vector<float> ExpectedStorage(const ir::TypedBuffer& expected) {
+  if (expected.dtype() != ir::DType::kI32) return expected.ToFloats();
+  std::vector<float> storage(expected.size());
+  std::memcpy(storage.data(), expected.data(), storage.size() * sizeof(float));
+  return storage;
+}
+
+ir::TypedBuffer ExpectedFromStorage(ir::DType dtype, const std::vector<float>& storage) {
+  if (dtype != ir::DType::kI32) return ir::TypedBuffer::FromValues(dtype, storage);
+  ir::TypedBuffer expected(dtype, static_cast<int64_t>(storage.size()));
+  std::memcpy(expected.data(), storage.data(), storage.size() * sizeof(float));
+  return expected;
+}
+
+/// The argument buffers of one measurement: fresh copies of the inputs (a kernel that writes
+/// its inputs must not poison later ones), non-f32 ones in their dtype's storage, and an output
+/// holding what no correct kernel leaves (NaN; -1234567 for integers).
+struct KernelBuffers {
+  KernelBuffers(const ir::Workload& w, const std::vector<std::vector<float>>& inputs,
+                size_t output_size)
+      : typed(HasNonF32Tensors(w)),
+        typed_output(typed ? w.output.dtype : ir::DType::kF32,
+                     typed ? static_cast<int64_t>(output_size) : 0) {
+    if (!typed) {
+      f32_inputs = inputs;
+      f32_output.assign(output_size, std::numeric_limits<float>::quiet_NaN());
+      for (auto& input : f32_inputs) args.push_back(input.data());
+      args.push_back(f32_output.data());
+      return;
+    }
+    for (size_t input_idx = 0; input_idx < inputs.size(); ++input_idx) {
+      typed_inputs.push_back(
+          ir::TypedBuffer::FromValues(w.inputs[input_idx].dtype, inputs[input_idx]));
+    }
+    for (int64_t idx = 0; idx < typed_output.size(); ++idx) {
+      typed_output.Set(idx, ir::IsIntegerDType(typed_output.dtype())
+                                ? -1234567.0
+                                : std::numeric_limits<double>::quiet_NaN());
+    }
+    for (ir::TypedBuffer& input : typed_inputs) args.push_back(input.data());
+    args.push_back(typed_output.data());
+  }
+
+  /// The output against the reference (kept as ExpectedStorage for typed workloads).
+  absl::Status Verify(const ir::Workload& w, const std::vector<float>& expected, double rtol,
+                      double atol) const {
+    if (!typed) return ir::CompareOutputs(expected, f32_output, rtol, atol);
+    return ir::CompareTypedOutputs(ExpectedFromStorage(w.output.dtype, expected), typed_output,
+                                   rtol, atol);
+  }
+
+  bool typed;
+  std::vector<std::vector<float>> f32_inputs;
+  std::vector<float> f32_output;
+  std::vector<ir::TypedBuffer> typed_inputs;
+  ir::TypedBuffer typed_output;
+  std::vector<void*> args;  ///< kernel arguments: the inputs, then the output
+};
+
 }  // namespace
 
 CandidateMeasurer::CandidateMeasurer(std::unique_ptr<codegen::CpuJit> jit, MeasureOptions options)
@@ -70,7 +139,16 @@ absl::StatusOr<const CandidateMeasurer::ReferenceData*> CandidateMeasurer::Refer
   GTCO_ASSIGN_OR_RETURN(ir::Workload workload, ir::ParseWorkload(candidate.workload()));
   auto data = std::make_unique<ReferenceData>();
   data->inputs = ir::RandomInputs(workload, seed_++);
-  data->expected = ir::ComputeReference(workload, data->inputs);
+  if (HasNonF32Tensors(workload)) {
+    std::vector<ir::TypedBuffer> typed_inputs;
+    for (size_t input_idx = 0; input_idx < data->inputs.size(); ++input_idx) {
+      typed_inputs.push_back(
+          ir::TypedBuffer::FromValues(workload.inputs[input_idx].dtype, data->inputs[input_idx]));
+    }
+    data->expected = ExpectedStorage(ir::ComputeTypedReference(workload, typed_inputs));
+  } else {
+    data->expected = ir::ComputeReference(workload, data->inputs);
+  }
   ir::DefaultTolerance(workload, &data->rtol, &data->atol);
   int64_t bytes = static_cast<int64_t>(data->expected.size()) * 4;
   for (const auto& input : data->inputs) bytes += static_cast<int64_t>(input.size()) * 4;
@@ -104,28 +182,27 @@ gtco::v1::MeasureResult CandidateMeasurer::Measure(const gtco::v1::Candidate& ca
                    absl::StrCat("bad workload: ", reference.status().message()));
   }
   const ReferenceData& data = **reference;
-  // Fresh copies of the inputs: a kernel that writes its inputs must not poison later ones.
-  std::vector<std::vector<float>> inputs = data.inputs;
-  std::vector<float> output(data.expected.size(), std::numeric_limits<float>::quiet_NaN());
-  std::vector<void*> args;
-  for (auto& input : inputs) args.push_back(input.data());
-  args.push_back(output.data());
-
-  (*entry)(args.data());
-  absl::Status verified = ir::CompareOutputs(data.expected, output, data.rtol, data.atol);
+  absl::StatusOr<ir::Workload> workload = ir::ParseWorkload(candidate.workload());
+  if (!workload.ok()) {
+    return Failure(candidate, gtco::v1::ERROR_KIND_RUNTIME,
+                   absl::StrCat("bad workload: ", workload.status().message()));
+  }
+  KernelBuffers buffers(*workload, data.inputs, data.expected.size());
+  (*entry)(buffers.args.data());
+  absl::Status verified = buffers.Verify(*workload, data.expected, data.rtol, data.atol);
   if (!verified.ok()) {
     auto result = Failure(candidate, gtco::v1::ERROR_KIND_WRONG_RESULT,
                           absl::StrCat("output differs from the reference: ", verified.message()));
     result.set_compile_seconds(compile_seconds);
     return result;
   }
-  (*entry)(args.data());  // warm-up
+  (*entry)(buffers.args.data());  // warm-up
   std::vector<double> samples;
   auto measure_start = Clock::now();
   double measured = 0;
   while (static_cast<int>(samples.size()) < options_.max_repeats) {
     auto start = Clock::now();
-    (*entry)(args.data());
+    (*entry)(buffers.args.data());
     double seconds = SecondsSince(start);
     samples.push_back(seconds);
     measured += seconds;

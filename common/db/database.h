@@ -148,6 +148,9 @@ class Database {
   /// The `limit` best ok measurements for (workload, target), lowest median first.
   virtual absl::StatusOr<std::vector<MeasurementRow>> TopMeasurements(
       const std::string& workload_key, const std::string& target, int limit) = 0;
+  /// The newest `limit` ok measurements on `target` across all workloads (cost-model training).
+  virtual absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(const std::string& target,
+                                                                         int limit) = 0;
   /// Counts of measurements grouped for metrics and tests.
   virtual absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) = 0;
 };

@@ -68,6 +68,8 @@ class SqliteDatabase final : public Database {
   absl::StatusOr<std::optional<MeasurementRow>> BestMeasurement(const std::string& workload_key,
                                                                 const std::string& target) override;
   /// `limit` must be >= 0 (INVALID_ARGUMENT otherwise).
+  absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(const std::string& target,
+                                                                 int limit) override;
   absl::StatusOr<std::vector<MeasurementRow>> TopMeasurements(const std::string& workload_key,
                                                               const std::string& target,
                                                               int limit) override;

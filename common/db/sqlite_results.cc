@@ -208,6 +208,24 @@ absl::StatusOr<std::vector<MeasurementRow>> SqliteDatabase::TopMeasurements(
   return sqlite_rows::ReadAll(statement, &sqlite_rows::ReadMeasurement);
 }
 
+absl::StatusOr<std::vector<MeasurementRow>> SqliteDatabase::RecentMeasurements(
+    const std::string& target, int limit) {
+  if (limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("recent measurements: limit must be >= 0, got ", limit));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  GTCO_ASSIGN_OR_RETURN(
+      SqliteStatement statement,
+      connection_->Prepare(
+          absl::StrCat("SELECT ", kMeasurementColumns,
+                       " FROM measurements WHERE target = ?1 AND ok = 1 "
+                       "ORDER BY measured_unix_ms DESC, candidate_id LIMIT ?2"),
+          absl::StrCat("recent measurements on ", target)));
+  statement.BindAll(target, limit);
+  return sqlite_rows::ReadAll(statement, &sqlite_rows::ReadMeasurement);
+}
+
 absl::StatusOr<int64_t> SqliteDatabase::CountMeasurements(const std::string& task_id) {
   std::lock_guard<std::mutex> lock(mu_);
   GTCO_ASSIGN_OR_RETURN(

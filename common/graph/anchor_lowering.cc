@@ -1,4 +1,5 @@
-// Anchor lowering: canonical shapes and params for MatMul, Gemm, Softmax, LayerNorm, ReduceMean.
+// Anchor lowering: canonical shapes and params for MatMul (f32, bf16), MatMulInteger, Gemm,
+// Softmax, LayerNorm, ReduceMean.
 #include "common/graph/anchor_lowering.h"
 
 #include "absl/strings/str_cat.h"
@@ -10,11 +11,27 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-ir::TensorDesc Desc(Shape shape) {
+ir::TensorDesc Desc(Shape shape, ir::DType dtype = ir::DType::kF32) {
   ir::TensorDesc desc;
-  desc.dtype = ir::DType::kF32;
+  desc.dtype = dtype;
   desc.shape = std::move(shape);
   return desc;
+}
+
+/// The workload dtype of a matmul operand's graph element type (checked by CheckSupportedOps).
+ir::DType MatMulDType(ElemType type) {
+  switch (type) {
+    case ElemType::kBFloat16:
+      return ir::DType::kBF16;
+    case ElemType::kUInt8:
+      return ir::DType::kU8;
+    case ElemType::kInt8:
+      return ir::DType::kI8;
+    case ElemType::kInt32:
+      return ir::DType::kI32;
+    default:
+      return ir::DType::kF32;
+  }
 }
 
 absl::Status AnchorUnimplemented(const Node& node, const std::string& why) {
@@ -93,10 +110,23 @@ absl::StatusOr<AnchorHead> LowerMatMul(const Node& node, const Graph& graph) {
     GTCO_ASSIGN_OR_RETURN(p.a_batched, BatchedFlag(node, a_batch, batch));
     GTCO_ASSIGN_OR_RETURN(p.b_batched, BatchedFlag(node, b_batch, batch));
   }
-  head.workload.inputs = {Desc({p.a_batched ? p.batch : 1, p.m, k}),
-                          Desc({p.b_batched ? p.batch : 1, k, n})};
+  head.workload.inputs = {
+      Desc({p.a_batched ? p.batch : 1, p.m, k}, MatMulDType(graph.tensor(node.inputs[0]).type)),
+      Desc({p.b_batched ? p.batch : 1, k, n}, MatMulDType(graph.tensor(node.inputs[1]).type))};
   head.workload.num_anchor_inputs = 2;
-  head.workload.output = Desc({p.batch, p.m, n});
+  head.workload.output =
+      Desc({p.batch, p.m, n}, MatMulDType(graph.tensor(node.outputs.at(0)).type));
+  if (node.op_type == "MatMulInteger") {
+    // Per-tensor zero points (inputs 2 and 3, optional); CheckSupportedOps made them constant.
+    for (size_t i = 2; i < 4; ++i) {
+      if (node.inputs.size() <= i || node.inputs[i].empty()) continue;
+      const Tensor& zero_point = graph.tensor(node.inputs[i]);
+      if (!zero_point.is_constant || zero_point.NumElements() != 1) {
+        return AnchorUnimplemented(node, "zero points must be constant per-tensor scalars");
+      }
+      (i == 2 ? p.a_zero_point : p.b_zero_point) = static_cast<int32_t>(zero_point.ValueAsInt(0));
+    }
+  }
   return head;
 }
 
@@ -240,7 +270,9 @@ std::optional<std::vector<int64_t>> AnchorExtraShape(const std::vector<int64_t>&
 }
 
 absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph) {
-  if (node.op_type == "MatMul") return LowerMatMul(node, graph);
+  if (node.op_type == "MatMul" || node.op_type == "MatMulInteger") {
+    return LowerMatMul(node, graph);
+  }
   if (node.op_type == "Gemm") return LowerGemm(node, graph);
   if (node.op_type == "Softmax") {
     return LowerRowOp(node, graph, ir::AnchorKind::kSoftmax,

@@ -1,5 +1,5 @@
-// Lowering of one anchor node (MatMul, Gemm, Softmax, LayerNormalization, ReduceMean) to
-// the canonical head of a workload; used by the fusion planner.
+// Lowering of one anchor node (MatMul, MatMulInteger, Gemm, Softmax, LayerNormalization,
+// ReduceMean) to the canonical head of a workload; used by the fusion planner.
 #pragma once
 
 #include <map>

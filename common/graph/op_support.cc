@@ -12,6 +12,7 @@ namespace gtco::graph {
 namespace {
 
 constexpr int64_t kOnnxFloat = 1;
+constexpr int64_t kOnnxBFloat16 = 16;
 
 std::string OpLabel(const Node& node) {
   return node.domain.empty() ? node.op_type : absl::StrCat(node.domain, ".", node.op_type);
@@ -37,7 +38,55 @@ absl::Status CheckStaticShapes(const Node& node, const Graph& graph) {
   return absl::OkStatus();
 }
 
+absl::Status DtypeUnimplemented(const Node& node, const Tensor& tensor, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat("ONNX op '", OpLabel(node), "' at node '", node.name,
+                                               "' computes on ", ElemTypeName(tensor.type),
+                                               " tensor '", tensor.name, "'; ", why));
+}
+
+/// MatMul on bf16: both inputs and the output bf16.
+absl::Status CheckBf16MatMul(const Node& node, const Graph& graph) {
+  for (const std::string& name : {node.inputs.at(0), node.inputs.at(1), node.outputs.at(0)}) {
+    const Tensor& tensor = graph.tensor(name);
+    if (tensor.type != ElemType::kBFloat16) {
+      return DtypeUnimplemented(node, tensor, "a bf16 MatMul needs bf16 inputs and output");
+    }
+  }
+  return absl::OkStatus();
+}
+
+/// MatMulInteger: u8|i8 inputs, i32 output, zero points constant, per-tensor, of the input's type.
+absl::Status CheckMatMulInteger(const Node& node, const Graph& graph) {
+  for (size_t i = 0; i < node.inputs.size() && i < 4; ++i) {
+    if (node.inputs[i].empty()) continue;
+    const Tensor& tensor = graph.tensor(node.inputs[i]);
+    if (tensor.type != ElemType::kUInt8 && tensor.type != ElemType::kInt8) {
+      return DtypeUnimplemented(node, tensor, "MatMulInteger supports only u8 and i8 inputs");
+    }
+    if (i < 2) continue;
+    const Tensor& data = graph.tensor(node.inputs[i - 2]);
+    if (tensor.type != data.type) {
+      return DtypeUnimplemented(node, tensor, "a zero point must have its input's type");
+    }
+    if (!tensor.is_constant || tensor.NumElements() != 1) {
+      return absl::UnimplementedError(absl::StrCat(
+          "ONNX op 'MatMulInteger' at node '", node.name, "': zero point '", tensor.name,
+          "' must be a constant per-tensor scalar (", tensor.is_constant ? "" : "not constant, ",
+          tensor.NumElements(), " elements)"));
+    }
+  }
+  const Tensor& output = graph.tensor(node.outputs.at(0));
+  if (output.type != ElemType::kInt32) {
+    return DtypeUnimplemented(node, output, "MatMulInteger produces i32");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
+  if (node.op_type == "MatMulInteger") return CheckMatMulInteger(node, graph);
+  if (node.op_type == "MatMul" && graph.tensor(node.inputs.at(0)).type == ElemType::kBFloat16) {
+    return CheckBf16MatMul(node, graph);
+  }
   auto check = [&](const std::string& name) -> absl::Status {
     const Tensor& tensor = graph.tensor(name);
     if (tensor.type == ElemType::kFloat32) return absl::OkStatus();
@@ -55,11 +104,17 @@ absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
 absl::Status CheckCast(const Node& node, const Graph& graph) {
   const Tensor& input = graph.tensor(node.inputs.at(0));
   int64_t to = node.IntAttr("to", 0);
-  if (input.type == ElemType::kFloat32 && to == kOnnxFloat) return absl::OkStatus();
+  const bool to_f32 = to == kOnnxFloat;
+  if (to_f32 && (input.type == ElemType::kFloat32 || input.type == ElemType::kBFloat16 ||
+                 input.type == ElemType::kInt32)) {
+    return absl::OkStatus();
+  }
+  if (to == kOnnxBFloat16 && input.type == ElemType::kFloat32) return absl::OkStatus();
   return absl::UnimplementedError(
       absl::StrCat("ONNX op 'Cast' at node '", node.name, "' converts ", ElemTypeName(input.type),
                    " tensor '", node.inputs[0], "' to ONNX type ", to,
-                   " at run time; only f32 -> f32 casts (or casts of constants) are supported"));
+                   " at run time; only f32 -> f32, bf16 <-> f32 and i32 -> f32 casts (or casts of "
+                   "constants) are supported"));
 }
 
 std::string FirstNonConstantInput(const Node& node, const Graph& graph) {
@@ -83,8 +138,8 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
 }
 
 OpRole RoleOf(const Node& node) {
-  static const std::set<std::string> kAnchors = {"MatMul", "Gemm", "Softmax", "LayerNormalization",
-                                                 "ReduceMean"};
+  static const std::set<std::string> kAnchors = {"MatMul",  "MatMulInteger",      "Gemm",
+                                                 "Softmax", "LayerNormalization", "ReduceMean"};
   static const std::set<std::string> kDataOps = {"Transpose", "Reshape",   "Identity", "Flatten",
                                                  "Squeeze",   "Unsqueeze", "Slice",    "Concat",
                                                  "Gather",    "Cast"};

@@ -12,10 +12,11 @@
 namespace gtco::graph {
 
 enum class OpRole {
-  kAnchor,       ///< MatMul, Gemm, Softmax, LayerNormalization, ReduceMean
+  kAnchor,       ///< MatMul, MatMulInteger, Gemm, Softmax, LayerNormalization, ReduceMean
   kElementwise,  ///< Add, Sub, Mul, Div, Pow, Relu, Sigmoid, Tanh, Erf, Sqrt
   kData,         ///< copies, not tuned: Transpose, Reshape, Identity, Flatten, Squeeze,
-                 ///< Unsqueeze, Slice, Concat, Gather, Cast (f32 -> f32)
+                 ///< Unsqueeze, Slice, Concat, Gather, Cast (f32 -> f32, and the conversions
+                 ///< around low-precision matmuls: bf16 <-> f32, i32 -> f32)
   kFoldOnly,     ///< shape arithmetic that must have been constant-folded
   kUnsupported,
 };
@@ -29,7 +30,9 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type);
 /// Checks, after FoldConstants, that every node can run: UNIMPLEMENTED naming op and node
 /// ("unsupported ONNX op 'NonMaxSuppression' at node 'nms_1'") for unsupported ops and for
 /// fold-only ops left on non-constant data; UNIMPLEMENTED naming dtype and node when a
-/// compute op reads or writes non-f32 tensors; UNIMPLEMENTED when a tensor has no static shape.
+/// compute op reads or writes non-f32 tensors (except MatMul on bf16 x bf16 -> bf16 and
+/// MatMulInteger on u8|i8 x u8|i8 -> i32 with constant per-tensor zero points);
+/// UNIMPLEMENTED when a tensor has no static shape.
 absl::Status CheckSupportedOps(const Graph& graph);
 
 /// Number of kData nodes in `graph`.

@@ -247,7 +247,7 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
     }
     return out;
   }
-  if (op == "MatMul") return MatMulShape(node, shape_of(0), shape_of(1));
+  if (op == "MatMul" || op == "MatMulInteger") return MatMulShape(node, shape_of(0), shape_of(1));
   if (op == "Gemm") {
     const Shape &a = shape_of(0), &b = shape_of(1);
     if (a.size() != 2 || b.size() != 2) return ShapeError(node, "Gemm operands must be 2-D");

@@ -51,6 +51,28 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 }
 int64_t FloorMod(int64_t a, int64_t b) { return a - FloorDiv(a, b) * b; }
 
+/// Folds two i32 immediates with wrap-around (truncating Div/Mod); nullptr when not folded.
+Expr FoldInt32s(ExprKind kind, int64_t a_value, int64_t b_value) {
+  const auto a = static_cast<uint32_t>(a_value), b = static_cast<uint32_t>(b_value);
+  const auto make = [](uint32_t bits) {
+    return MakeTypedInt(static_cast<int32_t>(bits), ScalarType::kI32);
+  };
+  switch (kind) {
+    case ExprKind::kAdd:
+      return make(a + b);
+    case ExprKind::kSub:
+      return make(a - b);
+    case ExprKind::kMul:
+      return make(a * b);
+    case ExprKind::kMin:
+      return make(static_cast<uint32_t>(std::min<int64_t>(a_value, b_value)));
+    case ExprKind::kMax:
+      return make(static_cast<uint32_t>(std::max<int64_t>(a_value, b_value)));
+    default:
+      return nullptr;
+  }
+}
+
 /// Folds two integer immediates; returns nullptr when the operation is not folded.
 Expr FoldInts(ExprKind kind, int64_t a, int64_t b) {
   switch (kind) {
@@ -97,7 +119,8 @@ Expr FoldFloats(ExprKind kind, double a_value, double b_value) {
 
 /// Identities: x+0, 0+x, x-0, x*1, 1*x, x/1 (and x*0, 0*x, x%1 for ints).
 Expr FoldIdentity(ExprKind kind, const Expr& a, const Expr& b) {
-  if (a->type == ScalarType::kI64) {
+  if (a->type == ScalarType::kI64 || a->type == ScalarType::kI32) {
+    const ScalarType type = a->type;
     switch (kind) {
       case ExprKind::kAdd:
         if (IsIntConst(b, 0)) return a;
@@ -108,12 +131,12 @@ Expr FoldIdentity(ExprKind kind, const Expr& a, const Expr& b) {
       case ExprKind::kMul:
         if (IsIntConst(b, 1)) return a;
         if (IsIntConst(a, 1)) return b;
-        if (IsIntConst(a, 0) || IsIntConst(b, 0)) return MakeInt(0);
+        if (IsIntConst(a, 0) || IsIntConst(b, 0)) return MakeTypedInt(0, type);
         return nullptr;
       case ExprKind::kDiv:
         return IsIntConst(b, 1) ? a : nullptr;
       case ExprKind::kMod:
-        return IsIntConst(b, 1) ? MakeInt(0) : nullptr;
+        return IsIntConst(b, 1) ? MakeTypedInt(0, type) : nullptr;
       default:
         return nullptr;
     }
@@ -158,16 +181,14 @@ const char* BinaryOperatorText(ExprKind kind) {
   }
 }
 
-const char* TypeName(ScalarType type) {
-  switch (type) {
-    case ScalarType::kI64:
-      return "i64";
-    case ScalarType::kF32:
-      return "f32";
-    case ScalarType::kBool:
-      return "bool";
-  }
-  return "?";
+const char* TypeName(ScalarType type) { return ScalarTypeName(type); }
+
+/// The names of the typed calls and their arities.
+int TypedCallArity(const std::string& name) {
+  if (name == "dot_u8s8x4" || name == "dot_bf16x2") return 3;
+  if (name == "pack_i8x4") return 4;
+  if (name == "pack_bf16x2" || name == "bitxor") return 2;
+  return -1;
 }
 
 std::string FloatText(double value) {
@@ -177,6 +198,61 @@ std::string FloatText(double value) {
 }
 
 }  // namespace
+
+const char* ScalarTypeName(ScalarType type) {
+  switch (type) {
+    case ScalarType::kI64:
+      return "i64";
+    case ScalarType::kF32:
+      return "f32";
+    case ScalarType::kBool:
+      return "bool";
+    case ScalarType::kI32:
+      return "i32";
+    case ScalarType::kI8:
+      return "i8";
+    case ScalarType::kU8:
+      return "u8";
+    case ScalarType::kBF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+int ScalarTypeBytes(ScalarType type) {
+  switch (type) {
+    case ScalarType::kI64:
+      return 8;
+    case ScalarType::kF32:
+    case ScalarType::kI32:
+      return 4;
+    case ScalarType::kBF16:
+      return 2;
+    case ScalarType::kBool:
+    case ScalarType::kI8:
+    case ScalarType::kU8:
+      return 1;
+  }
+  return 4;
+}
+
+bool IsStorageType(ScalarType type) {
+  return type == ScalarType::kI8 || type == ScalarType::kU8 || type == ScalarType::kBF16;
+}
+
+Expr MakeTypedInt(int64_t value, ScalarType type) {
+  GTCO_CHECK(type == ScalarType::kI64 || type == ScalarType::kI32 || type == ScalarType::kI8 ||
+                 type == ScalarType::kU8,
+             "integer immediate of non-integer type ", ScalarTypeName(type));
+  if (type == ScalarType::kI32) {
+    GTCO_CHECK(value >= INT32_MIN && value <= INT32_MAX, "i32 immediate out of range: ", value);
+  }
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::kIntImm;
+  node->type = type;
+  node->int_value = value;
+  return node;
+}
 
 Expr MakeInt(int64_t value) {
   auto node = std::make_shared<ExprNode>();
@@ -214,7 +290,11 @@ Expr MakeBinary(ExprKind kind, Expr a, Expr b) {
   } else {
     GTCO_CHECK(a->type != ScalarType::kBool, "arithmetic/comparison on bool operands");
   }
-  if (a->kind == ExprKind::kIntImm && b->kind == ExprKind::kIntImm) {
+  GTCO_CHECK(!IsStorageType(a->type), "arithmetic on storage type ", ScalarTypeName(a->type),
+             ": cast it first");
+  if (a->type == ScalarType::kI32 && a->kind == ExprKind::kIntImm && b->kind == ExprKind::kIntImm) {
+    if (Expr folded = FoldInt32s(kind, a->int_value, b->int_value)) return folded;
+  } else if (a->kind == ExprKind::kIntImm && b->kind == ExprKind::kIntImm) {
     if (Expr folded = FoldInts(kind, a->int_value, b->int_value)) return folded;
   }
   if (a->kind == ExprKind::kFloatImm && b->kind == ExprKind::kFloatImm) {
@@ -240,6 +320,23 @@ Expr MakeSelect(Expr cond, Expr true_value, Expr false_value) {
 Expr MakeLoad(const std::string& buffer, Expr index) {
   GTCO_CHECK(index && index->type == ScalarType::kI64, "load index must be i64");
   return NewExpr(ExprKind::kLoad, ScalarType::kF32, {std::move(index)}, buffer);
+}
+
+Expr MakeTypedLoad(const std::string& buffer, Expr index, ScalarType type) {
+  GTCO_CHECK(index && index->type == ScalarType::kI64, "load index must be i64");
+  GTCO_CHECK(type != ScalarType::kBool, "loads cannot be bool");
+  return NewExpr(ExprKind::kLoad, type, {std::move(index)}, buffer);
+}
+
+Expr MakeTypedCall(const std::string& function, ScalarType type, std::vector<Expr> args) {
+  const int arity = TypedCallArity(function);
+  GTCO_CHECK(arity >= 0, "unknown typed call '", function, "'");
+  GTCO_CHECK(static_cast<int>(args.size()) == arity, "typed call '", function, "' takes ", arity,
+             " arguments");
+  for (const Expr& arg : args) {
+    GTCO_CHECK(arg && arg->type != ScalarType::kBool, "typed call arguments cannot be bool");
+  }
+  return NewExpr(ExprKind::kCall, type, std::move(args), function);
 }
 
 Expr MakeCall(const std::string& function, std::vector<Expr> args) {
@@ -284,7 +381,7 @@ Stmt MakeFor(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt b
 
 Stmt MakeStore(const std::string& buffer, Expr index, Expr value) {
   GTCO_CHECK(index && index->type == ScalarType::kI64, "store index must be i64");
-  GTCO_CHECK(value && value->type == ScalarType::kF32, "stored value must be f32");
+  GTCO_CHECK(value && value->type != ScalarType::kBool, "stored value cannot be bool");
   return NewStmt(StmtKind::kStore, buffer, {std::move(index), std::move(value)}, {});
 }
 
@@ -309,6 +406,13 @@ Stmt MakeAllocate(const std::string& buffer, int64_t size, Stmt body) {
   return node;
 }
 
+Stmt MakeTypedAllocate(const std::string& buffer, int64_t size, ScalarType elem_type, Stmt body) {
+  GTCO_CHECK(elem_type != ScalarType::kBool, "allocations cannot hold bool");
+  auto node = std::const_pointer_cast<StmtNode>(MakeAllocate(buffer, size, std::move(body)));
+  node->alloc_type = elem_type;
+  return node;
+}
+
 Stmt MakeLet(const std::string& var, Expr value, Stmt body) {
   GTCO_CHECK(value && value->type != ScalarType::kBool, "let value must be i64 or f32");
   GTCO_CHECK(body != nullptr, "null let scope");
@@ -319,6 +423,9 @@ std::string ToString(const Expr& expr) {
   if (!expr) return "<null>";
   switch (expr->kind) {
     case ExprKind::kIntImm:
+      if (expr->type != ScalarType::kI64) {
+        return absl::StrCat(expr->int_value, TypeName(expr->type));
+      }
       return absl::StrCat(expr->int_value);
     case ExprKind::kFloatImm:
       return FloatText(expr->float_value);
@@ -332,6 +439,10 @@ std::string ToString(const Expr& expr) {
       return absl::StrCat("select(", ToString(expr->operands[0]), ", ", ToString(expr->operands[1]),
                           ", ", ToString(expr->operands[2]), ")");
     case ExprKind::kLoad:
+      if (expr->type != ScalarType::kF32) {
+        return absl::StrCat(expr->name, "<", TypeName(expr->type), ">[",
+                            ToString(expr->operands[0]), "]");
+      }
       return absl::StrCat(expr->name, "[", ToString(expr->operands[0]), "]");
     case ExprKind::kCall:
       return absl::StrCat(
@@ -372,8 +483,10 @@ std::string ToString(const Stmt& stmt, int indent) {
       return absl::StrCat(text, pad, "}\n");
     }
     case StmtKind::kAllocate:
-      return absl::StrCat(pad, "allocate ", stmt->name, "[", stmt->alloc_size, "] {\n",
-                          ToString(stmt->body[0], indent + 2), pad, "}\n");
+      return absl::StrCat(
+          pad, "allocate ", stmt->name, "[", stmt->alloc_size, "]",
+          stmt->alloc_type == ScalarType::kF32 ? "" : absl::StrCat(":", TypeName(stmt->alloc_type)),
+          " {\n", ToString(stmt->body[0], indent + 2), pad, "}\n");
     case StmtKind::kLetStmt:
       return absl::StrCat(pad, "let ", stmt->name, " = ", ToString(stmt->operands[0]), " {\n",
                           ToString(stmt->body[0], indent + 2), pad, "}\n");
@@ -386,6 +499,9 @@ std::string ToString(const LoweredFunc& func) {
   for (size_t i = 0; i < func.params.size(); ++i) {
     absl::StrAppend(&text, i == 0 ? "" : ", ", func.params[i].name, "[",
                     func.params[i].num_elements, "]");
+    if (func.params[i].elem_type != ScalarType::kF32) {
+      absl::StrAppend(&text, ":", TypeName(func.params[i].elem_type));
+    }
   }
   return absl::StrCat(text, ") {\n", ToString(func.body, 2), "}\n");
 }

@@ -2,16 +2,26 @@
 //
 // Semantics:
 //  - Nodes are immutable and shared (std::shared_ptr<const ...>); build them with the Make*
-//    functions below. Two scalar types: kI64 (indices; wrap-around on overflow is a bug, never
+//    functions below. Scalar types: kI64 (indices; wrap-around on overflow is a bug, never
 //    relied upon) and kF32 (IEEE single; codegen may contract mul+add into FMA), plus kBool for
 //    conditions. Operands of a binary node have the same type; Div/Mod on kI64 round toward
 //    negative infinity for the non-negative values schedules produce (they never divide
 //    negatives).
+//  - Low-precision types: kI32 is a full arithmetic type (two's complement, wraps on overflow;
+//    Div/Mod truncate). kI8, kU8 and kBF16 are storage types: they are loaded, stored and cast,
+//    never operands of arithmetic. Casts: between integer types sign/zero-extend or truncate
+//    (wrap); integer -> f32 converts the value; f32 -> integer truncates toward zero;
+//    bf16 -> f32 is exact; f32 -> bf16 rounds to nearest even.
 //  - Evaluation order within an expression is unspecified; expressions have no side effects
-//    (Loads read memory, Calls are pure math functions).
-//  - Buffers are named. A LoweredFunc's params are global buffers (fp32 arrays, the kernel's
-//    arguments, never aliasing each other); an Allocate introduces a local fp32 array visible in
-//    its body only. Indices are flat element offsets.
+//    (Loads read memory, Calls are pure functions).
+//  - Buffers are named and typed (BufferParam::elem_type, the Allocate's element type; fp32
+//    unless stated). A LoweredFunc's params are global buffers (the kernel's arguments, never
+//    aliasing each other); an Allocate introduces a local array visible in its body only.
+//    Indices are flat element offsets in units of the buffer's element type.
+//  - Load(buffer, index) has a type: normally the buffer's element type. A load of kI32 from a
+//    buffer of 1- or 2-byte elements reads the 4 / 2 consecutive elements starting at `index`
+//    as one little-endian 32-bit word (how a dot-product intrinsic's packed operands are read).
+//    A Store's value must have the buffer's element type.
 //  - For(var, min, extent, kind, body): var takes min, min+1, ..., min+extent-1. extent must not
 //    depend on var. Kinds:
 //      kSerial     ordinary loop;
@@ -22,7 +32,15 @@
 //      kUnrolled   extent must be an IntImm; the body is replicated.
 //  - Store(buffer, index, value) writes one element. IfThenElse(cond, then, else?) branches.
 //  - Call names: "exp", "erf", "tanh", "sqrt", "pow", "sigmoid", "fabs" (fp32 math, libm
-//    semantics).
+//    semantics). Typed calls (MakeTypedCall), per lane:
+//      "dot_u8s8x4"(i32 acc, i32 a, i32 b) -> i32: acc + sum_q u8(a.byte[q]) * s8(b.byte[q])
+//                    over q = 0..3, wrapping (x86 AVX512-VNNI vpdpbusd);
+//      "dot_bf16x2"(f32 acc, i32 a, i32 b) -> f32: acc + bf16(a.hi) * bf16(b.hi) then
+//                    + bf16(a.lo) * bf16(b.lo), each step rounded to f32 (x86 AVX512-BF16
+//                    vdpbf16ps; denormals may flush to zero);
+//      "pack_i8x4"(i32 b0, b1, b2, b3) -> i32: the low bytes of b0..b3 as bytes 0..3;
+//      "pack_bf16x2"(f32 lo, f32 hi) -> i32: bf16(lo) | bf16(hi) << 16 (nearest even);
+//      "bitxor"(i32, i32) -> i32.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +50,14 @@
 
 namespace gtco::ir {
 
-enum class ScalarType { kI64, kF32, kBool };
+/// kI32, kI8, kU8 and kBF16 come after the original three so existing values keep their numbers.
+enum class ScalarType { kI64, kF32, kBool, kI32, kI8, kU8, kBF16 };
+/// "i64", "f32", "bool", "i32", "i8", "u8", "bf16".
+const char* ScalarTypeName(ScalarType type);
+/// Bytes of one element of `type` in memory (bool: 1).
+int ScalarTypeBytes(ScalarType type);
+/// True for kI8, kU8 and kBF16 (no arithmetic).
+bool IsStorageType(ScalarType type);
 
 enum class ExprKind {
   kIntImm, kFloatImm, kVar,
@@ -57,13 +82,21 @@ struct ExprNode {
 };
 
 Expr MakeInt(int64_t value);
+/// An integer immediate of integer type `type` (kI64, kI32, ...); `value` must fit.
+Expr MakeTypedInt(int64_t value, ScalarType type);
 Expr MakeFloat(double value);
 Expr MakeVar(const std::string& name, ScalarType type = ScalarType::kI64);
 /// Binary arithmetic/comparison; folds constants and identities (x+0, x*1, x*0 for ints).
 Expr MakeBinary(ExprKind kind, Expr a, Expr b);
 Expr MakeSelect(Expr cond, Expr true_value, Expr false_value);
+/// An f32 load (the buffer must hold f32).
 Expr MakeLoad(const std::string& buffer, Expr index);
+/// A load of type `type` (see the semantics above for wide loads from narrow buffers).
+Expr MakeTypedLoad(const std::string& buffer, Expr index, ScalarType type);
+/// An fp32 math call (every argument f32).
 Expr MakeCall(const std::string& function, std::vector<Expr> args);
+/// A typed call (the typed names above); result type `type`, arguments of any non-bool type.
+Expr MakeTypedCall(const std::string& function, ScalarType type, std::vector<Expr> args);
 Expr MakeCast(ScalarType type, Expr value);
 
 inline Expr operator+(Expr a, Expr b) { return MakeBinary(ExprKind::kAdd, a, b); }
@@ -87,13 +120,14 @@ struct StmtNode {
   // kStore: name = buffer, operands = {index, value}.
   // kBlock: body = statements in order.
   // kIfThenElse: operands = {cond}, body = {then} or {then, else}.
-  // kAllocate: name = local buffer, alloc_size elements of fp32, body[0] = scope.
-  // kLetStmt: name = variable (kI64 or kF32 as the value), operands = {value}, body[0] = scope.
+  // kAllocate: name = local buffer, alloc_size elements of alloc_type, body[0] = scope.
+  // kLetStmt: name = variable (typed as the value), operands = {value}, body[0] = scope.
   std::string name;
   std::vector<Expr> operands;
   std::vector<Stmt> body;
   ForKind for_kind = ForKind::kSerial;
   int64_t alloc_size = 0;
+  ScalarType alloc_type = ScalarType::kF32;  ///< kAllocate: element type
 };
 
 Stmt MakeFor(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body);
@@ -101,14 +135,18 @@ Stmt MakeStore(const std::string& buffer, Expr index, Expr value);
 Stmt MakeBlock(std::vector<Stmt> stmts);
 Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt MakeAllocate(const std::string& buffer, int64_t size, Stmt body);
+/// An allocation of `size` elements of `elem_type` (not kBool).
+Stmt MakeTypedAllocate(const std::string& buffer, int64_t size, ScalarType elem_type, Stmt body);
 Stmt MakeLet(const std::string& var, Expr value, Stmt body);
 
 struct BufferParam {
   std::string name;
   int64_t num_elements = 0;
+  ScalarType elem_type = ScalarType::kF32;  ///< element type (not kBool)
 };
 
-/// A kernel: `void name(float* params...)` in order; inputs first, the output last.
+/// A kernel: `void name(T* params...)` in order (T each param's element type); inputs first,
+/// the output last.
 struct LoweredFunc {
   std::string name;
   std::vector<BufferParam> params;

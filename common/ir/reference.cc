@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/util/status.h"
@@ -133,7 +135,208 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
   return result;
 }
 
+/// Anchor values of a bf16 or integer matmul (see workload.h), exact: products and sums in
+/// double (bf16) or int64 wrapped to int32 (integer), before any output rounding.
+std::vector<double> LowPrecisionMatMul(const Workload& w, const std::vector<double>& a,
+                                       const std::vector<double>& b) {
+  const MatMulParams& p = w.matmul;
+  const bool integer = IsIntegerDType(w.inputs[0].dtype);
+  std::vector<double> result(p.batch * p.m * p.n, 0.0);
+  std::vector<int64_t> a_int(integer ? a.size() : 0), b_int(integer ? b.size() : 0);
+  for (size_t idx = 0; idx < a_int.size(); ++idx) {
+    a_int[idx] = static_cast<int64_t>(a[idx]) - p.a_zero_point;
+  }
+  for (size_t idx = 0; idx < b_int.size(); ++idx) {
+    b_int[idx] = static_cast<int64_t>(b[idx]) - p.b_zero_point;
+  }
+  for (int64_t batch = 0; batch < p.batch; ++batch) {
+    const int64_t a_base = p.a_batched ? batch * p.m * p.k : 0;
+    const int64_t b_base = p.b_batched ? batch * p.k * p.n : 0;
+    for (int64_t i = 0; i < p.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j) {
+        double sum = 0.0;
+        int64_t int_sum = 0;
+        for (int64_t k = 0; k < p.k; ++k) {
+          const int64_t a_idx = a_base + (p.trans_a ? k * p.m + i : i * p.k + k);
+          const int64_t b_idx = b_base + (p.trans_b ? j * p.k + k : k * p.n + j);
+          if (integer) {
+            int_sum += a_int[a_idx] * b_int[b_idx];
+          } else {
+            sum += a[a_idx] * b[b_idx];
+          }
+        }
+        // int32 wrap-around, as the int32 accumulation of ONNX MatMulInteger kernels.
+        if (integer) sum = static_cast<int32_t>(static_cast<uint32_t>(int_sum));
+        result[(batch * p.m + i) * p.n + j] = sum;
+      }
+    }
+  }
+  return result;
+}
+
+bool IsFloatingDType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
+}
+
 }  // namespace
+
+uint16_t FloatToBF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  const uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float BF16ToFloat(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+TypedBuffer::TypedBuffer(DType dtype, int64_t num_elements)
+    : dtype_(dtype),
+      num_elements_(num_elements),
+      storage_((num_elements * DTypeSize(dtype) + 7) / 8, 0) {
+  GTCO_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kU8 ||
+                 dtype == DType::kI8 || dtype == DType::kI32,
+             "TypedBuffer does not support dtype ", DTypeName(dtype));
+}
+
+TypedBuffer TypedBuffer::FromValues(DType dtype, const std::vector<float>& values) {
+  TypedBuffer buffer(dtype, static_cast<int64_t>(values.size()));
+  for (size_t idx = 0; idx < values.size(); ++idx) buffer.Set(idx, values[idx]);
+  return buffer;
+}
+
+double TypedBuffer::Get(int64_t index) const {
+  GTCO_CHECK(index >= 0 && index < num_elements_, "typed buffer index out of range");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(storage_.data());
+  switch (dtype_) {
+    case DType::kF32: {
+      float value;
+      std::memcpy(&value, bytes + 4 * index, 4);
+      return value;
+    }
+    case DType::kBF16: {
+      uint16_t bits;
+      std::memcpy(&bits, bytes + 2 * index, 2);
+      return BF16ToFloat(bits);
+    }
+    case DType::kU8:
+      return bytes[index];
+    case DType::kI8:
+      return static_cast<int8_t>(bytes[index]);
+    case DType::kI32: {
+      int32_t value;
+      std::memcpy(&value, bytes + 4 * index, 4);
+      return value;
+    }
+    default:
+      return 0.0;
+  }
+}
+
+void TypedBuffer::Set(int64_t index, double value) {
+  GTCO_CHECK(index >= 0 && index < num_elements_, "typed buffer index out of range");
+  auto* bytes = reinterpret_cast<unsigned char*>(storage_.data());
+  // Integers: nearest integer, wrapped to the width (two's complement).
+  const auto wrapped = [value]() -> uint64_t {
+    if (!std::isfinite(value)) return 0;
+    return static_cast<uint64_t>(static_cast<int64_t>(std::nearbyint(value)));
+  };
+  switch (dtype_) {
+    case DType::kF32: {
+      const float narrow = static_cast<float>(value);
+      std::memcpy(bytes + 4 * index, &narrow, 4);
+      break;
+    }
+    case DType::kBF16: {
+      const uint16_t bits = FloatToBF16(static_cast<float>(value));
+      std::memcpy(bytes + 2 * index, &bits, 2);
+      break;
+    }
+    case DType::kU8:
+    case DType::kI8:
+      bytes[index] = static_cast<unsigned char>(wrapped() & 0xFF);
+      break;
+    case DType::kI32: {
+      const uint32_t bits = static_cast<uint32_t>(wrapped());
+      std::memcpy(bytes + 4 * index, &bits, 4);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+std::vector<float> TypedBuffer::ToFloats() const {
+  std::vector<float> values(num_elements_);
+  for (int64_t idx = 0; idx < num_elements_; ++idx) values[idx] = static_cast<float>(Get(idx));
+  return values;
+}
+
+std::vector<TypedBuffer> RandomTypedInputs(const Workload& w, uint64_t seed) {
+  std::vector<std::vector<float>> values = RandomInputs(w, seed);
+  std::vector<TypedBuffer> inputs;
+  for (size_t input_idx = 0; input_idx < values.size(); ++input_idx) {
+    inputs.push_back(TypedBuffer::FromValues(w.inputs[input_idx].dtype, values[input_idx]));
+  }
+  return inputs;
+}
+
+TypedBuffer ComputeTypedReference(const Workload& w, const std::vector<TypedBuffer>& inputs) {
+  GTCO_CHECK(inputs.size() == w.inputs.size(), "reference: ", inputs.size(), " inputs for ",
+             w.inputs.size());
+  TypedBuffer output(w.output.dtype, ShapeElements(w.output.shape));
+  if (IsLowPrecisionMatMul(w) && w.epilogue.empty()) {
+    std::vector<std::vector<double>> values(2);
+    for (int side = 0; side < 2; ++side) {
+      GTCO_CHECK(inputs[side].size() == ShapeElements(w.inputs[side].shape), "reference: input ",
+                 side, " has the wrong size");
+      values[side].resize(inputs[side].size());
+      for (int64_t idx = 0; idx < inputs[side].size(); ++idx) {
+        values[side][idx] = inputs[side].Get(idx);
+      }
+    }
+    const std::vector<double> exact = LowPrecisionMatMul(w, values[0], values[1]);
+    for (size_t flat = 0; flat < exact.size(); ++flat) output.Set(flat, exact[flat]);
+    return output;
+  }
+  std::vector<std::vector<float>> float_inputs;
+  for (const TypedBuffer& input : inputs) float_inputs.push_back(input.ToFloats());
+  const std::vector<float> values = ComputeReference(w, float_inputs);
+  for (size_t flat = 0; flat < values.size(); ++flat) output.Set(flat, values[flat]);
+  return output;
+}
+
+absl::Status CompareTypedOutputs(const TypedBuffer& expected, const TypedBuffer& actual,
+                                 double rtol, double atol) {
+  if (expected.dtype() != actual.dtype()) {
+    return absl::FailedPreconditionError(absl::StrCat("output is ", DTypeName(actual.dtype()),
+                                                      ", expected ", DTypeName(expected.dtype())));
+  }
+  if (IsFloatingDType(expected.dtype())) {
+    return CompareOutputs(expected.ToFloats(), actual.ToFloats(), rtol, atol);
+  }
+  if (expected.size() != actual.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("output has ", actual.size(), " elements, expected ", expected.size()));
+  }
+  int64_t mismatches = 0, first_bad = -1;
+  for (int64_t idx = 0; idx < expected.size(); ++idx) {
+    if (expected.Get(idx) != actual.Get(idx)) {
+      if (first_bad < 0) first_bad = idx;
+      ++mismatches;
+    }
+  }
+  if (mismatches == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("output mismatch at index ", first_bad, ": expected ", expected.Get(first_bad),
+                   ", got ", actual.Get(first_bad), " (", mismatches, " of ", expected.size(),
+                   " elements differ; integer outputs must match exactly)"));
+}
 
 std::vector<std::vector<float>> RandomInputs(const Workload& w, uint64_t seed) {
   std::vector<std::vector<float>> inputs;
@@ -142,7 +345,16 @@ std::vector<std::vector<float>> RandomInputs(const Workload& w, uint64_t seed) {
     const bool is_scale = w.anchor == AnchorKind::kLayerNorm && input_idx == 1;
     const float lo = is_scale ? 0.5f : -1.0f, hi = is_scale ? 1.5f : 1.0f;
     std::vector<float> values(ShapeElements(w.inputs[input_idx].shape));
-    for (float& value : values) value = UniformFloat(&state, lo, hi);
+    const DType dtype = w.inputs[input_idx].dtype;
+    if (dtype == DType::kU8 || dtype == DType::kI8) {
+      const int offset = dtype == DType::kU8 ? 0 : -128;
+      for (float& value : values) value = static_cast<float>(NextRandom(&state) % 256) + offset;
+    } else {
+      for (float& value : values) value = UniformFloat(&state, lo, hi);
+      if (dtype == DType::kBF16) {
+        for (float& value : values) value = BF16ToFloat(FloatToBF16(value));
+      }
+    }
     inputs.push_back(std::move(values));
   }
   return inputs;
@@ -156,6 +368,19 @@ std::vector<float> ComputeReference(const Workload& w,
     GTCO_CHECK(
         static_cast<int64_t>(inputs[input_idx].size()) == ShapeElements(w.inputs[input_idx].shape),
         "reference: input ", input_idx, " has the wrong size");
+  }
+  if (IsLowPrecisionMatMul(w)) {
+    std::vector<std::vector<double>> values;
+    for (const std::vector<float>& input : inputs) values.emplace_back(input.begin(), input.end());
+    const std::vector<double> exact = LowPrecisionMatMul(w, values[0], values[1]);
+    TypedBuffer stored(w.output.dtype, static_cast<int64_t>(exact.size()));
+    for (size_t flat = 0; flat < exact.size(); ++flat) stored.Set(flat, exact[flat]);
+    std::vector<float> output = stored.ToFloats();
+    for (int64_t flat = 0; flat < static_cast<int64_t>(output.size()) && !w.epilogue.empty();
+         ++flat) {
+      output[flat] = ApplyEpilogue(w, inputs, output[flat], flat);
+    }
+    return output;
   }
   std::vector<float> output = AnchorValues(w, inputs);
   if (w.epilogue.empty()) return output;
@@ -195,6 +420,11 @@ absl::Status CompareOutputs(const std::vector<float>& expected, const std::vecto
 }
 
 void DefaultTolerance(const Workload& w, double* rtol, double* atol) {
+  if (IsIntegerDType(w.output.dtype)) {
+    *rtol = 0.0;
+    *atol = 0.0;
+    return;
+  }
   double r = 1e-4, a = 1e-5;
   if (w.anchor == AnchorKind::kMatMul) {
     const double scale = std::sqrt(static_cast<double>(std::max<int64_t>(w.matmul.k, 1)));
@@ -212,6 +442,7 @@ void DefaultTolerance(const Workload& w, double* rtol, double* atol) {
       break;
     }
   }
+  if (w.output.dtype == DType::kBF16) r += 1.0 / 128;  // one bf16 rounding step
   *rtol = r;
   *atol = a;
 }

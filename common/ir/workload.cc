@@ -24,7 +24,8 @@ struct NamedDType {
 };
 constexpr NamedDType kDTypes[] = {{DType::kF32, "f32", 4},   {DType::kF16, "f16", 2},
                                   {DType::kBF16, "bf16", 2}, {DType::kI8, "i8", 1},
-                                  {DType::kI32, "i32", 4},   {DType::kI64, "i64", 8}};
+                                  {DType::kI32, "i32", 4},   {DType::kI64, "i64", 8},
+                                  {DType::kU8, "u8", 1}};
 
 struct NamedAnchor {
   AnchorKind kind;
@@ -48,13 +49,6 @@ constexpr NamedEwOp kEwOps[] = {
     {EwOp::kMin, "min", 2},   {EwOp::kRelu, "relu", 1}, {EwOp::kSigmoid, "sigmoid", 1},
     {EwOp::kTanh, "tanh", 1}, {EwOp::kErf, "erf", 1},   {EwOp::kSqrt, "sqrt", 1},
     {EwOp::kNeg, "neg", 1},   {EwOp::kExp, "exp", 1},   {EwOp::kCopy, "copy", 1}};
-
-int64_t DTypeBytes(DType dtype) {
-  for (const auto& entry : kDTypes) {
-    if (entry.dtype == dtype) return entry.bytes;
-  }
-  return 4;
-}
 
 int AnchorInputCount(AnchorKind kind) {
   for (const auto& entry : kAnchors) {
@@ -206,6 +200,10 @@ absl::Status ParseMatMulLine(const std::vector<std::string>& words, const std::s
       params.trans_a = value != 0;
     else if (key == "trans_b")
       params.trans_b = value != 0;
+    else if (key == "a_zero_point")
+      params.a_zero_point = static_cast<int32_t>(value);
+    else if (key == "b_zero_point")
+      params.b_zero_point = static_cast<int32_t>(value);
     else
       return ParseError("unknown matmul field", line);
   }
@@ -327,6 +325,60 @@ absl::Status ValidateAnchorShapes(const Workload& w) {
   return ExpectShape(w.output, {r.rows, out_cols}, "output");
 }
 
+bool IsInt8(DType dtype) { return dtype == DType::kI8 || dtype == DType::kU8; }
+
+/// The zero point of an integer matmul input must be a value of the input's dtype.
+absl::Status CheckZeroPoint(const char* name, int32_t zero_point, DType dtype) {
+  const int32_t lo = dtype == DType::kU8 ? 0 : -128, hi = dtype == DType::kU8 ? 255 : 127;
+  if (zero_point >= lo && zero_point <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("matmul ", name, " ", zero_point,
+                                                 " is outside the range of ", DTypeName(dtype)));
+}
+
+/// Element types: see the header's table for matmuls; everything else computes in f32.
+absl::Status ValidateDTypes(const Workload& w) {
+  auto dtype_error = [&](const std::string& what) {
+    std::string types;
+    for (const TensorDesc& input : w.inputs) absl::StrAppend(&types, DTypeName(input.dtype), ",");
+    return absl::InvalidArgumentError(absl::StrCat("workload ", AnchorKindName(w.anchor), " (",
+                                                   types, " -> ", DTypeName(w.output.dtype),
+                                                   "): ", what));
+  };
+  size_t first_f32 = 0;
+  if (w.anchor == AnchorKind::kMatMul && w.inputs.size() >= 2) {
+    const DType a = w.inputs[0].dtype, b = w.inputs[1].dtype, out = w.output.dtype;
+    const MatMulParams& p = w.matmul;
+    first_f32 = 2;
+    if (IsInt8(a) && IsInt8(b)) {
+      if (out != DType::kI32) return dtype_error("integer matmuls produce i32");
+      if (!w.epilogue.empty()) return dtype_error("integer matmuls take no epilogue");
+      GTCO_RETURN_IF_ERROR(CheckZeroPoint("a_zero_point", p.a_zero_point, a));
+      return CheckZeroPoint("b_zero_point", p.b_zero_point, b);
+    }
+    if (p.a_zero_point != 0 || p.b_zero_point != 0) {
+      return dtype_error("zero points are only allowed for integer matmuls");
+    }
+    if (a == DType::kBF16 && b == DType::kBF16) {
+      if (out != DType::kF32 && out != DType::kBF16) {
+        return dtype_error("bf16 matmuls produce f32 or bf16");
+      }
+      if (out == DType::kBF16 && !w.epilogue.empty()) {
+        return dtype_error("epilogues need an f32 output");
+      }
+    } else if (a != DType::kF32 || b != DType::kF32 || out != DType::kF32) {
+      return dtype_error("unsupported matmul element types");
+    }
+  } else if (w.output.dtype != DType::kF32) {
+    return dtype_error("only f32 is supported here");
+  }
+  for (size_t i = first_f32; i < w.inputs.size(); ++i) {
+    if (w.inputs[i].dtype != DType::kF32) {
+      return dtype_error(absl::StrCat("input ", i, " must be f32"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateOperand(const Workload& w, const Operand& operand, size_t instr_index) {
   switch (operand.kind) {
     case Operand::Kind::kAcc:
@@ -360,6 +412,22 @@ const char* DTypeName(DType dtype) {
     if (entry.dtype == dtype) return entry.name;
   }
   return "?";
+}
+
+int64_t DTypeSize(DType dtype) {
+  for (const auto& entry : kDTypes) {
+    if (entry.dtype == dtype) return entry.bytes;
+  }
+  return 4;
+}
+
+bool IsIntegerDType(DType dtype) {
+  return dtype == DType::kU8 || dtype == DType::kI8 || dtype == DType::kI32 || dtype == DType::kI64;
+}
+
+bool IsLowPrecisionMatMul(const Workload& w) {
+  if (w.anchor != AnchorKind::kMatMul || w.inputs.size() < 2) return false;
+  return w.inputs[0].dtype != DType::kF32 || w.inputs[1].dtype != DType::kF32;
 }
 
 absl::StatusOr<DType> ParseDType(const std::string& name) {
@@ -438,7 +506,13 @@ std::string Workload::CanonicalString() const {
     const MatMulParams& p = matmul;
     absl::StrAppend(&text, "matmul batch=", p.batch, " m=", p.m, " n=", p.n, " k=", p.k,
                     " a_batched=", p.a_batched ? 1 : 0, " b_batched=", p.b_batched ? 1 : 0,
-                    " trans_a=", p.trans_a ? 1 : 0, " trans_b=", p.trans_b ? 1 : 0, "\n");
+                    " trans_a=", p.trans_a ? 1 : 0, " trans_b=", p.trans_b ? 1 : 0);
+    // Only integer matmuls carry zero points, so float matmuls keep their historic text.
+    const bool integer = inputs.size() >= 2 && IsIntegerDType(inputs[0].dtype);
+    if (integer || p.a_zero_point != 0 || p.b_zero_point != 0) {
+      absl::StrAppend(&text, " a_zero_point=", p.a_zero_point, " b_zero_point=", p.b_zero_point);
+    }
+    absl::StrAppend(&text, "\n");
   } else if (anchor != AnchorKind::kNone) {
     absl::StrAppend(&text, "row rows=", row.rows, " cols=", row.cols);
     if (anchor == AnchorKind::kLayerNorm) {
@@ -468,6 +542,10 @@ std::string Workload::Description() const {
       text = absl::StrCat("matmul ", matmul.batch, "x", matmul.m, "x", matmul.n, "x", matmul.k,
                           " (b x m x n x k)", matmul.trans_a ? " trans_a" : "",
                           matmul.trans_b ? " trans_b" : "");
+      if (IsLowPrecisionMatMul(*this)) {
+        absl::StrAppend(&text, " ", DTypeName(inputs[0].dtype), "*", DTypeName(inputs[1].dtype),
+                        "->", DTypeName(output.dtype));
+      }
       break;
     case AnchorKind::kNone:
       text = absl::StrCat("elementwise ", absl::StrJoin(output.shape, "x"));
@@ -504,8 +582,8 @@ int64_t Workload::Flops() const {
 }
 
 int64_t Workload::MinBytes() const {
-  int64_t bytes = output.NumElements() * DTypeBytes(output.dtype);
-  for (const TensorDesc& input : inputs) bytes += input.NumElements() * DTypeBytes(input.dtype);
+  int64_t bytes = output.NumElements() * DTypeSize(output.dtype);
+  for (const TensorDesc& input : inputs) bytes += input.NumElements() * DTypeSize(input.dtype);
   return bytes;
 }
 
@@ -519,6 +597,7 @@ absl::Status Workload::Validate() const {
     return absl::InvalidArgumentError("workload has fewer inputs than its anchor needs");
   }
   GTCO_RETURN_IF_ERROR(ValidateAnchorShapes(*this));
+  GTCO_RETURN_IF_ERROR(ValidateDTypes(*this));
   for (size_t i = num_anchor_inputs; i < inputs.size(); ++i) {
     if (!BroadcastsTo(inputs[i].shape, output.shape)) {
       return absl::InvalidArgumentError(

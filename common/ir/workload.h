@@ -3,13 +3,21 @@
 // input of its key: same math + same shapes + same dtypes => same key, whatever the model.
 //
 // Semantics:
-//  - All tensors are dense, row-major, contiguous. Compute is fp32 (dtype kF32) in issue 2.
+//  - All tensors are dense, row-major, contiguous. Compute is fp32 (dtype kF32) except for the
+//    bf16 and integer matmuls described under kMatMul.
 //  - Anchor kinds (canonical shapes):
-//      kMatMul:     inputs A, B. out[b, i, j] = sum_k A[ab, i, k] * B[bb, k, j]  (shape [batch, M, N])
+//      kMatMul:     inputs A, B. out[b, i, j] = sum_k A[ab, i, k] * B[bb, k, j]  (shape [batch, M,
+//      N])
 //                   A is [batch|1, M, K] (or [.., K, M] if trans_a), B is [batch|1, K, N]
 //                   (or [.., N, K] if trans_b); ab = a_batched ? b : 0, bb likewise.
-//      kSoftmax:    input X [rows, cols]; out[r, c] = exp(X[r,c] - max_r) / sum_c exp(X[r,c] - max_r).
-//      kLayerNorm:  inputs X [rows, cols], scale [cols], bias [cols];
+//                   Element types (A, B -> out): f32, f32 -> f32; bf16, bf16 -> f32 or bf16
+//                   (products exact, accumulation in fp32, a bf16 output rounded to nearest
+//                   even once at the end); integer (ONNX MatMulInteger): u8|i8, u8|i8 -> i32 with
+//                   out = sum_k (A - a_zero_point) * (B - b_zero_point), exact with int32
+//                   wrap-around. Zero points are per-tensor and nonzero only for integer
+//                   matmuls; epilogues only on f32 outputs.
+//      kSoftmax:    input X [rows, cols]; out[r, c] = exp(X[r,c] - max_r) / sum_c exp(X[r,c] -
+//      max_r). kLayerNorm:  inputs X [rows, cols], scale [cols], bias [cols];
 //                   out[r, c] = (X[r,c] - mean_r) / sqrt(var_r + epsilon) * scale[c] + bias[c]
 //                   with the biased variance.
 //      kReduceMean: input X [rows, cols]; out[r, 0] = mean_c X[r, c]  (shape [rows, 1]).
@@ -31,11 +39,15 @@
 
 namespace gtco::ir {
 
-enum class DType { kF32, kF16, kBF16, kI8, kI32, kI64 };
+/// Element types. kU8 (unsigned 8-bit, ONNX uint8) comes last so existing values keep their
+/// numbers.
+enum class DType { kF32, kF16, kBF16, kI8, kI32, kI64, kU8 };
 
 /// "f32", "f16", ... ; ParseDType accepts the same spellings.
 const char* DTypeName(DType dtype);
 absl::StatusOr<DType> ParseDType(const std::string& name);
+/// Bytes of one element of `dtype` (f32 4, bf16 2, u8 1, ...).
+int64_t DTypeSize(DType dtype);
 
 enum class AnchorKind { kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean };
 /// "none", "matmul", "softmax", "layernorm", "reduce_mean".
@@ -73,6 +85,9 @@ struct MatMulParams {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   bool a_batched = false, b_batched = false;
   bool trans_a = false, trans_b = false;
+  /// Per-tensor zero points of integer matmuls (ONNX MatMulInteger); 0 for float matmuls. In
+  /// the range of the matching input's dtype.
+  int32_t a_zero_point = 0, b_zero_point = 0;
 };
 
 struct RowParams {
@@ -103,6 +118,11 @@ struct Workload {
   /// Checks internal consistency (shapes, operand indices); errors are INVALID_ARGUMENT.
   absl::Status Validate() const;
 };
+
+/// True for u8, i8, i32 and i64.
+bool IsIntegerDType(DType dtype);
+/// True for a matmul workload whose inputs are not f32 (bf16 or integer inputs).
+bool IsLowPrecisionMatMul(const Workload& w);
 
 /// Parses Workload::CanonicalString() output. INVALID_ARGUMENT on malformed text.
 absl::StatusOr<Workload> ParseWorkload(const std::string& text);

@@ -39,15 +39,24 @@ class Sketch {
   /// are pointless for `w`'s shapes. Only called with values from Knobs().
   virtual bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
                       const KnobValues& values) const = 0;
+  /// The first rule (in the sketch's fixed rule order) that rejects `values`, e.g.
+  /// "register_file"; nullptr when Admits() accepts them. The default names every rejection
+  /// "other"; sketches with resource rules override it (and define Admits through it).
+  virtual const char* PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
+                                const KnobValues& values) const {
+    return Admits(w, hw, values) ? nullptr : "other";
+  }
   /// Lowers (w, values) to a kernel named `func_name`. Depends on nothing else (replayable).
   /// INVALID_ARGUMENT when a value is out of the sketch's structural range.
   virtual absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
                                                 const std::string& func_name) const = 0;
 };
 
-/// The sketch for `w`'s anchor kind; nullptr when none applies.
+/// The legacy (pre-mapping) sketch for `w`'s anchor kind; nullptr when none applies. New code
+/// goes through the mapping registry (mapping.h) instead.
 const Sketch* SketchForWorkload(const ir::Workload& w);
-/// The sketch with versioned name `name`; nullptr when unknown.
+/// The sketch with versioned name `name` among every sketch ever shipped (legacy ones and those
+/// of the mapping registry), so that stored traces replay; nullptr when unknown.
 const Sketch* SketchByName(const std::string& name);
 
 // Singletons defined by each sketch's file.

@@ -1,7 +1,9 @@
-// Search space sampling/mutation, the sketch registry, and trace replay (LowerSchedule).
+// Search spaces per intrinsic mapping (creation, pruning statistics, sampling, mutation), the
+// mapping verdicts of a workload, sketch lookup by name, and trace replay (LowerSchedule).
 #include "common/schedule/space.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,11 +15,56 @@ namespace {
 constexpr int kMaxSampleTries = 100000;
 constexpr int kMaxMutateTries = 200;
 
-const std::vector<const Sketch*>& AllSketches() {
+constexpr int64_t kMaxEnumerated = int64_t{1} << 18;
+constexpr int64_t kPruneSamples = int64_t{1} << 16;
+
+/// Sketches from before the mapping registry; kept so that their stored traces replay.
+const std::vector<const Sketch*>& LegacySketches() {
   static const std::vector<const Sketch*>* const sketches =
       new std::vector<const Sketch*>{&MatMulSketch(), &SoftmaxSketch(), &LayerNormSketch(),
                                      &ReduceMeanSketch(), &ElementwiseSketch()};
   return *sketches;
+}
+
+/// Calls visit(values) for every combination of the knobs' candidate values (odometer order,
+/// the last knob fastest).
+void ForEachCombination(const std::vector<Knob>& knobs,
+                        const std::function<void(const KnobValues&)>& visit) {
+  std::vector<size_t> digits(knobs.size(), 0);
+  KnobValues values(knobs.size());
+  while (true) {
+    for (size_t knob_idx = 0; knob_idx < knobs.size(); ++knob_idx) {
+      values[knob_idx] = knobs[knob_idx].values[digits[knob_idx]];
+    }
+    visit(values);
+    size_t knob_idx = knobs.size();
+    while (knob_idx > 0) {
+      --knob_idx;
+      if (++digits[knob_idx] < knobs[knob_idx].values.size()) break;
+      digits[knob_idx] = 0;
+      if (knob_idx == 0) return;
+    }
+    if (knobs.empty()) return;
+  }
+}
+
+/// The first mapping in registry order that applies to (w, hw); INVALID_ARGUMENT listing every
+/// verdict otherwise.
+absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& w,
+                                                            const target::HardwareInfo& hw) {
+  std::vector<std::string> reasons;
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (!mapping->Considers(w)) continue;
+    const MappingVerdict verdict = mapping->Explain(w, hw);
+    if (verdict.applies) return mapping;
+    reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
+  }
+  if (reasons.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no schedule sketch for anchor '", ir::AnchorKindName(w.anchor), "'"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no intrinsic mapping applies to ", w.Description(), ": ", absl::StrJoin(reasons, "; ")));
 }
 
 /// The trace's values in the sketch's knob order; INVALID_ARGUMENT when the names differ.
@@ -40,38 +87,140 @@ absl::StatusOr<KnobValues> ValuesInKnobOrder(const Sketch& sketch, const Trace& 
 }  // namespace
 
 const Sketch* SketchForWorkload(const ir::Workload& w) {
-  for (const Sketch* sketch : AllSketches()) {
+  for (const Sketch* sketch : LegacySketches()) {
     if (sketch->AppliesTo(w)) return sketch;
   }
   return nullptr;
 }
 
 const Sketch* SketchByName(const std::string& name) {
-  for (const Sketch* sketch : AllSketches()) {
+  for (const Sketch* sketch : LegacySketches()) {
     if (name == sketch->Name()) return sketch;
+  }
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (name == mapping->sketch().Name()) return &mapping->sketch();
   }
   return nullptr;
 }
 
-absl::StatusOr<SearchSpace> SearchSpace::Create(const ir::Workload& w,
-                                                const target::HardwareInfo& hw) {
-  const Sketch* sketch = SketchForWorkload(w);
-  if (sketch == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no schedule sketch for anchor '", ir::AnchorKindName(w.anchor), "'"));
+absl::StatusOr<SearchSpace> SearchSpace::CreateFromMapping(const ir::Workload& w,
+                                                           const target::HardwareInfo& hw,
+                                                           const MappingSketch& mapping) {
+  const Sketch& sketch = mapping.sketch();
+  if (!sketch.AppliesTo(w)) {
+    return absl::InvalidArgumentError(absl::StrCat("mapping '", mapping.Name(), "' (",
+                                                   sketch.Name(), ") does not apply to a '",
+                                                   ir::AnchorKindName(w.anchor), "' workload"));
   }
   SearchSpace space;
   space.workload_ = w;
   space.hw_ = hw;
-  space.sketch_ = sketch;
-  space.sketch_name_ = sketch->Name();
-  space.knobs_ = sketch->Knobs(space.workload_, hw);
-  const Trace default_trace = space.DefaultTrace();
+  space.sketch_ = &sketch;
+  space.sketch_name_ = sketch.Name();
+  space.mapping_ = mapping.Name();
+  space.knobs_ = sketch.Knobs(space.workload_, hw);
+  for (const Knob& knob : space.knobs_) {
+    GTCO_CHECK(!knob.values.empty(), "sketch ", space.sketch_name_, " knob ", knob.name,
+               " has no candidate values");
+  }
+  if (!space.ComputePruneStats()) {
+    return absl::InvalidArgumentError(absl::StrCat("every schedule of mapping '", mapping.Name(),
+                                                   "' is pruned for ", w.Description(), " on ",
+                                                   hw.Summary()));
+  }
   // Lowering the default trace checks the workload's shapes once, up front.
-  GTCO_RETURN_IF_ERROR(LowerSchedule(space.workload_, default_trace, "probe").status());
-  GTCO_CHECK(space.Contains(default_trace), "sketch ", space.sketch_name_,
-             " rejects its own default trace ", default_trace.ToString());
+  GTCO_RETURN_IF_ERROR(sketch.Lower(space.workload_, space.default_values_, "probe").status());
   return space;
+}
+
+absl::StatusOr<SearchSpace> SearchSpace::CreateForMapping(const ir::Workload& w,
+                                                          const target::HardwareInfo& hw,
+                                                          const std::string& mapping) {
+  for (const MappingSketch* candidate : MappingRegistry()) {
+    if (candidate->Name() != mapping || !candidate->Considers(w)) continue;
+    const MappingVerdict verdict = candidate->Explain(w, hw);
+    if (!verdict.applies) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mapping '", mapping, "' does not apply: ", verdict.reason));
+    }
+    return CreateFromMapping(w, hw, *candidate);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no mapping '", mapping, "' for a '",
+                                                 ir::AnchorKindName(w.anchor), "' workload"));
+}
+
+absl::StatusOr<SearchSpace> SearchSpace::Create(const ir::Workload& w,
+                                                const target::HardwareInfo& hw) {
+  GTCO_ASSIGN_OR_RETURN(const MappingSketch* mapping, FirstApplicableMapping(w, hw));
+  return CreateFromMapping(w, hw, *mapping);
+}
+
+std::vector<MappingVerdict> ExplainMappings(const ir::Workload& w, const target::HardwareInfo& hw) {
+  std::vector<MappingVerdict> verdicts;
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (mapping->Considers(w)) verdicts.push_back(mapping->Explain(w, hw));
+  }
+  return verdicts;
+}
+
+absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(const ir::Workload& w,
+                                                             const target::HardwareInfo& hw) {
+  GTCO_RETURN_IF_ERROR(FirstApplicableMapping(w, hw).status());
+  std::vector<SearchSpace> spaces;
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (!mapping->Considers(w) || !mapping->Explain(w, hw).applies) continue;
+    GTCO_ASSIGN_OR_RETURN(SearchSpace space, SearchSpace::CreateFromMapping(w, hw, *mapping));
+    spaces.push_back(std::move(space));
+  }
+  return spaces;
+}
+
+bool SearchSpace::ComputePruneStats() {
+  prune_stats_ = PruneStats();
+  int64_t product = 1;
+  for (const Knob& knob : knobs_) {
+    product = std::min(product * static_cast<int64_t>(knob.values.size()), kMaxEnumerated + 1);
+  }
+  KnobValues first;
+  for (const Knob& knob : knobs_) first.push_back(knob.values.front());
+  bool have_default = Admits(first);
+  if (have_default) default_values_ = first;
+  auto count = [&](const KnobValues& values) {
+    const char* rule = sketch_->PruneRule(workload_, hw_, values);
+    if (rule == nullptr) {
+      ++prune_stats_.admitted;
+      if (!have_default) default_values_ = values;
+      have_default = true;
+    } else {
+      ++prune_stats_.pruned_by_rule[rule];
+    }
+  };
+  if (product <= kMaxEnumerated) {
+    ForEachCombination(knobs_, count);
+    prune_stats_.considered = product;
+    return have_default;
+  }
+  // A large product: a uniform sample (fixed seed, so the statistics are reproducible), scaled.
+  std::mt19937_64 rng(product);
+  KnobValues values(knobs_.size());
+  for (int64_t sample = 0; sample < kPruneSamples; ++sample) {
+    for (size_t knob_idx = 0; knob_idx < knobs_.size(); ++knob_idx) {
+      const std::vector<int64_t>& candidates = knobs_[knob_idx].values;
+      std::uniform_int_distribution<size_t> pick(0, candidates.size() - 1);
+      values[knob_idx] = candidates[pick(rng)];
+    }
+    count(values);
+  }
+  int64_t exact_product = 1;
+  for (const Knob& knob : knobs_) exact_product *= static_cast<int64_t>(knob.values.size());
+  const double scale = static_cast<double>(exact_product) / kPruneSamples;
+  prune_stats_.considered = exact_product;
+  prune_stats_.admitted = static_cast<int64_t>(prune_stats_.admitted * scale + 0.5);
+  for (auto& [rule, pruned] : prune_stats_.pruned_by_rule) {
+    pruned = static_cast<int64_t>(pruned * scale + 0.5);
+  }
+  prune_stats_.sampled = true;
+  return have_default;
 }
 
 Trace SearchSpace::MakeTrace(const KnobValues& values) const {
@@ -85,12 +234,6 @@ Trace SearchSpace::MakeTrace(const KnobValues& values) const {
 
 bool SearchSpace::Admits(const KnobValues& values) const {
   return sketch_->Admits(workload_, hw_, values);
-}
-
-Trace SearchSpace::DefaultTrace() const {
-  KnobValues values;
-  for (const Knob& knob : knobs_) values.push_back(knob.values.front());
-  return MakeTrace(values);
 }
 
 Trace SearchSpace::Sample(std::mt19937_64& rng) const {

@@ -69,6 +69,32 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn(job["job_id"], text)
         self.assertIn("done", text)
 
+    def test_explain_shows_the_scheduler_at_work(self):
+        farm = self.farm
+        job = json.loads(farm.client("submit", MODEL, "--budget", "140", "--rounds", "4",
+                                     "--watch", "--json").stdout)
+        self.assertEqual(job["state"], "done")
+        self.assertEqual(job["scheduler"], "gradient")
+        self.assertEqual(job["round_size"], 4)
+        explained = farm.client_json("status", job["job_id"], "--explain")
+        decisions = explained["decisions"]
+        self.assertTrue(any("warm-up" in d for d in decisions) or
+                        any("expected gain" in d for d in decisions), decisions)
+        self.assertTrue(any("expected gain" in d for d in decisions), decisions)
+        for task in explained["tasks"]:
+            applicable = [m for m in task["mappings"] if m["applies"]]
+            self.assertGreaterEqual(len(applicable), 1, task)
+            self.assertEqual(sum(int(m["trials"]) for m in applicable), int(task["trials_done"]))
+            for mapping in applicable:
+                self.assertGreater(int(mapping["considered"]), 0, mapping)
+                self.assertLessEqual(int(mapping["admitted"]), int(mapping["considered"]))
+        # After the warm-up the budget is not spread evenly any more.
+        trials = [int(t["trials_done"]) for t in explained["tasks"]]
+        self.assertGreater(max(trials) - min(trials), 4, trials)
+        text = farm.client("status", job["job_id"], "--explain").stdout
+        self.assertIn("latest scheduler decisions", text)
+        self.assertIn("schedules after pruning", text)
+
     def test_metrics_endpoint(self):
         import urllib.request
         farm = self.farm

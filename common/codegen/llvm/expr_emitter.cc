@@ -37,7 +37,41 @@ int PowerOfTwoLog(llvm::Value* v) {
   return log;
 }
 
+bool IsSignedInteger(ScalarType type) {
+  return type == ScalarType::kI64 || type == ScalarType::kI32 || type == ScalarType::kI8;
+}
+
+/// Typed call names handled by lowp_emitter.cc (everything else is an fp32 math call).
+bool IsTypedCall(const std::string& name) {
+  return name == "dot_u8s8x4" || name == "dot_bf16x2" || name == "pack_i8x4" ||
+         name == "pack_bf16x2" || name == "bitxor";
+}
+
 }  // namespace
+
+llvm::Type* ScalarLlvmType(llvm::LLVMContext& context, ScalarType type) {
+  switch (type) {
+    case ScalarType::kI64:
+      return llvm::Type::getInt64Ty(context);
+    case ScalarType::kF32:
+      return llvm::Type::getFloatTy(context);
+    case ScalarType::kBool:
+      return llvm::Type::getInt1Ty(context);
+    case ScalarType::kI32:
+      return llvm::Type::getInt32Ty(context);
+    case ScalarType::kI8:
+    case ScalarType::kU8:
+      return llvm::Type::getInt8Ty(context);
+    case ScalarType::kBF16:
+      return llvm::Type::getInt16Ty(context);
+  }
+  return llvm::Type::getFloatTy(context);
+}
+
+llvm::Type* FunctionEmitter::ValueType(ScalarType type, bool vector) {
+  llvm::Type* scalar = ScalarLlvmType(*state_->context, type);
+  return vector ? llvm::FixedVectorType::get(scalar, vector_->lanes) : scalar;
+}
 
 llvm::Value* FunctionEmitter::ToVector(const EmitValue& value) {
   GTCO_CHECK(vector_ != nullptr, "vector value requested outside a vectorized loop");
@@ -63,6 +97,10 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitExpr(const ir::Expr& expr) {
     case ExprKind::kIntImm:
       if (expr->type == ScalarType::kBool) {
         return EmitValue::Uniform(builder_.getInt1(expr->int_value != 0));
+      }
+      if (expr->type != ScalarType::kI64) {
+        return EmitValue::Uniform(llvm::ConstantInt::get(
+            ScalarLlvmType(*state_->context, expr->type), expr->int_value, /*IsSigned=*/true));
       }
       return EmitValue::Uniform(I64(expr->int_value));
     case ExprKind::kFloatImm:
@@ -185,6 +223,32 @@ llvm::Value* FunctionEmitter::EmitArithmetic(ExprKind kind, ScalarType type, llv
       default:
         break;
     }
+  } else if (type == ScalarType::kI32) {
+    // Two's complement with wrap-around; Div/Mod truncate.
+    switch (kind) {
+      case ExprKind::kAdd:
+        return builder_.CreateAdd(a, b);
+      case ExprKind::kSub:
+        return builder_.CreateSub(a, b);
+      case ExprKind::kMul:
+        return builder_.CreateMul(a, b);
+      case ExprKind::kDiv:
+        return builder_.CreateSDiv(a, b);
+      case ExprKind::kMod:
+        return builder_.CreateSRem(a, b);
+      case ExprKind::kMin:
+        return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), a, b);
+      case ExprKind::kMax:
+        return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), b, a);
+      case ExprKind::kLt:
+        return builder_.CreateICmpSLT(a, b);
+      case ExprKind::kLe:
+        return builder_.CreateICmpSLE(a, b);
+      case ExprKind::kEq:
+        return builder_.CreateICmpEQ(a, b);
+      default:
+        break;
+    }
   } else if (kind == ExprKind::kAnd) {
     return builder_.CreateAnd(a, b);
   }
@@ -214,23 +278,46 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitCast(const ir::ExprNode& expr) {
   if (from == to) return operand;
   const bool uniform = operand.uniform();
   llvm::Value* value = uniform ? operand.value : ToVector(operand);
-  llvm::Type* scalar_to = to == ScalarType::kF32   ? FloatTy()
-                          : to == ScalarType::kI64 ? I64Ty()
-                                                   : builder_.getInt1Ty();
-  llvm::Type* target = uniform ? scalar_to : llvm::FixedVectorType::get(scalar_to, vector_->lanes);
-  llvm::Value* result = nullptr;
+  llvm::Value* result = ConvertScalar(value, from, to);
+  return uniform ? EmitValue::Uniform(result) : EmitValue::Vector(result);
+}
+
+llvm::Value* FunctionEmitter::ConvertScalar(llvm::Value* value, ScalarType from, ScalarType to) {
+  if (from == to) return value;
+  const bool vector = value->getType()->isVectorTy();
+  llvm::Type* target = ValueType(to, vector);
+  if (from == ScalarType::kBF16) {  // exact: the bits are the top half of an f32
+    llvm::Value* wide =
+        builder_.CreateShl(builder_.CreateZExt(value, ValueType(ScalarType::kI32, vector)), 16);
+    llvm::Value* as_float = builder_.CreateBitCast(wide, ValueType(ScalarType::kF32, vector));
+    return ConvertScalar(as_float, ScalarType::kF32, to);
+  }
+  if (to == ScalarType::kBF16) {
+    return EmitBF16Bits(ConvertScalar(value, from, ScalarType::kF32));
+  }
   if (to == ScalarType::kBool) {
     llvm::Value* zero = llvm::Constant::getNullValue(value->getType());
-    result = from == ScalarType::kF32 ? builder_.CreateFCmpUNE(value, zero)
-                                      : builder_.CreateICmpNE(value, zero);
-  } else if (from == ScalarType::kBool) {
-    result = to == ScalarType::kF32 ? builder_.CreateUIToFP(value, target)
-                                    : builder_.CreateZExt(value, target);
-  } else {
-    result = to == ScalarType::kF32 ? builder_.CreateSIToFP(value, target)
-                                    : builder_.CreateFPToSI(value, target);
+    return from == ScalarType::kF32 ? builder_.CreateFCmpUNE(value, zero)
+                                    : builder_.CreateICmpNE(value, zero);
   }
-  return uniform ? EmitValue::Uniform(result) : EmitValue::Vector(result);
+  if (from == ScalarType::kBool) {
+    return to == ScalarType::kF32 ? builder_.CreateUIToFP(value, target)
+                                  : builder_.CreateZExt(value, target);
+  }
+  if (from == ScalarType::kF32) {
+    // Truncation toward zero; narrow targets go through i32 (then wrap).
+    if (to == ScalarType::kI64 || to == ScalarType::kI32)
+      return builder_.CreateFPToSI(value, target);
+    return builder_.CreateTrunc(builder_.CreateFPToSI(value, ValueType(ScalarType::kI32, vector)),
+                                target);
+  }
+  if (to == ScalarType::kF32) {
+    return IsSignedInteger(from) ? builder_.CreateSIToFP(value, target)
+                                 : builder_.CreateUIToFP(value, target);
+  }
+  // Integer to integer: extend by the source's signedness, or truncate (wrap).
+  return IsSignedInteger(from) ? builder_.CreateSExtOrTrunc(value, target)
+                               : builder_.CreateZExtOrTrunc(value, target);
 }
 
 llvm::Value* FunctionEmitter::AnyLaneMask(llvm::Value* mask) {
@@ -250,7 +337,8 @@ absl::StatusOr<BufferBinding> FunctionEmitter::LookupBuffer(const std::string& n
 
 absl::Status FunctionEmitter::CheckConstantIndex(const std::string& buffer,
                                                  const BufferBinding& binding,
-                                                 const EmitValue& index) {
+                                                 const EmitValue& index,
+                                                 int64_t elements_per_access) {
   if (binding.num_elements <= 0 || index.shape == EmitValue::Shape::kVector ||
       conditional_depth_ > 0) {
     return absl::OkStatus();
@@ -258,7 +346,8 @@ absl::Status FunctionEmitter::CheckConstantIndex(const std::string& buffer,
   llvm::ConstantInt* base = AsConstantInt(index.value);
   if (base == nullptr) return absl::OkStatus();
   const int64_t first = base->getSExtValue();
-  const int64_t last = index.uniform() ? first : first + index.stride * (vector_->lanes - 1);
+  const int64_t last = (index.uniform() ? first : first + index.stride * (vector_->lanes - 1)) +
+                       elements_per_access - 1;
   for (int64_t element : {first, last}) {
     if (element < 0 || element >= binding.num_elements) {
       return absl::InvalidArgumentError(absl::StrCat("index ", element,
@@ -272,31 +361,42 @@ absl::Status FunctionEmitter::CheckConstantIndex(const std::string& buffer,
 absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
   if (expr.operands.size() != 1) return absl::InvalidArgumentError("malformed load");
   GTCO_ASSIGN_OR_RETURN(BufferBinding buffer, LookupBuffer(expr.name));
+  // A load reads its buffer's element type, or an i32 word made of 1- or 2-byte elements.
+  const int elem_bytes = ir::ScalarTypeBytes(buffer.elem_type);
+  const bool wide = expr.type != buffer.elem_type;
+  if (wide && !(expr.type == ScalarType::kI32 && elem_bytes < 4)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("load of ", ir::ScalarTypeName(expr.type), " from buffer '", expr.name,
+                     "' of ", ir::ScalarTypeName(buffer.elem_type), " elements"));
+  }
+  const int64_t per_access = wide ? 4 / elem_bytes : 1;
   GTCO_ASSIGN_OR_RETURN(EmitValue index, EmitExpr(expr.operands[0]));
-  GTCO_RETURN_IF_ERROR(CheckConstantIndex(expr.name, buffer, index));
-  const llvm::Align align(4);
+  GTCO_RETURN_IF_ERROR(CheckConstantIndex(expr.name, buffer, index, per_access));
+  llvm::Type* elem_type = ScalarLlvmType(*state_->context, buffer.elem_type);
+  llvm::Type* scalar_type = ScalarLlvmType(*state_->context, expr.type);
+  const llvm::Align align(elem_bytes);
   llvm::Value* mask = vector_ != nullptr ? vector_->mask : nullptr;
   if (index.uniform()) {
-    llvm::Value* address = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value);
+    llvm::Value* address = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value);
     if (mask == nullptr) {
-      return EmitValue::Uniform(builder_.CreateAlignedLoad(FloatTy(), address, align));
+      return EmitValue::Uniform(builder_.CreateAlignedLoad(scalar_type, address, align));
     }
     // Under a lane mask the element is read iff some lane is active; the value stays uniform.
-    auto* single = llvm::FixedVectorType::get(FloatTy(), 1);
+    auto* single = llvm::FixedVectorType::get(scalar_type, 1);
     llvm::Value* loaded = builder_.CreateMaskedLoad(single, address, align, AnyLaneMask(mask),
                                                     llvm::Constant::getNullValue(single));
     return EmitValue::Uniform(builder_.CreateExtractElement(loaded, uint64_t{0}));
   }
-  auto* vector_type = llvm::FixedVectorType::get(FloatTy(), vector_->lanes);
-  if (index.shape == EmitValue::Shape::kRamp && index.stride == 1) {
-    llvm::Value* address = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value);
+  auto* vector_type = llvm::FixedVectorType::get(scalar_type, vector_->lanes);
+  if (index.shape == EmitValue::Shape::kRamp && index.stride == per_access) {
+    llvm::Value* address = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value);
     if (mask == nullptr) {
       return EmitValue::Vector(builder_.CreateAlignedLoad(vector_type, address, align));
     }
     return EmitValue::Vector(builder_.CreateMaskedLoad(vector_type, address, align, mask,
                                                        llvm::Constant::getNullValue(vector_type)));
   }
-  llvm::Value* addresses = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, ToVector(index));
+  llvm::Value* addresses = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, ToVector(index));
   if (mask == nullptr)
     mask = llvm::Constant::getAllOnesValue(
         llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));
@@ -305,6 +405,13 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
 }
 
 absl::StatusOr<EmitValue> FunctionEmitter::EmitCall(const ir::ExprNode& expr) {
+  if (IsTypedCall(expr.name)) return EmitTypedCall(expr);
+  for (const ir::Expr& operand : expr.operands) {
+    if (operand->type != ScalarType::kF32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("math call '", expr.name, "' needs f32 arguments"));
+    }
+  }
   std::vector<EmitValue> args;
   bool all_uniform = true;
   for (const ir::Expr& operand : expr.operands) {

@@ -44,7 +44,11 @@ struct BufferBinding {
   llvm::Value* pointer = nullptr;
   int64_t num_elements = 0;  ///< 0 when unknown
   bool is_param = false;
+  ir::ScalarType elem_type = ir::ScalarType::kF32;
 };
+
+/// The LLVM type of one scalar of `type` (bf16 as i16 bits, bool as i1).
+llvm::Type* ScalarLlvmType(llvm::LLVMContext& context, ir::ScalarType type);
 
 /// Emits IR for one llvm::Function whose entry block holds the hoisted allocas.
 class FunctionEmitter {
@@ -96,6 +100,16 @@ class FunctionEmitter {
   absl::StatusOr<EmitValue> EmitCast(const ir::ExprNode& expr);
   absl::StatusOr<EmitValue> EmitLoad(const ir::ExprNode& expr);
   absl::StatusOr<EmitValue> EmitCall(const ir::ExprNode& expr);
+  /// Converts `value` (scalar or vector) from `from` to `to` per the IR's cast semantics.
+  llvm::Value* ConvertScalar(llvm::Value* value, ir::ScalarType from, ir::ScalarType to);
+  /// `type`'s LLVM type, as a vector of the current lane count when `vector` is true.
+  llvm::Type* ValueType(ir::ScalarType type, bool vector);
+
+  // Typed calls: dot-product intrinsics, packing, bit ops (lowp_emitter.cc).
+  absl::StatusOr<EmitValue> EmitTypedCall(const ir::ExprNode& expr);
+  llvm::Value* EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
+  llvm::Value* EmitDotBF16(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
+  llvm::Value* EmitBF16Bits(llvm::Value* f32_value);
   llvm::Value* EmitArithmetic(ir::ExprKind kind, ir::ScalarType type, llvm::Value* a,
                               llvm::Value* b);
   /// Widens any shape to an <L x T> vector (only inside a vectorized loop).
@@ -104,7 +118,7 @@ class FunctionEmitter {
   llvm::Value* AnyLaneMask(llvm::Value* mask);
   absl::StatusOr<BufferBinding> LookupBuffer(const std::string& name);
   absl::Status CheckConstantIndex(const std::string& buffer, const BufferBinding& binding,
-                                  const EmitValue& index);
+                                  const EmitValue& index, int64_t elements_per_access = 1);
 
   // Math functions (math_emitter.cc); `x` is a scalar float or a float vector.
   absl::StatusOr<llvm::Value*> EmitMathCall(const std::string& name,

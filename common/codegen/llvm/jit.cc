@@ -95,6 +95,43 @@ absl::Status RegisterRuntimeSymbols(llvm::orc::LLJIT& jit) {
   return absl::OkStatus();
 }
 
+/// CPU features (LLVM spellings) a call of x86 intrinsic `name` needs; empty for others.
+std::vector<std::string> RequiredFeatures(const std::string& name) {
+  std::vector<std::string> features;
+  const bool narrow =
+      name.find(".128") != std::string::npos || name.find(".256") != std::string::npos;
+  if (name.rfind("llvm.x86.avx512bf16.", 0) == 0) {
+    features.push_back("avx512bf16");
+  } else if (name.rfind("llvm.x86.avx512.vpdpbusd", 0) == 0 ||
+             name.rfind("llvm.x86.avx512.vpdpwssd", 0) == 0) {
+    features.push_back("avx512vnni");
+  } else if (name.rfind("llvm.x86.avx512.", 0) == 0) {
+    features.push_back("avx512f");
+  } else {
+    return features;
+  }
+  if (narrow) features.push_back("avx512vl");
+  return features;
+}
+
+/// FAILED_PRECONDITION when `module` calls an x86 intrinsic the host cannot execute (LLVM
+/// would abort the process in instruction selection instead of returning an error).
+absl::Status CheckIntrinsicFeatures(const llvm::Module& module,
+                                    const std::vector<std::string>& host_features) {
+  for (const llvm::Function& function : module) {
+    if (!function.isDeclaration() || !function.isIntrinsic()) continue;
+    const std::string name = function.getName().str();
+    for (const std::string& feature : RequiredFeatures(name)) {
+      if (!std::binary_search(host_features.begin(), host_features.end(), feature)) {
+        return absl::FailedPreconditionError(absl::StrCat("the program calls ", name,
+                                                          ", which needs the CPU feature '",
+                                                          feature, "' that this host lacks"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 struct CpuJit::State {
@@ -124,6 +161,7 @@ struct CpuJit::State {
       verifier_stream.flush();
       return absl::InvalidArgumentError(absl::StrCat("invalid LLVM IR: ", verifier_message));
     }
+    GTCO_RETURN_IF_ERROR(CheckIntrinsicFeatures(*module, host_features));
     module->setDataLayout(jit->getDataLayout());
     module->setTargetTriple(jit->getTargetTriple().str());
     for (llvm::Function& function : *module) {

@@ -27,7 +27,8 @@ class CpuJit {
   /// Parses `llvm_ir_text`, verifies, optimizes (O3 new pass manager) and compiles it; returns the
   /// address of `entry_name`. Each call may reuse function names of earlier calls (every module
   /// gets a fresh JITDylib). INVALID_ARGUMENT for bad IR (with the parser's message) or a missing
-  /// entry or unresolved symbol.
+  /// entry or unresolved symbol; FAILED_PRECONDITION when the IR calls an x86 intrinsic whose
+  /// CPU feature the host lacks (e.g. avx512bf16, avx512vnni).
   absl::StatusOr<KernelEntry> Compile(const std::string& llvm_ir_text,
                                       const std::string& entry_name);
 

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int64_t kMaxUnrollExtent = 4096;
 constexpr int64_t kMaxVectorLanes = 512;
-constexpr int64_t kMaxStackAllocElements = int64_t{1} << 20;  // 4 MiB of fp32
+constexpr int64_t kMaxStackAllocBytes = int64_t{4} << 20;  // 4 MiB
 
 std::optional<int64_t> ConstantValue(llvm::Value* value) {
   if (auto* constant = llvm::dyn_cast<llvm::ConstantInt>(value)) return constant->getSExtValue();
@@ -28,7 +28,8 @@ void AddBufferParamAttributes(llvm::Function* function, unsigned first_arg,
   for (unsigned i = 0; i < params.size(); ++i) {
     function->addParamAttr(first_arg + i, llvm::Attribute::NoAlias);
     if (params[i].num_elements > 0) {
-      function->addDereferenceableParamAttr(first_arg + i, params[i].num_elements * 4);
+      function->addDereferenceableParamAttr(
+          first_arg + i, params[i].num_elements * ir::ScalarTypeBytes(params[i].elem_type));
     }
   }
 }
@@ -61,7 +62,7 @@ FunctionEmitter::FunctionEmitter(ModuleState* state, llvm::Function* function)
 
 void FunctionEmitter::BindParam(const ir::BufferParam& param, llvm::Value* pointer) {
   pointer->setName(param.name);
-  buffers_[param.name] = BufferBinding{pointer, param.num_elements, true};
+  buffers_[param.name] = BufferBinding{pointer, param.num_elements, true, param.elem_type};
   param_pointers_.push_back(pointer);
 }
 
@@ -212,7 +213,13 @@ absl::Status FunctionEmitter::EmitStore(const ir::StmtNode& store) {
   GTCO_ASSIGN_OR_RETURN(EmitValue index, EmitExpr(store.operands[0]));
   GTCO_ASSIGN_OR_RETURN(EmitValue value, EmitExpr(store.operands[1]));
   GTCO_RETURN_IF_ERROR(CheckConstantIndex(store.name, buffer, index));
-  const llvm::Align align(4);
+  if (store.operands[1]->type != buffer.elem_type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "store of ", ir::ScalarTypeName(store.operands[1]->type), " value into buffer '",
+        store.name, "' of ", ir::ScalarTypeName(buffer.elem_type), " elements"));
+  }
+  llvm::Type* elem_type = ScalarLlvmType(*state_->context, buffer.elem_type);
+  const llvm::Align align(ir::ScalarTypeBytes(buffer.elem_type));
   llvm::Value* mask = vector_ != nullptr ? vector_->mask : nullptr;
   if (index.uniform() && mask == nullptr) {
     // Every lane writes the same element: the last lane's value is the one that stays.
@@ -220,19 +227,19 @@ absl::Status FunctionEmitter::EmitStore(const ir::StmtNode& store) {
                               ? value.value
                               : builder_.CreateExtractElement(ToVector(value), vector_->lanes - 1);
     builder_.CreateAlignedStore(
-        scalar, builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value), align);
+        scalar, builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value), align);
     return absl::OkStatus();
   }
   if (index.uniform() && value.uniform()) {
     // Same element, same value in every active lane: one store iff some lane is active.
     builder_.CreateMaskedStore(builder_.CreateVectorSplat(1, value.value),
-                               builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value),
+                               builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value),
                                align, AnyLaneMask(mask));
     return absl::OkStatus();
   }
   llvm::Value* vector_value = ToVector(value);
   if (index.shape == EmitValue::Shape::kRamp && index.stride == 1) {
-    llvm::Value* address = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, index.value);
+    llvm::Value* address = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value);
     if (mask == nullptr) {
       builder_.CreateAlignedStore(vector_value, address, align);
     } else {
@@ -241,7 +248,7 @@ absl::Status FunctionEmitter::EmitStore(const ir::StmtNode& store) {
     return absl::OkStatus();
   }
   // Scatter; overlapping lanes are written in lane order, so the last lane wins.
-  llvm::Value* addresses = builder_.CreateInBoundsGEP(FloatTy(), buffer.pointer, ToVector(index));
+  llvm::Value* addresses = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, ToVector(index));
   if (mask == nullptr) {
     mask = llvm::Constant::getAllOnesValue(
         llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));
@@ -306,18 +313,22 @@ absl::Status FunctionEmitter::EmitAllocate(const ir::StmtNode& allocate) {
                                                    "' inside the vectorized loop '", vector_->var,
                                                    "' is not supported"));
   }
-  if (allocate.alloc_size <= 0 || allocate.alloc_size > kMaxStackAllocElements) {
+  const int64_t elem_bytes = ir::ScalarTypeBytes(allocate.alloc_type);
+  if (allocate.alloc_size <= 0 || allocate.alloc_size > kMaxStackAllocBytes / elem_bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("allocation '", allocate.name, "' of ", allocate.alloc_size,
-                     " elements: must be in [1, ", kMaxStackAllocElements, "]"));
+        absl::StrCat("allocation '", allocate.name, "' of ", allocate.alloc_size, " elements of ",
+                     ir::ScalarTypeName(allocate.alloc_type), ": must be in [1, ",
+                     kMaxStackAllocBytes / elem_bytes, "] (", kMaxStackAllocBytes, " bytes)"));
   }
   llvm::AllocaInst* array = alloca_builder_.CreateAlloca(
-      llvm::ArrayType::get(FloatTy(), allocate.alloc_size), nullptr, allocate.name);
+      llvm::ArrayType::get(ScalarLlvmType(*state_->context, allocate.alloc_type),
+                           allocate.alloc_size),
+      nullptr, allocate.name);
   array->setAlignment(llvm::Align(64));
   auto previous = buffers_.find(allocate.name);
   std::optional<BufferBinding> saved;
   if (previous != buffers_.end()) saved = previous->second;
-  buffers_[allocate.name] = BufferBinding{array, allocate.alloc_size, false};
+  buffers_[allocate.name] = BufferBinding{array, allocate.alloc_size, false, allocate.alloc_type};
   absl::Status status = EmitStmt(allocate.body[0]);
   if (saved.has_value()) {
     buffers_[allocate.name] = *saved;

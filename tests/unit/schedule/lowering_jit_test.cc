@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "common/codegen/llvm/jit.h"
 #include "common/codegen/llvm/llvm_codegen.h"
@@ -54,13 +55,20 @@ class ScheduleJitTest : public ::testing::Test {
   static void CheckRandomTraces(const ir::Workload& w, int samples, uint64_t seed) {
     absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, target::DetectHostCpu());
     ASSERT_TRUE(space.ok()) << space.status();
+    CheckSpace(*space, w, samples, seed);
+  }
+
+  /// Checks `samples` random traces (plus the default trace) of `space` against the reference.
+  static void CheckSpace(const SearchSpace& space, const ir::Workload& w, int samples,
+                         uint64_t seed) {
+    const SearchSpace* const space_ptr = &space;
     std::vector<std::vector<float>> inputs = ir::RandomInputs(w, seed);
     const std::vector<float> expected = ir::ComputeReference(w, inputs);
     double rtol, atol;
     ir::DefaultTolerance(w, &rtol, &atol);
     std::mt19937_64 rng(seed);
     for (int sample = 0; sample <= samples; ++sample) {
-      const Trace trace = sample == 0 ? space->DefaultTrace() : space->Sample(rng);
+      const Trace trace = sample == 0 ? space_ptr->DefaultTrace() : space_ptr->Sample(rng);
       absl::StatusOr<std::vector<float>> output = Run(w, trace, inputs);
       ASSERT_TRUE(output.ok()) << trace.ToString() << ": " << output.status();
       absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
@@ -99,6 +107,73 @@ TEST_F(ScheduleJitTest, MatMulResidualAndRowBroadcastEpilogue) {
                 {ir::EwOp::kMul, {testing::Val(0), testing::In(3)}},
                 {ir::EwOp::kTanh, {testing::Val(1)}}};
   CheckRandomTraces(w, 16, 8);
+}
+
+/// The host, and on an AVX-512 host also the host without AVX-512 (so the avx2_fma mapping's
+/// code runs here too).
+std::vector<target::HardwareInfo> HostsToCheck() {
+  std::vector<target::HardwareInfo> hosts = {target::DetectHostCpu()};
+  if (hosts[0].HasFeature("avx512f")) {
+    target::HardwareInfo avx2 = hosts[0];
+    avx2.cpu_features.clear();
+    for (const std::string& feature : hosts[0].cpu_features) {
+      if (feature.rfind("avx512", 0) != 0) avx2.cpu_features.push_back(feature);
+    }
+    hosts.push_back(avx2);
+  }
+  return hosts;
+}
+
+TEST_F(ScheduleJitTest, EveryMatMulMappingSpaceMatchesTheReference) {
+  ir::Workload residual = MatMul(2, 19, 45, 300);  // K blocked, full-shape epilogue input
+  residual.inputs.push_back(testing::Tensor({2, 19, 45}));
+  residual.epilogue = {{ir::EwOp::kAdd, {testing::Acc(), testing::In(2)}}};
+  const std::vector<ir::Workload> workloads = {
+      MatMul(1, 1, 1, 1),
+      MatMul(1, 3, 5, 7),
+      MatMul(1, 77, 197, 64),
+      MatMulBiasGelu(2, 197, 64, 197),
+      MatMulBiasGelu(2, 197, 197, 64, /*trans_b=*/true),
+      MatMul(1, 33, 40, 19, /*trans_a=*/true, /*trans_b=*/false),
+      MatMul(3, 9, 35, 70, false, false, true, /*b_batched=*/false),
+      residual};
+  uint64_t seed = 100;
+  std::set<std::string> mappings_seen;
+  for (const target::HardwareInfo& hw : HostsToCheck()) {
+    for (const ir::Workload& w : workloads) {
+      absl::StatusOr<std::vector<SearchSpace>> spaces = CreateMappingSpaces(w, hw);
+      ASSERT_TRUE(spaces.ok()) << spaces.status();
+      for (const SearchSpace& space : *spaces) {
+        SCOPED_TRACE(space.mapping() + " " + w.Description());
+        mappings_seen.insert(space.mapping());
+        CheckSpace(space, w, 5, ++seed);
+      }
+    }
+  }
+  EXPECT_TRUE(mappings_seen.count("vector"));
+  if (target::DetectHostCpu().HasFeature("avx2")) EXPECT_TRUE(mappings_seen.count("avx2_fma"));
+}
+
+TEST_F(ScheduleJitTest, FmaTilesWithRowAndColumnTailsMatchTheReference) {
+  // Exact row tails (197 = 14 * 14 + 1, 6 * 32 + 5), masked column tails (197 = 3 * 64 + 5),
+  // K blocks with partial sums, packed and unpacked A and B, split M and N blocks.
+  const ir::Workload w = MatMulBiasGelu(1, 197, 197, 200);
+  const bool avx512 = target::DetectHostCpu().HasFeature("avx512f");
+  const std::string sketch = avx512 ? "mm_avx512_fma/v1" : "mm_avx2_fma/v1";
+  std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 5);
+  const std::vector<float> expected = ir::ComputeReference(w, inputs);
+  double rtol, atol;
+  ir::DefaultTolerance(w, &rtol, &atol);
+  for (const char* decisions : {"mr=14;nr=2;kc=64;mc=99;nc=96;par=1;unroll_k=4;pack_a=1;pack_b=1",
+                                "mr=6;nr=4;kc=200;mc=197;nc=197;par=0;unroll_k=1;pack_a=0;pack_b=0",
+                                "mr=4;nr=3;kc=104;mc=50;nc=128;par=1;unroll_k=4;pack_a=1;pack_b=0",
+                                "mr=3;nr=1;kc=8;mc=6;nc=16;par=1;unroll_k=4;pack_a=0;pack_b=1"}) {
+    absl::StatusOr<Trace> trace = Trace::Parse(sketch + ";" + decisions);
+    ASSERT_TRUE(trace.ok());
+    absl::StatusOr<std::vector<float>> output = Run(w, *trace, inputs);
+    ASSERT_TRUE(output.ok()) << trace->ToString() << ": " << output.status();
+    EXPECT_TRUE(ir::CompareOutputs(expected, *output, rtol, atol).ok()) << trace->ToString();
+  }
 }
 
 TEST_F(ScheduleJitTest, Softmax) {
@@ -180,6 +255,9 @@ TEST_F(ScheduleJitTest, MatMul512HandPickedTraces) {
           jit_, w,
           "mm_tiled/v1;mc=64;nc=512;kc=256;" + tile + ";par=2;order=0;unroll_k=4;pack_b=" + pack);
     }
+    // The FMA mapping's sketch: two N blocks, one per core.
+    const std::string fma = avx512 ? "mm_avx512_fma/v1;mr=6;nr=4" : "mm_avx2_fma/v1;mr=6;nr=2";
+    CheckAndTime(jit_, w, fma + ";kc=256;mc=512;nc=256;par=1;unroll_k=4;pack_a=0;pack_b=1");
   }
 }
 

@@ -1,0 +1,209 @@
+// Side by side, in one process: GTCO-tuned CPU kernels vs OpenBLAS sgemm, oneDNN and plain C++.
+//   cpu_vs_vendor [--trials N] [--quick] [--shapes id,id] [--search random|evolutionary|model]
+//                 [--threads 2] [--curve-shape id] [--curve-trials N] [--curve-kinds k,k]
+//                 [--no-curve] [--out-dir DIR] [--stream-mib MiB]
+// Tunes every selected case in-process (bench/tuner.h), re-times the best program and the
+// baselines back to back with one harness, runs the tuning-curve comparison, prints the markdown
+// report and writes it (plus tuning_curve.csv) to --out-dir.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_cases.h"
+#include "bench/case_timing.h"
+#include "bench/model_guide.h"
+#include "bench/report.h"
+#include "bench/timing.h"
+#include "bench/tuner.h"
+#include "bench/vendor_baselines.h"
+#include "common/codegen/llvm/runtime.h"
+#include "common/util/flags.h"
+#include "common/util/status.h"
+#include "worker/measure.h"
+
+namespace gtco::bench {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: cpu_vs_vendor [--trials N] [--quick] [--shapes id,id] [--search KIND] [--threads T]\n"
+    "                     [--curve-shape id] [--curve-trials N] [--curve-kinds k,k] [--no-curve]\n"
+    "                     [--out-dir DIR] [--stream-mib MiB]\n";
+
+struct BenchOptions {
+  std::vector<BenchCase> cases;
+  int trials = 1000;
+  SearchKind search = SearchKind::kModel;
+  int threads = 2;
+  std::string curve_case;  ///< "" = no curve
+  int curve_trials = 1000;
+  std::vector<SearchKind> curve_kinds;
+  std::string out_dir;
+  int64_t stream_bytes = 0;  ///< 0: 4 × L3 (2 × L3 when quick), at most a tenth of memory
+  bool quick = false;
+};
+
+absl::StatusOr<BenchOptions> ParseOptions(const util::ParsedArgs& args) {
+  BenchOptions options;
+  const bool quick = args.Has("quick");
+  options.quick = quick;
+  GTCO_ASSIGN_OR_RETURN(options.cases, SelectCases(args.Get("shapes"), quick));
+  GTCO_ASSIGN_OR_RETURN(int64_t trials, args.GetInt("trials", quick ? 100 : 1000));
+  GTCO_ASSIGN_OR_RETURN(int64_t threads, args.GetInt("threads", 2));
+  GTCO_ASSIGN_OR_RETURN(int64_t curve_trials, args.GetInt("curve-trials", trials));
+  GTCO_ASSIGN_OR_RETURN(int64_t stream_mib, args.GetInt("stream-mib", 0));
+  if (trials < 1 || threads < 1 || curve_trials < 1 || stream_mib < 0) {
+    return absl::InvalidArgumentError("--trials, --threads, --curve-trials must be positive");
+  }
+  options.trials = static_cast<int>(trials);
+  options.threads = static_cast<int>(threads);
+  options.curve_trials = static_cast<int>(curve_trials);
+  options.stream_bytes = stream_mib * 1024 * 1024;
+  // Model-guided search where the cost model is built in; evolutionary search otherwise.
+  const std::string guided = ModelGuideAvailable() ? "model" : "evolutionary";
+  GTCO_ASSIGN_OR_RETURN(options.search, ParseSearchKind(args.Get("search", guided)));
+  if (!args.Has("no-curve")) {
+    GTCO_ASSIGN_OR_RETURN(std::vector<BenchCase> curve_case,
+                          SelectCases(args.Get("curve-shape", quick ? "mm512" : "vit_qkv"), false));
+    options.curve_case = curve_case.front().id;
+    for (absl::string_view name :
+         absl::StrSplit(args.Get("curve-kinds", "random," + guided), ',', absl::SkipWhitespace())) {
+      GTCO_ASSIGN_OR_RETURN(SearchKind kind, ParseSearchKind(std::string(name)));
+      options.curve_kinds.push_back(kind);
+    }
+  }
+  options.out_dir = args.Get("out-dir");
+  return options;
+}
+
+std::string NowUtc() {
+  std::time_t now = std::time(nullptr);
+  char text[64];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", std::gmtime(&now));
+  return text;
+}
+
+std::string LoadAverage() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five, fifteen;
+  file >> one >> five >> fifteen;
+  return absl::StrCat(one, " ", five, " ", fifteen);
+}
+
+absl::StatusOr<TuneResult> TuneLogged(const BenchCase& bench_case, const target::HardwareInfo& hw,
+                                      SearchKind kind, int trials,
+                                      worker::CandidateMeasurer& measurer) {
+  TuneOptions tune_options;
+  tune_options.trials = trials;
+  tune_options.kind = kind;
+  std::fprintf(stderr, "tuning %-14s %-18s %d trials (%s)...\n", bench_case.id.c_str(),
+               bench_case.shape.c_str(), trials, SearchKindName(kind));
+  GTCO_ASSIGN_OR_RETURN(TuneResult result,
+                        Tune(bench_case.workload, hw, tune_options, measurer));
+  std::fprintf(stderr,
+               "  best %.1f us after %d trials (%d failed), %.0f trials/min; %.1f s proposing, "
+               "%.1f s measuring, %.1f s retraining; trials per mapping %s\n",
+               result.best_seconds * 1e6, result.trials, result.failed, result.TrialsPerMinute(),
+               result.propose_seconds, result.measure_seconds, result.retrain_seconds,
+               absl::StrJoin(result.trials_per_space, "/").c_str());
+  return result;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream file(path);
+  file << text;
+  file.close();
+  if (!file) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  std::fprintf(stderr, "wrote %s\n", path.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status RunBenchmark(const BenchOptions& options, const std::string& command) {
+  ReportContext context;
+  context.hw = target::DetectHostCpu();
+  context.date_utc = NowUtc();
+  context.command = command;
+  context.threads = options.threads;
+  context.trials = options.trials;
+  context.search = options.search;
+  context.load_before = LoadAverage();
+  codegen::SetParallelThreads(options.threads);
+  SetOpenBlasThreads(options.threads);
+  SetOneDnnThreads(options.threads);
+  context.openblas_version = OpenBlasVersion();
+  context.onednn_version = OneDnnVersion();
+
+  int64_t stream_bytes = options.stream_bytes;
+  if (stream_bytes == 0) {
+    stream_bytes = (options.quick ? 2 : 4) * context.hw.l3_bytes;
+    if (context.hw.memory_bytes > 0) stream_bytes = std::min(stream_bytes, context.hw.memory_bytes / 10);
+  }
+  std::fprintf(stderr, "measuring memory bandwidth (%lld MiB arrays)...\n",
+               static_cast<long long>(stream_bytes >> 20));
+  context.dram = MeasureStreamBandwidth(stream_bytes, options.threads, /*repeats=*/5);
+
+  GTCO_ASSIGN_OR_RETURN(auto measurer, worker::CandidateMeasurer::Create(worker::MeasureOptions{}));
+  GTCO_ASSIGN_OR_RETURN(auto jit, codegen::CpuJit::Create());
+  CaseTimingOptions timing_options;
+  timing_options.threads = options.threads;
+  std::vector<CaseTiming> cases;
+  for (const BenchCase& bench_case : options.cases) {
+    GTCO_ASSIGN_OR_RETURN(TuneResult tuned, TuneLogged(bench_case, context.hw, options.search,
+                                                       options.trials, *measurer));
+    cases.push_back(TimeCase(bench_case, tuned, *jit, timing_options));
+  }
+
+  std::vector<CurveRun> curve;
+  if (!options.curve_case.empty()) {
+    GTCO_ASSIGN_OR_RETURN(std::vector<BenchCase> curve_case, SelectCases(options.curve_case, false));
+    context.curve_case = absl::StrCat(curve_case.front().id, " ", curve_case.front().shape);
+    context.curve_png = "tuning_curve.png";
+    for (SearchKind kind : options.curve_kinds) {
+      GTCO_ASSIGN_OR_RETURN(TuneResult result, TuneLogged(curve_case.front(), context.hw, kind,
+                                                          options.curve_trials, *measurer));
+      curve.push_back(CurveRun{kind, std::move(result)});
+    }
+  }
+  context.load_after = LoadAverage();
+
+  std::string report = RenderReport(context, cases, curve);
+  std::cout << report << std::flush;
+  if (!options.out_dir.empty()) {
+    GTCO_RETURN_IF_ERROR(WriteFile(options.out_dir + "/cpu_vs_vendor.md", report));
+    if (!curve.empty()) {
+      GTCO_RETURN_IF_ERROR(WriteFile(options.out_dir + "/tuning_curve.csv", RenderCurveCsv(curve)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace gtco::bench
+
+int main(int argc, char** argv) {
+  std::vector<std::string> arguments(argv + 1, argv + argc);
+  gtco::util::FlagSpec spec{{"trials", "shapes", "search", "threads", "curve-shape", "curve-trials",
+                             "curve-kinds", "out-dir", "stream-mib"},
+                            {"quick", "no-curve"}};
+  auto args = gtco::util::ParsedArgs::Parse(arguments, spec);
+  absl::StatusOr<gtco::bench::BenchOptions> options =
+      args.ok() ? gtco::bench::ParseOptions(*args) : args.status();
+  if (!options.ok()) {
+    std::cerr << options.status().message() << "\n" << gtco::bench::kUsage;
+    return 2;
+  }
+  std::vector<std::string> words = {"cpu_vs_vendor"};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  absl::Status status = gtco::bench::RunBenchmark(*options, absl::StrJoin(words, " "));
+  if (!status.ok()) {
+    std::cerr << "cpu_vs_vendor: " << status << "\n";
+    return 1;
+  }
+  return 0;
+}

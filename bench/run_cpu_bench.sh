@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds and runs the CPU-vs-vendor benchmark, writing bench/results/{cpu_vs_vendor.md,
+# tuning_curve.csv,tuning_curve.png}. Arguments go to cpu_vs_vendor, e.g.
+#   bench/run_cpu_bench.sh                 # full run: 1000 trials per task (long)
+#   bench/run_cpu_bench.sh --quick         # smoke run: 100 trials, a subset of the cases
+#   bench/run_cpu_bench.sh --shapes mm512,vit_qkv --trials 300
+# Environment: BUILD_DIR (default build), RESULTS_DIR (default bench/results).
+# Needs: libopenblas-dev libdnnl-dev python3-matplotlib (and the project's own build deps).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$repo/build}"
+results="${RESULTS_DIR:-$repo/bench/results}"
+
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release
+fi
+cmake --build "$build" --target cpu_vs_vendor -j"$(nproc)"
+mkdir -p "$results"
+"$build/bench/cpu_vs_vendor" --out-dir "$results" "$@"
+if [[ -f "$results/tuning_curve.csv" ]]; then
+  task="$(sed -n 's/^## Tuning curve (\(.*\))$/\1/p' "$results/cpu_vs_vendor.md")"
+  /usr/bin/python3 "$repo/bench/plot_tuning_curve.py" "$results/tuning_curve.csv" \
+    "$results/tuning_curve.png" "Best latency vs trials: ${task:-tuning task}"
+fi

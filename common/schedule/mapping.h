@@ -1,0 +1,53 @@
+// Intrinsic mappings: how a workload class is mapped onto a machine's vector instructions
+// ("avx512_fma", "avx2_fma", "vector", ...). Each mapping owns one versioned sketch and says,
+// with a reason, whether it applies to a (workload, hardware) pair. The registry lists every
+// mapping in a stable order, best-expected first; each search space is one mapping's space.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/ir/workload.h"
+#include "common/schedule/sketch.h"
+#include "common/target/target.h"
+
+namespace gtco::schedule {
+
+/// Whether one mapping applies to (workload, hardware), and why (not).
+struct MappingVerdict {
+  std::string mapping;  ///< the mapping's name, e.g. "avx512_fma"
+  bool applies = false;
+  std::string reason;  ///< e.g. "needs CPU feature avx512f", "f32 inputs, avx2+fma present"
+};
+
+/// One intrinsic mapping of a workload class. Stateless; implementations are singletons.
+class MappingSketch {
+ public:
+  virtual ~MappingSketch() = default;
+  /// Stable mapping name stored with search decisions, e.g. "avx512_fma". Several workload
+  /// classes may share a name (every row workload has a "vector" mapping).
+  virtual const char* Name() const = 0;
+  /// The sketch the mapping's search space samples (its traces name this sketch).
+  virtual const Sketch& sketch() const = 0;
+  /// Whether the mapping is about `w`'s workload class at all (only those are explained).
+  virtual bool Considers(const ir::Workload& w) const { return sketch().AppliesTo(w); }
+  /// The verdict for (w, hw); only called when Considers(w).
+  virtual MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const = 0;
+};
+
+/// Every registered mapping, in registry order (see mappings.def for how to add one).
+const std::vector<const MappingSketch*>& MappingRegistry();
+
+/// Verdict helpers for mapping implementations.
+/// Empty when `hw` has every feature of `features`, else "needs CPU feature(s) x, y".
+std::string MissingCpuFeatures(const target::HardwareInfo& hw,
+                               const std::vector<std::string>& features);
+/// Empty when every input and the output of `w` is f32, else "needs f32 operands (in1 is bf16)".
+std::string NonF32Operands(const ir::Workload& w);
+
+// Mappings of this module; the registry table (mappings.def) lists them in order.
+#define GTCO_MAPPING(function) const MappingSketch& function();
+#include "common/schedule/mappings.def"
+#undef GTCO_MAPPING
+
+}  // namespace gtco::schedule

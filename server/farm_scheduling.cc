@@ -1,0 +1,259 @@
+// FarmCore, scheduling: which task and mapping the next round of trials goes to, proposing
+// candidates there (ranked by the cost model), and lowering them to programs under a lease.
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/codegen/llvm/llvm_codegen.h"
+#include "common/costmodel/features.h"
+#include "common/schedule/space.h"
+#include "common/util/hash.h"
+#include "common/util/logging.h"
+#include "common/util/status.h"
+#include "server/farm_core.h"
+#include "server/farm_state.h"
+
+namespace gtco::server {
+namespace {
+constexpr const char* kKernelName = "gtco_kernel";
+constexpr size_t kMaxDecisions = 40;
+}  // namespace
+
+void FarmCore::LogDecisionLocked(JobState& job, const std::string& decision) {
+  job.decisions.push_back(decision);
+  while (job.decisions.size() > kMaxDecisions) job.decisions.pop_front();
+}
+
+FarmCore::TaskState* FarmCore::TaskWithPendingLocked(const WorkerState& worker) {
+  for (auto& [job_id, job] : jobs_) {
+    if (job->row.state != "running" || job->row.target != worker.row.target) continue;
+    for (auto& task : job->tasks) {
+      if (!task->Finished() && !task->pending.empty()) return task.get();
+    }
+  }
+  return nullptr;
+}
+
+absl::Status FarmCore::CreateSpacesLocked(TaskState& task, const WorkerState& worker) {
+  task.hardware = worker.hardware;
+  task.verdicts = schedule::ExplainMappings(task.workload, worker.hardware);
+  GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
+                        schedule::CreateMappingSpaces(task.workload, worker.hardware));
+  if (spaces.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no intrinsic mapping applies to ", task.description, " on ",
+                     worker.hardware.Summary()));
+  }
+  for (schedule::SearchSpace& space : spaces) {
+    MappingState mapping;
+    mapping.space = std::make_unique<schedule::SearchSpace>(std::move(space));
+    search::EvolutionaryOptions search_options;
+    search_options.seed = rng_();
+    const schedule::SearchSpace* space_pointer = mapping.space.get();
+    TaskState* task_pointer = &task;
+    search_options.scorer = [this, task_pointer, space_pointer](
+                                const std::vector<schedule::Trace>& traces) {
+      (void)space_pointer;
+      return ScoreTracesLocked(*task_pointer, traces);
+    };
+    mapping.search =
+        std::make_unique<search::EvolutionarySearch>(*mapping.space, std::move(search_options));
+    task.mappings.push_back(std::move(mapping));
+  }
+  // Replay what an earlier server measured for this task.
+  for (const db::MeasurementRow& measurement : task.history) {
+    int index = task.MappingOfTrace(measurement.trace);
+    auto trace = schedule::Trace::Parse(measurement.trace);
+    if (index < 0 || !trace.ok()) continue;
+    MappingState& mapping = task.mappings[index];
+    mapping.search->Observe(*trace, measurement.ok, measurement.median_seconds);
+    ++mapping.trials;
+    if (measurement.ok &&
+        (mapping.best_seconds == 0 || measurement.median_seconds < mapping.best_seconds)) {
+      mapping.best_seconds = measurement.median_seconds;
+    }
+  }
+  task.history.clear();
+  for (const auto& [candidate_id, trace] : task.outstanding) {
+    int index = task.MappingOfTrace(trace);
+    if (index >= 0) ++task.mappings[index].in_flight;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<double> FarmCore::ScoreTracesLocked(const TaskState& task,
+                                                const std::vector<schedule::Trace>& traces) const {
+  auto found = models_.find(task.row.target);
+  if (found == models_.end() || !found->second->model || !found->second->model->trained()) {
+    return {};
+  }
+  std::vector<costmodel::Features> batch;
+  batch.reserve(traces.size());
+  for (const schedule::Trace& trace : traces) {
+    absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(task.workload, trace, kKernelName);
+    if (!func.ok()) return {};
+    batch.push_back(costmodel::ExtractFeatures(*func, task.hardware));
+  }
+  absl::StatusOr<std::vector<float>> scores = found->second->model->Predict(batch);
+  if (!scores.ok()) return {};
+  return std::vector<double>(scores->begin(), scores->end());
+}
+
+absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
+  std::vector<JobState*> running;
+  for (auto& [job_id, job] : jobs_) {
+    if (job->row.state == "running" && job->row.target == worker.row.target &&
+        job->BudgetLeft() > 0) {
+      running.push_back(job.get());
+    }
+  }
+  // Jobs take turns; within a job the dual-task scheduler picks the task, then the mapping.
+  for (size_t attempt = 0; attempt < running.size(); ++attempt) {
+    JobState& job = *running[(next_job_ + attempt) % running.size()];
+    for (auto& task : job.tasks) {
+      if (!task->Finished() && !task->SpacesReady()) {
+        GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
+      }
+    }
+    std::vector<TaskCurve> curves = CurvesLocked(job);
+    TaskChoice task_choice = ChooseTask(curves, job.scheduler);
+    for (size_t index = 0; index < job.tasks.size(); ++index) {
+      job.tasks[index]->last_gain = ExpectedGain(curves[index], job.scheduler);
+    }
+    if (task_choice.task < 0) continue;
+    TaskState& task = *job.tasks[task_choice.task];
+    std::vector<MappingArm> arms;
+    for (const MappingState& mapping : task.mappings) {
+      arms.push_back(MappingArm{mapping.space->mapping(), mapping.trials + mapping.in_flight,
+                                mapping.best_seconds, mapping.exhausted});
+    }
+    // Keep one trial for every other task that has none yet, so a small budget still tunes
+    // every task.
+    int64_t untouched = 0;
+    for (const auto& other : job.tasks) {
+      bool idle = other->trials_done == 0 && other->outstanding.empty();
+      if (other.get() != &task && !other->Finished() && idle) ++untouched;
+    }
+    int64_t count = std::max<int64_t>(
+        1, std::min<int64_t>(job.options.round_size(), job.BudgetLeft() - untouched));
+    // The bandit places the round's candidates one by one, so a round can explore several
+    // mappings; the reason logged is the first placement's.
+    std::vector<int64_t> per_arm(arms.size(), 0);
+    std::string mapping_reason;
+    for (int64_t slot = 0; slot < count; ++slot) {
+      MappingChoice mapping_choice = ChooseMapping(arms);
+      if (mapping_choice.arm < 0) break;
+      if (mapping_reason.empty()) mapping_reason = mapping_choice.reason;
+      ++per_arm[mapping_choice.arm];
+      ++arms[mapping_choice.arm].trials;
+    }
+    std::string placed;
+    int64_t proposed = 0;
+    for (size_t arm = 0; arm < per_arm.size(); ++arm) {
+      if (per_arm[arm] == 0) continue;
+      GTCO_RETURN_IF_ERROR(ProposeLocked(job, task, static_cast<int>(arm), per_arm[arm]));
+      absl::StrAppend(&placed, placed.empty() ? "" : " + ", per_arm[arm], " ", arms[arm].name);
+      proposed += per_arm[arm];
+    }
+    if (proposed == 0) continue;
+    ++job.rounds;
+    LogDecisionLocked(job, absl::StrFormat("round %d: %s (%s) %s — %s; %s", job.rounds,
+                                           task.row.task_id.substr(task.row.task_id.rfind('.') + 1),
+                                           task.description, placed, task_choice.reason,
+                                           mapping_reason));
+    next_job_ = (next_job_ + attempt + 1) % std::max<size_t>(1, running.size());
+    UpdateTaskCompletionLocked(job, task);
+    UpdateJobCompletionLocked(job);
+    return true;
+  }
+  return false;
+}
+
+absl::Status FarmCore::ProposeLocked(JobState& job, TaskState& task, int mapping_index,
+                                     int64_t count) {
+  MappingState& mapping = task.mappings[mapping_index];
+  std::vector<schedule::Trace> traces = mapping.search->Propose(static_cast<int>(count));
+  if (traces.empty()) {
+    mapping.exhausted = true;
+    LogDecisionLocked(job, absl::StrCat(task.row.task_id, ": mapping ", mapping.space->mapping(),
+                                        " has no untried schedule left"));
+    return absl::OkStatus();
+  }
+  int64_t now = NowMs();
+  for (const schedule::Trace& trace : traces) {
+    db::CandidateRow row;
+    row.candidate_id = NewId(task.row.task_id + ".c");
+    row.task_id = task.row.task_id;
+    row.workload_key = task.row.workload_key;
+    row.target = task.row.target;
+    row.trace = trace.ToString();
+    row.state = "pending";
+    row.created_unix_ms = now;
+    GTCO_RETURN_IF_ERROR(db_->PutCandidate(row));
+    task.outstanding[row.candidate_id] = row.trace;
+    task.pending.push_back(row.candidate_id);
+    ++mapping.in_flight;
+  }
+  if (task.row.state == "pending") {
+    task.row.state = "running";
+    GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task.row.task_id, "running"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& task,
+                                                                  const std::string& candidate_id,
+                                                                  const std::string& trace_text) {
+  GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(trace_text));
+  GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func,
+                        schedule::LowerSchedule(task.workload, trace, kKernelName));
+  GTCO_ASSIGN_OR_RETURN(std::string program, codegen::EmitLlvmIr(func));
+  task.features[candidate_id] = costmodel::ExtractFeatures(func, task.hardware);
+  gtco::v1::Candidate candidate;
+  candidate.set_candidate_id(candidate_id);
+  candidate.set_task_id(task.row.task_id);
+  candidate.set_workload_key(task.row.workload_key);
+  candidate.set_workload(task.workload.CanonicalString());
+  candidate.set_trace(trace_text);
+  candidate.set_entry(kKernelName);
+  candidate.set_program_hash(util::HexDigest128(program));
+  candidate.set_program(std::move(program));
+  return candidate;
+}
+
+absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::TakeCandidatesLocked(
+    const WorkerState& worker, int max_candidates) {
+  std::vector<gtco::v1::Candidate> taken;
+  int64_t now = NowMs();
+  int64_t deadline = now + options_.lease_seconds * 1000LL;
+  GTCO_RETURN_IF_ERROR(WarmStartModelLocked(worker.row.target, worker));
+  while (static_cast<int>(taken.size()) < max_candidates) {
+    TaskState* task = TaskWithPendingLocked(worker);
+    if (task == nullptr) {
+      GTCO_ASSIGN_OR_RETURN(bool proposed, ScheduleRoundLocked(worker));
+      if (!proposed) break;
+      continue;
+    }
+    if (!task->SpacesReady()) GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
+    std::string candidate_id = task->pending.front();
+    task->pending.pop_front();
+    const std::string& trace_text = task->outstanding.at(candidate_id);
+    absl::StatusOr<gtco::v1::Candidate> candidate =
+        MakeCandidateLocked(*task, candidate_id, trace_text);
+    if (!candidate.ok()) {
+      // A schedule the generator cannot lower is a failed trial, recorded like any other.
+      gtco::v1::MeasureResult failed;
+      failed.set_candidate_id(candidate_id);
+      failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
+      failed.set_error(absl::StrCat("lowering failed: ", candidate.status().message()));
+      GTCO_RETURN_IF_ERROR(RecordResultLocked(worker, failed).status());
+      continue;
+    }
+    GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline));
+    task->leased_at_ms[candidate_id] = now;
+    candidate->set_lease_deadline_unix_ms(deadline);
+    taken.push_back(std::move(*candidate));
+  }
+  return taken;
+}
+
+}  // namespace gtco::server

@@ -1,0 +1,148 @@
+// Tests of planning low-precision models into workloads: bf16 MatMul and MatMulInteger become
+// typed matmul workloads; unsupported dtypes, zero points and casts are refused with
+// UNIMPLEMENTED naming the dtype or tensor and the node.
+#include <fstream>
+#include <sstream>
+
+#include "common/graph/fusion_planner.h"
+#include "common/graph/model_analysis.h"
+#include "common/graph/op_support.h"
+#include "gtest/gtest.h"
+#include "tests/unit/graph/test_graphs.h"
+
+namespace gtco::graph {
+namespace {
+
+using testing::Activation;
+
+std::string ReadModel(const std::string& name) {
+  std::ifstream in(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+TEST(LowpPlanningTest, Bf16ModelBecomesOneBf16MatMulWorkload) {
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(ReadModel("matmul_bf16.onnx"), {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  EXPECT_EQ(analysis->num_data_ops, 1);  // the Cast to f32
+  ASSERT_EQ(analysis->tasks.size(), 1u);
+  const ir::Workload& w = analysis->tasks[0].workload;
+  EXPECT_EQ(w.anchor, ir::AnchorKind::kMatMul);
+  EXPECT_EQ(w.matmul.m, 4);
+  EXPECT_EQ(w.matmul.n, 32);
+  EXPECT_EQ(w.matmul.k, 64);
+  ASSERT_EQ(w.inputs.size(), 2u);
+  EXPECT_EQ(w.inputs[0].dtype, ir::DType::kBF16);
+  EXPECT_EQ(w.inputs[1].dtype, ir::DType::kBF16);
+  EXPECT_EQ(w.inputs[1].shape, (std::vector<int64_t>{1, 64, 32}));
+  EXPECT_EQ(w.output.dtype, ir::DType::kBF16);
+  EXPECT_TRUE(w.epilogue.empty());
+  EXPECT_TRUE(w.Validate().ok()) << w.Validate();
+  EXPECT_NE(w.CanonicalString().find("input bf16 [1,4,64]"), std::string::npos);
+  EXPECT_EQ(analysis->tasks[0].node_names, std::vector<std::string>{"matmul_bf16"});
+}
+
+TEST(LowpPlanningTest, MatMulIntegerModelCarriesZeroPoints) {
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(ReadModel("matmul_integer.onnx"), {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  ASSERT_EQ(analysis->tasks.size(), 1u);
+  const ir::Workload& w = analysis->tasks[0].workload;
+  EXPECT_EQ(w.matmul.batch, 1);
+  EXPECT_EQ(w.matmul.m, 3);  // [1, 3, 70] folds its leading dim into M
+  EXPECT_EQ(w.matmul.n, 33);
+  EXPECT_EQ(w.matmul.k, 70);
+  EXPECT_EQ(w.matmul.a_zero_point, 7);
+  EXPECT_EQ(w.matmul.b_zero_point, -3);
+  EXPECT_EQ(w.inputs[0].dtype, ir::DType::kU8);
+  EXPECT_EQ(w.inputs[1].dtype, ir::DType::kI8);
+  EXPECT_EQ(w.output.dtype, ir::DType::kI32);
+  EXPECT_TRUE(w.Validate().ok()) << w.Validate();
+  EXPECT_NE(w.CanonicalString().find("a_zero_point=7 b_zero_point=-3"), std::string::npos);
+}
+
+TEST(LowpPlanningTest, UnsupportedLowPrecisionModelsAreUnimplemented) {
+  absl::StatusOr<ModelAnalysis> f16 = AnalyzeOnnxModel(ReadModel("matmul_f16.onnx"), {});
+  ASSERT_EQ(f16.status().code(), absl::StatusCode::kUnimplemented) << f16.status();
+  EXPECT_NE(f16.status().message().find("'matmul_f16' computes on f16 tensor 'X'"),
+            std::string::npos)
+      << f16.status();
+  absl::StatusOr<ModelAnalysis> per_row =
+      AnalyzeOnnxModel(ReadModel("matmul_integer_per_row.onnx"), {});
+  ASSERT_EQ(per_row.status().code(), absl::StatusCode::kUnimplemented) << per_row.status();
+  EXPECT_NE(per_row.status().message().find(
+                "node 'matmul_integer': zero point 'a_zero_point' must be a constant per-tensor"),
+            std::string::npos)
+      << per_row.status();
+}
+
+/// A graph with one node `op` reading `inputs` and writing `output`.
+Graph OneNode(const std::string& op, std::vector<Tensor> inputs, Tensor output) {
+  Graph graph;
+  Node node;
+  node.op_type = op;
+  node.name = "n0";
+  for (Tensor& input : inputs) {
+    node.inputs.push_back(input.name);
+    if (!input.is_constant) graph.inputs.push_back(input.name);
+    graph.SetTensor(std::move(input));
+  }
+  node.outputs = {output.name};
+  graph.outputs = {output.name};
+  graph.SetTensor(std::move(output));
+  graph.nodes.push_back(std::move(node));
+  return graph;
+}
+
+TEST(LowpPlanningTest, MixedOrRuntimeOperandsAreRefusedNamingDtypeAndNode) {
+  Graph mixed =
+      OneNode("MatMul", {Activation("a", {4, 8}, ElemType::kBFloat16), Activation("b", {8, 4})},
+              Activation("y", {4, 4}, ElemType::kBFloat16));
+  absl::Status status = CheckSupportedOps(mixed);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("node 'n0' computes on f32 tensor 'b'"), std::string::npos)
+      << status;
+
+  Graph runtime_zero =
+      OneNode("MatMulInteger",
+              {Activation("a", {4, 8}, ElemType::kUInt8), Activation("b", {8, 4}, ElemType::kInt8),
+               Activation("za", {}, ElemType::kUInt8)},
+              Activation("y", {4, 4}, ElemType::kInt32));
+  status = CheckSupportedOps(runtime_zero);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("zero point 'za' must be a constant"), std::string::npos)
+      << status;
+
+  Graph wide =
+      OneNode("MatMulInteger",
+              {Activation("a", {4, 8}, ElemType::kInt32), Activation("b", {8, 4}, ElemType::kInt8)},
+              Activation("y", {4, 4}, ElemType::kInt32));
+  status = CheckSupportedOps(wide);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("i32 tensor 'a'"), std::string::npos) << status;
+
+  Graph cast = OneNode("Cast", {Activation("a", {4}, ElemType::kInt64)}, Activation("y", {4}));
+  cast.nodes[0].attributes["to"] = testing::IntAttr(1);
+  status = CheckSupportedOps(cast);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("converts i64 tensor 'a'"), std::string::npos) << status;
+  cast.mutable_tensor("a").type = ElemType::kInt32;  // i32 -> f32 follows MatMulInteger
+  EXPECT_TRUE(CheckSupportedOps(cast).ok());
+
+  Graph integer = OneNode(
+      "MatMulInteger",
+      {Activation("a", {2, 4, 8}, ElemType::kInt8), Activation("b", {8, 4}, ElemType::kUInt8)},
+      Activation("y", {2, 4, 4}, ElemType::kInt32));
+  ASSERT_TRUE(CheckSupportedOps(integer).ok());
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(integer);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 1u);
+  const ir::Workload& w = (*planned)[0].workload;
+  EXPECT_EQ(w.inputs[0].dtype, ir::DType::kI8);
+  EXPECT_EQ(w.inputs[1].dtype, ir::DType::kU8);
+  EXPECT_EQ(w.matmul.m, 8);  // shared B: A's batch folds into M
+  EXPECT_EQ(w.matmul.a_zero_point, 0);
+}
+
+}  // namespace
+}  // namespace gtco::graph
