@@ -125,7 +125,11 @@ class FunctionEmitter {
                                             const std::vector<llvm::Value*>& args);
   llvm::Value* EmitExp(llvm::Value* x);
   llvm::Value* EmitVectorExp(llvm::Value* x);
-  llvm::Value* EmitLibmPerLane(const char* libm_name, llvm::Value* x);
+  /// erf and tanh as inline polynomials (vectorizable; within 4e-7 relative of libm).
+  llvm::Value* EmitErf(llvm::Value* x);
+  llvm::Value* EmitTanh(llvm::Value* x);
+  /// Horner evaluation of `coefficients` (highest degree first) at `x`.
+  llvm::Value* EmitPolynomial(llvm::Value* x, std::initializer_list<double> coefficients);
 
   llvm::Type* FloatTy() { return builder_.getFloatTy(); }
   llvm::Type* I64Ty() { return builder_.getInt64Ty(); }

@@ -1,6 +1,6 @@
 // Math calls of the loop IR (exp, erf, tanh, sqrt, pow, sigmoid, fabs) on scalars and vectors.
 // exp is an inline Cephes-style polynomial (about 1 ulp, vectorizes, no libm call); sqrt, fabs
-// and pow use LLVM intrinsics; erf and tanh call libm's erff/tanhf once per lane.
+// and pow use LLVM intrinsics; exp, erf and tanh are inline polynomials, so they vectorize.
 #include <string>
 #include <vector>
 
@@ -41,7 +41,67 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitMathCall(const std::string& na
     llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
     return builder_.CreateFDiv(one, builder_.CreateFAdd(one, EmitExp(builder_.CreateFNeg(x))));
   }
-  return EmitLibmPerLane(name == "erf" ? "erff" : "tanhf", x);
+  if (name == "erf") return EmitErf(x);
+  return EmitTanh(x);
+}
+
+llvm::Value* FunctionEmitter::EmitPolynomial(llvm::Value* x,
+                                             std::initializer_list<double> coefficients) {
+  llvm::Value* result = nullptr;
+  for (double coefficient : coefficients) {
+    llvm::Value* term = llvm::ConstantFP::get(x->getType(), coefficient);
+    result = result == nullptr ? term : builder_.CreateFAdd(builder_.CreateFMul(result, x), term);
+  }
+  return result;
+}
+
+llvm::Value* FunctionEmitter::EmitErf(llvm::Value* x) {
+  auto constant = [&](double value) { return llvm::ConstantFP::get(x->getType(), value); };
+  llvm::Value* magnitude = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  // |x| < 1: x * P(x^2) (Cephes erff).
+  llvm::Value* squared = builder_.CreateFMul(x, x);
+  llvm::Value* small = builder_.CreateFMul(
+      x, EmitPolynomial(squared, {7.853861353153693E-5, -8.010193625184903E-4,
+                                  5.188327685732524E-3, -2.685381193529856E-2,
+                                  1.128358514861418E-1, -3.761262582423300E-1,
+                                  1.128379165726710E+0}));
+  // |x| >= 1: 1 - t P(t) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26), signed.
+  llvm::Value* t = builder_.CreateFDiv(
+      constant(1.0), builder_.CreateFAdd(constant(1.0),
+                                         builder_.CreateFMul(constant(0.3275911), magnitude)));
+  llvm::Value* tail = builder_.CreateFMul(
+      builder_.CreateFMul(EmitPolynomial(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736,
+                                             0.254829592}),
+                          t),
+      EmitVectorExp(builder_.CreateFNeg(squared)));
+  llvm::Value* large = builder_.CreateBinaryIntrinsic(
+      llvm::Intrinsic::copysign, builder_.CreateFSub(constant(1.0), tail), x);
+  llvm::Value* result =
+      builder_.CreateSelect(builder_.CreateFCmpOLT(magnitude, constant(1.0)), small, large);
+  return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
+}
+
+llvm::Value* FunctionEmitter::EmitTanh(llvm::Value* x) {
+  auto constant = [&](double value) { return llvm::ConstantFP::get(x->getType(), value); };
+  llvm::Value* magnitude = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  // |x| < 0.625: x + x^3 P(x^2) (Cephes tanhf); else 1 - 2 / (exp(2x) + 1).
+  llvm::Value* squared = builder_.CreateFMul(x, x);
+  llvm::Value* small = builder_.CreateFAdd(
+      builder_.CreateFMul(
+          builder_.CreateFMul(EmitPolynomial(squared, {-5.70498872745E-3, 2.06390887954E-2,
+                                                       -5.37397155531E-2, 1.33314422036E-1,
+                                                       -3.33332819422E-1}),
+                              squared),
+          x),
+      x);
+  llvm::Value* large = builder_.CreateFSub(
+      constant(1.0),
+      builder_.CreateFDiv(constant(2.0),
+                          builder_.CreateFAdd(EmitVectorExp(builder_.CreateFMul(constant(2.0), x)),
+                                              constant(1.0))));
+  llvm::Value* result =
+      builder_.CreateSelect(builder_.CreateFCmpOLT(magnitude, constant(0.625)), small, large);
+  return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
 }
 
 llvm::Value* FunctionEmitter::EmitExp(llvm::Value* x) {
@@ -95,24 +155,6 @@ llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
   llvm::Value* result = builder_.CreateFMul(builder_.CreateFMul(poly, pow2(n_half)), pow2(n_rest));
   // NaN in, NaN out (the clamp passes NaN through, but the integer conversion does not).
   return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
-}
-
-llvm::Value* FunctionEmitter::EmitLibmPerLane(const char* libm_name, llvm::Value* x) {
-  llvm::FunctionCallee callee = state_->module->getOrInsertFunction(
-      libm_name, llvm::FunctionType::get(FloatTy(), {FloatTy()}, false));
-  if (auto* declaration = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
-    declaration->setDoesNotAccessMemory();
-    declaration->setDoesNotThrow();
-    declaration->setWillReturn();
-  }
-  auto* vector_type = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
-  if (vector_type == nullptr) return builder_.CreateCall(callee, {x});
-  llvm::Value* result = llvm::UndefValue::get(vector_type);
-  for (unsigned lane = 0; lane < vector_type->getNumElements(); ++lane) {
-    llvm::Value* element = builder_.CreateExtractElement(x, lane);
-    result = builder_.CreateInsertElement(result, builder_.CreateCall(callee, {element}), lane);
-  }
-  return result;
 }
 
 }  // namespace gtco::codegen::internal

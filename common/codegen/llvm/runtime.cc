@@ -1,4 +1,5 @@
-// A small spin-then-sleep thread pool behind gtco_parallel_for.
+// A small spin-then-sleep thread pool behind gtco_parallel_for, with dynamic claiming of
+// iterations so a thread slowed by a busy core does not hold the loop back.
 #include "common/codegen/llvm/runtime.h"
 
 #include <algorithm>
@@ -33,11 +34,31 @@ inline void CpuRelax() {
 #endif
 }
 
+/// One parallel loop: iterations are claimed one at a time from `next`, so a thread that
+/// runs late (its core is busy with another process) simply claims fewer of them.
+struct Job {
+  Job(int64_t n, Body body, void* closure) : n(n), body(body), closure(closure) {}
+  const int64_t n;
+  const Body body;
+  void* const closure;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> completed{0};
+};
+
+void Work(Job& job) {
+  while (true) {
+    const int64_t index = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (index >= job.n) return;
+    job.body(index, job.closure);
+    job.completed.fetch_add(1, std::memory_order_release);
+  }
+}
+
 class ParallelPool {
  public:
   explicit ParallelPool(int threads) : num_threads_(std::max(1, threads)) {
     for (int worker = 1; worker < num_threads_; ++worker) {
-      workers_.emplace_back([this, worker] { WorkerLoop(worker); });
+      workers_.emplace_back([this] { WorkerLoop(); });
     }
   }
 
@@ -54,21 +75,19 @@ class ParallelPool {
 
   void Run(int64_t n, Body body, void* closure) {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
-    n_ = n;
-    body_ = body;
-    closure_ = closure;
-    num_tasks_ = static_cast<int>(std::min<int64_t>(n, num_threads_));
-    remaining_.store(num_threads_ - 1, std::memory_order_relaxed);
+    auto job = std::make_shared<Job>(n, body, closure);
     {
       std::lock_guard<std::mutex> lock(wake_mutex_);
+      current_ = job;
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     in_parallel_region = true;
-    RunTask(0);
+    Work(*job);
     in_parallel_region = false;
+    // Only iterations other threads claimed are left; a worker that never woke claims none.
     const auto spin_until = std::chrono::steady_clock::now() + kSpinDuration;
-    while (remaining_.load(std::memory_order_acquire) != 0) {
+    while (job->completed.load(std::memory_order_acquire) != n) {
       if (std::chrono::steady_clock::now() < spin_until) {
         CpuRelax();
       } else {
@@ -78,14 +97,7 @@ class ParallelPool {
   }
 
  private:
-  void RunTask(int task) {
-    if (task >= num_tasks_) return;
-    const int64_t begin = n_ * task / num_tasks_;
-    const int64_t end = n_ * (task + 1) / num_tasks_;
-    RunRange(body_, closure_, begin, end);
-  }
-
-  void WorkerLoop(int worker) {
+  void WorkerLoop() {
     in_parallel_region = true;
     uint64_t seen = 0;
     while (true) {
@@ -94,15 +106,17 @@ class ParallelPool {
              std::chrono::steady_clock::now() < spin_until) {
         for (int i = 0; i < 64; ++i) CpuRelax();
       }
-      if (generation_.load(std::memory_order_acquire) == seen) {
+      std::shared_ptr<Job> job;
+      {
         std::unique_lock<std::mutex> lock(wake_mutex_);
         wake_.wait(lock,
                    [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
         if (stop_) return;
+        seen = generation_.load(std::memory_order_acquire);
+        job = current_;
       }
-      seen = generation_.load(std::memory_order_acquire);
-      RunTask(worker);
-      remaining_.fetch_sub(1, std::memory_order_acq_rel);
+      // A job that already ended (all iterations claimed) costs one failed claim.
+      Work(*job);
     }
   }
 
@@ -111,14 +125,9 @@ class ParallelPool {
   std::mutex run_mutex_;  ///< one parallel-for at a time
   std::mutex wake_mutex_;
   std::condition_variable wake_;
-  bool stop_ = false;  ///< guarded by wake_mutex_
+  bool stop_ = false;                ///< guarded by wake_mutex_
+  std::shared_ptr<Job> current_;     ///< guarded by wake_mutex_
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> remaining_{0};
-  // The current job; written before generation_ is bumped.
-  int64_t n_ = 0;
-  Body body_ = nullptr;
-  void* closure_ = nullptr;
-  int num_tasks_ = 0;
 };
 
 std::mutex pool_mutex;

@@ -72,6 +72,15 @@ TEST(CodegenMathTest, VectorizedCallsMatchLibm) {
   }
 }
 
+TEST(CodegenMathTest, ErfAndTanhEdgeCases) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const char* function : {"erf", "tanh"}) {
+    std::vector<float> x = {inf, -inf, 0.0f, 1e-6f, -1e-6f, 0.9999f, 1.0f, 0.6249f, 0.625f,
+                            12.0f, -12.0f, std::numeric_limits<float>::quiet_NaN()};
+    CheckMath(function, x);
+  }
+}
+
 TEST(CodegenMathTest, ExpEdgeCases) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {0.0f,
