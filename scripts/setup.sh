@@ -7,11 +7,11 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  libsqlite3-dev sqlite3 llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
+  libsqlite3-dev sqlite3 libpq-dev llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
   libonnx-dev libcivetweb-dev civetweb libxgboost-dev xgboost libgtest-dev libopenblas-dev curl)
 targets=(--target gtco-server gtco-worker gtco-client)
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(prometheus libdnnl-dev python3-matplotlib)
+  packages+=(prometheus postgresql libdnnl-dev python3-matplotlib)
   targets=()  # everything, tests included
 fi
 

@@ -27,7 +27,8 @@ constexpr const char* kUsage =
     "                   [--lease-seconds N] [--heartbeat-seconds N] [--round-size N]\n"
     "                   [--max-model-mb N] [--verbose]\n"
     "  --listen        gRPC address (default 127.0.0.1:7070)\n"
-    "  --db            SQLite schedule database file (default ./gtco.db)\n"
+    "  --db            schedule database: a SQLite file (default ./gtco.db) or a\n"
+    "                  postgresql://user@host/dbname URI\n"
     "  --metrics-port  serve Prometheus /metrics on this port (default: off)\n";
 
 std::atomic<bool> g_stop{false};
@@ -64,11 +65,13 @@ int RunServerApp(int argc, char** argv) {
   options.max_model_bytes = *max_mb * 1024 * 1024;
 
   std::string db_path = args->Get("db", "gtco.db");
-  {
+  if (db_path.rfind("postgres", 0) == 0) {
+    options.model_dir = ".";  // cost models beside the server's working directory
+  } else {
     size_t slash = db_path.find_last_of('/');
     options.model_dir = slash == std::string::npos ? "." : db_path.substr(0, slash);
   }
-  auto database = db::OpenSqliteDatabase(db_path);
+  auto database = db::OpenDatabase(db_path);
   if (!database.ok()) {
     std::cerr << "gtco-server: cannot open database: " << database.status().message() << "\n";
     return 1;

@@ -1,6 +1,6 @@
 // The schedule database: every job, task, issued candidate and measurement, behind one small
-// interface (SQLite is the embedded default; other backends implement the same interface and
-// share the migrations). All methods are thread-safe.
+// interface (SQLite is the embedded default, PostgreSQL lets several servers share one farm; both
+// implement the same interface and share the migrations). All methods are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -158,5 +158,18 @@ class Database {
 /// Opens (creating if needed) a SQLite database file in WAL mode and applies pending
 /// migrations. INVALID_ARGUMENT/INTERNAL with the path on failure.
 absl::StatusOr<std::unique_ptr<Database>> OpenSqliteDatabase(const std::string& path);
+
+/// Connects to a PostgreSQL database given as a libpq URI
+/// ("postgresql://user:password@host:port/database?sslmode=...") and applies pending migrations
+/// (the same ones as SQLite). The database must exist; the user needs CREATE on it the first
+/// time. UNAVAILABLE when the server cannot be reached or refuses the connection,
+/// FAILED_PRECONDITION when the schema is newer than this binary; messages name the URI
+/// without its password and say what to check.
+absl::StatusOr<std::unique_ptr<Database>> OpenPostgresDatabase(const std::string& uri);
+
+/// Opens the schedule database named by `location`: a "postgresql://..." or "postgres://..."
+/// URI opens PostgreSQL (OpenPostgresDatabase), anything else is a SQLite file path
+/// (OpenSqliteDatabase; ":memory:" for a private in-memory database).
+absl::StatusOr<std::unique_ptr<Database>> OpenDatabase(const std::string& location);
 
 }  // namespace gtco::db

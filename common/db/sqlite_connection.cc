@@ -147,7 +147,8 @@ bool SqliteStatement::ColumnIsNull(int column) const {
 // ---------------------------------------------------------------------------------------------
 // SqliteConnection
 
-absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path,
+                                                                         int busy_timeout_ms) {
   if (!IsInMemoryPath(path)) {
     const std::string directory = ParentDirectory(path);
     struct stat directory_info;
@@ -166,6 +167,8 @@ absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const s
     return status;
   }
   sqlite3_extended_result_codes(handle, 1);
+  // Before the first read: another connection may hold an exclusive lock on a new file.
+  sqlite3_busy_timeout(handle, busy_timeout_ms);
   std::unique_ptr<SqliteConnection> connection(new SqliteConnection(handle, path));
   // Reading the schema fails with SQLITE_NOTADB right away on a file that is not a database.
   GTCO_RETURN_IF_ERROR(connection->Exec("SELECT COUNT(*) FROM sqlite_master", "read schema"));

@@ -77,9 +77,12 @@ class SqliteStatement {
 class SqliteConnection {
  public:
   /// Opens (creating if needed) the file at `path` and checks that it is a SQLite database.
+  /// Statements, that first check included, wait up to `busy_timeout_ms` for another
+  /// connection's lock (e.g. one switching a new file to WAL) before failing with UNAVAILABLE.
   /// FAILED_PRECONDITION when the directory does not exist or the file cannot be opened,
   /// INVALID_ARGUMENT when the file is not a database.
-  static absl::StatusOr<std::unique_ptr<SqliteConnection>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<SqliteConnection>> Open(const std::string& path,
+                                                                int busy_timeout_ms = 5000);
   ~SqliteConnection();
   SqliteConnection(const SqliteConnection&) = delete;
   SqliteConnection& operator=(const SqliteConnection&) = delete;

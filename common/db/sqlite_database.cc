@@ -40,17 +40,17 @@ absl::StatusOr<std::unique_ptr<Database>> OpenSqliteDatabase(const std::string& 
 
 absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::string& path,
                                                                      const SqliteOptions& options) {
-  GTCO_ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> connection, SqliteConnection::Open(path));
+  GTCO_ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> connection,
+                        SqliteConnection::Open(path, options.busy_timeout_ms));
   std::unique_ptr<SqliteDatabase> database(new SqliteDatabase(std::move(connection)));
-  GTCO_RETURN_IF_ERROR(database->Configure(options));
+  GTCO_RETURN_IF_ERROR(database->Configure());
   GTCO_RETURN_IF_ERROR(database->ApplyMigrations());
   return database;
 }
 
-absl::Status SqliteDatabase::Configure(const SqliteOptions& options) {
-  // The busy timeout comes first: switching to WAL needs a lock another process may hold.
-  GTCO_RETURN_IF_ERROR(connection_->Exec(
-      absl::StrCat("PRAGMA busy_timeout = ", options.busy_timeout_ms), "set busy timeout"));
+absl::Status SqliteDatabase::Configure() {
+  // The busy timeout was set by SqliteConnection::Open: switching to WAL needs a lock another
+  // process may hold.
   GTCO_RETURN_IF_ERROR(connection_->Exec("PRAGMA journal_mode = WAL", "enable WAL journal"));
   GTCO_RETURN_IF_ERROR(connection_->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
   return connection_->Exec("PRAGMA foreign_keys = ON", "enable foreign keys");

@@ -79,7 +79,7 @@ class SqliteDatabase final : public Database {
   explicit SqliteDatabase(std::unique_ptr<SqliteConnection> connection)
       : connection_(std::move(connection)) {}
 
-  absl::Status Configure(const SqliteOptions& options);
+  absl::Status Configure();
   absl::Status ApplyMigrations();
   absl::StatusOr<int> SchemaVersionLocked();
 

@@ -1,4 +1,4 @@
-// Column lists and row readers shared by the SQLite database's source files.
+// The backend-neutral row readers bound to SqliteStatement, and stepping a statement to the end.
 #pragma once
 
 #include <string>
@@ -6,33 +6,33 @@
 
 #include "absl/status/statusor.h"
 #include "common/db/database.h"
+#include "common/db/row_mapping.h"
 #include "common/db/sqlite_connection.h"
 
 namespace gtco::db::sqlite_rows {
 
-inline constexpr char kWorkloadColumns[] = "workload_key, kind, canonical, description, flops";
-inline constexpr char kWorkerColumns[] =
-    "worker_id, target, hostname, hardware, registered_unix_ms, last_seen_unix_ms";
-inline constexpr char kJobColumns[] =
-    "job_id, team, model_name, model_sha, target, state, error, budget, options, "
-    "created_unix_ms, updated_unix_ms";
-inline constexpr char kTaskColumns[] =
-    "task_id, job_id, ordinal, workload_key, target, weight, trials_allotted, state";
-inline constexpr char kCandidateColumns[] =
-    "candidate_id, task_id, workload_key, target, trace, program_hash, state, worker_id, "
-    "lease_deadline_unix_ms, created_unix_ms";
-inline constexpr char kMeasurementColumns[] =
-    "candidate_id, task_id, workload_key, target, trace, program_hash, ok, error_kind, error, "
-    "median_seconds, min_seconds, max_seconds, stddev_seconds, repeats, compile_seconds, "
-    "worker_id, hardware, measured_unix_ms";
+using rows::kCandidateColumns;
+using rows::kJobColumns;
+using rows::kMeasurementColumns;
+using rows::kTaskColumns;
+using rows::kWorkerColumns;
+using rows::kWorkloadColumns;
 
-/// Readers of the current row, columns in the order of the lists above.
-WorkloadRow ReadWorkload(const SqliteStatement& statement);
-WorkerRow ReadWorker(const SqliteStatement& statement);
-JobRow ReadJob(const SqliteStatement& statement);
-TaskRow ReadTask(const SqliteStatement& statement);
-CandidateRow ReadCandidate(const SqliteStatement& statement);
-MeasurementRow ReadMeasurement(const SqliteStatement& statement);
+/// Readers of the statement's current row (see row_mapping.h for the column orders).
+inline WorkloadRow ReadWorkload(const SqliteStatement& statement) {
+  return rows::ReadWorkload(statement);
+}
+inline WorkerRow ReadWorker(const SqliteStatement& statement) {
+  return rows::ReadWorker(statement);
+}
+inline JobRow ReadJob(const SqliteStatement& statement) { return rows::ReadJob(statement); }
+inline TaskRow ReadTask(const SqliteStatement& statement) { return rows::ReadTask(statement); }
+inline CandidateRow ReadCandidate(const SqliteStatement& statement) {
+  return rows::ReadCandidate(statement);
+}
+inline MeasurementRow ReadMeasurement(const SqliteStatement& statement) {
+  return rows::ReadMeasurement(statement);
+}
 
 /// Steps `statement` to the end and reads every row with `read_row`.
 template <typename Row>

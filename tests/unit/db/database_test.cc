@@ -1,0 +1,614 @@
+// The schedule database contract, run against every backend: SQLite files in a temporary
+// directory and databases on a private PostgreSQL server (skipped when PostgreSQL is absent).
+#include "common/db/database.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/db/migrations.h"
+#include "tests/unit/db/postgres_server.h"
+#include "tests/unit/db/test_rows.h"
+
+namespace gtco::db {
+namespace {
+
+using testing::CreateTwoTaskJob;
+using testing::MakeCandidate;
+using testing::MakeJob;
+using testing::MakeMeasurement;
+using testing::MakeTask;
+using testing::PostgresServer;
+
+enum class Backend { kSqlite, kPostgres };
+
+std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::kSqlite ? "sqlite" : "postgres";
+}
+
+void PrintTo(Backend backend, std::ostream* out) {
+  *out << (backend == Backend::kSqlite ? "SQLite" : "PostgreSQL");
+}
+
+std::vector<std::string> CandidateIds(const std::vector<CandidateRow>& rows) {
+  std::vector<std::string> ids;
+  for (const CandidateRow& row : rows) ids.push_back(row.candidate_id);
+  return ids;
+}
+
+std::vector<std::string> MeasurementIds(const std::vector<MeasurementRow>& rows) {
+  std::vector<std::string> ids;
+  for (const MeasurementRow& row : rows) ids.push_back(row.candidate_id);
+  return ids;
+}
+
+std::vector<std::string> JobIds(const std::vector<JobRow>& rows) {
+  std::vector<std::string> ids;
+  for (const JobRow& row : rows) ids.push_back(row.job_id);
+  return ids;
+}
+
+// A fresh, empty database per test: a file in a new directory, or a new PostgreSQL database.
+class DatabaseTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kPostgres) {
+      PostgresServer& server = PostgresServer::Shared();
+      if (server.binaries_missing()) GTEST_SKIP() << server.start_status().message();
+      ASSERT_TRUE(server.start_status().ok()) << server.start_status();
+      const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+      absl::StatusOr<std::string> uri = server.CreateDatabase(test->name());
+      ASSERT_TRUE(uri.ok()) << uri.status();
+      location_ = *uri;
+      return;
+    }
+    std::string pattern = ::testing::TempDir() + "gtco_db_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    directory_ = pattern;
+    location_ = directory_ + "/schedules.db";
+  }
+
+  void TearDown() override {
+    if (directory_.empty()) return;  // PostgreSQL databases go away with the server
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      unlink((location_ + suffix).c_str());
+    }
+    rmdir(directory_.c_str());
+  }
+
+  bool IsPostgres() const { return GetParam() == Backend::kPostgres; }
+
+  std::unique_ptr<Database> OpenOrDie() {
+    absl::StatusOr<std::unique_ptr<Database>> database = OpenDatabase(location_);
+    EXPECT_TRUE(database.ok()) << database.status();
+    return database.ok() ? *std::move(database) : nullptr;
+  }
+
+  // Runs one statement on a separate raw connection and returns the first column of the first
+  // row as text ("" when there is none).
+  std::string RawQuery(const std::string& sql) {
+    if (IsPostgres()) {
+      absl::StatusOr<std::string> value = PostgresServer::Query(location_, sql);
+      EXPECT_TRUE(value.ok()) << value.status();
+      return value.ok() ? *value : "";
+    }
+    sqlite3* handle = nullptr;
+    EXPECT_EQ(sqlite3_open(location_.c_str(), &handle), SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(handle, sql.c_str(), -1, &statement, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(handle);
+    std::string value;
+    if (sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0) != nullptr) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+    }
+    sqlite3_finalize(statement);
+    sqlite3_close(handle);
+    return value;
+  }
+
+  // The name of table or index `name` as the backend's catalog lists it ("" when absent).
+  std::string CatalogLookup(const std::string& kind, const std::string& name) {
+    if (!IsPostgres()) {
+      return RawQuery(absl::StrCat("SELECT name FROM sqlite_master WHERE type = '", kind,
+                                   "' AND name = '", name, "'"));
+    }
+    if (kind == "table") {
+      return RawQuery(
+          absl::StrCat("SELECT table_name FROM information_schema.tables WHERE "
+                       "table_schema = current_schema() AND table_name = '",
+                       name, "'"));
+    }
+    return RawQuery(
+        absl::StrCat("SELECT indexname FROM pg_indexes WHERE schemaname = "
+                     "current_schema() AND indexname = '",
+                     name, "'"));
+  }
+
+  std::string directory_;  ///< SQLite only
+  std::string location_;   ///< what OpenDatabase() is given
+};
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, DatabaseTest, ::testing::Values(Backend::kSqlite), BackendName);
+INSTANTIATE_TEST_SUITE_P(Postgres, DatabaseTest, ::testing::Values(Backend::kPostgres),
+                         BackendName);
+
+TEST_P(DatabaseTest, MigrationsCreateSchemaOnce) {
+  {
+    std::unique_ptr<Database> database = OpenOrDie();
+    ASSERT_NE(database, nullptr);
+    EXPECT_EQ(*database->SchemaVersion(), LatestSchemaVersion());
+  }
+  const std::string applied_at = RawQuery("SELECT applied_unix_ms FROM schema_migrations");
+  EXPECT_FALSE(applied_at.empty());
+  for (const char* table :
+       {"workloads", "workers", "jobs", "tasks", "candidates", "measurements"}) {
+    EXPECT_EQ(CatalogLookup("table", table), table);
+  }
+  EXPECT_EQ(CatalogLookup("index", "measurements_by_workload"), "measurements_by_workload");
+
+  std::unique_ptr<Database> reopened = OpenOrDie();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(*reopened->SchemaVersion(), LatestSchemaVersion());
+  EXPECT_EQ(RawQuery("SELECT COUNT(*) FROM schema_migrations"),
+            std::to_string(AllMigrations().size()));
+  EXPECT_EQ(RawQuery("SELECT applied_unix_ms FROM schema_migrations"), applied_at);
+}
+
+TEST_P(DatabaseTest, ConcurrentOpensMigrateOnce) {
+  constexpr int kOpeners = 4;
+  std::vector<absl::Status> statuses(kOpeners);
+  std::vector<std::thread> threads;
+  for (int opener = 0; opener < kOpeners; ++opener) {
+    threads.emplace_back([&, opener] {
+      absl::StatusOr<std::unique_ptr<Database>> database = OpenDatabase(location_);
+      statuses[opener] = database.status();
+      if (database.ok() && *(*database)->SchemaVersion() != LatestSchemaVersion()) {
+        statuses[opener] = absl::InternalError("wrong schema version");
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(RawQuery("SELECT COUNT(*) FROM schema_migrations"),
+            std::to_string(AllMigrations().size()));
+}
+
+TEST_P(DatabaseTest, RefusesSchemaNewerThanBinary) {
+  OpenOrDie().reset();
+  RawQuery("INSERT INTO schema_migrations (version, applied_unix_ms) VALUES (999, 0)");
+  absl::StatusOr<std::unique_ptr<Database>> database = OpenDatabase(location_);
+  ASSERT_FALSE(database.ok());
+  EXPECT_EQ(database.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(database.status().message().find("999"), std::string::npos);
+  EXPECT_NE(database.status().message().find(location_), std::string::npos) << database.status();
+}
+
+TEST_P(DatabaseTest, WorkloadAndWorkerUpserts) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  EXPECT_FALSE(database->GetWorkload("wk")->has_value());
+  WorkloadRow workload{"wk", "matmul", "matmul(64x64)", "a matmul", 524288};
+  ASSERT_TRUE(database->PutWorkload(workload).ok());
+  workload.description = "updated";
+  ASSERT_TRUE(database->PutWorkload(workload).ok());
+  std::optional<WorkloadRow> stored = *database->GetWorkload("wk");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->kind, "matmul");
+  EXPECT_EQ(stored->description, "updated");
+  EXPECT_EQ(stored->flops, 524288);
+
+  WorkerRow worker{"w1", "cpu", "host", R"({"avx2": true})", 10, 20};
+  ASSERT_TRUE(database->PutWorker(worker).ok());
+  worker.last_seen_unix_ms = 30;
+  ASSERT_TRUE(database->PutWorker(worker).ok());
+  std::optional<WorkerRow> stored_worker = *database->GetWorker("w1");
+  ASSERT_TRUE(stored_worker.has_value());
+  EXPECT_EQ(stored_worker->hardware, R"({"avx2": true})");
+  EXPECT_EQ(stored_worker->registered_unix_ms, 10);
+  EXPECT_EQ(stored_worker->last_seen_unix_ms, 30);
+  EXPECT_FALSE(database->GetWorker("w2")->has_value());
+}
+
+TEST_P(DatabaseTest, JobAndTaskRoundTrip) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  ASSERT_TRUE(database
+                  ->CreateJob(MakeJob("j1", "team-a", 100),
+                              {MakeTask("j1", 1, "wk2"), MakeTask("j1", 0, "wk")})
+                  .ok());
+  ASSERT_TRUE(database->CreateJob(MakeJob("j2", "team-b", 200), {}).ok());
+  ASSERT_TRUE(database->CreateJob(MakeJob("j3", "team-a", 300), {}).ok());
+
+  absl::StatusOr<JobRow> job = database->GetJob("j1");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->team, "team-a");
+  EXPECT_EQ(job->options, R"({"batch": 1})");
+  EXPECT_EQ(job->budget, 1000);
+
+  std::vector<TaskRow> tasks = *database->ListTasks("j1");
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].task_id, "j1.t0");
+  EXPECT_EQ(tasks[1].task_id, "j1.t1");
+  EXPECT_EQ(tasks[1].workload_key, "wk2");
+  EXPECT_EQ(tasks[1].weight, 2);
+  EXPECT_EQ(tasks[1].trials_allotted, 64);
+  EXPECT_TRUE(database->ListTasks("j2")->empty());
+
+  EXPECT_EQ(JobIds(*database->ListJobs("", "")), (std::vector<std::string>{"j3", "j2", "j1"}));
+  EXPECT_EQ(JobIds(*database->ListJobs("team-a", "")), (std::vector<std::string>{"j3", "j1"}));
+
+  ASSERT_TRUE(database->UpdateJobState("j3", "done", "", 400).ok());
+  ASSERT_TRUE(database->UpdateTaskState("j1.t0", "done").ok());
+  EXPECT_EQ(JobIds(*database->ListJobs("team-a", "running")), (std::vector<std::string>{"j1"}));
+  EXPECT_EQ(JobIds(*database->ListJobs("", "done")), (std::vector<std::string>{"j3"}));
+  EXPECT_EQ(database->GetJob("j3")->updated_unix_ms, 400);
+  EXPECT_EQ((*database->ListTasks("j1"))[0].state, "done");
+}
+
+TEST_P(DatabaseTest, UnknownAndDuplicateJobs) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  absl::StatusOr<JobRow> missing = database->GetJob("nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "job 'nope' not found");
+  EXPECT_EQ(database->UpdateJobState("nope", "done", "", 1).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(database->ListTasks("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(database->UpdateTaskState("nope.t0", "done").code(), absl::StatusCode::kNotFound);
+
+  CreateTwoTaskJob(*database);
+  absl::Status duplicate = database->CreateJob(MakeJob("j", "team-b", 5), {MakeTask("j", 7, "x")});
+  EXPECT_EQ(duplicate.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(duplicate.message(), "job 'j' already exists");
+  EXPECT_EQ(database->ListTasks("j")->size(), 2u);
+  EXPECT_EQ(database->GetJob("j")->team, "team-a");
+}
+
+TEST_P(DatabaseTest, CreateJobIsAtomic) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  // The second task reuses the first one's id: the whole job must be rolled back.
+  absl::Status status = database->CreateJob(MakeJob("k", "team-a", 1),
+                                            {MakeTask("k", 0, "wk"), MakeTask("k", 0, "wk")});
+  EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists) << status;
+  EXPECT_EQ(database->GetJob("k").status().code(), absl::StatusCode::kNotFound);
+  // A task naming another job is refused up front.
+  EXPECT_EQ(database->CreateJob(MakeJob("m", "team-a", 1), {MakeTask("other", 0, "wk")}).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(database->CreateJob(MakeJob("k", "team-a", 1), {MakeTask("k", 0, "wk")}).ok());
+}
+
+TEST_P(DatabaseTest, CandidateNeedsExistingTask) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  absl::Status status = database->PutCandidate(MakeCandidate("c1", "no-such-task", 1));
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("FOREIGN KEY"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("c1"), std::string::npos) << status;
+}
+
+TEST_P(DatabaseTest, MeasurementOfUnknownTaskIsRejected) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  ASSERT_TRUE(database->PutCandidate(MakeCandidate("c1", "j.t0", 1)).ok());
+  absl::StatusOr<bool> stored = database->RecordMeasurement(MakeMeasurement("c1", "nope", true, 1));
+  ASSERT_FALSE(stored.ok());
+  EXPECT_EQ(stored.status().code(), absl::StatusCode::kFailedPrecondition) << stored.status();
+  // Nothing of the failed transaction remains, and the connection is usable afterwards.
+  EXPECT_EQ(database->GetCandidate("c1")->value().state, "pending");
+  EXPECT_EQ(*database->CountMeasurements("nope"), 0);
+  EXPECT_TRUE(*database->RecordMeasurement(MakeMeasurement("c1", "j.t0", true, 1)));
+}
+
+TEST_P(DatabaseTest, LeasesExpireBackToPending) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  for (const char* id : {"c1", "c2", "c3", "c4"}) {
+    ASSERT_TRUE(database->PutCandidate(MakeCandidate(id, "j.t0", 10)).ok());
+  }
+  ASSERT_TRUE(database->LeaseCandidate("c1", "w1", 1000).ok());
+  ASSERT_TRUE(database->LeaseCandidate("c2", "w2", 5000).ok());
+  ASSERT_TRUE(database->LeaseCandidate("c3", "w1", 999).ok());
+  absl::Status unknown = database->LeaseCandidate("nope", "w1", 1);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(unknown.message(), "candidate 'nope' not found");
+
+  std::optional<CandidateRow> leased = *database->GetCandidate("c2");
+  ASSERT_TRUE(leased.has_value());
+  EXPECT_EQ(leased->state, "leased");
+  EXPECT_EQ(leased->worker_id, "w2");
+  EXPECT_EQ(leased->lease_deadline_unix_ms, 5000);
+  EXPECT_EQ(database->ListCandidates("j.t0", "leased")->size(), 3u);
+
+  // A deadline equal to `now` has not passed yet.
+  std::vector<std::string> expired = *database->ExpireLeases(1000);
+  EXPECT_EQ(expired, (std::vector<std::string>{"c3"}));
+  expired = *database->ExpireLeases(2000);
+  EXPECT_EQ(expired, (std::vector<std::string>{"c1"}));
+  EXPECT_TRUE(database->ExpireLeases(2000)->empty());
+
+  std::optional<CandidateRow> returned = *database->GetCandidate("c1");
+  EXPECT_EQ(returned->state, "pending");
+  EXPECT_EQ(returned->worker_id, "");
+  EXPECT_EQ(returned->lease_deadline_unix_ms, 0);
+  EXPECT_EQ(database->GetCandidate("c2")->value().state, "leased");
+  EXPECT_EQ(CandidateIds(*database->ListCandidates("j.t0", "pending")),
+            (std::vector<std::string>{"c1", "c3", "c4"}));
+}
+
+TEST_P(DatabaseTest, ExpireLeasesReportsInDeadlineOrder) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  const std::vector<std::pair<std::string, int64_t>> leases = {
+      {"late", 300}, {"early", 100}, {"b", 200}, {"a", 200}};
+  for (const auto& [id, deadline] : leases) {
+    ASSERT_TRUE(database->PutCandidate(MakeCandidate(id, "j.t1", 1)).ok());
+    ASSERT_TRUE(database->LeaseCandidate(id, "w", deadline).ok());
+  }
+  EXPECT_EQ(*database->ExpireLeases(1000), (std::vector<std::string>{"early", "a", "b", "late"}));
+}
+
+TEST_P(DatabaseTest, RecordMeasurementIsIdempotentAndMarksCandidate) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  ASSERT_TRUE(database->PutCandidate(MakeCandidate("c1", "j.t0", 1)).ok());
+  ASSERT_TRUE(database->LeaseCandidate("c1", "worker-1", 100).ok());
+
+  absl::StatusOr<bool> first =
+      database->RecordMeasurement(MakeMeasurement("c1", "j.t0", true, 2e-3));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(*first);
+  MeasurementRow replay = MakeMeasurement("c1", "j.t0", true, 9.0);
+  absl::StatusOr<bool> second = database->RecordMeasurement(replay);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(*second);
+
+  std::vector<MeasurementRow> stored = *database->ListMeasurementsForTask("j.t0");
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_DOUBLE_EQ(stored[0].median_seconds, 2e-3);
+  EXPECT_EQ(stored[0].trace, "trace of c1");
+  EXPECT_EQ(stored[0].hardware, R"({"cores": 8})");
+  EXPECT_EQ(stored[0].repeats, 10);
+  EXPECT_TRUE(stored[0].ok);
+  EXPECT_EQ(*database->CountMeasurements("j.t0"), 1);
+
+  std::optional<CandidateRow> candidate = *database->GetCandidate("c1");
+  EXPECT_EQ(candidate->state, "measured");
+  EXPECT_EQ(candidate->lease_deadline_unix_ms, 0);
+  // A measured candidate neither expires nor can be leased again.
+  EXPECT_TRUE(database->ExpireLeases(1'000'000)->empty());
+  absl::Status relet = database->LeaseCandidate("c1", "worker-2", 5);
+  EXPECT_EQ(relet.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(relet.message(), "candidate 'c1' is already measured and cannot be leased");
+}
+
+TEST_P(DatabaseTest, BestAndTopIgnoreFailuresAndOrderByMedian) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  EXPECT_FALSE(database->BestMeasurement("wk", "cpu")->has_value());
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("a", "j.t0", true, 3.0)).ok());
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("b", "j.t0", false, 0.0)).ok());
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("c", "j.t0", true, 1.0)).ok());
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("d", "j.t1", true, 2.0)).ok());
+  MeasurementRow other_target = MakeMeasurement("e", "j.t0", true, 0.5);
+  other_target.target = "cuda";
+  ASSERT_TRUE(database->RecordMeasurement(other_target).ok());
+
+  std::optional<MeasurementRow> best = *database->BestMeasurement("wk", "cpu");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->candidate_id, "c");
+  EXPECT_EQ(MeasurementIds(*database->TopMeasurements("wk", "cpu", 10)),
+            (std::vector<std::string>{"c", "d", "a"}));
+  EXPECT_EQ(database->TopMeasurements("wk", "cpu", 2)->size(), 2u);
+  EXPECT_TRUE(database->TopMeasurements("wk", "cpu", 0)->empty());
+  EXPECT_EQ(database->TopMeasurements("wk", "cpu", -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(database->BestMeasurement("wk", "cuda")->value().candidate_id, "e");
+}
+
+TEST_P(DatabaseTest, RecentMeasurementsAreNewestOkOnTarget) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  const std::vector<std::pair<std::string, int64_t>> times = {
+      {"old", 100}, {"new", 300}, {"mid", 200}, {"tie", 300}};
+  for (const auto& [id, measured_unix_ms] : times) {
+    MeasurementRow row = MakeMeasurement(id, "j.t0", true, 1.0);
+    row.measured_unix_ms = measured_unix_ms;
+    ASSERT_TRUE(database->RecordMeasurement(row).ok());
+  }
+  MeasurementRow failed = MakeMeasurement("failed", "j.t1", false, 0);
+  failed.measured_unix_ms = 400;
+  ASSERT_TRUE(database->RecordMeasurement(failed).ok());
+  MeasurementRow cuda = MakeMeasurement("cuda", "j.t1", true, 1.0);
+  cuda.target = "cuda";
+  cuda.measured_unix_ms = 500;
+  ASSERT_TRUE(database->RecordMeasurement(cuda).ok());
+
+  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements("cpu", 3)),
+            (std::vector<std::string>{"new", "tie", "mid"}));
+  EXPECT_EQ(database->RecentMeasurements("cpu", 100)->size(), 4u);
+  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements("cuda", 100)),
+            (std::vector<std::string>{"cuda"}));
+  EXPECT_EQ(database->RecentMeasurements("cpu", -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(DatabaseTest, TaskProgressCounts) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  TaskProgress empty = *database->GetTaskProgress("j.t0");
+  EXPECT_EQ(empty.trials_done, 0);
+  EXPECT_EQ(empty.trials_failed, 0);
+  EXPECT_FALSE(empty.best_seconds.has_value());
+
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("f1", "j.t0", false, 0)).ok());
+  TaskProgress only_failed = *database->GetTaskProgress("j.t0");
+  EXPECT_EQ(only_failed.trials_done, 1);
+  EXPECT_EQ(only_failed.trials_failed, 1);
+  EXPECT_FALSE(only_failed.best_seconds.has_value());
+
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("f2", "j.t0", false, 0)).ok());
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("o1", "j.t0", true, 4.0)).ok());
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("o2", "j.t0", true, 2.5)).ok());
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("x", "j.t1", true, 0.1)).ok());
+  TaskProgress progress = *database->GetTaskProgress("j.t0");
+  EXPECT_EQ(progress.trials_done, 4);
+  EXPECT_EQ(progress.trials_failed, 2);
+  ASSERT_TRUE(progress.best_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*progress.best_seconds, 2.5);
+}
+
+TEST_P(DatabaseTest, ValuesRoundTripExactly) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  // Text that would break string-built SQL, non-ASCII text, and values at the edges of
+  // int64 and double precision.
+  const std::string tricky = "it's \"quoted\"; DROP TABLE measurements; -- ünïcødé ✓ \\ $1 ?1\n";
+  WorkloadRow workload{tricky, "matmul", tricky, tricky, std::numeric_limits<int64_t>::max()};
+  ASSERT_TRUE(database->PutWorkload(workload).ok());
+  std::optional<WorkloadRow> stored_workload = *database->GetWorkload(tricky);
+  ASSERT_TRUE(stored_workload.has_value());
+  EXPECT_EQ(stored_workload->canonical, tricky);
+  EXPECT_EQ(stored_workload->flops, std::numeric_limits<int64_t>::max());
+
+  CreateTwoTaskJob(*database);
+  MeasurementRow row = MakeMeasurement(tricky, "j.t0", true, 0.1 + 0.2);
+  row.min_seconds = 1.0 / 3.0;
+  row.max_seconds = 6.02214076e23;
+  row.stddev_seconds = 1e-300;
+  row.compile_seconds = std::nextafter(1.0, 2.0);
+  row.trace = tricky;
+  row.measured_unix_ms = std::numeric_limits<int64_t>::min() + 1;
+  ASSERT_TRUE(database->RecordMeasurement(row).ok());
+  std::vector<MeasurementRow> stored = *database->ListMeasurementsForTask("j.t0");
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].candidate_id, tricky);
+  EXPECT_EQ(stored[0].trace, tricky);
+  EXPECT_EQ(stored[0].median_seconds, 0.1 + 0.2);  // bit-exact, not just close
+  EXPECT_EQ(stored[0].min_seconds, 1.0 / 3.0);
+  EXPECT_EQ(stored[0].max_seconds, 6.02214076e23);
+  EXPECT_EQ(stored[0].stddev_seconds, 1e-300);
+  EXPECT_EQ(stored[0].compile_seconds, std::nextafter(1.0, 2.0));
+  EXPECT_EQ(stored[0].measured_unix_ms, std::numeric_limits<int64_t>::min() + 1);
+}
+
+TEST_P(DatabaseTest, TextOrderIsBytewise) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  // Bytewise: "B" (0x42) < "_c" (0x5f) < "a" (0x61); a natural-language collation such as
+  // en-US would give "_c", "a", "B".
+  for (const char* id : {"a", "B", "_c"}) {
+    ASSERT_TRUE(database->CreateJob(MakeJob(id, "team", 7), {}).ok());
+  }
+  EXPECT_EQ(JobIds(*database->ListJobs("", "")), (std::vector<std::string>{"a", "_c", "B"}));
+  CreateTwoTaskJob(*database);
+  for (const char* id : {"a", "B", "_c"}) {
+    ASSERT_TRUE(database->PutCandidate(MakeCandidate(id, "j.t0", 5)).ok());
+    ASSERT_TRUE(database->LeaseCandidate(id, "w", 50).ok());
+  }
+  EXPECT_EQ(CandidateIds(*database->ListCandidates("j.t0", "leased")),
+            (std::vector<std::string>{"B", "_c", "a"}));
+  EXPECT_EQ(*database->ExpireLeases(100), (std::vector<std::string>{"B", "_c", "a"}));
+  for (const char* id : {"a", "B", "_c"}) {
+    ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement(id, "j.t0", true, 1.0)).ok());
+  }
+  EXPECT_EQ(MeasurementIds(*database->ListMeasurementsForTask("j.t0")),
+            (std::vector<std::string>{"B", "_c", "a"}));
+  EXPECT_EQ(MeasurementIds(*database->TopMeasurements("wk", "cpu", 10)),
+            (std::vector<std::string>{"B", "_c", "a"}));
+  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements("cpu", 10)),
+            (std::vector<std::string>{"B", "_c", "a"}));
+}
+
+TEST_P(DatabaseTest, ConcurrentRecordMeasurementStoresEachOnce) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  constexpr int kThreads = 4;
+  constexpr int kCandidates = 60;
+  std::atomic<int> inserted{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int thread_index = 0; thread_index < kThreads; ++thread_index) {
+    threads.emplace_back([&, thread_index] {
+      // Every thread records every candidate, each in a different order.
+      for (int step = 0; step < kCandidates; ++step) {
+        const int candidate = (step * (thread_index + 1) * 7 + thread_index) % kCandidates;
+        absl::StatusOr<bool> stored = database->RecordMeasurement(
+            MakeMeasurement(absl::StrCat("c", candidate), "j.t0", true, 1.0 + candidate));
+        if (!stored.ok()) {
+          ++failures;
+        } else if (*stored) {
+          ++inserted;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(inserted.load(), kCandidates);
+  EXPECT_EQ(*database->CountMeasurements("j.t0"), kCandidates);
+}
+
+TEST_P(DatabaseTest, ConcurrentRecordMeasurementAcrossConnections) {
+  // Two Database objects (two connections, as two servers would have) race on the same ids.
+  std::unique_ptr<Database> first = OpenOrDie();
+  std::unique_ptr<Database> second = OpenOrDie();
+  ASSERT_NE(second, nullptr);
+  CreateTwoTaskJob(*first);
+  constexpr int kCandidates = 40;
+  for (int candidate = 0; candidate < kCandidates; ++candidate) {
+    ASSERT_TRUE(first->PutCandidate(MakeCandidate(absl::StrCat("c", candidate), "j.t0", 1)).ok());
+  }
+  std::atomic<int> inserted{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int thread_index = 0; thread_index < 4; ++thread_index) {
+    Database* database = thread_index % 2 == 0 ? first.get() : second.get();
+    threads.emplace_back([&, database, thread_index] {
+      for (int step = 0; step < kCandidates; ++step) {
+        const int candidate = thread_index < 2 ? step : kCandidates - 1 - step;
+        absl::StatusOr<bool> stored = database->RecordMeasurement(
+            MakeMeasurement(absl::StrCat("c", candidate), "j.t0", true, 1.0));
+        if (!stored.ok()) {
+          ADD_FAILURE() << stored.status();
+          ++failures;
+        } else if (*stored) {
+          ++inserted;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(inserted.load(), kCandidates);
+  EXPECT_EQ(*second->CountMeasurements("j.t0"), kCandidates);
+  EXPECT_TRUE(second->ListCandidates("j.t0", "pending")->empty());
+}
+
+TEST_P(DatabaseTest, SecondDatabaseObjectSeesDataAcrossRestart) {
+  std::unique_ptr<Database> first = OpenOrDie();
+  CreateTwoTaskJob(*first);
+  ASSERT_TRUE(first->RecordMeasurement(MakeMeasurement("c1", "j.t0", true, 1.5)).ok());
+  // While the first is still open (two connections on one database) ...
+  std::unique_ptr<Database> second = OpenOrDie();
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->GetJob("j")->model_name, "resnet");
+  EXPECT_FALSE(*second->RecordMeasurement(MakeMeasurement("c1", "j.t0", true, 9.0)));
+  ASSERT_TRUE(second->RecordMeasurement(MakeMeasurement("c2", "j.t0", true, 0.5)).ok());
+  EXPECT_EQ(*first->CountMeasurements("j.t0"), 2);
+  // ... and after both are closed, as after a server restart.
+  first.reset();
+  second.reset();
+  std::unique_ptr<Database> restarted = OpenOrDie();
+  ASSERT_NE(restarted, nullptr);
+  EXPECT_EQ(restarted->ListTasks("j")->size(), 2u);
+  EXPECT_EQ(restarted->BestMeasurement("wk", "cpu")->value().candidate_id, "c2");
+  EXPECT_EQ(*restarted->SchemaVersion(), LatestSchemaVersion());
+}
+
+}  // namespace
+}  // namespace gtco::db
