@@ -1,15 +1,17 @@
 // Side by side, in one process: GTCO-tuned CPU kernels vs OpenBLAS sgemm, oneDNN and plain C++.
 //   cpu_vs_vendor [--trials N] [--quick] [--shapes id,id] [--search random|evolutionary|model]
 //                 [--threads 2] [--curve-shape id] [--curve-trials N] [--curve-kinds k,k]
-//                 [--no-curve] [--out-dir DIR] [--stream-mib MiB]
-// Tunes every selected case in-process (bench/tuner.h), re-times the best program and the
-// baselines back to back with one harness, runs the tuning-curve comparison, prints the markdown
-// report and writes it (plus tuning_curve.csv) to --out-dir.
+//                 [--no-curve] [--out-dir DIR] [--stream-mib MiB] [--retime TUNED_TSV]
+// Tunes every selected case in-process (bench/tuner.h), runs the tuning-curve comparison, then
+// re-times every best program beside the baselines back to back with one harness, prints the
+// markdown report and writes it (plus tuned_traces.tsv and tuning_curve.csv) to --out-dir.
+// --retime skips tuning and the curve and re-times the traces of an earlier run's TSV.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "bench/model_guide.h"
 #include "bench/report.h"
 #include "bench/timing.h"
+#include "bench/tuned_traces.h"
 #include "bench/tuner.h"
 #include "bench/vendor_baselines.h"
 #include "common/codegen/llvm/runtime.h"
@@ -34,7 +37,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: cpu_vs_vendor [--trials N] [--quick] [--shapes id,id] [--search KIND] [--threads T]\n"
     "                     [--curve-shape id] [--curve-trials N] [--curve-kinds k,k] [--no-curve]\n"
-    "                     [--out-dir DIR] [--stream-mib MiB]\n";
+    "                     [--out-dir DIR] [--stream-mib MiB] [--retime TUNED_TSV]\n";
 
 struct BenchOptions {
   std::vector<BenchCase> cases;
@@ -47,6 +50,7 @@ struct BenchOptions {
   std::string out_dir;
   int64_t stream_bytes = 0;  ///< 0: 4 × L3 (2 × L3 when quick), at most a tenth of memory
   bool quick = false;
+  std::string retime_file;  ///< --retime: take the tuned traces from here instead of tuning
 };
 
 absl::StatusOr<BenchOptions> ParseOptions(const util::ParsedArgs& args) {
@@ -79,6 +83,8 @@ absl::StatusOr<BenchOptions> ParseOptions(const util::ParsedArgs& args) {
     }
   }
   options.out_dir = args.Get("out-dir");
+  options.retime_file = args.Get("retime");
+  if (!options.retime_file.empty()) options.curve_case.clear();  // nothing is tuned
   return options;
 }
 
@@ -124,7 +130,61 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-absl::Status RunBenchmark(const BenchOptions& options, const std::string& command) {
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// Tunes every case, or takes the tuning outcome from --retime's file.
+absl::StatusOr<std::vector<std::pair<std::string, TuneResult>>> TuneAll(
+    const BenchOptions& options, const target::HardwareInfo& hw,
+    worker::CandidateMeasurer& measurer) {
+  std::vector<std::pair<std::string, TuneResult>> tuned;
+  if (!options.retime_file.empty()) {
+    GTCO_ASSIGN_OR_RETURN(std::string text, ReadFile(options.retime_file));
+    GTCO_ASSIGN_OR_RETURN(auto saved, ParseTunedTraces(text));
+    for (const BenchCase& bench_case : options.cases) {
+      auto found = saved.find(bench_case.id);
+      if (found == saved.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(options.retime_file, " has no tuned trace for ", bench_case.id));
+      }
+      tuned.emplace_back(bench_case.id, found->second);
+    }
+    return tuned;
+  }
+  for (const BenchCase& bench_case : options.cases) {
+    GTCO_ASSIGN_OR_RETURN(TuneResult result,
+                          TuneLogged(bench_case, hw, options.search, options.trials, measurer));
+    tuned.emplace_back(bench_case.id, std::move(result));
+  }
+  if (!options.out_dir.empty()) {
+    GTCO_RETURN_IF_ERROR(
+        WriteFile(options.out_dir + "/tuned_traces.tsv", RenderTunedTraces(tuned)));
+  }
+  return tuned;
+}
+
+absl::StatusOr<std::vector<CurveRun>> RunCurve(const BenchOptions& options,
+                                               worker::CandidateMeasurer& measurer,
+                                               ReportContext* context) {
+  std::vector<CurveRun> curve;
+  if (options.curve_case.empty()) return curve;
+  GTCO_ASSIGN_OR_RETURN(std::vector<BenchCase> curve_case, SelectCases(options.curve_case, false));
+  context->curve_case = absl::StrCat(curve_case.front().id, " ", curve_case.front().shape);
+  context->curve_png = "tuning_curve.png";
+  for (SearchKind kind : options.curve_kinds) {
+    GTCO_ASSIGN_OR_RETURN(TuneResult result, TuneLogged(curve_case.front(), context->hw, kind,
+                                                        options.curve_trials, measurer));
+    curve.push_back(CurveRun{kind, std::move(result)});
+  }
+  return curve;
+}
+
+ReportContext MakeContext(const BenchOptions& options, const std::string& command) {
   ReportContext context;
   context.hw = target::DetectHostCpu();
   context.date_utc = NowUtc();
@@ -132,43 +192,42 @@ absl::Status RunBenchmark(const BenchOptions& options, const std::string& comman
   context.threads = options.threads;
   context.trials = options.trials;
   context.search = options.search;
+  context.retimed_from = options.retime_file;
   context.load_before = LoadAverage();
+  context.openblas_version = OpenBlasVersion();
+  context.onednn_version = OneDnnVersion();
+  return context;
+}
+
+absl::Status RunBenchmark(const BenchOptions& options, const std::string& command) {
   codegen::SetParallelThreads(options.threads);
   SetOpenBlasThreads(options.threads);
   SetOneDnnThreads(options.threads);
-  context.openblas_version = OpenBlasVersion();
-  context.onednn_version = OneDnnVersion();
-
+  ReportContext context = MakeContext(options, command);
   int64_t stream_bytes = options.stream_bytes;
   if (stream_bytes == 0) {
     stream_bytes = (options.quick ? 2 : 4) * context.hw.l3_bytes;
-    if (context.hw.memory_bytes > 0) stream_bytes = std::min(stream_bytes, context.hw.memory_bytes / 10);
+    if (context.hw.memory_bytes > 0) {
+      stream_bytes = std::min(stream_bytes, context.hw.memory_bytes / 10);
+    }
   }
   std::fprintf(stderr, "measuring memory bandwidth (%lld MiB arrays)...\n",
                static_cast<long long>(stream_bytes >> 20));
   context.dram = MeasureStreamBandwidth(stream_bytes, options.threads, /*repeats=*/5);
 
   GTCO_ASSIGN_OR_RETURN(auto measurer, worker::CandidateMeasurer::Create(worker::MeasureOptions{}));
+  GTCO_ASSIGN_OR_RETURN(auto tuned, TuneAll(options, context.hw, *measurer));
+  GTCO_ASSIGN_OR_RETURN(std::vector<CurveRun> curve, RunCurve(options, *measurer, &context));
+
+  // All timing after all tuning: the side-by-side numbers come from one stretch of time.
+  std::fprintf(stderr, "timing the best programs beside the baselines...\n");
+  context.load_timing = LoadAverage();
   GTCO_ASSIGN_OR_RETURN(auto jit, codegen::CpuJit::Create());
   CaseTimingOptions timing_options;
   timing_options.threads = options.threads;
   std::vector<CaseTiming> cases;
-  for (const BenchCase& bench_case : options.cases) {
-    GTCO_ASSIGN_OR_RETURN(TuneResult tuned, TuneLogged(bench_case, context.hw, options.search,
-                                                       options.trials, *measurer));
-    cases.push_back(TimeCase(bench_case, tuned, *jit, timing_options));
-  }
-
-  std::vector<CurveRun> curve;
-  if (!options.curve_case.empty()) {
-    GTCO_ASSIGN_OR_RETURN(std::vector<BenchCase> curve_case, SelectCases(options.curve_case, false));
-    context.curve_case = absl::StrCat(curve_case.front().id, " ", curve_case.front().shape);
-    context.curve_png = "tuning_curve.png";
-    for (SearchKind kind : options.curve_kinds) {
-      GTCO_ASSIGN_OR_RETURN(TuneResult result, TuneLogged(curve_case.front(), context.hw, kind,
-                                                          options.curve_trials, *measurer));
-      curve.push_back(CurveRun{kind, std::move(result)});
-    }
+  for (size_t index = 0; index < options.cases.size(); ++index) {
+    cases.push_back(TimeCase(options.cases[index], tuned[index].second, *jit, timing_options));
   }
   context.load_after = LoadAverage();
 
@@ -189,7 +248,7 @@ absl::Status RunBenchmark(const BenchOptions& options, const std::string& comman
 int main(int argc, char** argv) {
   std::vector<std::string> arguments(argv + 1, argv + argc);
   gtco::util::FlagSpec spec{{"trials", "shapes", "search", "threads", "curve-shape", "curve-trials",
-                             "curve-kinds", "out-dir", "stream-mib"},
+                             "curve-kinds", "out-dir", "stream-mib", "retime"},
                             {"quick", "no-curve"}};
   auto args = gtco::util::ParsedArgs::Parse(arguments, spec);
   absl::StatusOr<gtco::bench::BenchOptions> options =

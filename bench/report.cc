@@ -21,10 +21,6 @@ std::optional<double> Ratio(const CaseTiming& timing, const std::optional<Timing
   return vendor->median / timing.ours->median;
 }
 
-std::string RatioText(std::optional<double> ratio) {
-  return ratio ? absl::StrFormat("%.2f×", *ratio) : "n/a";
-}
-
 /// The median ratio, then in parentheses the ratio of the fastest runs (less sensitive to
 /// other processes on a shared machine: interference only ever adds time).
 std::string RatioCell(const CaseTiming& timing, const std::optional<TimingStats>& vendor) {
@@ -58,11 +54,17 @@ std::string MachineSection(const ReportContext& context) {
   absl::StrAppend(&text, "- oneDNN: ", context.onednn_version, "\n");
   absl::StrAppend(&text, "- Threads: ", context.threads,
                   " for every implementation (gtco_parallel_for pool, OpenBLAS, OpenMP)\n");
-  absl::StrAppend(&text, "- Tuning: ", context.trials, " trials per task, ",
-                  SearchKindName(context.search),
-                  " search, every candidate measured by worker::CandidateMeasurer\n");
-  absl::StrAppend(&text, "- Load average (1/5/15 min) before: ", context.load_before,
-                  "; after: ", context.load_after, "\n");
+  if (context.retimed_from.empty()) {
+    absl::StrAppend(&text, "- Tuning: ", context.trials, " trials per task, ",
+                    SearchKindName(context.search),
+                    " search, every candidate measured by worker::CandidateMeasurer\n");
+  } else {
+    absl::StrAppend(&text, "- Tuning: not repeated; best traces, trial counts and tuning rates "
+                           "from `", context.retimed_from, "` (an earlier tuning run)\n");
+  }
+  absl::StrAppend(&text, "- Load average (1/5/15 min) at start: ", context.load_before,
+                  "; when timing began: ", context.load_timing, "; at end: ", context.load_after,
+                  "\n");
   absl::StrAppend(&text, absl::StrFormat(
                              "- Memory bandwidth (STREAM-like, %d threads, %.0f MiB arrays): "
                              "copy %.1f GB/s, triad %.1f GB/s\n",

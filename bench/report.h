@@ -43,7 +43,8 @@ struct ReportContext {
   StreamBandwidth dram;
   std::string curve_case;  ///< id of the curve task ("" when no curve was run)
   std::string curve_png;   ///< file name of the plotted curve
-  std::string load_before, load_after;  ///< /proc/loadavg at start and end
+  std::string load_before, load_timing, load_after;  ///< /proc/loadavg: start, timing, end
+  std::string retimed_from;  ///< the tuned-traces TSV when tuning was skipped (--retime)
 };
 
 /// 1-based trial at which best_so_far first reaches `target_seconds` or better; 0 when never.

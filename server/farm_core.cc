@@ -17,6 +17,9 @@ namespace gtco::server {
 namespace {
 
 constexpr const char* kTargetCpu = "cpu";
+/// Trials one job may ask for; far beyond any real budget, and small enough that budget
+/// arithmetic (SplitBudget, budget left) cannot overflow.
+constexpr int64_t kMaxBudget = int64_t{1} << 40;
 
 absl::Status ValidateTarget(const std::string& target) {
   if (target == kTargetCpu) return absl::OkStatus();
@@ -196,9 +199,10 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
     return absl::InvalidArgumentError(
         absl::StrCat("--rounds must be between 1 and 256 candidates (got ", header.rounds(), ")"));
   }
-  if (header.budget() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "budget must be a positive number of trials (got ", header.budget(), "); pass --budget N"));
+  if (header.budget() <= 0 || header.budget() > kMaxBudget) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget must be a positive number of trials, at most ", kMaxBudget, " (got ",
+                     header.budget(), "); pass --budget N"));
   }
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
   GTCO_ASSIGN_OR_RETURN(graph::ModelAnalysis analysis,

@@ -55,6 +55,18 @@ absl::Status TooLarge(const Node& node) {
                                                " elements"));
 }
 
+/// A folded result's shape must have non-negative dims and at most kMaxFoldedElements elements
+/// (counted without overflow: shapes come from model data).
+absl::Status CheckFoldedShape(const Node& node, const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) return NodeError(node, absl::StrCat("negative dimension in ", ShapeString(shape)));
+    if (dim > kMaxFoldedElements) return TooLarge(node);
+    count = std::min(count * dim, kMaxFoldedElements + 1);
+  }
+  return count > kMaxFoldedElements ? TooLarge(node) : absl::OkStatus();
+}
+
 Tensor MakeConstant(ElemType type, Shape shape) {
   Tensor tensor;
   tensor.type = type;
@@ -270,13 +282,9 @@ absl::StatusOr<Tensor> EvalConcat(const Node& node, const Graph& graph) {
 
 absl::StatusOr<Tensor> EvalTranspose(const Node& node, const Tensor& data) {
   int64_t rank = static_cast<int64_t>(data.shape.size());
-  std::vector<int64_t> perm = node.IntsAttr("perm");
-  if (perm.empty()) {
-    for (int64_t i = rank; i-- > 0;) perm.push_back(i);
-  }
-  if (static_cast<int64_t>(perm.size()) != rank) return NodeError(node, "perm length != rank");
+  GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> perm, TransposePerm(node, rank));
   Shape out_shape;
-  for (int64_t axis : perm) out_shape.push_back(data.shape.at(axis));
+  for (int64_t axis : perm) out_shape.push_back(data.shape[axis]);
   std::vector<int64_t> in_strides = Strides(data.shape);
   std::vector<int64_t> flat;
   std::vector<int64_t> counter(rank, 0);
@@ -354,6 +362,7 @@ void BinaryValue(const std::string& op, const Tensor& a, int64_t ia, const Tenso
 absl::StatusOr<Tensor> EvalBinary(const Node& node, const Tensor& a, const Tensor& b) {
   auto out_shape = BroadcastShapes(a.shape, b.shape);
   if (!out_shape.ok()) return NodeError(node, std::string(out_shape.status().message()));
+  GTCO_RETURN_IF_ERROR(CheckFoldedShape(node, *out_shape));
   static const std::set<std::string> kLogical = {"Equal", "Less", "Greater", "And", "Or"};
   Tensor out = MakeConstant(kLogical.count(node.op_type) ? ElemType::kBool : a.type, *out_shape);
   std::vector<int64_t> index_a = BroadcastIndices(a.shape, *out_shape);
@@ -368,6 +377,7 @@ absl::StatusOr<Tensor> EvalWhere(const Node& node, const Tensor& cond, const Ten
                                  const Tensor& y) {
   GTCO_ASSIGN_OR_RETURN(Shape partial, BroadcastShapes(cond.shape, x.shape));
   GTCO_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes(partial, y.shape));
+  GTCO_RETURN_IF_ERROR(CheckFoldedShape(node, out_shape));
   std::vector<int64_t> ic = BroadcastIndices(cond.shape, out_shape);
   std::vector<int64_t> ix = BroadcastIndices(x.shape, out_shape);
   std::vector<int64_t> iy = BroadcastIndices(y.shape, out_shape);
@@ -387,10 +397,7 @@ absl::StatusOr<Tensor> EvalConstantOfShape(const Node& node, const Tensor& shape
     value = it->second.tensor.at(0);
   }
   Shape out_shape = IntValues(shape);
-  for (int64_t dim : out_shape) {
-    if (dim < 0) return NodeError(node, "negative dimension");
-  }
-  if (NumElements(out_shape) > kMaxFoldedElements) return TooLarge(node);
+  GTCO_RETURN_IF_ERROR(CheckFoldedShape(node, out_shape));
   return Take(value, std::vector<int64_t>(NumElements(out_shape), 0), out_shape);
 }
 
@@ -422,7 +429,7 @@ absl::StatusOr<Tensor> EvalSingleOutput(const Node& node, const Graph& graph) {
   if (op == "Transpose") return EvalTranspose(node, input(0));
   if (op == "Expand") {
     GTCO_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes(input(0).shape, IntValues(input(1))));
-    if (NumElements(out_shape) > kMaxFoldedElements) return TooLarge(node);
+    GTCO_RETURN_IF_ERROR(CheckFoldedShape(node, out_shape));
     return Take(input(0), BroadcastIndices(input(0).shape, out_shape), out_shape);
   }
   if (op == "ConstantOfShape") return EvalConstantOfShape(node, input(0));

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/graph/const_eval.h"
 #include "common/util/status.h"
 
@@ -219,6 +220,24 @@ absl::StatusOr<std::vector<int64_t>> ConcatShape(const Node& node, const Graph& 
   return out;
 }
 
+absl::StatusOr<std::vector<int64_t>> TransposePerm(const Node& node, int64_t rank) {
+  std::vector<int64_t> perm = node.IntsAttr("perm");
+  if (perm.empty()) {
+    for (int64_t axis = rank; axis-- > 0;) perm.push_back(axis);
+  }
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (size_t d = 0; valid && d < perm.size(); ++d) {
+    valid = perm[d] >= 0 && perm[d] < rank && !seen[perm[d]];
+    if (valid) seen[perm[d]] = true;
+  }
+  if (!valid) {
+    return ShapeError(node, absl::StrCat("perm [", absl::StrJoin(perm, ","),
+                                         "] is not a permutation of the ", rank, " input axes"));
+  }
+  return perm;
+}
+
 absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Graph& graph) {
   for (const std::string& input : node.inputs) {
     if (!input.empty() && !graph.tensor(input).has_shape) {
@@ -239,12 +258,10 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
     return window.count;
   }
   if (op == "Transpose") {
-    std::vector<int64_t> perm = node.IntsAttr("perm");
+    GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                          TransposePerm(node, static_cast<int64_t>(shape_of(0).size())));
     Shape out;
-    for (size_t d = 0; d < shape_of(0).size(); ++d) {
-      int64_t axis = perm.empty() ? static_cast<int64_t>(shape_of(0).size() - 1 - d) : perm.at(d);
-      out.push_back(shape_of(0).at(axis));
-    }
+    for (int64_t axis : perm) out.push_back(shape_of(0)[axis]);
     return out;
   }
   if (op == "MatMul" || op == "MatMulInteger") return MatMulShape(node, shape_of(0), shape_of(1));

@@ -36,6 +36,10 @@ absl::StatusOr<std::vector<int64_t>> ConcatShape(const Node& node, const Graph& 
 /// UNIMPLEMENTED (naming the node) when it cannot be derived.
 absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Graph& graph);
 
+/// Transpose's `perm` attribute for an input of rank `rank` (reversed axes when absent).
+/// INVALID_ARGUMENT naming the node unless it is a permutation of 0..rank-1.
+absl::StatusOr<std::vector<int64_t>> TransposePerm(const Node& node, int64_t rank);
+
 /// `axis` made non-negative for `rank`; INVALID_ARGUMENT naming the node when out of range.
 absl::StatusOr<int64_t> NormalizeAxis(const Node& node, int64_t axis, int64_t rank);
 

@@ -325,6 +325,35 @@ absl::Status ValidateAnchorShapes(const Workload& w) {
   return ExpectShape(w.output, {r.rows, out_cols}, "output");
 }
 
+/// Size limits of a valid workload; they keep every element, byte and flop count in int64
+/// (2 * batch*m*n*k <= 2^61 when the three matmul tensors are within kMaxTensorElements).
+constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+constexpr size_t kMaxEpilogueLength = size_t{1} << 16;  ///< instructions, and extra inputs
+
+absl::Status ValidateSizes(const Workload& w) {
+  if (w.epilogue.size() > kMaxEpilogueLength || w.inputs.size() > kMaxEpilogueLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload has ", w.epilogue.size(), " epilogue instructions and ",
+                     w.inputs.size(), " inputs; at most ", kMaxEpilogueLength, " each"));
+  }
+  auto check = [](const TensorDesc& tensor, const std::string& what) {
+    int64_t elements = 1;
+    for (int64_t dim : tensor.shape) {
+      if (dim <= 0 || dim > kMaxTensorElements / elements) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("workload ", what, " of shape ", ShapeText(tensor.shape),
+                         " has a non-positive dim or more than 2^40 elements"));
+      }
+      elements *= dim;
+    }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < w.inputs.size(); ++i) {
+    GTCO_RETURN_IF_ERROR(check(w.inputs[i], absl::StrCat("input ", i)));
+  }
+  return check(w.output, "output");
+}
+
 bool IsInt8(DType dtype) { return dtype == DType::kI8 || dtype == DType::kU8; }
 
 /// The zero point of an integer matmul input must be a value of the input's dtype.
@@ -605,6 +634,7 @@ absl::Status Workload::Validate() const {
                        " does not broadcast to the output shape ", ShapeText(output.shape)));
     }
   }
+  GTCO_RETURN_IF_ERROR(ValidateSizes(*this));
   for (size_t i = 0; i < epilogue.size(); ++i) {
     const EwInstr& instr = epilogue[i];
     if (static_cast<int>(instr.args.size()) != EwOpArity(instr.op)) {

@@ -115,7 +115,9 @@ struct Workload {
   int64_t Flops() const;
   /// Bytes read and written once each (a lower bound on memory traffic).
   int64_t MinBytes() const;
-  /// Checks internal consistency (shapes, operand indices); errors are INVALID_ARGUMENT.
+  /// Checks internal consistency (shapes, operand indices) and sizes (at most 2^40 elements per
+  /// tensor, 2^16 inputs and epilogue instructions, so that Flops() and MinBytes() fit in
+  /// int64); errors are INVALID_ARGUMENT.
   absl::Status Validate() const;
 };
 

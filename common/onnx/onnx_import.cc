@@ -121,36 +121,69 @@ bool HasCustomDomainNodes(const ModelProto& model) {
   return false;
 }
 
+absl::Status RunShapeInference(ModelProto& model, bool strict, bool data_propagation) {
+  try {
+    ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false, strict ? 1 : 0,
+                                          data_propagation);
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& error) {
+    return InvalidModel(absl::StrCat("ONNX shape inference failed: ", error.what()));
+  }
+  return absl::OkStatus();
+}
+
+/// Strict inference catches shape mismatches (often a wrong --shape). Ops from other domains
+/// have no schema here; for those models inference runs lenient when strict fails, and the
+/// support check reports the op instead.
+absl::Status InferModelShapes(ModelProto& model, bool data_propagation) {
+  ModelProto strict_model = model;
+  absl::Status strict = RunShapeInference(strict_model, /*strict=*/true, data_propagation);
+  if (strict.ok()) {
+    model = std::move(strict_model);
+    return absl::OkStatus();
+  }
+  if (!HasCustomDomainNodes(model)) return strict;
+  return RunShapeInference(model, /*strict=*/false, data_propagation);
+}
+
+/// Whether every node input of the (type-inferred) main graph has a type, and no node has a
+/// subgraph. ONNX 1.12's data propagation reads the type of a Shape node's input unchecked and
+/// crashes on a value without one (an unknown op's output, a node whose inference failed).
+bool SafeForDataPropagation(const ModelProto& model) {
+  std::set<std::string> typed;
+  for (const auto& initializer : model.graph().initializer()) typed.insert(initializer.name());
+  for (const auto* values :
+       {&model.graph().input(), &model.graph().value_info(), &model.graph().output()}) {
+    for (const ValueInfoProto& value : *values) {
+      if (value.type().value_case() != ::onnx::TypeProto::VALUE_NOT_SET) typed.insert(value.name());
+    }
+  }
+  for (const auto& node : model.graph().node()) {
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.has_g() || attribute.graphs_size() > 0) return false;
+    }
+    for (const std::string& input : node.input()) {
+      if (!input.empty() && typed.count(input) == 0) return false;
+    }
+  }
+  return true;
+}
+
 absl::Status CheckAndInferShapes(ModelProto& model) {
   try {
     ::onnx::checker::check_model(model);
   } catch (const std::exception& error) {
     return InvalidModel(absl::StrCat("the ONNX checker rejected it: ", error.what()));
   }
-  // Strict inference catches shape mismatches (often a wrong --shape). Ops from other
-  // domains have no schema here; for those models inference runs lenient and the support
-  // check reports the op instead.
-  ModelProto strict_model = model;
-  try {
-    ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/1,
-                                          /*data_prop_val=*/true);
-    ::onnx::shape_inference::InferShapes(strict_model, ::onnx::OpSchemaRegistry::Instance(),
-                                         options);
-    model = std::move(strict_model);
+  // Types first, without data propagation; then, when that is safe, again with it (it folds
+  // shape arithmetic such as Shape -> Gather -> Concat -> Reshape into static shapes).
+  ModelProto typed_model = model;
+  GTCO_RETURN_IF_ERROR(InferModelShapes(typed_model, /*data_propagation=*/false));
+  if (!SafeForDataPropagation(typed_model)) {
+    model = std::move(typed_model);
     return absl::OkStatus();
-  } catch (const std::exception& error) {
-    if (!HasCustomDomainNodes(model)) {
-      return InvalidModel(absl::StrCat("ONNX shape inference failed: ", error.what()));
-    }
   }
-  try {
-    ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0,
-                                          /*data_prop_val=*/true);
-    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& error) {
-    return InvalidModel(absl::StrCat("ONNX shape inference failed: ", error.what()));
-  }
-  return absl::OkStatus();
+  return InferModelShapes(model, /*data_propagation=*/true);
 }
 
 absl::StatusOr<graph::Attribute> ConvertAttribute(const ::onnx::AttributeProto& proto,
@@ -206,21 +239,25 @@ absl::Status AddTensors(const ModelProto& model, graph::Graph& graph) {
     GTCO_ASSIGN_OR_RETURN(graph::Tensor tensor, TensorFromProto(initializer, ""));
     graph.SetTensor(std::move(tensor));
   }
-  auto add_info = [&graph](const ValueInfoProto& info) {
-    if (graph.IsConstant(info.name())) return;
+  auto add_info = [&graph](const ValueInfoProto& info) -> absl::Status {
+    if (graph.IsConstant(info.name())) return absl::OkStatus();
     graph::Tensor tensor;
     if (const graph::Tensor* known = graph.FindTensor(info.name())) tensor = *known;
     tensor.name = info.name();
     ApplyValueInfo(info, tensor);
+    if (tensor.has_shape) {
+      GTCO_RETURN_IF_ERROR(CheckedElementCount(tensor.shape, tensor.name).status());
+    }
     graph.SetTensor(std::move(tensor));
+    return absl::OkStatus();
   };
   for (const auto& info : proto.input()) {
-    add_info(info);
+    GTCO_RETURN_IF_ERROR(add_info(info));
     if (!graph.IsConstant(info.name())) graph.inputs.push_back(info.name());
   }
-  for (const auto& info : proto.value_info()) add_info(info);
+  for (const auto& info : proto.value_info()) GTCO_RETURN_IF_ERROR(add_info(info));
   for (const auto& info : proto.output()) {
-    add_info(info);
+    GTCO_RETURN_IF_ERROR(add_info(info));
     graph.outputs.push_back(info.name());
   }
   return absl::OkStatus();

@@ -114,6 +114,21 @@ void DecodeTypedFields(const TensorProto& proto, graph::Tensor& tensor) {
     case TensorProto::INT64:
       tensor.int_data.assign(proto.int64_data().begin(), proto.int64_data().end());
       break;
+    // 8-bit and bool values keep only what their type holds, as in raw data: an int32_data
+    // entry outside the type's range must not reach code that trusts the element type.
+    case TensorProto::INT8:
+      for (int32_t value : proto.int32_data()) {
+        tensor.int_data.push_back(static_cast<int8_t>(value));
+      }
+      break;
+    case TensorProto::UINT8:
+      for (int32_t value : proto.int32_data()) {
+        tensor.int_data.push_back(static_cast<uint8_t>(value));
+      }
+      break;
+    case TensorProto::BOOL:
+      for (int32_t value : proto.int32_data()) tensor.int_data.push_back(value != 0 ? 1 : 0);
+      break;
     default:
       tensor.int_data.assign(proto.int32_data().begin(), proto.int32_data().end());
       break;
@@ -121,6 +136,31 @@ void DecodeTypedFields(const TensorProto& proto, graph::Tensor& tensor) {
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& shape,
+                                            const std::string& name) {
+  // The product of the non-zero dims is bounded too: strides and partial products of an empty
+  // tensor's shape must not overflow either.
+  int64_t nonzero_product = 1;
+  bool empty = false;
+  for (int64_t dim : shape) {
+    if (dim < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("not a valid ONNX model: tensor '", name,
+                                                     "' has a negative dim in shape ",
+                                                     graph::ShapeString(shape)));
+    }
+    if (dim == 0) {
+      empty = true;
+    } else if (nonzero_product > kMaxTensorElements / dim) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", name, "' of shape ", graph::ShapeString(shape), " has more than ",
+          kMaxTensorElements, " elements, which GTCO does not support"));
+    } else {
+      nonzero_product *= dim;
+    }
+  }
+  return empty ? 0 : nonzero_product;
+}
 
 graph::ElemType ElemTypeFromOnnx(int data_type) {
   switch (data_type) {
@@ -165,7 +205,7 @@ absl::StatusOr<graph::Tensor> TensorFromProto(const TensorProto& proto, const st
   tensor.shape.assign(proto.dims().begin(), proto.dims().end());
   tensor.has_shape = true;
   tensor.is_constant = true;
-  int64_t count = tensor.NumElements();
+  GTCO_ASSIGN_OR_RETURN(const int64_t count, CheckedElementCount(tensor.shape, tensor.name));
   if (proto.has_raw_data()) {
     if (static_cast<int64_t>(proto.raw_data().size()) != count * element_bytes) {
       return absl::InvalidArgumentError(

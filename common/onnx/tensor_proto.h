@@ -1,11 +1,25 @@
 // Conversion of ONNX TensorProto / type protos to graph IR tensors (internal to the onnx module).
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
 #include "onnx/onnx_pb.h"
 
 namespace gtco::onnx {
+
+/// Most elements one tensor of an imported model may have (larger shapes are rejected, so that
+/// element and byte counts downstream stay far from int64 overflow).
+constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+
+/// Elements of a tensor of `shape`, counted without overflow. INVALID_ARGUMENT naming tensor
+/// `name` for a negative dim or when the product of its non-zero dims exceeds
+/// kMaxTensorElements.
+absl::StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& shape,
+                                            const std::string& name);
 
 /// The graph element type of an ONNX TensorProto::DataType value (kOther if unknown).
 graph::ElemType ElemTypeFromOnnx(int data_type);

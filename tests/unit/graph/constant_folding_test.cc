@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/graph/op_support.h"
+#include "common/graph/shape_inference.h"
 #include "gtest/gtest.h"
 #include "tests/unit/graph/test_graphs.h"
 
@@ -117,6 +118,46 @@ TEST(ConstantFoldingTest, TransposeCastRangeGatherAndArithmetic) {
   EXPECT_EQ(graph.tensor("steps").int_data, (std::vector<int64_t>{0, 2, 4}));
   EXPECT_EQ(graph.tensor("last_row").int_data, (std::vector<int64_t>{2, 5}));
   EXPECT_FLOAT_EQ(graph.tensor("scaled").float_data[3], 3.0f / std::sqrt(2.0f));
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_onnx_import): a Transpose perm that is not a permutation
+// of the input axes indexed out of range (std::out_of_range escaped from the importer).
+TEST(ConstantFoldingTest, TransposeWithABadPermIsAnErrorNotAnException) {
+  for (const std::vector<int64_t>& perm :
+       std::vector<std::vector<int64_t>>{{0, 1, 2}, {1}, {0, 0}, {-1, 0}, {2, 0}}) {
+    Graph runtime = MakeGraph(
+        {Activation("x", {2, 3})},
+        {MakeNode("Transpose", "t", {"x"}, {"y"}, {{"perm", IntsAttr(perm)}})}, "y");
+    absl::StatusOr<std::vector<int64_t>> shape = InferOutputShape(runtime.nodes[0], runtime);
+    EXPECT_EQ(shape.status().code(), absl::StatusCode::kInvalidArgument) << perm.size();
+    EXPECT_TRUE(FoldConstants(runtime).ok());  // the support check reports the shape later
+    EXPECT_FALSE(runtime.tensor("y").has_shape);
+
+    Graph constant = MakeGraph(
+        {FloatConstant("m", {2, 3}, {0, 1, 2, 3, 4, 5})},
+        {MakeNode("Transpose", "t", {"m"}, {"mt"}, {{"perm", IntsAttr(perm)}})}, "mt");
+    EXPECT_EQ(FoldConstants(constant).code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_onnx_import): an Expand to a negative dim reserved a
+// negative element count (std::length_error escaped), and huge dims overflowed the count.
+TEST(ConstantFoldingTest, FoldedShapesWithNegativeOrHugeDimsAreErrors) {
+  Graph negative = MakeGraph(
+      {FloatConstant("v", {1}, {1.0}), IntConstant("target", {2}, {-5, 3})},
+      {MakeNode("Expand", "expand", {"v", "target"}, {"y"})}, "y");
+  EXPECT_EQ(FoldConstants(negative).code(), absl::StatusCode::kInvalidArgument);
+
+  const int64_t huge = int64_t{1} << 32;
+  Graph overflow = MakeGraph({IntConstant("dims", {3}, {huge, huge, huge})},
+                             {MakeNode("ConstantOfShape", "fill", {"dims"}, {"y"})}, "y");
+  EXPECT_EQ(FoldConstants(overflow).code(), absl::StatusCode::kUnimplemented);
+
+  Graph large = MakeGraph(  // 2^14 x 2^13 = 2^27 elements, over the folding limit
+      {FloatConstant("column", {1 << 14, 1}, std::vector<double>(1 << 14, 1.0)),
+       FloatConstant("row", {1, 1 << 13}, std::vector<double>(1 << 13, 2.0))},
+      {MakeNode("Mul", "outer", {"column", "row"}, {"y"})}, "y");
+  EXPECT_EQ(FoldConstants(large).code(), absl::StatusCode::kUnimplemented);
 }
 
 TEST(ConstantFoldingTest, DeadShapeArithmeticIsRemoved) {

@@ -160,6 +160,32 @@ TEST(WorkloadTest, ValidateRejectsInconsistentShapes) {
   EXPECT_FALSE(bad_output.Validate().ok());
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_workload_text): huge but consistent shapes passed
+// Validate() and Flops() then overflowed int64 (undefined behaviour).
+TEST(WorkloadTest, ValidateRejectsSizesWhoseCountsOverflow) {
+  const int64_t huge = int64_t{1} << 40;
+  absl::StatusOr<Workload> softmax = ParseWorkload(
+      "gtco-workload v1\nanchor softmax\nrow rows=1099511627776 cols=1099511627776\n"
+      "anchor_inputs 1\ninput f32 [1099511627776,1099511627776]\n"
+      "output f32 [1099511627776,1099511627776]\n");
+  ASSERT_TRUE(softmax.ok()) << softmax.status();
+  EXPECT_EQ(softmax->Validate().code(), absl::StatusCode::kInvalidArgument);
+
+  Workload matmul = AttentionScores();  // 2^40-element tensors are the largest accepted
+  matmul.matmul = MatMulParams{1, huge, 1, 1, false, false, false, false};
+  matmul.inputs = {F32({1, huge, 1}), F32({1, 1, 1}), F32({1})};
+  matmul.output = F32({1, huge, 1});
+  EXPECT_TRUE(matmul.Validate().ok()) << matmul.Validate();
+  EXPECT_EQ(matmul.Flops(), 2 * huge + 2 * huge);
+  matmul.matmul.m = huge * 2;
+  matmul.inputs[0].shape[1] = matmul.output.shape[1] = huge * 2;
+  EXPECT_EQ(matmul.Validate().code(), absl::StatusCode::kInvalidArgument);
+
+  Workload long_epilogue = AttentionScores();
+  long_epilogue.epilogue.resize((size_t{1} << 16) + 1, EwInstr{EwOp::kRelu, {Acc()}});
+  EXPECT_EQ(long_epilogue.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(WorkloadTest, ValidateRejectsBadOperands) {
   Workload anchor_input = AttentionScores();  // kInput may only name extra inputs
   anchor_input.epilogue[1].args[1] = In(1);
