@@ -107,6 +107,22 @@ int RunCommand(const std::vector<std::string>& argv, const std::string& log_path
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Whether uid/gid may execute `path` (every directory on the way traversable): checked in a
+// child that switches user, as the server commands will.
+bool UserCanExecute(const std::string& path, uid_t uid, gid_t gid) {
+  const pid_t child = fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(2);
+    _exit(access(path.c_str(), X_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return false;
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // The last `max_chars` characters of a file ("" when unreadable).
 std::string FileTail(const std::string& path, size_t max_chars = 2000) {
   std::ifstream file(path);
@@ -171,6 +187,14 @@ absl::Status PostgresServer::Start() {
     run_as_other_user_ = true;
     run_uid_ = account->pw_uid;
     run_gid_ = account->pw_gid;
+    if (!UserCanExecute(bin_dir_ + "/initdb", run_uid_, run_gid_)) {
+      // Seen in chroots whose root directory is private to root (mode 0700).
+      binaries_missing_ = true;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the 'postgres' user cannot execute ", bin_dir_,
+          "/initdb here (a directory on the way is not traversable by other users), so the "
+          "PostgreSQL instances of the database tests cannot start a server"));
+    }
   }
   // A short path under /tmp: the socket path must stay under ~100 characters, and the
   // `postgres` user must be able to reach it.

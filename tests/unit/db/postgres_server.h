@@ -23,7 +23,8 @@ class PostgresServer {
   /// started or not).
   static PostgresServer& Shared();
 
-  /// True when no PostgreSQL binaries are installed: tests should skip, not fail.
+  /// True when no PostgreSQL binaries are installed, or the unprivileged `postgres` user cannot
+  /// run them here: tests should skip, not fail.
   bool binaries_missing() const { return binaries_missing_; }
   /// OK when the server runs; otherwise why not (with the server log's tail).
   const absl::Status& start_status() const { return start_status_; }
