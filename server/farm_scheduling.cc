@@ -48,11 +48,8 @@ absl::Status FarmCore::CreateSpacesLocked(TaskState& task, const WorkerState& wo
     mapping.space = std::make_unique<schedule::SearchSpace>(std::move(space));
     search::EvolutionaryOptions search_options;
     search_options.seed = rng_();
-    const schedule::SearchSpace* space_pointer = mapping.space.get();
     TaskState* task_pointer = &task;
-    search_options.scorer = [this, task_pointer, space_pointer](
-                                const std::vector<schedule::Trace>& traces) {
-      (void)space_pointer;
+    search_options.scorer = [this, task_pointer](const std::vector<schedule::Trace>& traces) {
       return ScoreTracesLocked(*task_pointer, traces);
     };
     mapping.search =
