@@ -2,6 +2,7 @@
 #include "common/db/sqlite_database.h"
 
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/db/migrations.h"
@@ -40,12 +41,22 @@ absl::StatusOr<std::unique_ptr<Database>> OpenSqliteDatabase(const std::string& 
 
 absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::string& path,
                                                                      const SqliteOptions& options) {
-  GTCO_ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> connection,
-                        SqliteConnection::Open(path, options.busy_timeout_ms));
-  std::unique_ptr<SqliteDatabase> database(new SqliteDatabase(std::move(connection)));
-  GTCO_RETURN_IF_ERROR(database->Configure());
-  GTCO_RETURN_IF_ERROR(database->ApplyMigrations());
-  return database;
+  // Several processes opening a new file at once race on the switch to WAL and the first
+  // migration; SQLite can answer BUSY there without waiting (a lock upgrade it cannot wait
+  // for), so an open that lost the race starts again on a fresh connection.
+  constexpr int kAttempts = 5;
+  absl::Status last;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    GTCO_ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> connection,
+                          SqliteConnection::Open(path, options.busy_timeout_ms));
+    std::unique_ptr<SqliteDatabase> database(new SqliteDatabase(std::move(connection)));
+    last = database->Configure();
+    if (last.ok()) last = database->ApplyMigrations();
+    if (last.ok()) return database;
+    if (last.code() != absl::StatusCode::kUnavailable) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
+  }
+  return last;
 }
 
 absl::Status SqliteDatabase::Configure() {
