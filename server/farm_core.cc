@@ -22,11 +22,16 @@ constexpr const char* kTargetCpu = "cpu";
 constexpr int64_t kMaxBudget = int64_t{1} << 40;
 
 absl::Status ValidateTarget(const std::string& target) {
-  if (target == kTargetCpu) return absl::OkStatus();
-  if (target == "cuda") {
+  if (target == kTargetCpu) {
+#ifdef GTCO_SERVER_HAS_LLVM
+    return absl::OkStatus();
+#else
     return absl::FailedPreconditionError(
-        "target 'cuda' has no code generator in this server build yet; use --target cpu");
+        "this gtco-server was built without LLVM and cannot generate CPU programs; submit with "
+        "--target cuda or use a server built with LLVM");
+#endif
   }
+  if (target == "cuda") return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("unknown target '", target, "'; expected 'cpu' or 'cuda'"));
 }

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <fstream>
 
-#include "common/costmodel/features.h"
+#include "common/costmodel/cuda_features.h"
 #include "common/schedule/space.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
@@ -65,11 +65,10 @@ absl::Status FarmCore::WarmStartModelLocked(const std::string& target, const Wor
     }
     auto trace = schedule::Trace::Parse(record.trace);
     if (!trace.ok()) continue;
-    auto func = schedule::LowerSchedule(*workload, *trace, "gtco_kernel");
-    if (!func.ok()) continue;  // a sketch this release no longer lowers
-    model.samples.push_back(costmodel::Sample{
-        costmodel::ExtractFeatures(*func, worker.hardware), record.workload_key,
-        record.median_seconds});
+    auto features = costmodel::TraceFeatures(*workload, *trace, worker.hardware);
+    if (!features.ok()) continue;  // a sketch this release no longer replays
+    model.samples.push_back(
+        costmodel::Sample{std::move(*features), record.workload_key, record.median_seconds});
   }
   if (!model.samples.empty()) {
     GTCO_LOG(kInfo, "cost model for " << target << ": warm start from " << model.samples.size()

@@ -3,8 +3,12 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
-#include "common/codegen/llvm/llvm_codegen.h"
+#include "common/codegen/cuda/cuda_codegen.h"
+#include "common/costmodel/cuda_features.h"
 #include "common/costmodel/features.h"
+#ifdef GTCO_SERVER_HAS_LLVM
+#include "common/codegen/llvm/llvm_codegen.h"
+#endif
 #include "common/schedule/space.h"
 #include "common/util/hash.h"
 #include "common/util/logging.h"
@@ -86,9 +90,10 @@ std::vector<double> FarmCore::ScoreTracesLocked(const TaskState& task,
   std::vector<costmodel::Features> batch;
   batch.reserve(traces.size());
   for (const schedule::Trace& trace : traces) {
-    absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(task.workload, trace, kKernelName);
-    if (!func.ok()) return {};
-    batch.push_back(costmodel::ExtractFeatures(*func, task.hardware));
+    absl::StatusOr<costmodel::Features> features =
+        costmodel::TraceFeatures(task.workload, trace, task.hardware);
+    if (!features.ok()) return {};
+    batch.push_back(std::move(*features));
   }
   absl::StatusOr<std::vector<float>> scores = found->second->model->Predict(batch);
   if (!scores.ok()) return {};
@@ -201,11 +206,35 @@ absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& tas
                                                                   const std::string& candidate_id,
                                                                   const std::string& trace_text) {
   GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(trace_text));
-  GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func,
-                        schedule::LowerSchedule(task.workload, trace, kKernelName));
-  GTCO_ASSIGN_OR_RETURN(std::string program, codegen::EmitLlvmIr(func));
-  task.features[candidate_id] = costmodel::ExtractFeatures(func, task.hardware);
   gtco::v1::Candidate candidate;
+  std::string program;
+  if (task.row.target == "cuda") {
+    GTCO_ASSIGN_OR_RETURN(codegen::CudaKernel kernel,
+                          codegen::GenerateCudaKernel(task.workload, trace, kKernelName));
+    task.features[candidate_id] =
+        costmodel::ExtractCudaFeatures(task.workload, kernel.plan, task.hardware);
+    candidate.set_language("cuda-c");
+    gtco::v1::CudaLaunch& launch = *candidate.mutable_launch();
+    launch.set_grid_x(kernel.plan.grid_x);
+    launch.set_grid_y(kernel.plan.grid_y);
+    launch.set_grid_z(kernel.plan.grid_z);
+    launch.set_block_x(kernel.plan.block_x);
+    launch.set_block_y(kernel.plan.block_y);
+    launch.set_block_z(kernel.plan.block_z);
+    launch.set_dynamic_shared_bytes(kernel.plan.dynamic_shared_bytes);
+    launch.set_arch(kernel.plan.arch);
+    program = std::move(kernel.source);
+  } else {
+#ifdef GTCO_SERVER_HAS_LLVM
+    GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func,
+                          schedule::LowerSchedule(task.workload, trace, kKernelName));
+    GTCO_ASSIGN_OR_RETURN(program, codegen::EmitLlvmIr(func));
+    task.features[candidate_id] = costmodel::ExtractFeatures(func, task.hardware);
+    candidate.set_language("llvm-ir");
+#else
+    return absl::FailedPreconditionError("this gtco-server was built without LLVM");
+#endif
+  }
   candidate.set_candidate_id(candidate_id);
   candidate.set_task_id(task.row.task_id);
   candidate.set_workload_key(task.row.workload_key);

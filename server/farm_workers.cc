@@ -23,6 +23,16 @@ target::HardwareInfo HardwareFrom(const gtco::v1::Hardware& proto) {
   if (proto.l2_bytes() > 0) info.l2_bytes = proto.l2_bytes();
   if (proto.l3_bytes() > 0) info.l3_bytes = proto.l3_bytes();
   info.memory_bytes = proto.memory_bytes();
+  info.sm_major = proto.sm_major();
+  info.sm_minor = proto.sm_minor();
+  info.sm_count = proto.sm_count();
+  info.shared_bytes_per_block = proto.shared_bytes_per_block();
+  info.shared_bytes_per_sm = proto.shared_bytes_per_sm();
+  info.registers_per_block = proto.registers_per_block();
+  info.registers_per_sm = proto.registers_per_sm();
+  info.max_threads_per_block = proto.max_threads_per_block();
+  info.max_threads_per_sm = proto.max_threads_per_sm();
+  info.max_blocks_per_sm = proto.max_blocks_per_sm();
   return info;
 }
 
@@ -45,6 +55,10 @@ absl::StatusOr<gtco::v1::RegisterReply> FarmCore::Register(
   if (target != "cpu" && target != "cuda") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown worker target '", target, "'; expected 'cpu' or 'cuda'"));
+  }
+  if (target == "cuda" && (request.hardware().sm_major() <= 0 || request.hardware().sm_count() <= 0)) {
+    return absl::InvalidArgumentError(
+        "a cuda worker must report its GPU's compute capability and SM count at registration");
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto worker = std::make_unique<WorkerState>();

@@ -27,6 +27,9 @@ class MappingSketch {
   /// Stable mapping name stored with search decisions, e.g. "avx512_fma". Several workload
   /// classes may share a name (every row workload has a "vector" mapping).
   virtual const char* Name() const = 0;
+  /// The target whose workers run this mapping's programs: "cpu" (loop IR -> LLVM) or "cuda"
+  /// (CUDA C, see cuda_sketch.h). Spaces and verdicts only consider mappings of hw.target.
+  virtual const char* Target() const { return "cpu"; }
   /// The sketch the mapping's search space samples (its traces name this sketch).
   virtual const Sketch& sketch() const = 0;
   /// Whether the mapping is about `w`'s workload class at all (only those are explained).
@@ -37,6 +40,9 @@ class MappingSketch {
 
 /// Every registered mapping, in registry order (see mappings.def for how to add one).
 const std::vector<const MappingSketch*>& MappingRegistry();
+/// True when `mapping` is about `w`'s workload class on `hw`'s target.
+bool MappingConsiders(const MappingSketch& mapping, const ir::Workload& w,
+                      const target::HardwareInfo& hw);
 
 /// Verdict helpers for mapping implementations.
 /// Empty when `hw` has every feature of `features`, else "needs CPU feature(s) x, y".

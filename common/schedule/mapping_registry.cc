@@ -39,6 +39,11 @@ const std::vector<const MappingSketch*>& MappingRegistry() {
   return *registry;
 }
 
+bool MappingConsiders(const MappingSketch& mapping, const ir::Workload& w,
+                      const target::HardwareInfo& hw) {
+  return hw.target == mapping.Target() && mapping.Considers(w);
+}
+
 std::string MissingCpuFeatures(const target::HardwareInfo& hw,
                                const std::vector<std::string>& features) {
   std::vector<std::string> missing;

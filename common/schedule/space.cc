@@ -54,14 +54,15 @@ absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& 
                                                             const target::HardwareInfo& hw) {
   std::vector<std::string> reasons;
   for (const MappingSketch* mapping : MappingRegistry()) {
-    if (!mapping->Considers(w)) continue;
+    if (!MappingConsiders(*mapping, w, hw)) continue;
     const MappingVerdict verdict = mapping->Explain(w, hw);
     if (verdict.applies) return mapping;
     reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
   }
   if (reasons.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("no schedule sketch for anchor '", ir::AnchorKindName(w.anchor), "'"));
+        absl::StrCat("no schedule sketch for anchor '", ir::AnchorKindName(w.anchor),
+                     "' on target '", hw.target, "'"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "no intrinsic mapping applies to ", w.Description(), ": ", absl::StrJoin(reasons, "; ")));
@@ -128,8 +129,11 @@ absl::StatusOr<SearchSpace> SearchSpace::CreateFromMapping(const ir::Workload& w
                                                    "' is pruned for ", w.Description(), " on ",
                                                    hw.Summary()));
   }
-  // Lowering the default trace checks the workload's shapes once, up front.
-  GTCO_RETURN_IF_ERROR(sketch.Lower(space.workload_, space.default_values_, "probe").status());
+  // Lowering the default trace checks the workload's shapes once, up front (CUDA sketches have
+  // no loop-IR form: their code generator checks shapes when it replays a trace).
+  if (std::string(mapping.Target()) == "cpu") {
+    GTCO_RETURN_IF_ERROR(sketch.Lower(space.workload_, space.default_values_, "probe").status());
+  }
   return space;
 }
 
@@ -137,7 +141,7 @@ absl::StatusOr<SearchSpace> SearchSpace::CreateForMapping(const ir::Workload& w,
                                                           const target::HardwareInfo& hw,
                                                           const std::string& mapping) {
   for (const MappingSketch* candidate : MappingRegistry()) {
-    if (candidate->Name() != mapping || !candidate->Considers(w)) continue;
+    if (candidate->Name() != mapping || !MappingConsiders(*candidate, w, hw)) continue;
     const MappingVerdict verdict = candidate->Explain(w, hw);
     if (!verdict.applies) {
       return absl::InvalidArgumentError(
@@ -158,7 +162,7 @@ absl::StatusOr<SearchSpace> SearchSpace::Create(const ir::Workload& w,
 std::vector<MappingVerdict> ExplainMappings(const ir::Workload& w, const target::HardwareInfo& hw) {
   std::vector<MappingVerdict> verdicts;
   for (const MappingSketch* mapping : MappingRegistry()) {
-    if (mapping->Considers(w)) verdicts.push_back(mapping->Explain(w, hw));
+    if (MappingConsiders(*mapping, w, hw)) verdicts.push_back(mapping->Explain(w, hw));
   }
   return verdicts;
 }
@@ -168,7 +172,7 @@ absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(const ir::Workload&
   GTCO_RETURN_IF_ERROR(FirstApplicableMapping(w, hw).status());
   std::vector<SearchSpace> spaces;
   for (const MappingSketch* mapping : MappingRegistry()) {
-    if (!mapping->Considers(w) || !mapping->Explain(w, hw).applies) continue;
+    if (!MappingConsiders(*mapping, w, hw) || !mapping->Explain(w, hw).applies) continue;
     GTCO_ASSIGN_OR_RETURN(SearchSpace space, SearchSpace::CreateFromMapping(w, hw, *mapping));
     spaces.push_back(std::move(space));
   }

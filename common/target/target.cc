@@ -48,6 +48,12 @@ int HardwareInfo::MaxFloatLanes() const {
 
 std::string HardwareInfo::Summary() const {
   std::ostringstream out;
+  if (target == "cuda") {
+    out << (cpu_model.empty() ? std::string("unknown GPU") : cpu_model) << " (sm_" << SmVersion()
+        << ", " << sm_count << " SMs, " << shared_bytes_per_block / 1024 << " KiB shared/block, "
+        << l2_bytes / (1024 * 1024) << " MiB L2)";
+    return out.str();
+  }
   out << (cpu_model.empty() ? std::string("unknown CPU") : cpu_model) << " (" << cores
       << " cores";
   for (const char* feature : {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma"}) {
@@ -82,6 +88,38 @@ HardwareInfo DetectHostCpu() {
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page_size > 0) info.memory_bytes = static_cast<int64_t>(pages) * page_size;
+  return info;
+}
+
+}  // namespace gtco::target
+
+namespace gtco::target {
+
+HardwareInfo CudaArchPreset(int sm) {
+  HardwareInfo info;
+  info.target = "cuda";
+  info.sm_major = sm / 10;
+  info.sm_minor = sm % 10;
+  info.registers_per_block = 65536;
+  info.registers_per_sm = 65536;
+  info.max_threads_per_block = 1024;
+  info.max_threads_per_sm = 2048;
+  info.max_blocks_per_sm = 32;
+  info.cores = 1;
+  if (sm >= 90) {
+    info.cpu_model = "NVIDIA H100 SXM5 80GB (preset)";
+    info.sm_count = 132;
+    info.shared_bytes_per_block = 227 * 1024;
+    info.shared_bytes_per_sm = 228 * 1024;
+    info.l2_bytes = 50LL * 1024 * 1024;
+  } else {
+    info.cpu_model = "NVIDIA A100 SXM4 80GB (preset)";
+    info.sm_count = 108;
+    info.shared_bytes_per_block = 163 * 1024;
+    info.shared_bytes_per_sm = 164 * 1024;
+    info.l2_bytes = 40LL * 1024 * 1024;
+  }
+  info.memory_bytes = 80LL * 1024 * 1024 * 1024;
   return info;
 }
 

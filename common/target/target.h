@@ -9,10 +9,12 @@
 namespace gtco::target {
 
 /// Facts about one measuring machine. For CPUs: features use /proc/cpuinfo spellings
-/// ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", ...).
+/// ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", ...). For NVIDIA GPUs (target
+/// "cuda") the gpu_* fields hold the device's attributes as the CUDA driver reports them
+/// (l2_bytes and memory_bytes then describe the GPU); they are zero on CPU workers.
 struct HardwareInfo {
   std::string target = "cpu";  ///< "cpu" or "cuda"
-  std::string cpu_model;
+  std::string cpu_model;       ///< for "cuda": the GPU's name, e.g. "NVIDIA H100 80GB HBM3"
   std::vector<std::string> cpu_features;
   int cores = 1;
   int64_t l1d_bytes = 32 * 1024;
@@ -20,6 +22,19 @@ struct HardwareInfo {
   int64_t l3_bytes = 32 * 1024 * 1024;
   int64_t memory_bytes = 0;
 
+  // ---- GPU facts (target "cuda") ----
+  int sm_major = 0, sm_minor = 0;      ///< compute capability, e.g. 9.0
+  int sm_count = 0;                    ///< streaming multiprocessors
+  int64_t shared_bytes_per_block = 0;  ///< most shared memory one block may use (opt-in maximum)
+  int64_t shared_bytes_per_sm = 0;
+  int64_t registers_per_block = 0;     ///< 32-bit registers
+  int64_t registers_per_sm = 0;
+  int max_threads_per_block = 0;
+  int max_threads_per_sm = 0;
+  int max_blocks_per_sm = 0;
+
+  /// Compute capability as one number: 80 for 8.0, 90 for 9.0 (0 on CPUs).
+  int SmVersion() const { return sm_major * 10 + sm_minor; }
   bool HasFeature(const std::string& feature) const;
   /// Widest fp32 SIMD width in lanes: 16 with avx512f, 8 with avx/avx2, 4 otherwise.
   int MaxFloatLanes() const;
@@ -30,5 +45,11 @@ struct HardwareInfo {
 /// Reads the host's CPU model, features, core count and cache sizes (from /proc/cpuinfo,
 /// sysconf and /sys). Never fails: unknown facts keep their defaults.
 HardwareInfo DetectHostCpu();
+
+/// The published limits of a data-center GPU of compute capability `sm` (80: A100-SXM4-80GB,
+/// 90: H100-SXM5-80GB), for generating and checking CUDA code where no GPU is at hand (CI, the
+/// server before any CUDA worker registered). INVALID_ARGUMENT-free: an unknown `sm` gets the
+/// sm_80 limits with its own compute capability.
+HardwareInfo CudaArchPreset(int sm);
 
 }  // namespace gtco::target

@@ -1,0 +1,32 @@
+// Features of CUDA programs for the cost model, from their launch plan (the CUDA sketches have no
+// loop-IR form), and one entry point that computes a trace's features on either target.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/costmodel/cost_model.h"
+#include "common/ir/workload.h"
+#include "common/schedule/cuda_sketch.h"
+#include "common/schedule/trace.h"
+#include "common/target/target.h"
+
+namespace gtco::costmodel {
+
+/// Names of the CUDA plan features, in vector order. The vector returned by
+/// ExtractCudaFeatures has FeatureNames().size() entries (the cost model's fixed width; models
+/// are per target, so the CPU and CUDA layouts never mix): these first, zeros after.
+const std::vector<std::string>& CudaFeatureNames();
+
+/// Work, traffic, launch geometry, occupancy, waves and tile efficiency of `plan` for `w` on
+/// `hw` (a CUDA HardwareInfo; zero limits are treated as unknown). Deterministic.
+Features ExtractCudaFeatures(const ir::Workload& w, const schedule::CudaPlan& plan,
+                             const target::HardwareInfo& hw);
+
+/// Features of trace `t` for `w`: ExtractCudaFeatures of its plan for CUDA sketches, else the
+/// loop-nest features of its lowering. INVALID_ARGUMENT when `t` does not replay for `w`.
+absl::StatusOr<Features> TraceFeatures(const ir::Workload& w, const schedule::Trace& t,
+                                       const target::HardwareInfo& hw);
+
+}  // namespace gtco::costmodel
