@@ -27,8 +27,9 @@ constexpr int kExitOk = 0, kExitJobFailed = 1, kExitUsage = 2, kExitRefused = 3,
 constexpr size_t kChunkBytes = 1 << 20;
 
 constexpr const char* kUsage =
-    "usage: gtco-client [--server HOST:PORT] [--timeout SECONDS] COMMAND ...\n"
-    "  submit MODEL.onnx [--target cpu] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
+    "usage: gtco-client [--server HOST:PORT] [--token TOKEN] [--tls-ca PEM] [--timeout SECONDS]\n"
+    "                   COMMAND ...\n"
+    "  submit MODEL.onnx [--target cpu|cuda] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
     "                    [--scheduler gradient|even] [--rounds N] [--watch] [--json]\n"
     "  watch JOB [--json]          follow a job until it ends\n"
     "  status JOB [--explain] [--json]   --explain: trials, best and pruning per task and\n"
@@ -38,7 +39,9 @@ constexpr const char* kUsage =
     "  health                      grpc.health.v1 check of the server\n"
     "  query --model MODEL.onnx [--target cpu] [--shape ...] [--json]\n"
     "  query --workload KEY [--target cpu] [--limit N] [--json]\n"
-    "The server address comes from --server or GTCO_SERVER (default 127.0.0.1:7070).\n"
+    "The server address comes from --server or GTCO_SERVER (default 127.0.0.1:7070); the token\n"
+    "from --token or GTCO_TOKEN (a farm started with --no-auth needs none); --tls-ca: talk TLS\n"
+    "and trust this CA's certificate for the server.\n"
     "Exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 refused by the server, 4 unreachable.\n";
 
 int Usage(const std::string& message) {
@@ -49,12 +52,17 @@ int Usage(const std::string& message) {
 
 class Client {
  public:
-  Client(std::string address, int timeout_seconds, bool json)
-      : address_(std::move(address)), timeout_seconds_(timeout_seconds), json_(json) {
+  /// `credentials`: insecure or TLS channel credentials; `token`: sent as a bearer token with
+  /// every call except the health check ("" sends none).
+  Client(std::string address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+         std::string token, int timeout_seconds, bool json)
+      : address_(std::move(address)),
+        token_(std::move(token)),
+        timeout_seconds_(timeout_seconds),
+        json_(json) {
     grpc::ChannelArguments channel_args;
     channel_args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-    channel_ =
-        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), channel_args);
+    channel_ = grpc::CreateCustomChannel(address_, credentials, channel_args);
     stub_ = gtco::v1::ClientService::NewStub(channel_);
   }
 
@@ -72,9 +80,11 @@ class Client {
     return kExitRefused;
   }
 
-  void SetDeadline(grpc::ClientContext* context, int seconds = 0) {
+  /// Sets the call's deadline and its bearer token.
+  void PrepareContext(grpc::ClientContext* context, int seconds = 0) {
     context->set_deadline(std::chrono::system_clock::now() +
                           std::chrono::seconds(seconds > 0 ? seconds : timeout_seconds_));
+    if (!token_.empty()) context->AddMetadata("authorization", "Bearer " + token_);
   }
 
   int Submit(const std::string& path, const gtco::v1::SubmitHeader& header, bool watch) {
@@ -82,7 +92,7 @@ class Client {
     if (int code = ReadFile(path, &bytes)) return code;
     gtco::v1::SubmitReply reply;
     grpc::ClientContext context;
-    SetDeadline(&context, std::max(timeout_seconds_, 300));
+    PrepareContext(&context, std::max(timeout_seconds_, 300));
     auto writer = stub_->Submit(&context, &reply);
     grpc::Status status = SendModel(writer.get(), header, bytes);
     if (!status.ok()) return Fail(status);
@@ -102,7 +112,7 @@ class Client {
     auto last_print = std::chrono::steady_clock::time_point{};
     for (int reconnects = 0; reconnects < 30; ++reconnects) {
       grpc::ClientContext context;
-      SetDeadline(&context, 24 * 3600);
+      PrepareContext(&context, 24 * 3600);
       gtco::v1::WatchJobRequest request;
       request.set_job_id(job_id);
       auto reader = stub_->WatchJob(&context, request);
@@ -145,7 +155,7 @@ class Client {
     grpc::health::v1::HealthCheckRequest request;
     grpc::health::v1::HealthCheckResponse reply;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    PrepareContext(&context);
     grpc::Status status = health->Check(&context, request, &reply);
     if (!status.ok()) return Fail(status);
     std::string name = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(reply.status());
@@ -159,7 +169,7 @@ class Client {
     request.set_job_id(job_id);
     gtco::v1::JobStatus reply;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    PrepareContext(&context);
     grpc::Status status = stub_->GetJob(&context, request, &reply);
     if (!status.ok()) return Fail(status);
     std::cout << (json_ ? ToJson(reply)
@@ -174,7 +184,7 @@ class Client {
     request.set_state(state);
     gtco::v1::ListJobsReply reply;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    PrepareContext(&context);
     grpc::Status status = stub_->ListJobs(&context, request, &reply);
     if (!status.ok()) return Fail(status);
     if (json_) {
@@ -191,7 +201,7 @@ class Client {
     request.set_job_id(job_id);
     gtco::v1::JobStatus reply;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    PrepareContext(&context);
     grpc::Status status = stub_->CancelJob(&context, request, &reply);
     if (!status.ok()) return Fail(status);
     std::cout << (json_ ? ToJson(reply) : "cancelled job " + reply.job_id() + "\n") << std::flush;
@@ -203,7 +213,7 @@ class Client {
     if (int code = ReadFile(path, &bytes)) return code;
     gtco::v1::QueryReply reply;
     grpc::ClientContext context;
-    SetDeadline(&context, std::max(timeout_seconds_, 300));
+    PrepareContext(&context, std::max(timeout_seconds_, 300));
     auto writer = stub_->QueryModel(&context, &reply);
     grpc::Status status = SendModel(writer.get(), header, bytes);
     if (!status.ok()) return Fail(status);
@@ -218,7 +228,7 @@ class Client {
     request.set_limit(limit);
     gtco::v1::QueryReply reply;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    PrepareContext(&context);
     grpc::Status status = stub_->QueryWorkload(&context, request, &reply);
     if (!status.ok()) return Fail(status);
     std::cout << (json_ ? ToJson(reply) : FormatQuery(reply, false)) << std::flush;
@@ -275,6 +285,7 @@ class Client {
   }
 
   std::string address_;
+  std::string token_;
   int timeout_seconds_;
   bool json_;
   bool connected_ = false;
@@ -309,7 +320,7 @@ bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* he
 
 int RunClientApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
-                       "workload", "limit", "rounds", "scheduler"},
+                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca"},
                       {"watch", "json", "help", "explain"}};
   auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok()) return Usage(std::string(args.status().message()));
@@ -328,7 +339,19 @@ int RunClientApp(int argc, char** argv) {
   for (const auto* value : {&timeout, &budget, &limit}) {
     if (!value->ok()) return Usage(std::string(value->status().message()));
   }
-  Client client(server, static_cast<int>(*timeout), args->Has("json"));
+  std::string token = args->Get("token");
+  if (token.empty() && std::getenv("GTCO_TOKEN")) token = std::getenv("GTCO_TOKEN");
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (args->Has("tls-ca")) {
+    std::ifstream ca_file(args->Get("tls-ca"));
+    if (!ca_file) return Usage("cannot read --tls-ca file '" + args->Get("tls-ca") + "'");
+    std::ostringstream ca;
+    ca << ca_file.rdbuf();
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = ca.str();
+    credentials = grpc::SslCredentials(tls);
+  }
+  Client client(server, credentials, token, static_cast<int>(*timeout), args->Has("json"));
   const std::string& command = positional[0];
   gtco::v1::SubmitHeader header;
   header.set_target(args->Get("target", "cpu"));

@@ -22,7 +22,8 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; w
 trap cleanup EXIT
 
 echo "== starting gtco-server on $server_address (database $farm/gtco.db, metrics :$metrics_port)"
-build/server/gtco-server --listen "$server_address" --db "$farm/gtco.db" \
+# A single-user farm on loopback: no tokens (--no-auth is refused on any other address).
+build/server/gtco-server --listen "$server_address" --db "$farm/gtco.db" --no-auth \
   --metrics-port "$metrics_port" >"$farm/server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do

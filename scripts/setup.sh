@@ -2,6 +2,7 @@
 # Installs the Debian packages GTCO needs (only those missing) and builds it into build/.
 #   scripts/setup.sh [--tests]   (--tests also installs what the test suite needs and builds
 #                                 the tests and benchmarks; without it only the three binaries)
+#   scripts/setup.sh --deps-only  (installs the packages of a plain build, builds nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ packages=(build-essential cmake pkg-config git python3
   libonnx-dev libcivetweb-dev civetweb libxgboost-dev xgboost libgtest-dev libopenblas-dev curl)
 targets=(--target gtco-server gtco-worker gtco-client)
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(prometheus postgresql libdnnl-dev python3-matplotlib)
+  packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl)
   targets=()  # everything, tests included
 fi
 
@@ -28,6 +29,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends \
     "${missing[@]}"
 fi
+
+[[ "${1:-}" == "--deps-only" ]] && exit 0
 
 jobs=$(nproc)
 echo "== building GTCO (build/, $jobs jobs)"

@@ -7,7 +7,10 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/str_join.h"
 #include "common/graph/model_analysis.h"
+#include "common/schedule/space.h"
+#include "common/target/target.h"
 #include "common/util/hash.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
@@ -34,6 +37,31 @@ absl::Status ValidateTarget(const std::string& target) {
   if (target == "cuda") return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("unknown target '", target, "'; expected 'cpu' or 'cuda'"));
+}
+
+/// CUDA jobs: UNIMPLEMENTED naming the first task that no CUDA mapping covers even on the most
+/// capable GPU (an sm_90 preset), with the mappings' verdicts, so the user learns at submission
+/// rather than from a job that never starts. CPU mappings cover every workload the importer plans.
+absl::Status CheckTargetCovers(const graph::ModelAnalysis& analysis, const std::string& target) {
+  if (target != "cuda") return absl::OkStatus();
+  const target::HardwareInfo best_gpu = target::CudaArchPreset(90);
+  for (const graph::ModelTask& task : analysis.tasks) {
+    std::vector<std::string> reasons;
+    bool covered = false;
+    for (const schedule::MappingVerdict& verdict :
+         schedule::ExplainMappings(task.workload, best_gpu)) {
+      covered |= verdict.applies;
+      reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
+    }
+    if (!covered) {
+      return absl::UnimplementedError(absl::StrCat(
+          "no CUDA mapping covers ", task.workload.Description(), " (node '",
+          task.node_names.empty() ? "?" : task.node_names.front(), "')",
+          reasons.empty() ? std::string() : absl::StrCat(": ", absl::StrJoin(reasons, "; ")),
+          "; submit it with --target cpu"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 onnx::ShapeOverrides OverridesFrom(const gtco::v1::SubmitHeader& header) {
@@ -129,6 +157,32 @@ absl::Status FarmCore::ResumeJobs() {
   return absl::OkStatus();
 }
 
+absl::Status FarmCore::CheckTeamQuotaLocked(const std::string& team_name) {
+  absl::StatusOr<db::TeamRow> team = db_->GetTeam(team_name);
+  if (!team.ok()) {
+    return team.status().code() == absl::StatusCode::kNotFound ? absl::OkStatus() : team.status();
+  }
+  if (team->max_concurrent_jobs > 0) {
+    GTCO_ASSIGN_OR_RETURN(int64_t running, db_->CountRunningJobs(team_name));
+    if (running >= team->max_concurrent_jobs) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "team '", team_name, "' already runs ", running, " jobs, its limit (max-concurrent-jobs ",
+          team->max_concurrent_jobs, "); wait for one to finish or cancel one"));
+    }
+  }
+  if (team->max_trials_per_day > 0) {
+    GTCO_ASSIGN_OR_RETURN(int64_t trials,
+                          db_->CountTrialsSince(team_name, NowMs() - 24LL * 3600 * 1000));
+    if (trials >= team->max_trials_per_day) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "team '", team_name, "' measured ", trials,
+          " trials in the last 24 hours, its limit (max-trials-per-day ",
+          team->max_trials_per_day, "); ask an admin to raise it or wait"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
   auto job = std::make_unique<JobState>();
   job->row = job_row;
@@ -138,6 +192,13 @@ absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
     GTCO_LOG(kWarning, "job " << job_row.job_id << ": unreadable options, using defaults");
   }
   if (job->options.round_size() <= 0) job->options.set_round_size(options_.default_round_size);
+  absl::StatusOr<db::TeamRow> team = db_->GetTeam(job_row.team);
+  if (team.ok()) {
+    job->team_share = team->share;
+    job->team_max_trials_per_day = team->max_trials_per_day;
+  } else if (team.status().code() != absl::StatusCode::kNotFound) {
+    return team.status();
+  }
   ParseSchedulerKind(job->options.scheduler(), &job->scheduler.kind);
   GTCO_ASSIGN_OR_RETURN(std::vector<db::TaskRow> task_rows, db_->ListTasks(job_row.job_id));
   for (const db::TaskRow& task_row : task_rows) {
@@ -215,8 +276,10 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
+  GTCO_RETURN_IF_ERROR(CheckTargetCovers(analysis, header.target()));
 
   std::lock_guard<std::mutex> lock(mutex_);
+  GTCO_RETURN_IF_ERROR(CheckTeamQuotaLocked(header.team().empty() ? "default" : header.team()));
   int64_t now = NowMs();
   db::JobRow job_row;
   job_row.job_id = NewId("j");

@@ -77,6 +77,14 @@ class FarmCore {
   FarmCore(std::unique_ptr<db::Database> database, FarmOptions options, FarmMetrics* metrics);
   absl::Status ResumeJobs();
   absl::Status LoadJobLocked(const db::JobRow& job_row);
+  /// RESOURCE_EXHAUSTED when `team` is at its concurrent-jobs or trials-per-day limit.
+  absl::Status CheckTeamQuotaLocked(const std::string& team);
+  /// Trials the job's team may still start under its trials-per-day limit: the limit less what
+  /// it measured in the last 24 hours and what it has in flight (max int64 without a limit).
+  absl::StatusOr<int64_t> TeamTrialsLeftLocked(const JobState& job);
+  /// Running jobs with budget left on `target`, in weighted-fair-share order: the team with the
+  /// least trials per unit of share first, then its job with the fewest trials proposed.
+  std::vector<JobState*> FairShareOrderLocked(const std::string& target);
   absl::Status LoadTaskHistoryLocked(TaskState& task);
   gtco::v1::JobStatus JobStatusLocked(const JobState& job) const;
   gtco::v1::TaskStatus TaskStatusLocked(const JobState& job, const TaskState& task) const;
@@ -127,7 +135,8 @@ class FarmCore {
   std::map<std::string, TaskState*> tasks_;  ///< task id -> task (owned by its job)
   std::map<std::string, std::unique_ptr<WorkerState>> workers_;
   std::map<std::string, std::unique_ptr<TargetModel>> models_;  ///< by target
-  size_t next_job_ = 0;  ///< round-robin position over running jobs
+  /// Trials proposed per team since start, divided by the team's share (fair-share clock).
+  std::map<std::string, double> team_clock_;
 };
 
 }  // namespace gtco::server

@@ -1,6 +1,7 @@
 // FarmCore, scheduling: which task and mapping the next round of trials goes to, proposing
 // candidates there (ranked by the cost model), and lowering them to programs under a lease.
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "common/codegen/cuda/cuda_codegen.h"
@@ -100,17 +101,54 @@ std::vector<double> FarmCore::ScoreTracesLocked(const TaskState& task,
   return std::vector<double>(scores->begin(), scores->end());
 }
 
-absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
+absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const JobState& job) {
+  if (job.team_max_trials_per_day <= 0) return std::numeric_limits<int64_t>::max();
+  GTCO_ASSIGN_OR_RETURN(int64_t measured,
+                        db_->CountTrialsSince(job.row.team, NowMs() - 24LL * 3600 * 1000));
+  int64_t in_flight = 0;  // proposed or leased, not yet measured
+  for (const auto& [job_id, other] : jobs_) {
+    if (other->row.team != job.row.team || other->Terminal()) continue;
+    for (const auto& task : other->tasks) in_flight += static_cast<int64_t>(task->outstanding.size());
+  }
+  return std::max<int64_t>(0, job.team_max_trials_per_day - measured - in_flight);
+}
+
+std::vector<FarmCore::JobState*> FarmCore::FairShareOrderLocked(const std::string& target) {
   std::vector<JobState*> running;
+  std::map<std::string, double> share;
   for (auto& [job_id, job] : jobs_) {
-    if (job->row.state == "running" && job->row.target == worker.row.target &&
-        job->BudgetLeft() > 0) {
+    if (job->row.state == "running" && job->row.target == target && job->BudgetLeft() > 0) {
       running.push_back(job.get());
+      share[job->row.team] = job->team_share;
     }
   }
-  // Jobs take turns; within a job the dual-task scheduler picks the task, then the mapping.
+  // A team that was idle joins at the clock of the least-served waiting team, so it shares from
+  // now on instead of claiming what it did not ask for while idle.
+  double least = -1;
+  for (const auto& [team, weight] : share) {
+    auto clock = team_clock_.find(team);
+    if (clock != team_clock_.end() && (least < 0 || clock->second < least)) least = clock->second;
+  }
+  for (const auto& [team, weight] : share) {
+    auto [clock, inserted] = team_clock_.emplace(team, std::max(0.0, least));
+    if (!inserted && least >= 0 && clock->second < least) clock->second = least;
+  }
+  std::stable_sort(running.begin(), running.end(), [this](const JobState* a, const JobState* b) {
+    const double clock_a = team_clock_[a->row.team], clock_b = team_clock_[b->row.team];
+    if (clock_a != clock_b) return clock_a < clock_b;
+    return a->proposed < b->proposed;
+  });
+  return running;
+}
+
+absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
+  std::vector<JobState*> running = FairShareOrderLocked(worker.row.target);
+  // Weighted fair share across teams, then across a team's jobs; within a job the dual-task
+  // scheduler picks the task, then the mapping.
   for (size_t attempt = 0; attempt < running.size(); ++attempt) {
-    JobState& job = *running[(next_job_ + attempt) % running.size()];
+    JobState& job = *running[attempt];
+    GTCO_ASSIGN_OR_RETURN(int64_t team_trials_left, TeamTrialsLeftLocked(job));
+    if (team_trials_left <= 0) continue;
     for (auto& task : job.tasks) {
       if (!task->Finished() && !task->SpacesReady()) {
         GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
@@ -137,6 +175,7 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
     }
     int64_t count = std::max<int64_t>(
         1, std::min<int64_t>(job.options.round_size(), job.BudgetLeft() - untouched));
+    count = std::min(count, team_trials_left);
     // The bandit places the round's candidates one by one, so a round can explore several
     // mappings; the reason logged is the first placement's.
     std::vector<int64_t> per_arm(arms.size(), 0);
@@ -162,7 +201,8 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
                                            task.row.task_id.substr(task.row.task_id.rfind('.') + 1),
                                            task.description, placed, task_choice.reason,
                                            mapping_reason));
-    next_job_ = (next_job_ + attempt + 1) % std::max<size_t>(1, running.size());
+    job.proposed += proposed;
+    team_clock_[job.row.team] += static_cast<double>(proposed) / std::max(1e-9, job.team_share);
     UpdateTaskCompletionLocked(job, task);
     UpdateJobCompletionLocked(job);
     return true;
@@ -271,6 +311,8 @@ absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::TakeCandidatesLocked(
       failed.set_candidate_id(candidate_id);
       failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
       failed.set_error(absl::StrCat("lowering failed: ", candidate.status().message()));
+      // Recorded as this worker's result, so it takes the lease first.
+      GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline));
       GTCO_RETURN_IF_ERROR(RecordResultLocked(worker, failed).status());
       continue;
     }

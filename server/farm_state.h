@@ -75,6 +75,10 @@ struct FarmCore::JobState {
   int64_t version = 1;
   int64_t resumed_ms = 0;  ///< when this server started driving the job (for ETAs)
   int64_t trials_at_resume = 0;
+  // The team's policy (teams table; defaults for a team that has no row, e.g. --no-auth).
+  double team_share = 1.0;          ///< weight in the fair share across teams
+  int64_t team_max_trials_per_day = 0;  ///< 0: no limit
+  int64_t proposed = 0;  ///< trials this server proposed for the job (fair share within a team)
 
   bool Terminal() const {
     return row.state == "done" || row.state == "failed" || row.state == "cancelled";

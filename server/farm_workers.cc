@@ -119,9 +119,17 @@ absl::StatusOr<gtco::v1::ReportReply> FarmCore::Report(const gtco::v1::ReportReq
   for (const gtco::v1::MeasureResult& result : request.results()) {
     absl::StatusOr<bool> stored = RecordResultLocked(worker, result);
     if (!stored.ok()) {
-      if (stored.status().code() != absl::StatusCode::kNotFound) return stored.status();
+      const absl::StatusCode code = stored.status().code();
+      if (code != absl::StatusCode::kNotFound && code != absl::StatusCode::kPermissionDenied) {
+        return stored.status();
+      }
       reply.set_rejected(reply.rejected() + 1);
-      if (metrics_) metrics_->CountRejectedResult("unknown_candidate");
+      GTCO_LOG(kWarning, "rejected a result from " << worker.row.worker_id << ": "
+                                                    << stored.status().message());
+      if (metrics_) {
+        metrics_->CountRejectedResult(code == absl::StatusCode::kNotFound ? "unknown_candidate"
+                                                                          : "not_lease_holder");
+      }
       continue;
     }
     if (*stored) {
@@ -140,6 +148,18 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
                         db_->GetCandidate(result.candidate_id()));
   if (!candidate) {
     return absl::NotFoundError(absl::StrCat("unknown candidate '", result.candidate_id(), "'"));
+  }
+  // Only the lease holder may report a candidate, and only for its own target; a measured
+  // candidate falls through to the duplicate check.
+  if (candidate->state != "measured" &&
+      (candidate->state != "leased" || candidate->worker_id != worker.row.worker_id)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("candidate '", result.candidate_id(), "' is not leased to worker '",
+                     worker.row.worker_id, "'"));
+  }
+  if (candidate->target != worker.row.target) {
+    return absl::PermissionDeniedError(absl::StrCat("candidate '", result.candidate_id(),
+                                                    "' is for target ", candidate->target));
   }
   bool ok = result.ok() && result.verified() && result.median_seconds() > 0;
   db::MeasurementRow row;

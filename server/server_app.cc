@@ -7,14 +7,19 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/db/database.h"
 #include "common/metrics/http_server.h"
 #include "common/metrics/registry.h"
 #include "common/util/flags.h"
 #include "common/util/logging.h"
+#include "server/admin_app.h"
+#include "server/auth_gate.h"
 #include "server/farm_core.h"
 #include "server/farm_metrics.h"
 #include "server/service.h"
@@ -24,12 +29,61 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gtco-server [--listen HOST:PORT] [--db PATH] [--metrics-port PORT]\n"
-    "                   [--lease-seconds N] [--heartbeat-seconds N] [--round-size N]\n"
-    "                   [--max-model-mb N] [--verbose]\n"
-    "  --listen        gRPC address (default 127.0.0.1:7070)\n"
-    "  --db            schedule database: a SQLite file (default ./gtco.db) or a\n"
-    "                  postgresql://user@host/dbname URI\n"
-    "  --metrics-port  serve Prometheus /metrics on this port (default: off)\n";
+    "                   [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--no-auth]\n"
+    "                   [--allow-insecure] [--lease-seconds N] [--heartbeat-seconds N]\n"
+    "                   [--round-size N] [--max-model-mb N] [--verbose]\n"
+    "       gtco-server admin --db DB create-team|issue-token|revoke-token|list-teams ...\n"
+    "  --listen          gRPC address (default 127.0.0.1:7070)\n"
+    "  --db              schedule database: a SQLite file (default ./gtco.db) or a\n"
+    "                    postgresql://user@host/dbname URI\n"
+    "  --tls-cert/--tls-key  serve TLS with this certificate chain and private key\n"
+    "  --tls-client-ca   also ask clients for a certificate signed by this CA (optional for\n"
+    "                    clients, verified when presented)\n"
+    "  --no-auth         an open single-user farm (no tokens); loopback addresses only\n"
+    "  --allow-insecure  serve a non-loopback address without TLS\n"
+    "  --metrics-port    serve Prometheus /metrics on this port (default: off)\n";
+
+/// True when `listen` (HOST:PORT) binds only the loopback interface.
+bool IsLoopback(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (!host.empty() && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream file(path);
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", flag, " file '", path, "'"));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// Server credentials for the flags: TLS when --tls-cert/--tls-key are given.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
+    const util::ParsedArgs& args) {
+  if (!args.Has("tls-cert") && !args.Has("tls-key")) return grpc::InsecureServerCredentials();
+  if (!args.Has("tls-cert") || !args.Has("tls-key")) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  absl::StatusOr<std::string> cert = ReadPem(args.Get("tls-cert"), "--tls-cert");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem(args.Get("tls-key"), "--tls-key");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (args.Has("tls-client-ca")) {
+    absl::StatusOr<std::string> ca = ReadPem(args.Get("tls-client-ca"), "--tls-client-ca");
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+    options.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(options);
+}
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
@@ -37,9 +91,13 @@ void OnSignal(int) { g_stop = true; }
 }  // namespace
 
 int RunServerApp(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "admin") {
+    return RunAdminApp(std::vector<std::string>(argv + 2, argv + argc));
+  }
   util::FlagSpec spec{{"listen", "db", "metrics-port", "lease-seconds", "heartbeat-seconds",
-                       "round-size", "max-model-mb", "metrics-address"},
-                      {"verbose", "help"}};
+                       "round-size", "max-model-mb", "metrics-address", "tls-cert", "tls-key",
+                       "tls-client-ca"},
+                      {"verbose", "help", "no-auth", "allow-insecure"}};
   auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok() || args->Has("help") || !args->positional().empty()) {
     if (!args.ok()) std::cerr << "gtco-server: " << args.status().message() << "\n";
@@ -63,6 +121,26 @@ int RunServerApp(int argc, char** argv) {
   options.heartbeat_seconds = static_cast<int>(*heartbeat);
   options.default_round_size = static_cast<int>(*round);
   options.max_model_bytes = *max_mb * 1024 * 1024;
+
+  const std::string listen = args->Get("listen", "127.0.0.1:7070");
+  const bool tls = args->Has("tls-cert") || args->Has("tls-key");
+  if (args->Has("no-auth") && !IsLoopback(listen)) {
+    std::cerr << "gtco-server: --no-auth is refused on " << listen
+              << ": an open farm may only listen on a loopback address (127.0.0.1, ::1); issue "
+                 "tokens with `gtco-server admin` instead\n";
+    return 2;
+  }
+  if (!tls && !IsLoopback(listen) && !args->Has("allow-insecure")) {
+    std::cerr << "gtco-server: refusing to serve " << listen
+              << " without TLS: tokens would cross the network in clear text; pass --tls-cert "
+                 "and --tls-key (or --allow-insecure on a trusted network)\n";
+    return 2;
+  }
+  auto credentials = ServerCredentials(*args);
+  if (!credentials.ok()) {
+    std::cerr << "gtco-server: " << credentials.status().message() << "\n";
+    return 2;
+  }
 
   std::string db_path = args->Get("db", "gtco.db");
   if (db_path.rfind("postgres", 0) == 0) {
@@ -99,13 +177,26 @@ int RunServerApp(int argc, char** argv) {
                                          << metrics_server->port() << "/metrics");
   }
 
+  // Tokens are checked on a connection of their own (the core's is busy with the farm).
+  std::unique_ptr<AuthGate> gate;
+  if (args->Has("no-auth")) {
+    gate = AuthGate::Open();
+  } else {
+    auto auth_database = db::OpenDatabase(db_path);
+    if (!auth_database.ok()) {
+      std::cerr << "gtco-server: cannot open database: " << auth_database.status().message()
+                << "\n";
+      return 1;
+    }
+    gate = std::make_unique<AuthGate>(std::move(*auth_database));
+  }
+
   grpc::EnableDefaultHealthCheckService(true);
-  ClientServiceImpl client_service(core->get(), options.max_model_bytes);
-  WorkerServiceImpl worker_service(core->get());
+  ClientServiceImpl client_service(core->get(), gate.get(), options.max_model_bytes);
+  WorkerServiceImpl worker_service(core->get(), gate.get());
   grpc::ServerBuilder builder;
-  std::string listen = args->Get("listen", "127.0.0.1:7070");
   int bound_port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(listen, *credentials, &bound_port);
   builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   builder.RegisterService(&client_service);
   builder.RegisterService(&worker_service);
@@ -115,7 +206,9 @@ int RunServerApp(int argc, char** argv) {
               << " (address in use or invalid?)\n";
     return 1;
   }
-  GTCO_LOG(kInfo, "serving on " << listen << " (database " << db_path << ")");
+  GTCO_LOG(kInfo, "serving on " << listen << " (database " << db_path << ", "
+                                  << (tls ? "TLS" : "plaintext") << ", "
+                                  << (gate->enabled() ? "tokens required" : "no auth") << ")");
   std::cout << "gtco-server listening on " << listen << std::endl;
 
   std::signal(SIGINT, OnSignal);

@@ -2,14 +2,16 @@
 #pragma once
 
 #include "gtco/v1/gtco.grpc.pb.h"
+#include "server/auth_gate.h"
 #include "server/farm_core.h"
 
 namespace gtco::server {
 
 class ClientServiceImpl final : public gtco::v1::ClientService::Service {
  public:
-  explicit ClientServiceImpl(FarmCore* core, int64_t max_model_bytes)
-      : core_(core), max_model_bytes_(max_model_bytes) {}
+  /// `core` and `gate` must outlive the service.
+  ClientServiceImpl(FarmCore* core, const AuthGate* gate, int64_t max_model_bytes)
+      : core_(core), gate_(gate), max_model_bytes_(max_model_bytes) {}
 
   grpc::Status Submit(grpc::ServerContext* context,
                       grpc::ServerReader<gtco::v1::ModelChunk>* reader,
@@ -33,14 +35,19 @@ class ClientServiceImpl final : public gtco::v1::ClientService::Service {
   /// Reads a header chunk then data chunks into `bytes`, refusing more than max_model_bytes_.
   grpc::Status ReadModel(grpc::ServerReader<gtco::v1::ModelChunk>* reader,
                          gtco::v1::SubmitHeader* header, std::string* bytes);
+  /// The caller's job `job_id` (its status) when the caller may see it; NOT_FOUND, exactly as
+  /// for a job that does not exist, when it belongs to another team.
+  absl::StatusOr<gtco::v1::JobStatus> VisibleJob(const auth::Principal& principal,
+                                                 const std::string& job_id);
 
   FarmCore* core_;
+  const AuthGate* gate_;
   int64_t max_model_bytes_;
 };
 
 class WorkerServiceImpl final : public gtco::v1::WorkerService::Service {
  public:
-  explicit WorkerServiceImpl(FarmCore* core) : core_(core) {}
+  WorkerServiceImpl(FarmCore* core, const AuthGate* gate) : core_(core), gate_(gate) {}
 
   grpc::Status Register(grpc::ServerContext* context, const gtco::v1::RegisterRequest* request,
                         gtco::v1::RegisterReply* reply) override;
@@ -52,7 +59,11 @@ class WorkerServiceImpl final : public gtco::v1::WorkerService::Service {
                          gtco::v1::HeartbeatReply* reply) override;
 
  private:
+  /// OK when the caller holds a worker (or admin) token.
+  grpc::Status Authorize(const grpc::ServerContext& context) const;
+
   FarmCore* core_;
+  const AuthGate* gate_;
 };
 
 }  // namespace gtco::server

@@ -24,33 +24,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-gtco::v1::MeasureResult Failure(const gtco::v1::Candidate& candidate, gtco::v1::ErrorKind kind,
-                                const std::string& message) {
-  gtco::v1::MeasureResult result;
-  result.set_candidate_id(candidate.candidate_id());
-  result.set_ok(false);
-  result.set_error_kind(kind);
-  result.set_error(message);
-  return result;
-}
-
-void FillStatistics(std::vector<double> samples, gtco::v1::MeasureResult* result) {
-  std::sort(samples.begin(), samples.end());
-  size_t count = samples.size();
-  double median = count % 2 ? samples[count / 2]
-                            : 0.5 * (samples[count / 2 - 1] + samples[count / 2]);
-  double mean = 0;
-  for (double sample : samples) mean += sample;
-  mean /= count;
-  double variance = 0;
-  for (double sample : samples) variance += (sample - mean) * (sample - mean);
-  result->set_median_seconds(median);
-  result->set_min_seconds(samples.front());
-  result->set_max_seconds(samples.back());
-  result->set_stddev_seconds(count > 1 ? std::sqrt(variance / (count - 1)) : 0.0);
-  result->set_repeats(static_cast<int>(count));
-}
-
 // Non-f32 workloads (bf16 / integer matmuls): ReferenceData keeps each tensor's values as floats
 // (exact for bf16, u8 and i8), except an i32 output, whose expected elements are kept as their
 // bit patterns so that the comparison stays exact beyond 2^24.
@@ -163,36 +136,43 @@ absl::StatusOr<const CandidateMeasurer::ReferenceData*> CandidateMeasurer::Refer
 }
 
 gtco::v1::MeasureResult CandidateMeasurer::Measure(const gtco::v1::Candidate& candidate) {
+  if (!candidate.language().empty() && candidate.language() != "llvm-ir") {
+    return FailedResult(candidate, gtco::v1::ERROR_KIND_COMPILE,
+                        absl::StrCat("this CPU worker measures LLVM IR candidates, not '",
+                                     candidate.language(), "' (run gtco-worker --target cuda)"));
+  }
   if (++compiled_since_reset_ > kResetEveryCompiles) {
     (void)jit_->Reset();
     compiled_since_reset_ = 1;
   }
   auto compile_start = Clock::now();
-  absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(candidate.program(), candidate.entry());
+  absl::StatusOr<codegen::KernelEntry> entry =
+      jit_->Compile(candidate.program(), candidate.entry());
   double compile_seconds = SecondsSince(compile_start);
   if (!entry.ok()) {
-    auto result = Failure(candidate, gtco::v1::ERROR_KIND_COMPILE,
-                          absl::StrCat("compile failed: ", entry.status().message()));
+    auto result = FailedResult(candidate, gtco::v1::ERROR_KIND_COMPILE,
+                               absl::StrCat("compile failed: ", entry.status().message()));
     result.set_compile_seconds(compile_seconds);
     return result;
   }
   absl::StatusOr<const ReferenceData*> reference = Reference(candidate);
   if (!reference.ok()) {
-    return Failure(candidate, gtco::v1::ERROR_KIND_RUNTIME,
-                   absl::StrCat("bad workload: ", reference.status().message()));
+    return FailedResult(candidate, gtco::v1::ERROR_KIND_RUNTIME,
+                        absl::StrCat("bad workload: ", reference.status().message()));
   }
   const ReferenceData& data = **reference;
   absl::StatusOr<ir::Workload> workload = ir::ParseWorkload(candidate.workload());
   if (!workload.ok()) {
-    return Failure(candidate, gtco::v1::ERROR_KIND_RUNTIME,
-                   absl::StrCat("bad workload: ", workload.status().message()));
+    return FailedResult(candidate, gtco::v1::ERROR_KIND_RUNTIME,
+                        absl::StrCat("bad workload: ", workload.status().message()));
   }
   KernelBuffers buffers(*workload, data.inputs, data.expected.size());
   (*entry)(buffers.args.data());
   absl::Status verified = buffers.Verify(*workload, data.expected, data.rtol, data.atol);
   if (!verified.ok()) {
-    auto result = Failure(candidate, gtco::v1::ERROR_KIND_WRONG_RESULT,
-                          absl::StrCat("output differs from the reference: ", verified.message()));
+    auto result =
+        FailedResult(candidate, gtco::v1::ERROR_KIND_WRONG_RESULT,
+                     absl::StrCat("output differs from the reference: ", verified.message()));
     result.set_compile_seconds(compile_seconds);
     return result;
   }

@@ -10,23 +10,16 @@
 
 #include "common/codegen/llvm/jit.h"
 #include "gtco/v1/gtco.pb.h"
+#include "worker/measurer.h"
 
 namespace gtco::worker {
 
-struct MeasureOptions {
-  double min_seconds = 0.05;  ///< keep repeating until this much time was measured
-  int min_repeats = 5;
-  int max_repeats = 10000;
-  double max_seconds = 2.0;   ///< stop repeating after this long regardless
-  uint64_t seed = 0;          ///< 0: random per process, so inputs are fresh each run
-};
-
-/// Not thread-safe; lives in the runner process.
-class CandidateMeasurer {
+/// Measures CPU candidates (LLVM IR). Not thread-safe; lives in the runner process.
+class CandidateMeasurer final : public Measurer {
  public:
   static absl::StatusOr<std::unique_ptr<CandidateMeasurer>> Create(MeasureOptions options);
   /// Always returns a result: failures are results with an error kind and message.
-  gtco::v1::MeasureResult Measure(const gtco::v1::Candidate& candidate);
+  gtco::v1::MeasureResult Measure(const gtco::v1::Candidate& candidate) override;
 
  private:
   struct ReferenceData {

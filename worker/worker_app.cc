@@ -8,25 +8,49 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/target/target.h"
 #include "common/util/flags.h"
 #include "common/util/logging.h"
 #include "gtco/v1/gtco.grpc.pb.h"
 #include "worker/runner.h"
+#ifdef GTCO_WORKER_HAS_CUDA
+#include "common/codegen/cuda/nvrtc.h"
+#include "worker/cuda_driver.h"
+#include "worker/cuda_measure.h"
+#endif
 
 namespace gtco::worker {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gtco-worker --server HOST:PORT --target cpu [--threads N] [--batch N]\n"
-    "                   [--candidate-timeout SECONDS] [--verbose]\n"
+    "usage: gtco-worker --server HOST:PORT [--target cpu|cuda] [--threads N] [--device N]\n"
+    "                   [--batch N] [--candidate-timeout SECONDS] [--token TOKEN]\n"
+    "                   [--tls-ca PEM] [--verbose]\n"
     "  --server   the gtco-server address (or GTCO_SERVER)\n"
-    "  --target   what this worker measures: cpu (cuda needs a CUDA build)\n";
+    "  --token    a worker token (or GTCO_TOKEN; `gtco-server admin issue-token --role worker`)\n"
+    "  --tls-ca   talk TLS to the server and trust this CA's certificate\n"
+    "  --target   what this worker measures: cpu (LLVM JIT) or cuda (an NVIDIA GPU)\n"
+    "  --threads  cpu: threads per candidate (default: all cores)\n"
+    "  --device   cuda: the GPU's ordinal under CUDA_VISIBLE_DEVICES (default 0)\n";
+
+/// Exit codes: 2 for a bad command line or a target this machine or build cannot serve.
+constexpr int kExitUsage = 2;
+/// Exit code when the server refuses this worker's credentials (like gtco-client's refusals).
+constexpr int kExitRefused = 3;
+
+#ifdef GTCO_WORKER_HAS_CPU
+constexpr const char* kDefaultTarget = "cpu";
+#else
+constexpr const char* kDefaultTarget = "cuda";
+#endif
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
@@ -49,17 +73,73 @@ gtco::v1::Hardware HardwareProto(const target::HardwareInfo& info) {
   proto.set_l2_bytes(info.l2_bytes);
   proto.set_l3_bytes(info.l3_bytes);
   proto.set_memory_bytes(info.memory_bytes);
+  proto.set_sm_major(info.sm_major);
+  proto.set_sm_minor(info.sm_minor);
+  proto.set_sm_count(info.sm_count);
+  proto.set_shared_bytes_per_block(info.shared_bytes_per_block);
+  proto.set_shared_bytes_per_sm(info.shared_bytes_per_sm);
+  proto.set_registers_per_block(info.registers_per_block);
+  proto.set_registers_per_sm(info.registers_per_sm);
+  proto.set_max_threads_per_block(info.max_threads_per_block);
+  proto.set_max_threads_per_sm(info.max_threads_per_sm);
+  proto.set_max_blocks_per_sm(info.max_blocks_per_sm);
   return proto;
+}
+
+/// The machine a worker for `config` measures on, as registration describes it; an error whose
+/// message tells the user what to do when this machine or build cannot serve the target.
+absl::StatusOr<target::HardwareInfo> DetectTarget(const RunnerConfig& config) {
+  if (config.target == "cpu") {
+#ifdef GTCO_WORKER_HAS_CPU
+    target::HardwareInfo hardware = target::DetectHostCpu();
+    if (config.threads > 0) hardware.cores = config.threads;
+    return hardware;
+#else
+    return absl::FailedPreconditionError(
+        "--target cpu needs a gtco-worker built with LLVM (GTCO_WITH_LLVM=ON); this build "
+        "measures CUDA candidates only: run it with --target cuda");
+#endif
+  }
+  if (config.target == "cuda") {
+#ifdef GTCO_WORKER_HAS_CPU
+    constexpr const char* kInstead = ". Run with --target cpu to serve as a CPU worker.";
+#else
+    constexpr const char* kInstead = ".";
+#endif
+#ifdef GTCO_WORKER_HAS_CUDA
+    // The same checks a runner makes (driver, device, a probe kernel), once, up front; the
+    // context is released again when `measurer` goes.
+    absl::StatusOr<std::unique_ptr<CudaMeasurer>> measurer = CudaMeasurer::Create(config.device);
+    if (!measurer.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--target cuda needs ",
+                       CudaDriver::LibraryLoads() ? "an NVIDIA GPU: " : "an NVIDIA GPU driver: ",
+                       measurer.status().message(), kInstead));
+    }
+    GTCO_LOG(kInfo, "CUDA driver " << (*measurer)->DriverVersion() << ", NVRTC "
+                                   << codegen::NvrtcVersion());
+    return (*measurer)->hardware();
+#else
+    return absl::FailedPreconditionError(
+        absl::StrCat("--target cuda needs a gtco-worker built with the CUDA toolkit (NVRTC); "
+                     "this build has none",
+                     kInstead));
+#endif
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown target '", config.target, "'; expected cpu or cuda"));
 }
 
 /// The worker's connection to the server and its state; one measuring thread plus a heartbeat.
 class WorkerLoop {
  public:
-  WorkerLoop(std::shared_ptr<grpc::Channel> channel, target::HardwareInfo hardware, int threads,
-             int batch, double timeout_seconds)
+  WorkerLoop(std::shared_ptr<grpc::Channel> channel, std::string token,
+             target::HardwareInfo hardware, RunnerConfig runner, int batch,
+             double timeout_seconds)
       : stub_(gtco::v1::WorkerService::NewStub(channel)),
+        token_(std::move(token)),
         hardware_(std::move(hardware)),
-        runner_(SelfExecutable(), threads),
+        runner_(SelfExecutable(), std::move(runner)),
         batch_(batch),
         timeout_seconds_(timeout_seconds) {}
 
@@ -67,6 +147,7 @@ class WorkerLoop {
     std::thread heartbeat([this] { HeartbeatLoop(); });
     while (!g_stop) {
       if (worker_id().empty() && !Register()) {
+        if (refused_) break;
         Backoff();
         continue;
       }
@@ -80,9 +161,9 @@ class WorkerLoop {
       backoff_ms_ = 0;
       for (const gtco::v1::Candidate& candidate : leased.candidates()) {
         gtco::v1::MeasureResult result = runner_.Run(candidate, timeout_seconds_);
-        GTCO_LOG(kDebug, candidate.candidate_id() << ": " << (result.ok() ? "ok " : "failed ")
-                                                  << result.median_seconds() << " s "
-                                                  << result.error());
+        GTCO_LOG(kDebug, candidate.candidate_id()
+                             << ": " << (result.ok() ? "ok " : "failed ") << result.median_seconds()
+                             << " s " << result.error());
         std::lock_guard<std::mutex> lock(mutex_);
         outbox_.push_back(std::move(result));
         in_hand_.erase(candidate.candidate_id());
@@ -92,13 +173,19 @@ class WorkerLoop {
     FlushResults();
     heartbeat_stop_ = true;
     heartbeat.join();
-    return 0;
+    return refused_ ? kExitRefused : 0;
   }
 
  private:
   std::string worker_id() {
     std::lock_guard<std::mutex> lock(mutex_);
     return worker_id_;
+  }
+
+  /// Sets the call's deadline and the worker's bearer token.
+  void Prepare(grpc::ClientContext* context, int seconds) const {
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+    if (!token_.empty()) context->AddMetadata("authorization", "Bearer " + token_);
   }
 
   bool Register() {
@@ -110,8 +197,18 @@ class WorkerLoop {
     request.set_worker_id(previous_id_);
     gtco::v1::RegisterReply reply;
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    Prepare(&context, 10);
     grpc::Status status = stub_->Register(&context, request, &reply);
+    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      // Retrying cannot help: the operator must give this worker a worker token.
+      std::cerr << "gtco-worker: the server refused this worker ("
+                << (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ? "UNAUTHENTICATED"
+                                                                            : "PERMISSION_DENIED")
+                << "): " << status.error_message() << "\n";
+      refused_ = true;
+      return false;
+    }
     if (!status.ok()) {
       GTCO_LOG(kWarning, "cannot register with the server: " << status.error_message());
       return false;
@@ -129,7 +226,7 @@ class WorkerLoop {
     request.set_max_candidates(batch_);
     request.set_wait_ms(5000);
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    Prepare(&context, 30);
     grpc::Status status = stub_->Lease(&context, request, reply);
     if (status.ok()) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -151,7 +248,7 @@ class WorkerLoop {
       request.set_worker_id(worker_id());
       gtco::v1::ReportReply reply;
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      Prepare(&context, 30);
       grpc::Status status = stub_->Report(&context, request, &reply);
       if (status.ok()) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -196,12 +293,14 @@ class WorkerLoop {
       if (request.worker_id().empty() || heartbeat_stop_) continue;
       gtco::v1::HeartbeatReply reply;
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      Prepare(&context, 5);
       (void)stub_->Heartbeat(&context, request, &reply);
     }
   }
 
   std::unique_ptr<gtco::v1::WorkerService::Stub> stub_;
+  std::string token_;           ///< bearer token sent with every call ("" sends none)
+  std::atomic<bool> refused_{false};  ///< the server refused the credentials: exit
   target::HardwareInfo hardware_;
   RunnerProcess runner_;
   int batch_;
@@ -219,55 +318,71 @@ class WorkerLoop {
 }  // namespace
 
 int RunWorkerApp(int argc, char** argv) {
-  util::FlagSpec spec{{"server", "target", "threads", "batch", "candidate-timeout"},
+  util::FlagSpec spec{{"server", "target", "threads", "device", "batch", "candidate-timeout",
+                       "token", "tls-ca"},
                       {"runner", "verbose", "help"}};
   auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok() || args->Has("help") || !args->positional().empty()) {
     if (!args.ok()) std::cerr << "gtco-worker: " << args.status().message() << "\n";
     std::cerr << kUsage;
-    return args.ok() && args->Has("help") ? 0 : 2;
+    return args.ok() && args->Has("help") ? 0 : kExitUsage;
   }
   auto threads = args->GetInt("threads", 0);
+  auto device = args->GetInt("device", 0);
   auto batch = args->GetInt("batch", 2);
   auto timeout = args->GetInt("candidate-timeout", 60);
-  for (const auto* value : {&threads, &batch, &timeout}) {
+  for (const auto* value : {&threads, &device, &batch, &timeout}) {
     if (!value->ok()) {
       std::cerr << "gtco-worker: " << value->status().message() << "\n" << kUsage;
-      return 2;
+      return kExitUsage;
     }
   }
+  RunnerConfig runner;
+  runner.target = args->Get("target", kDefaultTarget);
+  runner.threads = static_cast<int>(*threads);
+  runner.device = static_cast<int>(*device);
   util::InitLogging(args->Has("runner") ? "runner" : "worker",
                     args->Has("verbose") ? util::LogLevel::kDebug : util::LogLevel::kInfo);
-  if (args->Has("runner")) return RunRunnerLoop(static_cast<int>(*threads));
+  if (args->Has("runner")) return RunRunnerLoop(runner);
 
   std::string server = args->Get("server");
   if (server.empty() && std::getenv("GTCO_SERVER")) server = std::getenv("GTCO_SERVER");
   if (server.empty()) {
     std::cerr << "gtco-worker: no server address: pass --server HOST:PORT or set GTCO_SERVER\n"
               << kUsage;
-    return 2;
+    return kExitUsage;
   }
-  std::string target_name = args->Get("target", "cpu");
-  if (target_name == "cuda") {
-    std::cerr << "gtco-worker: this build has no CUDA support (built without GTCO_WITH_CUDA); "
-                 "use --target cpu\n";
-    return 2;
+  absl::StatusOr<target::HardwareInfo> hardware = DetectTarget(runner);
+  if (!hardware.ok()) {
+    std::cerr << "gtco-worker: " << hardware.status().message() << "\n";
+    if (absl::IsInvalidArgument(hardware.status())) std::cerr << kUsage;
+    return kExitUsage;
   }
-  if (target_name != "cpu") {
-    std::cerr << "gtco-worker: unknown target '" << target_name << "'; expected cpu or cuda\n";
-    return 2;
-  }
-  target::HardwareInfo hardware = target::DetectHostCpu();
-  if (*threads > 0) hardware.cores = static_cast<int>(*threads);
+  if (runner.target == "cpu") runner.threads = hardware->cores;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  std::string token = args->Get("token");
+  if (token.empty() && std::getenv("GTCO_TOKEN")) token = std::getenv("GTCO_TOKEN");
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (args->Has("tls-ca")) {
+    std::ifstream ca_file(args->Get("tls-ca"));
+    if (!ca_file) {
+      std::cerr << "gtco-worker: cannot read --tls-ca file '" << args->Get("tls-ca") << "'\n";
+      return kExitUsage;
+    }
+    std::ostringstream ca;
+    ca << ca_file.rdbuf();
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = ca.str();
+    credentials = grpc::SslCredentials(tls);
+  }
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  auto channel =
-      grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), channel_args);
-  GTCO_LOG(kInfo, "worker for target cpu on " << hardware.Summary() << ", server " << server);
-  WorkerLoop loop(channel, hardware, static_cast<int>(hardware.cores),
-                  static_cast<int>(std::max<int64_t>(1, *batch)), static_cast<double>(*timeout));
+  auto channel = grpc::CreateCustomChannel(server, credentials, channel_args);
+  GTCO_LOG(kInfo, "worker for target " << runner.target << " on " << hardware->Summary()
+                                       << ", server " << server);
+  WorkerLoop loop(channel, token, *hardware, runner, static_cast<int>(std::max<int64_t>(1, *batch)),
+                  static_cast<double>(*timeout));
   return loop.Run();
 }
 

@@ -1,6 +1,7 @@
-// The schedule database: every job, task, issued candidate and measurement, behind one small
-// interface (SQLite is the embedded default, PostgreSQL lets several servers share one farm; both
-// implement the same interface and share the migrations). All methods are thread-safe.
+// The schedule database: every job, task, issued candidate and measurement, and the farm's teams
+// and access tokens, behind one small interface (SQLite is the embedded default, PostgreSQL lets
+// several servers share one farm; both implement the same interface and share the migrations).
+// All methods are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +88,31 @@ struct MeasurementRow {
   int64_t measured_unix_ms = 0;
 };
 
+/// A team sharing the farm, with its limits. Created and changed by admins.
+struct TeamRow {
+  std::string name;                 ///< primary key, as in JobRow::team
+  int64_t max_concurrent_jobs = 0;  ///< running jobs at once; 0 = no limit
+  int64_t max_trials_per_day = 0;   ///< measurements per rolling 24 hours; 0 = no limit
+  double share = 1.0;               ///< relative weight when workers are contended (> 0)
+  int64_t created_unix_ms = 0;
+};
+
+/// An access token. Only a salted hash of the secret is stored; the plaintext token exists
+/// only in the output of `issue-token` (see common/auth/token.h for the format).
+struct TokenRow {
+  std::string token_id;  ///< primary key: the token's public prefix ("gtco_s_0123456789ab")
+  std::string team;      ///< the submitter's team; "" for worker and admin tokens
+  std::string role;      ///< "submitter" | "worker" | "admin"
+  std::string salt;      ///< hex of the random salt
+  std::string hash;      ///< hex of SHA-256(salt || secret)
+  int64_t created_unix_ms = 0;
+  int64_t revoked_unix_ms = 0;  ///< 0 while the token is live
+};
+
+/// Shortest prefix RevokeTokens() accepts, so that a typo cannot revoke every token of a role
+/// (auth's ids are "gtco_" + role letter + "_" + 12 hex: 11 characters fix 4 of the hex digits).
+inline constexpr int kMinTokenPrefixLength = 11;
+
 /// Per-task aggregate over measurements.
 struct TaskProgress {
   int64_t trials_done = 0;    ///< measurements recorded (ok or failed)
@@ -153,6 +179,35 @@ class Database {
                                                                          int limit) = 0;
   /// Counts of measurements grouped for metrics and tests.
   virtual absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) = 0;
+
+  // Teams, tokens and quotas.
+  /// Creates the team, or updates the limits (max_concurrent_jobs, max_trials_per_day, share)
+  /// of an existing one, keeping its created_unix_ms. INVALID_ARGUMENT for an empty name,
+  /// negative limits or a share that is not a positive finite number.
+  virtual absl::Status PutTeam(const TeamRow& row) = 0;
+  /// NOT_FOUND "team 'X' not found" when unknown.
+  virtual absl::StatusOr<TeamRow> GetTeam(const std::string& name) = 0;
+  /// Every team, by name (bytewise).
+  virtual absl::StatusOr<std::vector<TeamRow>> ListTeams() = 0;
+  /// Stores a new token. ALREADY_EXISTS when the token id is taken (tokens are never
+  /// overwritten), FAILED_PRECONDITION when `row.team` is not empty and names no team,
+  /// INVALID_ARGUMENT for an empty token id.
+  virtual absl::Status PutToken(const TokenRow& row) = 0;
+  /// The token with this exact id, or nullopt.
+  virtual absl::StatusOr<std::optional<TokenRow>> GetToken(const std::string& token_id) = 0;
+  /// Tokens of `team` (every token, worker and admin ones included, when `team` is empty),
+  /// oldest first; revoked ones too.
+  virtual absl::StatusOr<std::vector<TokenRow>> ListTokens(const std::string& team) = 0;
+  /// Revokes (revoked_unix_ms = now) every live token whose id starts with `prefix` and returns
+  /// how many. Prefixes match literally ('_' and '%' are no wildcards). INVALID_ARGUMENT when
+  /// the prefix is shorter than kMinTokenPrefixLength.
+  virtual absl::StatusOr<int64_t> RevokeTokens(const std::string& prefix, int64_t now_unix_ms) = 0;
+  /// Jobs of `team` in state "running".
+  virtual absl::StatusOr<int64_t> CountRunningJobs(const std::string& team) = 0;
+  /// Measurements (ok or failed) of the tasks of `team`'s jobs with
+  /// measured_unix_ms >= since_unix_ms: the trials charged against max_trials_per_day.
+  virtual absl::StatusOr<int64_t> CountTrialsSince(const std::string& team,
+                                                   int64_t since_unix_ms) = 0;
 };
 
 /// Opens (creating if needed) a SQLite database file in WAL mode and applies pending

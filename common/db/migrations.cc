@@ -93,11 +93,41 @@ CREATE INDEX measurements_by_task ON measurements (task_id);
 CREATE INDEX measurements_by_workload ON measurements (workload_key, target, ok, median_seconds);
 )sql";
 
+// Version 2: teams with their limits, and access tokens (only salted hashes of the secrets).
+// Tokens of workers and admins belong to no team (team ''), so `tokens.team` has no foreign key.
+// A team's trials of the last day are counted through jobs (team, state, ...) -> tasks
+// (job_id, ...) -> measurements (task_id, measured_unix_ms): the new index answers the time
+// range inside each task and makes measurements_by_task (its prefix) redundant.
+constexpr std::string_view kTeamsAndTokensSql = R"sql(
+CREATE TABLE teams (
+  name TEXT PRIMARY KEY,
+  max_concurrent_jobs BIGINT NOT NULL,
+  max_trials_per_day BIGINT NOT NULL,
+  share DOUBLE PRECISION NOT NULL,
+  created_unix_ms BIGINT NOT NULL
+);
+
+CREATE TABLE tokens (
+  token_id TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  role TEXT NOT NULL,
+  salt TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  created_unix_ms BIGINT NOT NULL,
+  revoked_unix_ms BIGINT NOT NULL
+);
+CREATE INDEX tokens_by_team ON tokens (team, created_unix_ms);
+
+CREATE INDEX measurements_by_task_time ON measurements (task_id, measured_unix_ms);
+DROP INDEX measurements_by_task;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& AllMigrations() {
   static const std::vector<Migration>* const kMigrations = new std::vector<Migration>{
       {1, "initial schema", kInitialSchemaSql},
+      {2, "teams and tokens", kTeamsAndTokensSql},
   };
   return *kMigrations;
 }

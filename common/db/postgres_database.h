@@ -64,6 +64,18 @@ class PostgresDatabase final : public Database {
                                                               int limit) override;
   absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) override;
 
+  /// See database.h. Validation happens before any statement runs, with the same messages in
+  /// every backend (CheckTeamRow, CheckTokenRow, CheckRevokePrefix in team_checks.h).
+  absl::Status PutTeam(const TeamRow& row) override;
+  absl::StatusOr<TeamRow> GetTeam(const std::string& name) override;
+  absl::StatusOr<std::vector<TeamRow>> ListTeams() override;
+  absl::Status PutToken(const TokenRow& row) override;
+  absl::StatusOr<std::optional<TokenRow>> GetToken(const std::string& token_id) override;
+  absl::StatusOr<std::vector<TokenRow>> ListTokens(const std::string& team) override;
+  absl::StatusOr<int64_t> RevokeTokens(const std::string& prefix, int64_t now_unix_ms) override;
+  absl::StatusOr<int64_t> CountRunningJobs(const std::string& team) override;
+  absl::StatusOr<int64_t> CountTrialsSince(const std::string& team, int64_t since_unix_ms) override;
+
  private:
   explicit PostgresDatabase(std::unique_ptr<PostgresConnection> connection)
       : connection_(std::move(connection)) {}

@@ -21,6 +21,10 @@ inline constexpr char kMeasurementColumns[] =
     "candidate_id, task_id, workload_key, target, trace, program_hash, ok, error_kind, error, "
     "median_seconds, min_seconds, max_seconds, stddev_seconds, repeats, compile_seconds, "
     "worker_id, hardware, measured_unix_ms";
+inline constexpr char kTeamColumns[] =
+    "name, max_concurrent_jobs, max_trials_per_day, share, created_unix_ms";
+inline constexpr char kTokenColumns[] =
+    "token_id, team, role, salt, hash, created_unix_ms, revoked_unix_ms";
 
 // Readers of the current row, columns in the order of the lists above. `Cursor` is any type
 // with ColumnText(int) -> std::string, ColumnInt64(int) -> int64_t and
@@ -123,6 +127,32 @@ MeasurementRow ReadMeasurement(const Cursor& cursor) {
   row.worker_id = cursor.ColumnText(15);
   row.hardware = cursor.ColumnText(16);
   row.measured_unix_ms = cursor.ColumnInt64(17);
+  return row;
+}
+
+/// Reads a kTeamColumns row.
+template <typename Cursor>
+TeamRow ReadTeam(const Cursor& cursor) {
+  TeamRow row;
+  row.name = cursor.ColumnText(0);
+  row.max_concurrent_jobs = cursor.ColumnInt64(1);
+  row.max_trials_per_day = cursor.ColumnInt64(2);
+  row.share = cursor.ColumnDouble(3);
+  row.created_unix_ms = cursor.ColumnInt64(4);
+  return row;
+}
+
+/// Reads a kTokenColumns row.
+template <typename Cursor>
+TokenRow ReadToken(const Cursor& cursor) {
+  TokenRow row;
+  row.token_id = cursor.ColumnText(0);
+  row.team = cursor.ColumnText(1);
+  row.role = cursor.ColumnText(2);
+  row.salt = cursor.ColumnText(3);
+  row.hash = cursor.ColumnText(4);
+  row.created_unix_ms = cursor.ColumnInt64(5);
+  row.revoked_unix_ms = cursor.ColumnInt64(6);
   return row;
 }
 

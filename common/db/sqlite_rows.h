@@ -15,6 +15,8 @@ using rows::kCandidateColumns;
 using rows::kJobColumns;
 using rows::kMeasurementColumns;
 using rows::kTaskColumns;
+using rows::kTeamColumns;
+using rows::kTokenColumns;
 using rows::kWorkerColumns;
 using rows::kWorkloadColumns;
 
@@ -33,6 +35,9 @@ inline CandidateRow ReadCandidate(const SqliteStatement& statement) {
 inline MeasurementRow ReadMeasurement(const SqliteStatement& statement) {
   return rows::ReadMeasurement(statement);
 }
+
+inline TeamRow ReadTeam(const SqliteStatement& statement) { return rows::ReadTeam(statement); }
+inline TokenRow ReadToken(const SqliteStatement& statement) { return rows::ReadToken(statement); }
 
 /// Steps `statement` to the end and reads every row with `read_row`.
 template <typename Row>

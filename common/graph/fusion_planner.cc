@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/graph/anchor_lowering.h"
+#include "common/graph/attention_fusion.h"
 #include "common/graph/op_support.h"
 #include "common/util/status.h"
 
@@ -22,6 +23,7 @@ struct Region {
   int seed = 0;
   bool anchored = false;
   std::vector<int> members;
+  int attention = -1;  ///< index of the attention match whose final MatMul is `seed`, or -1
 };
 
 /// Orders the operands of commutative ops (acc, values, inputs, constants) so that
@@ -55,13 +57,26 @@ void CanonicalizeOperands(ir::EwInstr& instr) {
 
 class Planner {
  public:
-  explicit Planner(const Graph& graph)
-      : graph_(graph), consumers_(graph.ConsumerMap()), assigned_(graph.nodes.size(), false) {}
+  Planner(const Graph& graph, const PlanOptions& options)
+      : graph_(graph), consumers_(graph.ConsumerMap()), assigned_(graph.nodes.size(), false) {
+    if (options.target == "cuda") attention_ = FindAttentionPatterns(graph);
+    for (size_t match_idx = 0; match_idx < attention_.size(); ++match_idx) {
+      attention_at_[attention_[match_idx].final_matmul] = static_cast<int>(match_idx);
+      for (int node : attention_[match_idx].nodes) assigned_[node] = true;
+    }
+  }
 
   absl::StatusOr<std::vector<PlannedWorkload>> Run() {
     std::vector<Region> regions;
     for (int index = 0; index < NumNodes(); ++index) {
       if (RoleOf(graph_.nodes[index]) != OpRole::kAnchor) continue;
+      if (auto it = attention_at_.find(index); it != attention_at_.end()) {
+        const AnchorHead head = AttentionHead(attention_[it->second], graph_);
+        regions.push_back(Grow(index, /*anchored=*/true, &head));
+        regions.back().attention = it->second;
+        continue;
+      }
+      if (assigned_[index]) continue;  // inside an attention pattern
       GTCO_ASSIGN_OR_RETURN(AnchorHead head, LowerAnchor(graph_.nodes[index], graph_));
       regions.push_back(Grow(index, /*anchored=*/true, &head));
     }
@@ -174,13 +189,20 @@ class Planner {
   const Graph& graph_;
   std::map<std::string, std::vector<int>> consumers_;
   std::vector<bool> assigned_;
+  std::vector<AttentionMatch> attention_;  ///< fused attention subgraphs (target "cuda" only)
+  std::map<int, int> attention_at_;        ///< final MatMul node -> index into attention_
 };
 
 absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
   PlannedWorkload planned;
   AnchorHead head;
   std::map<std::string, ir::Operand> produced;
-  if (region.anchored) {
+  if (region.attention >= 0) {
+    const AttentionMatch& match = attention_[region.attention];
+    head = AttentionHead(match, graph_);
+    produced[head.onnx_output] = head.result;
+    for (int node : match.nodes) planned.node_names.push_back(graph_.nodes[node].name);
+  } else if (region.anchored) {
     const Node& anchor = graph_.nodes[region.seed];
     GTCO_ASSIGN_OR_RETURN(head, LowerAnchor(anchor, graph_));
     produced[head.onnx_output] = head.result;
@@ -236,8 +258,14 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
 
 }  // namespace
 
-absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph) {
-  return Planner(graph).Run();
+absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
+                                                           const PlanOptions& options) {
+  if (options.target != "cpu" && options.target != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown target '", options.target,
+                                                   "' to plan workloads for; expected 'cpu' or "
+                                                   "'cuda'"));
+  }
+  return Planner(graph, options).Run();
 }
 
 }  // namespace gtco::graph

@@ -15,8 +15,16 @@ namespace gtco::graph {
 struct PlannedWorkload {
   ir::Workload workload;
   /// The graph nodes it computes: the anchor (if any) first, then the epilogue's nodes in
-  /// instruction order.
+  /// instruction order. A fused attention's anchor is several nodes, listed in graph order.
   std::vector<std::string> node_names;
+};
+
+/// What the workloads are planned for.
+struct PlanOptions {
+  /// The target whose workers run the workloads: "cpu" (the default) or "cuda". Fused attention
+  /// (kAttention) is planned only for "cuda", whose mappings implement it; "cpu" plans
+  /// exactly what planning without options did.
+  std::string target = "cpu";
 };
 
 /// Plans the workloads of `graph`, which must have passed FoldConstants and
@@ -29,7 +37,11 @@ struct PlannedWorkload {
 /// chains grown the same way (any numpy broadcast allowed). Scalar constants become
 /// immediates. The result is in topological order of each workload's first node; every
 /// workload passes Validate(). UNIMPLEMENTED (naming the node) for anchors outside what
-/// workload.h can express.
-absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph);
+/// workload.h can express. For target "cuda", each attention subgraph (FindAttentionPatterns in
+/// attention_fusion.h: MatMul(Q, K^T) -> optional scalar Mul/Div -> Softmax -> MatMul(., V))
+/// first becomes one kAttention anchor at its final MatMul, which then grows an epilogue like any
+/// anchor. INVALID_ARGUMENT for a target other than "cpu" and "cuda".
+absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
+                                                           const PlanOptions& options = {});
 
 }  // namespace gtco::graph

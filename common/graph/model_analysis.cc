@@ -2,6 +2,7 @@
 #include "common/graph/model_analysis.h"
 
 #include <map>
+#include <set>
 
 #include "common/graph/constant_folding.h"
 #include "common/graph/fusion_planner.h"
@@ -11,7 +12,8 @@
 namespace gtco::graph {
 
 absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
-                                               const onnx::ShapeOverrides& overrides) {
+                                               const onnx::ShapeOverrides& overrides,
+                                               const PlanOptions& options) {
   GTCO_ASSIGN_OR_RETURN(Graph graph, onnx::ImportOnnx(model_bytes, overrides));
   ModelAnalysis analysis;
   analysis.model_name = graph.name;
@@ -19,7 +21,17 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(CheckSupportedOps(graph));
   analysis.num_data_ops = CountDataOps(graph);
-  GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned, PlanWorkloads(graph));
+  GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned, PlanWorkloads(graph, options));
+  // Copies absorbed into a workload (a fused attention's Transpose of K) are tuned with it.
+  std::set<std::string> data_nodes;
+  for (const Node& node : graph.nodes) {
+    if (RoleOf(node) == OpRole::kData) data_nodes.insert(node.name);
+  }
+  for (const PlannedWorkload& item : planned) {
+    for (const std::string& name : item.node_names) {
+      analysis.num_data_ops -= static_cast<int>(data_nodes.count(name));
+    }
+  }
   std::map<std::string, size_t> task_index;
   for (PlannedWorkload& item : planned) {
     std::string key = item.workload.Key();

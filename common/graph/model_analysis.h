@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/graph/fusion_planner.h"
 #include "common/ir/workload.h"
 #include "common/onnx/onnx_import.h"
 
@@ -23,14 +24,17 @@ struct ModelTask {
 struct ModelAnalysis {
   std::string model_name;        ///< the ONNX graph's name ("model" when empty)
   int num_nodes = 0;             ///< nodes in the imported graph, before folding
-  int num_data_ops = 0;          ///< copy-only nodes left after folding (not tuned)
+  int num_data_ops = 0;          ///< copy-only nodes left after folding and planning (not tuned)
   std::vector<ModelTask> tasks;  ///< deduplicated by key, in first-occurrence order
 };
 
 /// Imports the model (see onnx::ImportOnnx for `overrides` and import errors), folds shape
-/// arithmetic, checks op support and plans the workloads. Errors: INVALID_ARGUMENT for bad
-/// models/overrides, UNIMPLEMENTED naming op/dtype and node for what GTCO cannot run.
+/// arithmetic, checks op support and plans the workloads for `options.target` (see
+/// PlanWorkloads: "cuda" fuses attention; the default "cpu" does not). Errors: INVALID_ARGUMENT
+/// for bad models/overrides or an unknown target, UNIMPLEMENTED naming op/dtype and node for
+/// what GTCO cannot run.
 absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
-                                               const onnx::ShapeOverrides& overrides);
+                                               const onnx::ShapeOverrides& overrides,
+                                               const PlanOptions& options = {});
 
 }  // namespace gtco::graph

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/ir/attention.h"
 #include "common/util/status.h"
 
 namespace gtco::ir {
@@ -105,6 +106,14 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
     }
     return result;
   }
+  if (w.anchor == AnchorKind::kAttention) {
+    const std::vector<double> exact =
+        AttentionReference(w.attention, inputs[0], inputs[1], inputs[2]);
+    for (size_t flat = 0; flat < exact.size(); ++flat) {
+      result[flat] = static_cast<float>(exact[flat]);
+    }
+    return result;
+  }
   const int64_t rows = w.row.rows, cols = w.row.cols;
   for (int64_t row = 0; row < rows && w.anchor != AnchorKind::kNone; ++row) {
     const float* x = inputs[0].data() + row * cols;
@@ -178,6 +187,15 @@ bool IsFloatingDType(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
 }
 
+/// `values` rounded to a 16-bit float `dtype` (unchanged for other dtypes).
+void RoundToDType(DType dtype, std::vector<float>& values) {
+  if (dtype == DType::kBF16) {
+    for (float& value : values) value = BF16ToFloat(FloatToBF16(value));
+  } else if (dtype == DType::kF16) {
+    for (float& value : values) value = F16ToFloat(FloatToF16(value));
+  }
+}
+
 }  // namespace
 
 uint16_t FloatToBF16(float value) {
@@ -195,12 +213,52 @@ float BF16ToFloat(uint16_t bits) {
   return value;
 }
 
+uint16_t FloatToF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) {  // NaN: keep the top payload bits, force quiet
+    return static_cast<uint16_t>(sign | 0x7E00u | ((magnitude >> 13) & 0x3FFu));
+  }
+  // 65520 and above (including infinity) round to infinity under nearest-even.
+  if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal half (or zero), in units of 2^-24
+    float scaled;
+    std::memcpy(&scaled, &magnitude, sizeof(scaled));
+    scaled *= 16777216.0f;  // exact: a power of two
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(scaled)));
+  }
+  uint32_t half = (magnitude >> 13) - (112u << 10);  // rebias the exponent from 127 to 15
+  const uint32_t remainder = magnitude & 0x1FFFu;
+  if (remainder > 0x1000u || (remainder == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+float F16ToFloat(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1Fu, mantissa = bits & 0x3FFu;
+  uint32_t wide;
+  if (exponent == 0) {
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;  // 2^-24
+    std::memcpy(&wide, &magnitude, sizeof(wide));
+    wide |= sign;
+  } else if (exponent == 0x1F) {
+    wide = sign | 0x7F800000u | (mantissa << 13);
+  } else {
+    wide = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  }
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
 TypedBuffer::TypedBuffer(DType dtype, int64_t num_elements)
     : dtype_(dtype),
       num_elements_(num_elements),
       storage_((num_elements * DTypeSize(dtype) + 7) / 8, 0) {
-  GTCO_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kU8 ||
-                 dtype == DType::kI8 || dtype == DType::kI32,
+  GTCO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
+                 dtype == DType::kU8 || dtype == DType::kI8 || dtype == DType::kI32,
              "TypedBuffer does not support dtype ", DTypeName(dtype));
 }
 
@@ -223,6 +281,11 @@ double TypedBuffer::Get(int64_t index) const {
       uint16_t bits;
       std::memcpy(&bits, bytes + 2 * index, 2);
       return BF16ToFloat(bits);
+    }
+    case DType::kF16: {
+      uint16_t bits;
+      std::memcpy(&bits, bytes + 2 * index, 2);
+      return F16ToFloat(bits);
     }
     case DType::kU8:
       return bytes[index];
@@ -254,6 +317,11 @@ void TypedBuffer::Set(int64_t index, double value) {
     }
     case DType::kBF16: {
       const uint16_t bits = FloatToBF16(static_cast<float>(value));
+      std::memcpy(bytes + 2 * index, &bits, 2);
+      break;
+    }
+    case DType::kF16: {
+      const uint16_t bits = FloatToF16(static_cast<float>(value));
       std::memcpy(bytes + 2 * index, &bits, 2);
       break;
     }
@@ -351,9 +419,7 @@ std::vector<std::vector<float>> RandomInputs(const Workload& w, uint64_t seed) {
       for (float& value : values) value = static_cast<float>(NextRandom(&state) % 256) + offset;
     } else {
       for (float& value : values) value = UniformFloat(&state, lo, hi);
-      if (dtype == DType::kBF16) {
-        for (float& value : values) value = BF16ToFloat(FloatToBF16(value));
-      }
+      RoundToDType(dtype, values);
     }
     inputs.push_back(std::move(values));
   }
@@ -383,10 +449,11 @@ std::vector<float> ComputeReference(const Workload& w,
     return output;
   }
   std::vector<float> output = AnchorValues(w, inputs);
-  if (w.epilogue.empty()) return output;
-  for (int64_t flat = 0; flat < static_cast<int64_t>(output.size()); ++flat) {
+  for (int64_t flat = 0; flat < static_cast<int64_t>(output.size()) && !w.epilogue.empty();
+       ++flat) {
     output[flat] = ApplyEpilogue(w, inputs, output[flat], flat);
   }
+  RoundToDType(w.output.dtype, output);  // attention may produce f16/bf16
   return output;
 }
 
@@ -434,6 +501,16 @@ void DefaultTolerance(const Workload& w, double* rtol, double* atol) {
     a = 1e-4;
   } else if (w.anchor == AnchorKind::kReduceMean) {
     a = 1e-5 + 1e-7 * std::sqrt(static_cast<double>(std::max<int64_t>(w.row.cols, 1)));
+  } else if (w.anchor == AnchorKind::kAttention) {
+    // The output is a convex combination of V rows: errors in the scores (fp32 dot products,
+    // exp approximations) move it by a fraction of max|V| <= 1 for the random inputs.
+    const int64_t length = std::max(w.attention.seq_k, w.attention.head_dim);
+    const double scale = std::sqrt(static_cast<double>(std::max<int64_t>(length, 1)));
+    r = 1e-4;
+    a = 1e-5 + 2e-6 * scale;
+    const DType in = w.inputs.empty() ? DType::kF32 : w.inputs[0].dtype;
+    if (in == DType::kBF16) a += 1.0 / 256;   // softmax weights rounded to bf16
+    if (in == DType::kF16) a += 1.0 / 2048;   // softmax weights rounded to f16
   }
   for (const EwInstr& instr : w.epilogue) {
     if (instr.op == EwOp::kExp || instr.op == EwOp::kPow || instr.op == EwOp::kDiv) {
@@ -442,7 +519,8 @@ void DefaultTolerance(const Workload& w, double* rtol, double* atol) {
       break;
     }
   }
-  if (w.output.dtype == DType::kBF16) r += 1.0 / 128;  // one bf16 rounding step
+  if (w.output.dtype == DType::kBF16) r += 1.0 / 128;   // one bf16 rounding step
+  if (w.output.dtype == DType::kF16) r += 1.0 / 1024;   // one f16 rounding step
   *rtol = r;
   *atol = a;
 }

@@ -4,7 +4,7 @@
 //
 // Two views of the same data: the float API (one std::vector<float> per tensor, holding each
 // element's value) and the typed API (TypedBuffer: each element in its dtype's storage, what a
-// kernel reads and writes). For f32, bf16, u8 and i8 tensors the views hold the same values;
+// kernel reads and writes). For f32, f16, bf16, u8 and i8 tensors the views hold the same values;
 // i32 outputs above 2^24 in magnitude are only exact in the typed view.
 #pragma once
 
@@ -17,15 +17,17 @@
 namespace gtco::ir {
 
 /// Deterministic random inputs for `w` (one vector per input, in order): uniform in [-1, 1];
-/// the layernorm scale (input 1) uniform in [0.5, 1.5]; bf16 inputs are those values rounded to
-/// bf16 (nearest even); u8 inputs uniform integers in [0, 255], i8 in [-128, 127]. Same (w, seed)
+/// the layernorm scale (input 1) uniform in [0.5, 1.5]; bf16 and f16 inputs are those values
+/// rounded to their dtype (nearest even); u8 inputs uniform integers in [0, 255], i8 in
+/// [-128, 127]. Same (w, seed)
 /// => same values on every platform (a fixed 64-bit generator, not std::uniform_real_distribution).
 std::vector<std::vector<float>> RandomInputs(const Workload& w, uint64_t seed);
 
 /// Plain evaluation of `w` on `inputs` (sizes must match the input shapes; a GTCO_CHECK guards
 /// it). Reductions accumulate in double (integer matmuls in int64, wrapped to int32); the
 /// epilogue is applied per element with EvalEwOp and numpy broadcasting of its extra inputs; a
-/// bf16 output is rounded to bf16. Returns the output values, row-major.
+/// bf16 or f16 output is rounded to its dtype. Attention computes scores, softmax and the
+/// weighted sum in double. Returns the output values, row-major.
 std::vector<float> ComputeReference(const Workload& w,
                                     const std::vector<std::vector<float>>& inputs);
 
@@ -35,8 +37,10 @@ std::vector<float> ComputeReference(const Workload& w,
 absl::Status CompareOutputs(const std::vector<float>& expected, const std::vector<float>& actual,
                             double rtol, double atol);
 
-/// Tolerances suited to `w`: matmul grows with sqrt(k); transcendental epilogues loosen them;
-/// integer outputs are exact (0, 0); bf16 outputs allow a rounding step of bf16.
+/// Tolerances suited to `w`: matmul grows with sqrt(k), attention with sqrt(max(seq_k,
+/// head_dim)) and, for f16/bf16 inputs, by one rounding step of the input dtype (kernels may
+/// round the softmax weights to it for Tensor Cores); transcendental epilogues loosen them;
+/// integer outputs are exact (0, 0); bf16 and f16 outputs allow a rounding step of their dtype.
 void DefaultTolerance(const Workload& w, double* rtol, double* atol);
 
 // ---- typed buffers ----------------------------------------------------------------------------
@@ -45,15 +49,20 @@ void DefaultTolerance(const Workload& w, double* rtol, double* atol);
 uint16_t FloatToBF16(float value);
 /// The f32 value of bf16 bits (exact).
 float BF16ToFloat(uint16_t bits);
+/// IEEE binary16 bits of `value`, rounded to nearest even (overflow to infinity, subnormals kept,
+/// NaN stays a quiet NaN).
+uint16_t FloatToF16(float value);
+/// The f32 value of binary16 bits (exact).
+float F16ToFloat(uint16_t bits);
 
-/// One tensor's elements in its dtype's storage: f32 as float, bf16 as uint16 bits, u8/i8 as
-/// bytes, i32 as int32, little-endian and contiguous. Supports f32, bf16, u8, i8, i32.
+/// One tensor's elements in its dtype's storage: f32 as float, f16/bf16 as uint16 bits, u8/i8 as
+/// bytes, i32 as int32, little-endian and contiguous. Supports f32, f16, bf16, u8, i8, i32.
 class TypedBuffer {
  public:
   TypedBuffer() = default;
   /// `num_elements` zero elements of `dtype`.
   TypedBuffer(DType dtype, int64_t num_elements);
-  /// The values of `values` stored as `dtype` (bf16 rounds to nearest even; integers are
+  /// The values of `values` stored as `dtype` (f16 and bf16 round to nearest even; integers are
   /// rounded to nearest and wrapped to the dtype's width).
   static TypedBuffer FromValues(DType dtype, const std::vector<float>& values);
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/ir/attention.h"
 #include "common/util/hash.h"
 #include "common/util/status.h"
 
@@ -36,7 +37,8 @@ constexpr NamedAnchor kAnchors[] = {{AnchorKind::kNone, "none", 0},
                                     {AnchorKind::kMatMul, "matmul", 2},
                                     {AnchorKind::kSoftmax, "softmax", 1},
                                     {AnchorKind::kLayerNorm, "layernorm", 3},
-                                    {AnchorKind::kReduceMean, "reduce_mean", 1}};
+                                    {AnchorKind::kReduceMean, "reduce_mean", 1},
+                                    {AnchorKind::kAttention, "attention", 3}};
 
 struct NamedEwOp {
   EwOp op;
@@ -246,6 +248,7 @@ absl::Status ParseLine(const std::string& line, Workload& workload) {
   }
   if (tag == "matmul") return ParseMatMulLine(words, line, workload.matmul);
   if (tag == "row") return ParseRowLine(words, line, workload.row);
+  if (tag == "attention") return ParseAttentionParamsLine(line, workload.attention);
   if (tag == "anchor_inputs") {
     if (words.size() != 2) return ParseError("expected 'anchor_inputs <n>'", line);
     GTCO_ASSIGN_OR_RETURN(int64_t count, ParseInt(words[1], line));
@@ -303,6 +306,7 @@ absl::Status ValidateAnchorShapes(const Workload& w) {
     GTCO_RETURN_IF_ERROR(ExpectShape(inputs[1], b, "matmul input B"));
     return ExpectShape(w.output, {p.batch, p.m, p.n}, "matmul output");
   }
+  if (w.anchor == AnchorKind::kAttention) return ValidateAttentionShapes(w);
   if (w.anchor == AnchorKind::kNone) {
     for (int64_t dim : w.output.shape) {
       if (dim <= 0) return absl::InvalidArgumentError("workload output dims must be positive");
@@ -397,6 +401,9 @@ absl::Status ValidateDTypes(const Workload& w) {
     } else if (a != DType::kF32 || b != DType::kF32 || out != DType::kF32) {
       return dtype_error("unsupported matmul element types");
     }
+  } else if (w.anchor == AnchorKind::kAttention && w.inputs.size() >= 3) {
+    first_f32 = 3;
+    GTCO_RETURN_IF_ERROR(ValidateAttentionDTypes(w));
   } else if (w.output.dtype != DType::kF32) {
     return dtype_error("only f32 is supported here");
   }
@@ -542,6 +549,8 @@ std::string Workload::CanonicalString() const {
       absl::StrAppend(&text, " a_zero_point=", p.a_zero_point, " b_zero_point=", p.b_zero_point);
     }
     absl::StrAppend(&text, "\n");
+  } else if (anchor == AnchorKind::kAttention) {
+    absl::StrAppend(&text, AttentionParamsLine(attention), "\n");
   } else if (anchor != AnchorKind::kNone) {
     absl::StrAppend(&text, "row rows=", row.rows, " cols=", row.cols);
     if (anchor == AnchorKind::kLayerNorm) {
@@ -579,6 +588,9 @@ std::string Workload::Description() const {
     case AnchorKind::kNone:
       text = absl::StrCat("elementwise ", absl::StrJoin(output.shape, "x"));
       break;
+    case AnchorKind::kAttention:
+      text = AttentionSummary(*this);
+      break;
     default:
       text = absl::StrCat(AnchorKindName(anchor), " ", row.rows, "x", row.cols);
       break;
@@ -603,6 +615,9 @@ int64_t Workload::Flops() const {
       break;
     case AnchorKind::kReduceMean:
       anchor_flops = elements;
+      break;
+    case AnchorKind::kAttention:
+      anchor_flops = AttentionFlops(attention);
       break;
     case AnchorKind::kNone:
       break;

@@ -4,7 +4,8 @@
 //
 // Semantics:
 //  - All tensors are dense, row-major, contiguous. Compute is fp32 (dtype kF32) except for the
-//    bf16 and integer matmuls described under kMatMul.
+//    bf16 and integer matmuls described under kMatMul and the low-precision attentions described
+//    under kAttention.
 //  - Anchor kinds (canonical shapes):
 //      kMatMul:     inputs A, B. out[b, i, j] = sum_k A[ab, i, k] * B[bb, k, j]  (shape [batch, M,
 //      N])
@@ -21,6 +22,14 @@
 //                   out[r, c] = (X[r,c] - mean_r) / sqrt(var_r + epsilon) * scale[c] + bias[c]
 //                   with the biased variance.
 //      kReduceMean: input X [rows, cols]; out[r, 0] = mean_c X[r, c]  (shape [rows, 1]).
+//      kAttention:  inputs Q [batch, seq_q, head_dim], K [batch, seq_k, head_dim] (or
+//                   [batch, head_dim, seq_k] if k_transposed), V [batch, seq_k, value_dim];
+//                   s[b, i, j] = scale * sum_d Q[b, i, d] * K[b, j, d],
+//                   out[b, i, c] = sum_j softmax_j(s[b, i, :]) * V[b, j, c]  (shape [batch,
+//                   seq_q, value_dim]; batch counts batch * heads). Q, K and V share one dtype,
+//                   f32, f16 or bf16, and compute accumulates in fp32; the output is f32 or the
+//                   inputs' dtype (rounded to nearest even once at the end); epilogues only on
+//                   f32 outputs. See attention.h.
 //      kNone:       no anchor; the epilogue alone computes the output from extra inputs.
 //  - The epilogue is evaluated per output element in instruction order; operand kAcc is the
 //    anchor's value at that element; kInput k reads extra input k (index into `inputs`, counting
@@ -49,8 +58,9 @@ absl::StatusOr<DType> ParseDType(const std::string& name);
 /// Bytes of one element of `dtype` (f32 4, bf16 2, u8 1, ...).
 int64_t DTypeSize(DType dtype);
 
-enum class AnchorKind { kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean };
-/// "none", "matmul", "softmax", "layernorm", "reduce_mean".
+/// Anchor ops (see the semantics above). New kinds are appended so that values keep their numbers.
+enum class AnchorKind { kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean, kAttention };
+/// "none", "matmul", "softmax", "layernorm", "reduce_mean", "attention".
 const char* AnchorKindName(AnchorKind kind);
 
 /// Element-wise operations of epilogues. Unary ops take one argument, binary ops two.
@@ -95,11 +105,25 @@ struct RowParams {
   float epsilon = 1e-5f;  ///< layernorm only
 };
 
+/// Fused scaled-dot-product attention (kAttention): softmax(scale * Q K^T) V per batch entry.
+struct AttentionParams {
+  int64_t batch = 1;      ///< batch * heads: independent attention problems
+  int64_t seq_q = 1, seq_k = 1;
+  int64_t head_dim = 1;   ///< contraction length of Q K^T
+  int64_t value_dim = 1;  ///< columns of V and of the output
+  float scale = 1.0f;     ///< applied to the scores before the softmax; finite
+  /// K is stored [batch, head_dim, seq_k] (as the B operand of torch's q @ k.transpose(-2, -1))
+  /// instead of [batch, seq_k, head_dim].
+  bool k_transposed = false;
+};
+
 struct Workload {
   AnchorKind anchor = AnchorKind::kNone;
-  MatMulParams matmul;  ///< valid when anchor == kMatMul
-  RowParams row;        ///< valid for kSoftmax, kLayerNorm, kReduceMean
-  /// Anchor inputs first (A,B | X | X,scale,bias | X | none), then the epilogue's extra inputs.
+  MatMulParams matmul;        ///< valid when anchor == kMatMul
+  RowParams row;              ///< valid for kSoftmax, kLayerNorm, kReduceMean
+  AttentionParams attention;  ///< valid when anchor == kAttention
+  /// Anchor inputs first (A,B | X | X,scale,bias | X | Q,K,V | none), then the epilogue's extra
+  /// inputs.
   std::vector<TensorDesc> inputs;
   int num_anchor_inputs = 0;
   std::vector<EwInstr> epilogue;
@@ -109,7 +133,8 @@ struct Workload {
   std::string CanonicalString() const;
   /// "<anchor>-<32 hex>", the hash of CanonicalString().
   std::string Key() const;
-  /// Human summary, e.g. "matmul 197x2304x768 +add+erf+mul".
+  /// Human summary, e.g. "matmul 197x2304x768 +add+erf+mul", "attention 12x197x197x64
+  /// scale=0.125" (batch x seq_q x seq_k x head_dim).
   std::string Description() const;
   /// Floating-point operations of one evaluation (anchor + epilogue).
   int64_t Flops() const;

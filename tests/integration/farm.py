@@ -10,9 +10,11 @@ import time
 
 BINARY_DIR = os.environ.get("GTCO_BINARY_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 SOURCE_DIR = os.environ.get("GTCO_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
-SERVER = os.path.join(BINARY_DIR, "server", "gtco-server")
-WORKER = os.path.join(BINARY_DIR, "worker", "gtco-worker")
-CLIENT = os.path.join(BINARY_DIR, "client", "gtco-client")
+# GTCO_BIN_DIR: one folder holding the three binaries (the packed GPU build); else a build tree.
+_FLAT = os.environ.get("GTCO_BIN_DIR")
+SERVER = os.path.join(_FLAT, "gtco-server") if _FLAT else os.path.join(BINARY_DIR, "server", "gtco-server")
+WORKER = os.path.join(_FLAT, "gtco-worker") if _FLAT else os.path.join(BINARY_DIR, "worker", "gtco-worker")
+CLIENT = os.path.join(_FLAT, "gtco-client") if _FLAT else os.path.join(BINARY_DIR, "client", "gtco-client")
 DATA = os.path.join(SOURCE_DIR, "tests", "data")
 
 
@@ -25,11 +27,18 @@ def free_port():
 class Farm:
     """A server on a temporary SQLite file plus any number of workers."""
 
-    def __init__(self, directory=None, metrics=False, lease_seconds=10):
+    def __init__(self, directory=None, metrics=False, lease_seconds=10, auth=False, tls=None,
+                 token=None):
+        """auth: require tokens (else --no-auth); tls: (cert, key, ca) paths; token: what the
+        CLI and workers present (GTCO_TOKEN)."""
+        self.auth = auth
+        self.tls = tls
+        self.token = token
         self.dir = directory or tempfile.mkdtemp(prefix="gtco-farm-")
         self.db = os.path.join(self.dir, "gtco.db")
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.listen = self.address  # what the server binds (clients always dial self.address)
         self.metrics_port = free_port() if metrics else None
         self.lease_seconds = lease_seconds
         self.server = None
@@ -42,8 +51,12 @@ class Farm:
         return open(path, "ab")
 
     def start_server(self):
-        args = [SERVER, "--listen", self.address, "--db", self.db,
+        args = [SERVER, "--listen", self.listen, "--db", self.db,
                 "--lease-seconds", str(self.lease_seconds), "--heartbeat-seconds", "1"]
+        if not self.auth:
+            args.append("--no-auth")
+        if self.tls:
+            args += ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]]
         if self.metrics_port:
             args += ["--metrics-port", str(self.metrics_port)]
         self.server = subprocess.Popen(args, stdout=self._log("server.log"), stderr=subprocess.STDOUT)
@@ -51,32 +64,45 @@ class Farm:
         while time.time() < deadline:
             if self.server.poll() is not None:
                 raise RuntimeError("server exited: " + self.read_logs())
-            result = self.client("jobs", check=False)
+            result = self.client("health", check=False)
             if result.returncode == 0:
                 return
             time.sleep(0.2)
         raise RuntimeError("server did not come up: " + self.read_logs())
 
-    def start_worker(self, extra=()):
-        worker = subprocess.Popen([WORKER, "--server", self.address, "--target", "cpu", *extra],
+    def _security(self, token):
+        args = []
+        if self.tls:
+            args += ["--tls-ca", self.tls[2]]
+        if token:
+            args += ["--token", token]
+        return args
+
+    def start_worker(self, extra=(), target="cpu", token=None):
+        worker = subprocess.Popen([WORKER, "--server", self.address, "--target", target,
+                                   *self._security(token or self.token), *extra],
                                   stdout=self._log(f"worker{len(self.workers)}.log"),
                                   stderr=subprocess.STDOUT)
         self.workers.append(worker)
         return worker
 
-    def client(self, *args, check=True, timeout=600):
-        result = subprocess.run([CLIENT, "--server", self.address, *args], capture_output=True,
-                                text=True, timeout=timeout)
+    def client(self, *args, check=True, timeout=600, token=None):
+        result = subprocess.run([CLIENT, "--server", self.address,
+                                 *self._security(token or self.token), *args],
+                                capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
             raise AssertionError(f"gtco-client {' '.join(args)} exited {result.returncode}:\n"
                                  f"{result.stdout}\n{result.stderr}\n{self.read_logs()}")
         return result
 
-    def client_json(self, *args, timeout=600):
-        return json.loads(self.client(*args, "--json", timeout=timeout).stdout)
+    def client_command_without_tls(self):
+        return [CLIENT, "--server", self.address, "--timeout", "5"]
 
-    def submit(self, model, budget, *extra):
-        job = self.client_json("submit", model, "--target", "cpu", "--budget", str(budget), *extra)
+    def client_json(self, *args, timeout=600, token=None):
+        return json.loads(self.client(*args, "--json", timeout=timeout, token=token).stdout)
+
+    def submit(self, model, budget, *extra, target="cpu"):
+        job = self.client_json("submit", model, "--target", target, "--budget", str(budget), *extra)
         return job["job_id"]
 
     def wait_for(self, job_id, predicate, timeout=600):

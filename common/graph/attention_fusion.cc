@@ -1,0 +1,217 @@
+// Attention fusion: pattern matching from each Softmax outwards (scale, scores MatMul, K's
+// Transpose, final MatMul) and the kAttention head of a match.
+#include "common/graph/attention_fusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "common/ir/attention.h"
+
+namespace gtco::graph {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+class Matcher {
+ public:
+  explicit Matcher(const Graph& graph) : graph_(graph), consumers_(graph.ConsumerMap()) {
+    for (int index = 0; index < static_cast<int>(graph.nodes.size()); ++index) {
+      for (const std::string& output : graph.nodes[index].outputs) producers_[output] = index;
+    }
+  }
+
+  /// The attention whose Softmax is node `softmax_index`, if the pattern holds around it.
+  std::optional<AttentionMatch> MatchAt(int softmax_index) const;
+
+ private:
+  const Node& NodeAt(int index) const { return graph_.nodes[index]; }
+  const Shape& ShapeOf(const std::string& tensor) const { return graph_.tensor(tensor).shape; }
+
+  /// The node producing `tensor`; -1 for graph inputs and constants.
+  int Producer(const std::string& tensor) const {
+    auto it = producers_.find(tensor);
+    return it == producers_.end() ? -1 : it->second;
+  }
+
+  /// True when node `reader` is the only reader of `tensor` and it is no graph output.
+  bool OnlyReadBy(const std::string& tensor, int reader) const {
+    if (std::find(graph_.outputs.begin(), graph_.outputs.end(), tensor) != graph_.outputs.end()) {
+      return false;
+    }
+    auto it = consumers_.find(tensor);
+    if (it == consumers_.end() || it->second.empty()) return false;
+    return std::all_of(it->second.begin(), it->second.end(),
+                       [reader](int consumer) { return consumer == reader; });
+  }
+
+  bool IsScalarConstant(const std::string& tensor) const {
+    const Tensor* found = graph_.FindTensor(tensor);
+    return found != nullptr && found->is_constant && IsFloating(found->type) &&
+           found->NumElements() == 1;
+  }
+
+  bool IsF32(const std::string& tensor) const {
+    return graph_.tensor(tensor).type == ElemType::kFloat32;
+  }
+
+  /// Whether the Softmax node works on the last axis (the default axis as in LowerAnchor).
+  bool SoftmaxOnLastAxis(const Node& softmax) const {
+    const int64_t rank = static_cast<int64_t>(ShapeOf(softmax.inputs[0]).size());
+    int64_t axis = softmax.IntAttr("axis", graph_.opset >= 13 || graph_.opset == 0 ? -1 : 1);
+    if (axis < 0) axis += rank;
+    return rank >= 2 && axis == rank - 1;
+  }
+
+  /// Follows an optional Mul/Div by a scalar constant back from `scores` (the Softmax input,
+  /// read by `reader`): then `scores` becomes the scale node's operand, `reader` the scale node,
+  /// and `scale` and `nodes` take it in. False when a Mul/Div is there but is no usable scale.
+  bool MatchScale(std::string& scores, int& reader, double& scale, std::vector<int>& nodes) const;
+
+  /// Absorbs a Transpose(perm = [..., r-1, r-2]) producing `k_t` when the scores MatMul
+  /// `scores_matmul` is its only reader.
+  void MatchKTranspose(int scores_matmul, AttentionMatch& match) const;
+
+  const Graph& graph_;
+  std::map<std::string, std::vector<int>> consumers_;
+  std::map<std::string, int> producers_;
+};
+
+bool Matcher::MatchScale(std::string& scores, int& reader, double& scale,
+                         std::vector<int>& nodes) const {
+  const int producer = Producer(scores);
+  if (producer < 0) return false;
+  const Node& node = NodeAt(producer);
+  if (node.op_type != "Mul" && node.op_type != "Div") return true;  // no scale node
+  if (node.inputs.size() != 2 || node.outputs.size() != 1) return false;
+  int constant_side = -1;
+  if (IsScalarConstant(node.inputs[1])) {
+    constant_side = 1;
+  } else if (node.op_type == "Mul" && IsScalarConstant(node.inputs[0])) {
+    constant_side = 0;
+  }
+  if (constant_side < 0) return false;
+  const std::string& operand = node.inputs[1 - constant_side];
+  if (ShapeOf(operand) != ShapeOf(node.outputs[0])) return false;  // no broadcast to a new rank
+  const double value = graph_.tensor(node.inputs[constant_side]).ValueAsDouble(0);
+  scale = node.op_type == "Mul" ? value : 1.0 / value;
+  if (!std::isfinite(static_cast<float>(scale))) return false;
+  nodes.push_back(producer);
+  scores = operand;
+  reader = producer;
+  return true;
+}
+
+void Matcher::MatchKTranspose(int scores_matmul, AttentionMatch& match) const {
+  const std::string& k_t = NodeAt(scores_matmul).inputs[1];
+  const int producer = Producer(k_t);
+  if (producer < 0 || NodeAt(producer).op_type != "Transpose" || !OnlyReadBy(k_t, scores_matmul)) {
+    return;
+  }
+  const Node& transpose = NodeAt(producer);
+  const int64_t rank = static_cast<int64_t>(ShapeOf(k_t).size());
+  std::vector<int64_t> swap_last_two(rank);
+  for (int64_t axis = 0; axis < rank; ++axis) swap_last_two[axis] = axis;
+  std::swap(swap_last_two[rank - 1], swap_last_two[rank - 2]);
+  if (transpose.inputs.empty() || transpose.IntsAttr("perm") != swap_last_two) return;
+  match.k = transpose.inputs[0];
+  match.params.k_transposed = false;
+  match.nodes.push_back(producer);
+}
+
+std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
+  const Node& softmax = NodeAt(softmax_index);
+  if (softmax.op_type != "Softmax" || softmax.inputs.empty() || softmax.outputs.size() != 1 ||
+      !SoftmaxOnLastAxis(softmax)) {
+    return std::nullopt;
+  }
+  // Softmax -> final MatMul (P is its A operand).
+  const std::string& probs = softmax.outputs[0];
+  auto readers = consumers_.find(probs);
+  if (readers == consumers_.end() || readers->second.empty()) return std::nullopt;
+  const int final_matmul = readers->second.front();
+  const Node& out_mm = NodeAt(final_matmul);
+  if (out_mm.op_type != "MatMul" || out_mm.inputs.size() != 2 || out_mm.inputs[0] != probs ||
+      out_mm.inputs[1] == probs || !OnlyReadBy(probs, final_matmul)) {
+    return std::nullopt;
+  }
+  // Optional scale, then the scores MatMul.
+  AttentionMatch match;
+  match.nodes = {softmax_index, final_matmul};
+  std::string scores = softmax.inputs[0];
+  if (!OnlyReadBy(scores, softmax_index)) return std::nullopt;
+  double scale = 1.0;
+  int scores_reader = softmax_index;
+  if (!MatchScale(scores, scores_reader, scale, match.nodes)) return std::nullopt;
+  const int scores_matmul = Producer(scores);
+  if (scores_matmul < 0 || NodeAt(scores_matmul).op_type != "MatMul" ||
+      !OnlyReadBy(scores, scores_reader)) {
+    return std::nullopt;
+  }
+  const Node& scores_mm = NodeAt(scores_matmul);
+  if (scores_mm.inputs.size() != 2) return std::nullopt;
+  match.nodes.push_back(scores_matmul);
+  match.final_matmul = final_matmul;
+  match.q = scores_mm.inputs[0];
+  match.k = scores_mm.inputs[1];
+  match.v = out_mm.inputs[1];
+  for (const std::string& tensor : {match.q, match.k, match.v, out_mm.outputs.at(0)}) {
+    if (!IsF32(tensor)) return std::nullopt;
+  }
+  // Shapes: Q [..., sq, d], K^T [..., d, sk], V [..., sk, dv] with equal batch dims.
+  const Shape& q = ShapeOf(match.q);
+  const Shape& k_t = ShapeOf(match.k);
+  const Shape& v = ShapeOf(match.v);
+  const size_t rank = q.size();
+  if (rank < 2 || k_t.size() != rank || v.size() != rank ||
+      !std::equal(q.begin(), q.end() - 2, k_t.begin()) ||
+      !std::equal(q.begin(), q.end() - 2, v.begin()) || k_t[rank - 2] != q[rank - 1] ||
+      v[rank - 2] != k_t[rank - 1]) {
+    return std::nullopt;
+  }
+  ir::AttentionParams& p = match.params;
+  p.batch = NumElements(Shape(q.begin(), q.end() - 2));
+  p.seq_q = q[rank - 2];
+  p.head_dim = q[rank - 1];
+  p.seq_k = k_t[rank - 1];
+  p.value_dim = v[rank - 1];
+  p.scale = static_cast<float>(scale);
+  p.k_transposed = true;
+  MatchKTranspose(scores_matmul, match);
+  std::sort(match.nodes.begin(), match.nodes.end());
+  return match;
+}
+
+}  // namespace
+
+std::vector<AttentionMatch> FindAttentionPatterns(const Graph& graph) {
+  Matcher matcher(graph);
+  std::vector<AttentionMatch> matches;
+  std::set<int> used;
+  for (int index = 0; index < static_cast<int>(graph.nodes.size()); ++index) {
+    std::optional<AttentionMatch> match = matcher.MatchAt(index);
+    if (!match) continue;
+    const bool overlaps = std::any_of(match->nodes.begin(), match->nodes.end(),
+                                      [&](int node) { return used.count(node) > 0; });
+    if (overlaps) continue;
+    used.insert(match->nodes.begin(), match->nodes.end());
+    matches.push_back(std::move(*match));
+  }
+  std::sort(matches.begin(), matches.end(), [](const AttentionMatch& a, const AttentionMatch& b) {
+    return a.final_matmul < b.final_matmul;
+  });
+  return matches;
+}
+
+AnchorHead AttentionHead(const AttentionMatch& match, const Graph& graph) {
+  AnchorHead head;
+  head.workload = ir::MakeAttentionWorkload(match.params);
+  head.onnx_output = graph.nodes[match.final_matmul].outputs.at(0);
+  head.onnx_shape = graph.tensor(head.onnx_output).shape;
+  head.result.kind = ir::Operand::Kind::kAcc;
+  return head;
+}
+
+}  // namespace gtco::graph

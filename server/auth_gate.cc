@@ -1,0 +1,45 @@
+// Bearer-token verification and role checks for the RPC handlers.
+#include "server/auth_gate.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/auth/token.h"
+
+namespace gtco::server {
+
+AuthGate::AuthGate(std::unique_ptr<db::Database> database) : database_(std::move(database)) {}
+
+std::unique_ptr<AuthGate> AuthGate::Open() { return std::unique_ptr<AuthGate>(new AuthGate()); }
+
+absl::StatusOr<auth::Principal> AuthGate::Authorize(
+    const grpc::ServerContext& context, std::initializer_list<auth::Role> allowed) const {
+  if (database_ == nullptr) return auth::Principal{"", auth::Role::kAdmin, ""};
+  const auto& metadata = context.client_metadata();
+  auto header = metadata.find("authorization");
+  if (header == metadata.end()) {
+    return absl::UnauthenticatedError(
+        "no token: pass --token TOKEN or set GTCO_TOKEN (an admin issues tokens with "
+        "`gtco-server admin --db DB issue-token`)");
+  }
+  absl::StatusOr<std::string> token =
+      auth::BearerToken(absl::string_view(header->second.data(), header->second.size()));
+  if (!token.ok()) return token.status();
+  absl::StatusOr<auth::Principal> principal = auth::VerifyToken(*database_, *token);
+  if (!principal.ok()) return principal.status();
+  std::vector<std::string> names;
+  for (auth::Role role : allowed) {
+    if (role == principal->role) return principal;
+    names.push_back(std::string(auth::RoleName(role)));
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "token ", principal->token_id, " has role ", auth::RoleName(principal->role),
+      "; this call needs a ", absl::StrJoin(names, " or "), " token"));
+}
+
+bool HiddenFrom(const auth::Principal& principal, const std::string& team) {
+  return principal.role != auth::Role::kAdmin && principal.team != team;
+}
+
+}  // namespace gtco::server

@@ -1,0 +1,271 @@
+// Tests of attention fusion: hand-built attention subgraphs become one kAttention workload when
+// planning for "cuda" (and stay matmul/softmax workloads for "cpu"); near-misses are not fused;
+// the exported transformer block's attention fuses end to end.
+#include "common/graph/attention_fusion.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/graph/constant_folding.h"
+#include "common/graph/fusion_planner.h"
+#include "common/graph/model_analysis.h"
+#include "common/graph/op_support.h"
+#include "gtest/gtest.h"
+#include "tests/unit/graph/test_graphs.h"
+
+namespace gtco::graph {
+namespace {
+
+using namespace ::gtco::graph::testing;  // NOLINT(build/namespaces)
+using ir::AnchorKind;
+
+Graph Build(std::vector<Tensor> tensors, std::vector<Node> nodes,
+            std::vector<std::string> outputs) {
+  Graph graph;
+  graph.opset = 17;
+  for (Tensor& tensor : tensors) {
+    if (!tensor.is_constant) graph.inputs.push_back(tensor.name);
+    graph.SetTensor(std::move(tensor));
+  }
+  for (Node& node : nodes) {
+    for (const std::string& out : node.outputs) graph.SetTensor(Unshaped(out));
+    graph.nodes.push_back(std::move(node));
+  }
+  graph.outputs = std::move(outputs);
+  absl::Status folded = FoldConstants(graph);  // also completes shapes
+  EXPECT_TRUE(folded.ok()) << folded;
+  absl::Status supported = CheckSupportedOps(graph);
+  EXPECT_TRUE(supported.ok()) << supported;
+  return graph;
+}
+
+std::vector<PlannedWorkload> Plan(const Graph& graph, const std::string& target) {
+  PlanOptions options;
+  options.target = target;
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(graph, options);
+  EXPECT_TRUE(planned.ok()) << planned.status();
+  return planned.ok() ? *planned : std::vector<PlannedWorkload>{};
+}
+
+/// Variations of the torch-exported attention: q [1,2,16,32] @ k^T / sqrt(32) -> softmax -> @ v.
+struct AttentionGraphSpec {
+  bool transpose_k = true;       ///< K^T computed by Transpose(k, [0,1,3,2])
+  std::string scale_op = "Div";  ///< "Div", "Mul", "MulLeft" (constant first) or "" (none)
+  int64_t softmax_axis = -1;
+  bool probs_is_output = false;  ///< the Softmax output is also a graph output
+  bool mask = false;             ///< an Add of a [16] mask between scale and Softmax
+  bool residual = false;         ///< out = attention + r
+};
+
+Graph AttentionGraph(const AttentionGraphSpec& spec) {
+  std::vector<Tensor> tensors = {
+      Activation("q", {1, 2, 16, 32}), Activation("v", {1, 2, 16, 32}),
+      FloatConstant("c", {}, {spec.scale_op == "Div" ? std::sqrt(32.0) : 1.0 / std::sqrt(32.0)})};
+  std::vector<Node> nodes;
+  if (spec.transpose_k) {
+    tensors.push_back(Activation("k", {1, 2, 16, 32}));
+    nodes.push_back(
+        MakeNode("Transpose", "k_t", {"k"}, {"kt"}, {{"perm", IntsAttr({0, 1, 3, 2})}}));
+  } else {
+    tensors.push_back(Activation("kt", {1, 2, 32, 16}));
+  }
+  nodes.push_back(MakeNode("MatMul", "scores", {"q", "kt"}, {"s"}));
+  std::string scaled = "s";
+  if (spec.scale_op == "Div") {
+    nodes.push_back(MakeNode("Div", "scale", {"s", "c"}, {"s2"}));
+    scaled = "s2";
+  } else if (spec.scale_op == "Mul" || spec.scale_op == "MulLeft") {
+    nodes.push_back(MakeNode("Mul", "scale",
+                             spec.scale_op == "Mul" ? std::vector<std::string>{"s", "c"}
+                                                    : std::vector<std::string>{"c", "s"},
+                             {"s2"}));
+    scaled = "s2";
+  }
+  if (spec.mask) {
+    tensors.push_back(Activation("mask", {16}));
+    nodes.push_back(MakeNode("Add", "mask_add", {scaled, "mask"}, {"s3"}));
+    scaled = "s3";
+  }
+  nodes.push_back(
+      MakeNode("Softmax", "softmax", {scaled}, {"p"}, {{"axis", IntAttr(spec.softmax_axis)}}));
+  nodes.push_back(MakeNode("MatMul", "context", {"p", "v"}, {"o"}));
+  std::vector<std::string> outputs = {"o"};
+  if (spec.residual) {
+    tensors.push_back(Activation("r", {1, 2, 16, 32}));
+    nodes.push_back(MakeNode("Add", "residual", {"o", "r"}, {"out"}));
+    outputs = {"out"};
+  }
+  if (spec.probs_is_output) outputs.push_back("p");
+  return Build(std::move(tensors), std::move(nodes), std::move(outputs));
+}
+
+std::vector<AnchorKind> Anchors(const std::vector<PlannedWorkload>& planned) {
+  std::vector<AnchorKind> anchors;
+  for (const PlannedWorkload& item : planned) anchors.push_back(item.workload.anchor);
+  return anchors;
+}
+
+TEST(AttentionFusionTest, TorchPatternFusesIntoOneAttentionForCuda) {
+  const Graph graph = AttentionGraph({});
+  const std::vector<PlannedWorkload> planned = Plan(graph, "cuda");
+  ASSERT_EQ(planned.size(), 1u);
+  const ir::Workload& w = planned[0].workload;
+  EXPECT_EQ(w.anchor, AnchorKind::kAttention);
+  EXPECT_EQ(w.attention.batch, 2);
+  EXPECT_EQ(w.attention.seq_q, 16);
+  EXPECT_EQ(w.attention.seq_k, 16);
+  EXPECT_EQ(w.attention.head_dim, 32);
+  EXPECT_EQ(w.attention.value_dim, 32);
+  EXPECT_FALSE(w.attention.k_transposed);  // the Transpose is absorbed: K is [2, 16, 32]
+  EXPECT_FLOAT_EQ(w.attention.scale, 1.0f / std::sqrt(32.0f));
+  EXPECT_EQ(w.inputs[1].shape, (std::vector<int64_t>{2, 16, 32}));
+  EXPECT_EQ(planned[0].node_names,
+            (std::vector<std::string>{"k_t", "scores", "scale", "softmax", "context"}));
+  EXPECT_TRUE(w.Validate().ok()) << w.Validate();
+}
+
+TEST(AttentionFusionTest, CpuPlanningIsUnchanged) {
+  const Graph graph = AttentionGraph({});
+  const std::vector<PlannedWorkload> cpu = Plan(graph, "cpu");
+  EXPECT_EQ(Anchors(cpu), (std::vector<AnchorKind>{AnchorKind::kMatMul, AnchorKind::kSoftmax,
+                                                   AnchorKind::kMatMul}));
+  absl::StatusOr<std::vector<PlannedWorkload>> by_default = PlanWorkloads(graph);
+  ASSERT_TRUE(by_default.ok());
+  ASSERT_EQ(by_default->size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ((*by_default)[i].workload.CanonicalString(), cpu[i].workload.CanonicalString());
+    EXPECT_EQ((*by_default)[i].node_names, cpu[i].node_names);
+  }
+}
+
+TEST(AttentionFusionTest, ScaleVariantsAndTransposedK) {
+  AttentionGraphSpec no_transpose;
+  no_transpose.transpose_k = false;
+  std::vector<PlannedWorkload> planned = Plan(AttentionGraph(no_transpose), "cuda");
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_TRUE(planned[0].workload.attention.k_transposed);
+  EXPECT_EQ(planned[0].workload.inputs[1].shape, (std::vector<int64_t>{2, 32, 16}));
+  EXPECT_EQ(planned[0].node_names,
+            (std::vector<std::string>{"scores", "scale", "softmax", "context"}));
+
+  for (const char* scale_op : {"Mul", "MulLeft"}) {
+    AttentionGraphSpec mul;
+    mul.scale_op = scale_op;
+    planned = Plan(AttentionGraph(mul), "cuda");
+    ASSERT_EQ(planned.size(), 1u) << scale_op;
+    EXPECT_EQ(planned[0].workload.anchor, AnchorKind::kAttention);
+    EXPECT_FLOAT_EQ(planned[0].workload.attention.scale, 1.0f / std::sqrt(32.0f));
+  }
+  AttentionGraphSpec unscaled;
+  unscaled.scale_op = "";
+  planned = Plan(AttentionGraph(unscaled), "cuda");
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_EQ(planned[0].workload.attention.scale, 1.0f);
+  EXPECT_EQ(planned[0].node_names,
+            (std::vector<std::string>{"k_t", "scores", "softmax", "context"}));
+}
+
+TEST(AttentionFusionTest, EpilogueAfterTheAttentionJoinsIt) {
+  AttentionGraphSpec spec;
+  spec.residual = true;
+  const std::vector<PlannedWorkload> planned = Plan(AttentionGraph(spec), "cuda");
+  ASSERT_EQ(planned.size(), 1u);
+  const ir::Workload& w = planned[0].workload;
+  EXPECT_EQ(w.Description(), "attention 2x16x16x32 scale=0.176777 +add");
+  ASSERT_EQ(w.inputs.size(), 4u);
+  EXPECT_EQ(w.inputs[3].shape, (std::vector<int64_t>{2, 16, 32}));
+  EXPECT_EQ(planned[0].node_names.back(), "residual");
+}
+
+TEST(AttentionFusionTest, NearMissesAreNotFused) {
+  AttentionGraphSpec escaping;
+  escaping.probs_is_output = true;
+  AttentionGraphSpec masked;
+  masked.mask = true;
+  AttentionGraphSpec other_axis;
+  other_axis.softmax_axis = 2;
+  for (const AttentionGraphSpec& spec : {escaping, masked, other_axis}) {
+    const Graph graph = AttentionGraph(spec);
+    EXPECT_TRUE(FindAttentionPatterns(graph).empty());
+    absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(graph, {"cuda"});
+    if (spec.softmax_axis != -1) {
+      // Softmax over a non-last axis is not plannable at all (as for "cpu").
+      EXPECT_EQ(planned.status().code(), absl::StatusCode::kUnimplemented);
+      continue;
+    }
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    for (const PlannedWorkload& item : *planned) {
+      EXPECT_NE(item.workload.anchor, AnchorKind::kAttention);
+    }
+  }
+}
+
+TEST(AttentionFusionTest, UnknownTargetIsInvalid) {
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(AttentionGraph({}), {"tpu"});
+  EXPECT_EQ(planned.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(planned.status().message().find("unknown target 'tpu'"), std::string::npos);
+}
+
+std::string ReadModel(const std::string& name) {
+  std::ifstream in(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+TEST(AttentionFusionTest, TransformerBlockForCudaHasOneAttentionTask) {
+  const std::string model = ReadModel("transformer_block.onnx");
+  absl::StatusOr<ModelAnalysis> cuda = AnalyzeOnnxModel(model, {}, {"cuda"});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  std::vector<std::pair<std::string, int>> described;
+  for (const ModelTask& task : cuda->tasks) {
+    described.emplace_back(task.workload.Description(), task.weight);
+    EXPECT_TRUE(task.workload.Validate().ok()) << task.workload.Validate();
+    EXPECT_EQ(task.key, task.workload.Key());
+  }
+  const std::vector<std::pair<std::string, int>> expected = {
+      {"layernorm 16x64", 2},
+      {"matmul 1x16x192x64 (b x m x n x k) +add", 1},  // qkv
+      {"attention 2x16x16x32 scale=0.176777", 1},      // softmax(q @ k^T / sqrt(d)) @ v
+      {"matmul 1x16x64x64 (b x m x n x k) +add+add", 1},
+      {"matmul 1x16x256x64 (b x m x n x k) +add+div+erf+add+mul+mul", 1},
+      {"matmul 1x16x64x256 (b x m x n x k) +add+add", 1}};
+  EXPECT_EQ(described, expected);
+  const ModelTask& attention = cuda->tasks[2];
+  EXPECT_EQ(attention.key.rfind("attention-", 0), 0u);
+  EXPECT_FALSE(attention.workload.attention.k_transposed);
+  EXPECT_EQ(attention.node_names.size(), 5u);  // Transpose of k, MatMul, Div, Softmax, MatMul
+  EXPECT_EQ(cuda->num_data_ops, 7);            // the Transpose of k is part of the attention
+
+  // The CPU analysis (explicit or by default) is what it always was.
+  absl::StatusOr<ModelAnalysis> cpu = AnalyzeOnnxModel(model, {}, {"cpu"});
+  absl::StatusOr<ModelAnalysis> by_default = AnalyzeOnnxModel(model, {});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  EXPECT_EQ(cpu->num_data_ops, 8);
+  ASSERT_EQ(cpu->tasks.size(), 8u);
+  ASSERT_EQ(by_default->tasks.size(), cpu->tasks.size());
+  for (size_t i = 0; i < cpu->tasks.size(); ++i) {
+    EXPECT_NE(cpu->tasks[i].workload.anchor, AnchorKind::kAttention);
+    EXPECT_EQ(cpu->tasks[i].key, by_default->tasks[i].key);
+    EXPECT_EQ(cpu->tasks[i].node_names, by_default->tasks[i].node_names);
+  }
+}
+
+TEST(AttentionFusionTest, PatchVitForCudaFusesItsAttention) {
+  absl::StatusOr<ModelAnalysis> analysis =
+      AnalyzeOnnxModel(ReadModel("patch_vit.onnx"), {{"input", {2, 4, 192}}}, {"cuda"});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  int attention_tasks = 0;
+  for (const ModelTask& task : analysis->tasks) {
+    EXPECT_NE(task.workload.anchor, AnchorKind::kSoftmax) << task.workload.Description();
+    if (task.workload.anchor != AnchorKind::kAttention) continue;
+    ++attention_tasks;
+    EXPECT_EQ(task.workload.Description(), "attention 4x5x5x16 scale=0.25");
+  }
+  EXPECT_EQ(attention_tasks, 1);
+}
+
+}  // namespace
+}  // namespace gtco::graph
