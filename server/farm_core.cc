@@ -64,6 +64,13 @@ absl::Status CheckTargetCovers(const graph::ModelAnalysis& analysis, const std::
   return absl::OkStatus();
 }
 
+/// Planning for the job's target: CUDA jobs fuse attention into one workload.
+graph::PlanOptions PlanOptionsFor(const std::string& target) {
+  graph::PlanOptions options;
+  options.target = target;
+  return options;
+}
+
 onnx::ShapeOverrides OverridesFrom(const gtco::v1::SubmitHeader& header) {
   onnx::ShapeOverrides overrides;
   for (const auto& shape : header.shapes()) {
@@ -272,7 +279,8 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
   }
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
   GTCO_ASSIGN_OR_RETURN(graph::ModelAnalysis analysis,
-                        graph::AnalyzeOnnxModel(model_bytes, OverridesFrom(header)));
+                        graph::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
+                                                 PlanOptionsFor(header.target())));
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
@@ -389,7 +397,8 @@ absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryModel(const gtco::v1::Submit
                                                           const std::string& model_bytes) {
   GTCO_RETURN_IF_ERROR(ValidateTarget(header.target()));
   GTCO_ASSIGN_OR_RETURN(graph::ModelAnalysis analysis,
-                        graph::AnalyzeOnnxModel(model_bytes, OverridesFrom(header)));
+                        graph::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
+                                                 PlanOptionsFor(header.target())));
   std::lock_guard<std::mutex> lock(mutex_);
   gtco::v1::QueryReply reply;
   double total = 0;

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/ir/attention.h"
@@ -81,6 +83,22 @@ float ApplyEpilogue(const Workload& w, const std::vector<std::vector<float>>& in
   return values.empty() ? acc : values.back();
 }
 
+/// Runs body(begin, end) over the rows [0, rows), split across the machine's cores when the
+/// work (multiply-adds) is large enough to matter, e.g. the reference of a 4096^3 GPU matmul.
+void ForRowBlocks(int64_t rows, double work, const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t threads = std::min<int64_t>(
+      rows, work < 5e7 ? 1 : std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    body(0, rows);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int64_t part = 0; part < threads; ++part) {
+    pool.emplace_back(body, rows * part / threads, rows * (part + 1) / threads);
+  }
+  for (std::thread& thread : pool) thread.join();
+}
+
 /// Anchor values (before the epilogue), one per output element.
 std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector<float>>& inputs) {
   const int64_t count = ShapeElements(w.output.shape);
@@ -89,21 +107,24 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
     const MatMulParams& p = w.matmul;
     const std::vector<float>& a = inputs[0];
     const std::vector<float>& b = inputs[1];
-    for (int64_t batch = 0; batch < p.batch; ++batch) {
-      const int64_t a_base = p.a_batched ? batch * p.m * p.k : 0;
-      const int64_t b_base = p.b_batched ? batch * p.k * p.n : 0;
-      for (int64_t i = 0; i < p.m; ++i) {
-        for (int64_t j = 0; j < p.n; ++j) {
-          double sum = 0.0;
-          for (int64_t k = 0; k < p.k; ++k) {
-            const float a_value = a[a_base + (p.trans_a ? k * p.m + i : i * p.k + k)];
-            const float b_value = b[b_base + (p.trans_b ? j * p.k + k : k * p.n + j)];
-            sum += static_cast<double>(a_value) * b_value;
+    // Row by row, k outer and j inner: each element still sums its products in k order.
+    ForRowBlocks(p.batch * p.m, static_cast<double>(p.batch) * p.m * p.n * p.k,
+                 [&](int64_t row_begin, int64_t row_end) {
+      std::vector<double> sums(p.n);
+      for (int64_t row = row_begin; row < row_end; ++row) {
+        const int64_t batch = row / p.m, i = row % p.m;
+        const int64_t a_base = p.a_batched ? batch * p.m * p.k : 0;
+        const int64_t b_base = p.b_batched ? batch * p.k * p.n : 0;
+        std::fill(sums.begin(), sums.end(), 0.0);
+        for (int64_t k = 0; k < p.k; ++k) {
+          const double a_value = a[a_base + (p.trans_a ? k * p.m + i : i * p.k + k)];
+          for (int64_t j = 0; j < p.n; ++j) {
+            sums[j] += a_value * b[b_base + (p.trans_b ? j * p.k + k : k * p.n + j)];
           }
-          result[(batch * p.m + i) * p.n + j] = static_cast<float>(sum);
         }
+        for (int64_t j = 0; j < p.n; ++j) result[row * p.n + j] = static_cast<float>(sums[j]);
       }
-    }
+    });
     return result;
   }
   if (w.anchor == AnchorKind::kAttention) {
@@ -158,28 +179,34 @@ std::vector<double> LowPrecisionMatMul(const Workload& w, const std::vector<doub
   for (size_t idx = 0; idx < b_int.size(); ++idx) {
     b_int[idx] = static_cast<int64_t>(b[idx]) - p.b_zero_point;
   }
-  for (int64_t batch = 0; batch < p.batch; ++batch) {
-    const int64_t a_base = p.a_batched ? batch * p.m * p.k : 0;
-    const int64_t b_base = p.b_batched ? batch * p.k * p.n : 0;
-    for (int64_t i = 0; i < p.m; ++i) {
-      for (int64_t j = 0; j < p.n; ++j) {
-        double sum = 0.0;
-        int64_t int_sum = 0;
-        for (int64_t k = 0; k < p.k; ++k) {
-          const int64_t a_idx = a_base + (p.trans_a ? k * p.m + i : i * p.k + k);
+  ForRowBlocks(p.batch * p.m, static_cast<double>(p.batch) * p.m * p.n * p.k,
+               [&](int64_t row_begin, int64_t row_end) {
+    std::vector<double> sums(p.n);
+    std::vector<int64_t> int_sums(integer ? p.n : 0);
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      const int64_t batch = row / p.m, i = row % p.m;
+      const int64_t a_base = p.a_batched ? batch * p.m * p.k : 0;
+      const int64_t b_base = p.b_batched ? batch * p.k * p.n : 0;
+      std::fill(sums.begin(), sums.end(), 0.0);
+      std::fill(int_sums.begin(), int_sums.end(), 0);
+      for (int64_t k = 0; k < p.k; ++k) {
+        const int64_t a_idx = a_base + (p.trans_a ? k * p.m + i : i * p.k + k);
+        for (int64_t j = 0; j < p.n; ++j) {
           const int64_t b_idx = b_base + (p.trans_b ? j * p.k + k : k * p.n + j);
           if (integer) {
-            int_sum += a_int[a_idx] * b_int[b_idx];
+            int_sums[j] += a_int[a_idx] * b_int[b_idx];
           } else {
-            sum += a[a_idx] * b[b_idx];
+            sums[j] += a[a_idx] * b[b_idx];
           }
         }
+      }
+      for (int64_t j = 0; j < p.n; ++j) {
         // int32 wrap-around, as the int32 accumulation of ONNX MatMulInteger kernels.
-        if (integer) sum = static_cast<int32_t>(static_cast<uint32_t>(int_sum));
-        result[(batch * p.m + i) * p.n + j] = sum;
+        result[row * p.n + j] =
+            integer ? static_cast<int32_t>(static_cast<uint32_t>(int_sums[j])) : sums[j];
       }
     }
-  }
+  });
   return result;
 }
 

@@ -398,6 +398,13 @@ absl::Status ValidateDTypes(const Workload& w) {
       if (out == DType::kBF16 && !w.epilogue.empty()) {
         return dtype_error("epilogues need an f32 output");
       }
+    } else if (a == DType::kF16 && b == DType::kF16) {
+      if (out != DType::kF32 && out != DType::kF16) {
+        return dtype_error("f16 matmuls produce f32 or f16");
+      }
+      if (out == DType::kF16 && !w.epilogue.empty()) {
+        return dtype_error("epilogues need an f32 output");
+      }
     } else if (a != DType::kF32 || b != DType::kF32 || out != DType::kF32) {
       return dtype_error("unsupported matmul element types");
     }

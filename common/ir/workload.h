@@ -11,7 +11,8 @@
 //      N])
 //                   A is [batch|1, M, K] (or [.., K, M] if trans_a), B is [batch|1, K, N]
 //                   (or [.., N, K] if trans_b); ab = a_batched ? b : 0, bb likewise.
-//                   Element types (A, B -> out): f32, f32 -> f32; bf16, bf16 -> f32 or bf16
+//                   Element types (A, B -> out): f32, f32 -> f32; f16, f16 -> f32 or f16
+//                   (like bf16 below; CUDA mappings only); bf16, bf16 -> f32 or bf16
 //                   (products exact, accumulation in fp32, a bf16 output rounded to nearest
 //                   even once at the end); integer (ONNX MatMulInteger): u8|i8, u8|i8 -> i32 with
 //                   out = sum_k (A - a_zero_point) * (B - b_zero_point), exact with int32
