@@ -39,26 +39,29 @@ absl::Status ValidateTarget(const std::string& target) {
       absl::StrCat("unknown target '", target, "'; expected 'cpu' or 'cuda'"));
 }
 
-/// CUDA jobs: UNIMPLEMENTED naming the first task that no CUDA mapping covers even on the most
-/// capable GPU (an sm_90 preset), with the mappings' verdicts, so the user learns at submission
-/// rather than from a job that never starts. CPU mappings cover every workload the importer plans.
+/// UNIMPLEMENTED naming the first task that no mapping of `target` covers even on its most
+/// capable machine (an sm_90 GPU; a CPU with every feature a mapping asks for), with the
+/// mappings' verdicts, so the user learns at submission rather than from a job that never starts.
 absl::Status CheckTargetCovers(const graph::ModelAnalysis& analysis, const std::string& target) {
-  if (target != "cuda") return absl::OkStatus();
-  const target::HardwareInfo best_gpu = target::CudaArchPreset(90);
+  target::HardwareInfo best = target::CudaArchPreset(90);
+  if (target != "cuda") {
+    best = target::HardwareInfo();
+    best.cpu_features = {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma", "avx"};
+  }
+  const std::string other_target = target == "cuda" ? "cpu" : "cuda";
   for (const graph::ModelTask& task : analysis.tasks) {
     std::vector<std::string> reasons;
     bool covered = false;
-    for (const schedule::MappingVerdict& verdict :
-         schedule::ExplainMappings(task.workload, best_gpu)) {
+    for (const schedule::MappingVerdict& verdict : schedule::ExplainMappings(task.workload, best)) {
       covered |= verdict.applies;
       reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
     }
     if (!covered) {
       return absl::UnimplementedError(absl::StrCat(
-          "no CUDA mapping covers ", task.workload.Description(), " (node '",
+          "no ", target, " mapping covers ", task.workload.Description(), " (node '",
           task.node_names.empty() ? "?" : task.node_names.front(), "')",
           reasons.empty() ? std::string() : absl::StrCat(": ", absl::StrJoin(reasons, "; ")),
-          "; submit it with --target cpu"));
+          "; try --target ", other_target));
     }
   }
   return absl::OkStatus();

@@ -23,6 +23,8 @@ ir::DType MatMulDType(ElemType type) {
   switch (type) {
     case ElemType::kBFloat16:
       return ir::DType::kBF16;
+    case ElemType::kFloat16:
+      return ir::DType::kF16;
     case ElemType::kUInt8:
       return ir::DType::kU8;
     case ElemType::kInt8:

@@ -44,12 +44,16 @@ absl::Status DtypeUnimplemented(const Node& node, const Tensor& tensor, const st
                                                " tensor '", tensor.name, "'; ", why));
 }
 
-/// MatMul on bf16: both inputs and the output bf16.
-absl::Status CheckBf16MatMul(const Node& node, const Graph& graph) {
+/// MatMul on a 16-bit float type (bf16, or f16 which only CUDA mappings run): both inputs and the
+/// output of that type.
+absl::Status CheckHalfMatMul(const Node& node, const Graph& graph, ElemType type) {
   for (const std::string& name : {node.inputs.at(0), node.inputs.at(1), node.outputs.at(0)}) {
     const Tensor& tensor = graph.tensor(name);
-    if (tensor.type != ElemType::kBFloat16) {
-      return DtypeUnimplemented(node, tensor, "a bf16 MatMul needs bf16 inputs and output");
+    if (tensor.type != type) {
+      return DtypeUnimplemented(node, tensor,
+                                type == ElemType::kBFloat16
+                                    ? "a bf16 MatMul needs bf16 inputs and output"
+                                    : "an f16 MatMul needs f16 inputs and output");
     }
   }
   return absl::OkStatus();
@@ -84,8 +88,11 @@ absl::Status CheckMatMulInteger(const Node& node, const Graph& graph) {
 
 absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
   if (node.op_type == "MatMulInteger") return CheckMatMulInteger(node, graph);
-  if (node.op_type == "MatMul" && graph.tensor(node.inputs.at(0)).type == ElemType::kBFloat16) {
-    return CheckBf16MatMul(node, graph);
+  const ElemType first_type = node.inputs.empty() ? ElemType::kFloat32
+                                                   : graph.tensor(node.inputs.at(0)).type;
+  if (node.op_type == "MatMul" &&
+      (first_type == ElemType::kBFloat16 || first_type == ElemType::kFloat16)) {
+    return CheckHalfMatMul(node, graph, first_type);
   }
   auto check = [&](const std::string& name) -> absl::Status {
     const Tensor& tensor = graph.tensor(name);

@@ -8,7 +8,7 @@ directory). The outputs are committed; rerun only when a model must change.
   matmul_integer.onnx           A u8 [1,3,70] @ B i8 [70,33] (zero points 7 and -3) -> Y i32,
                                 then Cast -> f32
   matmul_integer_per_row.onnx   as above with a per-row a_zero_point [3] (unsupported)
-  matmul_f16.onnx               X f16 [4,8] @ W f16 [8,4] (unsupported dtype)
+  matmul_f16.onnx               X f16 [4,8] @ W f16 [8,4] (CUDA mappings only)
 """
 import argparse
 import os

@@ -169,7 +169,7 @@ std::vector<Case> Cases() {
   std::vector<Case> cases;
   for (int sm : {80, 90}) {
     for (const char* name : {"bench", "transformer_block.onnx", "mlp.onnx",
-                             "matmul_bf16.onnx", "patch_vit.onnx"}) {
+                             "matmul_bf16.onnx", "matmul_f16.onnx", "patch_vit.onnx"}) {
       cases.push_back({name, sm});
     }
   }

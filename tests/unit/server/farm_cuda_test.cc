@@ -149,8 +149,23 @@ TEST(FarmCudaTest, IntegerModelOnCudaIsRefusedWithTheVerdict) {
   auto submitted = core->Submit(header, ReadModel("matmul_integer.onnx"));
   ASSERT_FALSE(submitted.ok());
   EXPECT_EQ(submitted.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(std::string(submitted.status().message()).find("--target cpu"), std::string::npos)
+  EXPECT_NE(std::string(submitted.status().message()).find("try --target cpu"), std::string::npos)
       << submitted.status();
+}
+
+TEST(FarmCudaTest, F16ModelRunsOnCudaAndIsRefusedForCpu) {
+  std::unique_ptr<FarmCore> core = MemoryFarm();
+  gtco::v1::SubmitHeader header;
+  header.set_budget(8);
+  header.set_target("cpu");
+  auto on_cpu = core->Submit(header, ReadModel("matmul_f16.onnx"));
+  ASSERT_FALSE(on_cpu.ok());
+  EXPECT_EQ(on_cpu.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(std::string(on_cpu.status().message()).find("try --target cuda"), std::string::npos)
+      << on_cpu.status();
+  header.set_target("cuda");
+  auto on_cuda = core->Submit(header, ReadModel("matmul_f16.onnx"));
+  EXPECT_TRUE(on_cuda.ok()) << on_cuda.status();
 }
 
 }  // namespace
