@@ -27,7 +27,7 @@ constexpr int kExitOk = 0, kExitJobFailed = 1, kExitUsage = 2, kExitRefused = 3,
 constexpr size_t kChunkBytes = 1 << 20;
 
 constexpr const char* kUsage =
-    "usage: gtco-client [--server HOST:PORT] [--token TOKEN] [--tls-ca PEM] [--timeout SECONDS]\n"
+    "usage: gtco-client [--server HOST:PORT[,HOST:PORT...]] [--token TOKEN] [--tls-ca PEM] [--timeout SECONDS]\n"
     "                   COMMAND ...\n"
     "  submit MODEL.onnx [--target cpu|cuda] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
     "                    [--scheduler gradient|even] [--rounds N] [--watch] [--json]\n"
@@ -54,16 +54,16 @@ class Client {
  public:
   /// `credentials`: insecure or TLS channel credentials; `token`: sent as a bearer token with
   /// every call except the health check ("" sends none).
-  Client(std::string address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+  /// `addresses`: the active server and its standbys (a call that finds one unreachable moves
+  /// on to the next).
+  Client(std::vector<std::string> addresses, std::shared_ptr<grpc::ChannelCredentials> credentials,
          std::string token, int timeout_seconds, bool json)
-      : address_(std::move(address)),
+      : addresses_(std::move(addresses)),
+        credentials_(std::move(credentials)),
         token_(std::move(token)),
         timeout_seconds_(timeout_seconds),
         json_(json) {
-    grpc::ChannelArguments channel_args;
-    channel_args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-    channel_ = grpc::CreateCustomChannel(address_, credentials, channel_args);
-    stub_ = gtco::v1::ClientService::NewStub(channel_);
+    Connect();
   }
 
   /// Prints the error and returns the exit code for a failed call.
@@ -80,6 +80,42 @@ class Client {
     return kExitRefused;
   }
 
+  void Connect() {
+    address_ = addresses_[current_];
+    grpc::ChannelArguments channel_args;
+    channel_args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+    channel_ = grpc::CreateCustomChannel(address_, credentials_, channel_args);
+    stub_ = gtco::v1::ClientService::NewStub(channel_);
+  }
+
+  /// Moves to the next server address, if there are several.
+  void Failover() {
+    if (addresses_.size() < 2) return;
+    current_ = (current_ + 1) % addresses_.size();
+    Connect();
+  }
+
+  /// Runs the unary call `call(context)`; while the server is unreachable and several addresses
+  /// were given, tries the others in turn for up to 30 s (a standby takes over within that).
+  template <typename Call>
+  grpc::Status WithFailover(Call call, int seconds = 0) {
+    grpc::Status status;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (size_t attempt = 0;; ++attempt) {
+      grpc::ClientContext context;
+      PrepareContext(&context, seconds);
+      status = call(&context);
+      if (status.error_code() != grpc::StatusCode::UNAVAILABLE || addresses_.size() < 2 ||
+          std::chrono::steady_clock::now() > give_up) {
+        return status;
+      }
+      Failover();
+      if (attempt % addresses_.size() == addresses_.size() - 1) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
+  }
+
   /// Sets the call's deadline and its bearer token.
   void PrepareContext(grpc::ClientContext* context, int seconds = 0) {
     context->set_deadline(std::chrono::system_clock::now() +
@@ -91,10 +127,12 @@ class Client {
     std::string bytes;
     if (int code = ReadFile(path, &bytes)) return code;
     gtco::v1::SubmitReply reply;
-    grpc::ClientContext context;
-    PrepareContext(&context, std::max(timeout_seconds_, 300));
-    auto writer = stub_->Submit(&context, &reply);
-    grpc::Status status = SendModel(writer.get(), header, bytes);
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) {
+          auto writer = stub_->Submit(context, &reply);
+          return SendModel(writer.get(), header, bytes);
+        },
+        std::max(timeout_seconds_, 300));
     if (!status.ok()) return Fail(status);
     connected_ = true;
     if (!watch) {
@@ -139,6 +177,7 @@ class Client {
         std::cerr << "gtco-client: lost the server (" << status.error_message()
                   << "); reconnecting\n";
       }
+      if (!status.ok()) Failover();
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     if (!IsTerminal(last.state())) {
@@ -168,9 +207,8 @@ class Client {
     gtco::v1::GetJobRequest request;
     request.set_job_id(job_id);
     gtco::v1::JobStatus reply;
-    grpc::ClientContext context;
-    PrepareContext(&context);
-    grpc::Status status = stub_->GetJob(&context, request, &reply);
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) { return stub_->GetJob(context, request, &reply); });
     if (!status.ok()) return Fail(status);
     std::cout << (json_ ? ToJson(reply)
                         : FormatJob(reply) + (explain ? "\n" + FormatExplain(reply) : ""))
@@ -183,9 +221,8 @@ class Client {
     request.set_team(team);
     request.set_state(state);
     gtco::v1::ListJobsReply reply;
-    grpc::ClientContext context;
-    PrepareContext(&context);
-    grpc::Status status = stub_->ListJobs(&context, request, &reply);
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) { return stub_->ListJobs(context, request, &reply); });
     if (!status.ok()) return Fail(status);
     if (json_) {
       std::cout << ToJson(reply) << std::flush;
@@ -200,9 +237,8 @@ class Client {
     gtco::v1::CancelJobRequest request;
     request.set_job_id(job_id);
     gtco::v1::JobStatus reply;
-    grpc::ClientContext context;
-    PrepareContext(&context);
-    grpc::Status status = stub_->CancelJob(&context, request, &reply);
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) { return stub_->CancelJob(context, request, &reply); });
     if (!status.ok()) return Fail(status);
     std::cout << (json_ ? ToJson(reply) : "cancelled job " + reply.job_id() + "\n") << std::flush;
     return kExitOk;
@@ -212,10 +248,12 @@ class Client {
     std::string bytes;
     if (int code = ReadFile(path, &bytes)) return code;
     gtco::v1::QueryReply reply;
-    grpc::ClientContext context;
-    PrepareContext(&context, std::max(timeout_seconds_, 300));
-    auto writer = stub_->QueryModel(&context, &reply);
-    grpc::Status status = SendModel(writer.get(), header, bytes);
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) {
+          auto writer = stub_->QueryModel(context, &reply);
+          return SendModel(writer.get(), header, bytes);
+        },
+        std::max(timeout_seconds_, 300));
     if (!status.ok()) return Fail(status);
     std::cout << (json_ ? ToJson(reply) : FormatQuery(reply, true)) << std::flush;
     return kExitOk;
@@ -227,9 +265,8 @@ class Client {
     request.set_target(target);
     request.set_limit(limit);
     gtco::v1::QueryReply reply;
-    grpc::ClientContext context;
-    PrepareContext(&context);
-    grpc::Status status = stub_->QueryWorkload(&context, request, &reply);
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) { return stub_->QueryWorkload(context, request, &reply); });
     if (!status.ok()) return Fail(status);
     std::cout << (json_ ? ToJson(reply) : FormatQuery(reply, false)) << std::flush;
     return kExitOk;
@@ -284,7 +321,10 @@ class Client {
     return writer->Finish();
   }
 
-  std::string address_;
+  std::vector<std::string> addresses_;
+  size_t current_ = 0;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  std::string address_;  ///< the address in use
   std::string token_;
   int timeout_seconds_;
   bool json_;
@@ -351,7 +391,16 @@ int RunClientApp(int argc, char** argv) {
     tls.pem_root_certs = ca.str();
     credentials = grpc::SslCredentials(tls);
   }
-  Client client(server, credentials, token, static_cast<int>(*timeout), args->Has("json"));
+  // Several servers (an active one and its standbys): repeated --server or comma-separated.
+  std::vector<std::string> addresses;
+  for (const std::string& value :
+       args->GetAll("server").empty() ? std::vector<std::string>{server} : args->GetAll("server")) {
+    for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      addresses.emplace_back(part);
+    }
+  }
+  if (addresses.empty()) addresses.push_back(server);
+  Client client(addresses, credentials, token, static_cast<int>(*timeout), args->Has("json"));
   const std::string& command = positional[0];
   gtco::v1::SubmitHeader header;
   header.set_target(args->Get("target", "cpu"));

@@ -3,13 +3,15 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -88,6 +90,49 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
+/// The leader lease: how long a server leads without renewing, and how often it renews.
+constexpr int64_t kLeaseMs = 10000;
+constexpr int64_t kRenewMs = 2500;
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// This server's identity in the leader lease: host and listen address, so a server restarted
+/// in place (the only one that can bind that address) takes its own lease back at once.
+std::string InstanceId(const std::string& listen) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  return absl::StrCat(host, "/", listen);
+}
+
+/// Waits as a standby until this server holds the leader lease (or a signal arrives). False on
+/// a database error or a signal.
+bool WaitForLeadership(db::Database& database, const std::string& instance,
+                       const std::string& listen) {
+  bool announced = false;
+  while (!g_stop) {
+    absl::StatusOr<db::LeaderRow> leader =
+        database.ClaimLeadership(instance, listen, WallMs(), kLeaseMs);
+    if (!leader.ok()) {
+      std::cerr << "gtco-server: cannot claim the leader lease: " << leader.status().message()
+                << "\n";
+      return false;
+    }
+    if (leader->holder == instance) return true;
+    if (!announced) {
+      std::cout << "gtco-server standby: " << leader->holder << " (" << leader->address
+                << ") leads this database; taking over when its lease lapses" << std::endl;
+      GTCO_LOG(kInfo, "standby behind " << leader->holder);
+      announced = true;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return false;
+}
+
 }  // namespace
 
 int RunServerApp(int argc, char** argv) {
@@ -149,6 +194,48 @@ int RunServerApp(int argc, char** argv) {
     size_t slash = db_path.find_last_of('/');
     options.model_dir = slash == std::string::npos ? "." : db_path.substr(0, slash);
   }
+  // One active server per database; others wait here as standbys (PostgreSQL shared by
+  // several machines, or SQLite on one) and take over when the active one's lease lapses.
+  auto lease_database = db::OpenDatabase(db_path);
+  if (!lease_database.ok()) {
+    std::cerr << "gtco-server: cannot open database: " << lease_database.status().message()
+              << "\n";
+    return 1;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  const std::string instance = InstanceId(listen);
+  if (!WaitForLeadership(**lease_database, instance, listen)) return g_stop ? 0 : 1;
+  GTCO_LOG(kInfo, "leading the farm as " << instance);
+  // Renews the lease; a server that lost it (it stalled past the lease and a standby took over)
+  // stops at once rather than drive jobs beside the new leader.
+  std::atomic<bool> renewing{true};
+  std::thread renewer([&] {
+    int64_t last_renewed = WallMs();
+    while (renewing) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kRenewMs));
+      if (!renewing) break;
+      absl::StatusOr<db::LeaderRow> leader =
+          (*lease_database)->ClaimLeadership(instance, listen, WallMs(), kLeaseMs);
+      if (leader.ok() && leader->holder == instance) {
+        last_renewed = WallMs();
+      } else if (leader.ok() || WallMs() - last_renewed > kLeaseMs) {
+        std::cerr << "gtco-server: lost the leader lease"
+                  << (leader.ok() ? " to " + leader->holder : std::string(" (database down)"))
+                  << "; stopping\n";
+        std::_Exit(1);
+      }
+    }
+  });
+  struct StopRenewing {
+    std::atomic<bool>* flag;
+    std::thread* thread;
+    ~StopRenewing() {
+      *flag = false;
+      thread->join();
+    }
+  } stop_renewing{&renewing, &renewer};
+
   auto database = db::OpenDatabase(db_path);
   if (!database.ok()) {
     std::cerr << "gtco-server: cannot open database: " << database.status().message() << "\n";
@@ -211,8 +298,6 @@ int RunServerApp(int argc, char** argv) {
                                   << (gate->enabled() ? "tokens required" : "no auth") << ")");
   std::cout << "gtco-server listening on " << listen << std::endl;
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
   while (!g_stop) {
     (*core)->Tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -221,6 +306,7 @@ int RunServerApp(int argc, char** argv) {
   (*core)->Shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (metrics_server) metrics_server->Stop();
+  (void)(*lease_database)->ReleaseLeadership(instance);
   return 0;
 }
 

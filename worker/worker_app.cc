@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/target/target.h"
 #include "common/util/flags.h"
 #include "common/util/logging.h"
@@ -133,15 +134,18 @@ absl::StatusOr<target::HardwareInfo> DetectTarget(const RunnerConfig& config) {
 /// The worker's connection to the server and its state; one measuring thread plus a heartbeat.
 class WorkerLoop {
  public:
-  WorkerLoop(std::shared_ptr<grpc::Channel> channel, std::string token,
+  /// `channels`: one per server address (the active server and its standbys, tried in turn
+  /// while the one in use is unreachable).
+  WorkerLoop(const std::vector<std::shared_ptr<grpc::Channel>>& channels, std::string token,
              target::HardwareInfo hardware, RunnerConfig runner, int batch,
              double timeout_seconds)
-      : stub_(gtco::v1::WorkerService::NewStub(channel)),
-        token_(std::move(token)),
+      : token_(std::move(token)),
         hardware_(std::move(hardware)),
         runner_(SelfExecutable(), std::move(runner)),
         batch_(batch),
-        timeout_seconds_(timeout_seconds) {}
+        timeout_seconds_(timeout_seconds) {
+    for (const auto& channel : channels) stubs_.push_back(gtco::v1::WorkerService::NewStub(channel));
+  }
 
   int Run() {
     std::thread heartbeat([this] { HeartbeatLoop(); });
@@ -198,7 +202,7 @@ class WorkerLoop {
     gtco::v1::RegisterReply reply;
     grpc::ClientContext context;
     Prepare(&context, 10);
-    grpc::Status status = stub_->Register(&context, request, &reply);
+    grpc::Status status = Stub()->Register(&context, request, &reply);
     if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
         status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
       // Retrying cannot help: the operator must give this worker a worker token.
@@ -211,6 +215,7 @@ class WorkerLoop {
     }
     if (!status.ok()) {
       GTCO_LOG(kWarning, "cannot register with the server: " << status.error_message());
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Failover();
       return false;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -227,7 +232,7 @@ class WorkerLoop {
     request.set_wait_ms(5000);
     grpc::ClientContext context;
     Prepare(&context, 30);
-    grpc::Status status = stub_->Lease(&context, request, reply);
+    grpc::Status status = Stub()->Lease(&context, request, reply);
     if (status.ok()) {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const auto& candidate : reply->candidates()) in_hand_.insert(candidate.candidate_id());
@@ -249,7 +254,7 @@ class WorkerLoop {
       gtco::v1::ReportReply reply;
       grpc::ClientContext context;
       Prepare(&context, 30);
-      grpc::Status status = stub_->Report(&context, request, &reply);
+      grpc::Status status = Stub()->Report(&context, request, &reply);
       if (status.ok()) {
         std::lock_guard<std::mutex> lock(mutex_);
         outbox_.erase(outbox_.begin(), outbox_.begin() + request.results_size());
@@ -269,6 +274,7 @@ class WorkerLoop {
       return;
     }
     GTCO_LOG(kWarning, what << " failed: " << status.error_message() << " (retrying)");
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Failover();
     Backoff();
   }
 
@@ -294,11 +300,24 @@ class WorkerLoop {
       gtco::v1::HeartbeatReply reply;
       grpc::ClientContext context;
       Prepare(&context, 5);
-      (void)stub_->Heartbeat(&context, request, &reply);
+      (void)Stub()->Heartbeat(&context, request, &reply);
     }
   }
 
-  std::unique_ptr<gtco::v1::WorkerService::Stub> stub_;
+  /// The stub of the server in use.
+  gtco::v1::WorkerService::Stub* Stub() const { return stubs_[current_ % stubs_.size()].get(); }
+  /// With several servers: the next one (after the one in use became unreachable); this worker
+  /// registers there again under its id.
+  void Failover() {
+    if (stubs_.size() < 2) return;
+    ++current_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    worker_id_.clear();
+    GTCO_LOG(kWarning, "server unreachable; trying server #" << current_ % stubs_.size());
+  }
+
+  std::vector<std::unique_ptr<gtco::v1::WorkerService::Stub>> stubs_;
+  std::atomic<size_t> current_{0};
   std::string token_;           ///< bearer token sent with every call ("" sends none)
   std::atomic<bool> refused_{false};  ///< the server refused the credentials: exit
   target::HardwareInfo hardware_;
@@ -378,10 +397,19 @@ int RunWorkerApp(int argc, char** argv) {
   }
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  auto channel = grpc::CreateCustomChannel(server, credentials, channel_args);
+  // Several servers (an active one and its standbys): repeated --server or comma-separated.
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::string> addresses =
+      args->GetAll("server").empty() ? std::vector<std::string>{server} : args->GetAll("server");
+  for (const std::string& value : addresses) {
+    for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      channels.push_back(grpc::CreateCustomChannel(std::string(part), credentials, channel_args));
+    }
+  }
+  if (channels.empty()) channels.push_back(grpc::CreateCustomChannel(server, credentials, channel_args));
   GTCO_LOG(kInfo, "worker for target " << runner.target << " on " << hardware->Summary()
                                        << ", server " << server);
-  WorkerLoop loop(channel, token, *hardware, runner, static_cast<int>(std::max<int64_t>(1, *batch)),
+  WorkerLoop loop(channels, token, *hardware, runner, static_cast<int>(std::max<int64_t>(1, *batch)),
                   static_cast<double>(*timeout));
   return loop.Run();
 }

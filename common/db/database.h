@@ -120,6 +120,13 @@ struct TaskProgress {
   std::optional<double> best_seconds;  ///< best ok median
 };
 
+/// The server that drives the farm's jobs, and until when its lease runs.
+struct LeaderRow {
+  std::string holder;   ///< server instance id ("" when nobody ever led)
+  std::string address;  ///< where its clients reach it, e.g. "10.0.0.5:7070"
+  int64_t expires_unix_ms = 0;
+};
+
 class Database {
  public:
   virtual ~Database() = default;
@@ -208,6 +215,16 @@ class Database {
   /// measured_unix_ms >= since_unix_ms: the trials charged against max_trials_per_day.
   virtual absl::StatusOr<int64_t> CountTrialsSince(const std::string& team,
                                                    int64_t since_unix_ms) = 0;
+
+  // Leadership (one active server per database; the others wait as standbys).
+  /// Claims or renews the leader lease for `holder` (a server instance id) until
+  /// now_unix_ms + lease_ms when it is free, expired or already `holder`'s; returns the leader
+  /// after the attempt (its holder is `holder` when the claim succeeded). Atomic across servers.
+  virtual absl::StatusOr<LeaderRow> ClaimLeadership(const std::string& holder,
+                                                    const std::string& address,
+                                                    int64_t now_unix_ms, int64_t lease_ms) = 0;
+  /// Gives the lease up at once (orderly shutdown) when `holder` holds it.
+  virtual absl::Status ReleaseLeadership(const std::string& holder) = 0;
 };
 
 /// Opens (creating if needed) a SQLite database file in WAL mode and applies pending

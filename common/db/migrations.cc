@@ -122,12 +122,23 @@ CREATE INDEX measurements_by_task_time ON measurements (task_id, measured_unix_m
 DROP INDEX measurements_by_task;
 )sql";
 
+// Version 3: the leader lease that lets one server drive the farm while standbys wait.
+constexpr std::string_view kLeaderSql = R"sql(
+CREATE TABLE leader (
+  id INTEGER PRIMARY KEY,
+  holder TEXT NOT NULL,
+  address TEXT NOT NULL,
+  expires_unix_ms BIGINT NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& AllMigrations() {
   static const std::vector<Migration>* const kMigrations = new std::vector<Migration>{
       {1, "initial schema", kInitialSchemaSql},
       {2, "teams and tokens", kTeamsAndTokensSql},
+      {3, "leader lease", kLeaderSql},
   };
   return *kMigrations;
 }

@@ -86,6 +86,9 @@ class SqliteDatabase final : public Database {
   absl::StatusOr<int64_t> RevokeTokens(const std::string& prefix, int64_t now_unix_ms) override;
   absl::StatusOr<int64_t> CountRunningJobs(const std::string& team) override;
   absl::StatusOr<int64_t> CountTrialsSince(const std::string& team, int64_t since_unix_ms) override;
+  absl::StatusOr<LeaderRow> ClaimLeadership(const std::string& holder, const std::string& address,
+                                            int64_t now_unix_ms, int64_t lease_ms) override;
+  absl::Status ReleaseLeadership(const std::string& holder) override;
 
  private:
   explicit SqliteDatabase(std::unique_ptr<SqliteConnection> connection)

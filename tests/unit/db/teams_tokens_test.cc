@@ -262,5 +262,32 @@ TEST_P(TeamsTokensTest, CountTrialsSinceCountsTeamMeasurementsFromTheCutoff) {
   EXPECT_EQ(*database->CountTrialsSince("nobody", 0), 0);
 }
 
+class LeaderTest : public testing::DatabaseTest {};
+INSTANTIATE_TEST_SUITE_P(Sqlite, LeaderTest, ::testing::Values(testing::Backend::kSqlite),
+                         testing::BackendName);
+INSTANTIATE_TEST_SUITE_P(Postgres, LeaderTest, ::testing::Values(testing::Backend::kPostgres),
+                         testing::BackendName);
+
+TEST_P(LeaderTest, OneHolderAtATimeUntilItsLeaseExpiresOrIsReleased) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  auto first = database->ClaimLeadership("a", "10.0.0.1:7070", 1000, 500);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->holder, "a");
+  EXPECT_EQ(first->expires_unix_ms, 1500);
+  // Another server is refused while the lease runs and learns who leads.
+  auto second = database->ClaimLeadership("b", "10.0.0.2:7070", 1200, 500);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->holder, "a");
+  EXPECT_EQ(second->address, "10.0.0.1:7070");
+  // The holder renews.
+  EXPECT_EQ(database->ClaimLeadership("a", "10.0.0.1:7070", 1400, 500)->expires_unix_ms, 1900);
+  // After expiry the standby takes over; the old holder can no longer renew.
+  EXPECT_EQ(database->ClaimLeadership("b", "10.0.0.2:7070", 2000, 500)->holder, "b");
+  EXPECT_EQ(database->ClaimLeadership("a", "10.0.0.1:7070", 2100, 500)->holder, "b");
+  // Released: free at once.
+  ASSERT_TRUE(database->ReleaseLeadership("b").ok());
+  EXPECT_EQ(database->ClaimLeadership("a", "10.0.0.1:7070", 2200, 500)->holder, "a");
+}
+
 }  // namespace
 }  // namespace gtco::db
