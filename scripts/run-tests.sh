@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Every test: installs what is missing, builds, runs ctest (unit + integration).
+# Every test: installs what is missing, builds, runs ctest (unit + integration), then each
+# libFuzzer target for a bounded time in a clang ASan/UBSan build (build-fuzz/; GTCO_FUZZ_SECONDS
+# per fuzzer, default 15; GTCO_SKIP_FUZZ=1 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
-cd build
-ctest --output-on-failure -j2 --timeout 900 "$@"
+(cd build && ctest --output-on-failure -j2 --timeout 900 "$@")
+if [[ -z "${GTCO_SKIP_FUZZ:-}" ]]; then
+  GTCO_FUZZ_BUILD_DIR="$PWD/build-fuzz" tests/fuzz/run_fuzzers.sh "${GTCO_FUZZ_SECONDS:-15}"
+fi

@@ -12,7 +12,8 @@ packages=(build-essential cmake pkg-config git python3
   libonnx-dev libcivetweb-dev civetweb libxgboost-dev xgboost libgtest-dev libopenblas-dev curl)
 targets=(--target gtco-server gtco-worker gtco-client)
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl)
+  packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
+    libclang-rt-14-dev)
   targets=()  # everything, tests included
 fi
 

@@ -43,7 +43,11 @@ constexpr const char* kUsage =
     "                    clients, verified when presented)\n"
     "  --no-auth         an open single-user farm (no tokens); loopback addresses only\n"
     "  --allow-insecure  serve a non-loopback address without TLS\n"
-    "  --metrics-port    serve Prometheus /metrics on this port (default: off)\n";
+    "  --metrics-port    serve Prometheus /metrics on this port (default: off)\n"
+    "  --model-dir       where cost models are saved (default: beside a SQLite database; not\n"
+    "                    saved for PostgreSQL, where they warm-start from the records)\n"
+    "  A second server on the same database waits as a standby and takes over the farm when\n"
+    "  the active server's lease (10 s) lapses.\n";
 
 /// True when `listen` (HOST:PORT) binds only the loopback interface.
 bool IsLoopback(const std::string& listen) {
@@ -141,7 +145,7 @@ int RunServerApp(int argc, char** argv) {
   }
   util::FlagSpec spec{{"listen", "db", "metrics-port", "lease-seconds", "heartbeat-seconds",
                        "round-size", "max-model-mb", "metrics-address", "tls-cert", "tls-key",
-                       "tls-client-ca"},
+                       "tls-client-ca", "model-dir"},
                       {"verbose", "help", "no-auth", "allow-insecure"}};
   auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok() || args->Has("help") || !args->positional().empty()) {
@@ -188,8 +192,12 @@ int RunServerApp(int argc, char** argv) {
   }
 
   std::string db_path = args->Get("db", "gtco.db");
-  if (db_path.rfind("postgres", 0) == 0) {
-    options.model_dir = ".";  // cost models beside the server's working directory
+  if (args->Has("model-dir")) {
+    options.model_dir = args->Get("model-dir");
+  } else if (db_path.rfind("postgres", 0) == 0) {
+    // Not saved by default: a server on a shared database warm-starts its models from the
+    // database's records (the saved file is only a cache).
+    options.model_dir = "";
   } else {
     size_t slash = db_path.find_last_of('/');
     options.model_dir = slash == std::string::npos ? "." : db_path.substr(0, slash);

@@ -24,8 +24,7 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 absl::Status ToAbsl(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      absl::StrCat(CodeName(status.error_code()), ": ", status.error_message()));
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 }  // namespace
@@ -39,7 +38,8 @@ absl::StatusOr<OpMix> OpMix::Parse(const std::string& text) {
     if (name_weight.size() != 2 || !absl::SimpleAtoi(name_weight[1], &weight) || weight < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--mix expects OP=WEIGHT,... with non-negative integer weights, e.g. "
-                       "submit=1,watch=2,query=5,status=4,list=1; got '", part, "'"));
+                       "submit=1,watch=2,query=5,status=4,list=1; got '",
+                       part, "'"));
     }
     int op = 0;
     while (op < kLoadOpCount && name_weight[0] != kOpNames[op]) ++op;
@@ -134,9 +134,15 @@ void LoadClient::RunOp(LoadOp op) {
       (void)Watch(own ? last_job_id_ : background_job_id_, config_.watch_seconds);
       return;
     }
-    case LoadOp::kStatus: GetJob(); return;
-    case LoadOp::kList: ListJobs(); return;
-    case LoadOp::kQuery: Query(); return;
+    case LoadOp::kStatus:
+      GetJob();
+      return;
+    case LoadOp::kList:
+      ListJobs();
+      return;
+    case LoadOp::kQuery:
+      Query();
+      return;
   }
 }
 
@@ -188,8 +194,8 @@ absl::StatusOr<gtco::v1::JobStatus> LoadClient::Watch(const std::string& job_id,
   }
   grpc::Status status = reader->Finish();
   // Our own deadline ends a stream that was answering: the expected way to stop following.
-  bool followed = updates > 0 && (status.ok() || status.error_code() ==
-                                                     grpc::StatusCode::DEADLINE_EXCEEDED);
+  bool followed =
+      updates > 0 && (status.ok() || status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   if (!followed) {
     if (status.ok()) status = grpc::Status(grpc::StatusCode::UNKNOWN, "stream ended empty");
     stats_.Record(RpcKind::kWatchJob, 0, status);

@@ -1,6 +1,8 @@
 // One simulated user of the farm: its own channel, looping over a weighted mix of RPCs.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -10,8 +12,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "bench/load/load_stats.h"
@@ -39,14 +39,14 @@ class OpMix {
 /// Settings shared by every client of a run.
 struct LoadConfig {
   std::string address;
-  std::string token;           ///< sent as "authorization: Bearer <token>"; "" sends none
+  std::string token;  ///< sent as "authorization: Bearer <token>"; "" sends none
   std::string target = "cpu";
-  std::string model_name;      ///< shown in job listings
-  std::string model_bytes;     ///< the ONNX model every Submit and QueryModel uploads
-  int64_t budget = 2;          ///< trials per submitted job
-  int watch_seconds = 3;       ///< a WatchJob stream is followed at most this long
-  int timeout_seconds = 30;    ///< deadline of every other call
-  int think_ms = 0;            ///< pause between a client's calls
+  std::string model_name;    ///< shown in job listings
+  std::string model_bytes;   ///< the ONNX model every Submit and QueryModel uploads
+  int64_t budget = 2;        ///< trials per submitted job
+  int watch_seconds = 3;     ///< a WatchJob stream is followed at most this long
+  int timeout_seconds = 30;  ///< deadline of every other call
+  int think_ms = 0;          ///< pause between a client's calls
   OpMix mix;
 };
 
@@ -75,7 +75,7 @@ class LoadClient {
 
   /// Waits for the channel's connection; false if it is not ready by `deadline`.
   bool Connect(std::chrono::system_clock::time_point deadline);
-  /// Runs ops from the mix until `end` (an op in flight then finishes).
+  /// Starts ops from the mix until `end` (the op in flight then finishes, a watch included).
   void Run(std::chrono::steady_clock::time_point end);
 
   /// Submits the model with `budget` (recorded); the job on success.

@@ -21,7 +21,8 @@ constexpr int kExitOk = 0, kExitErrors = 1, kExitUsage = 2, kExitUnreachable = 4
 
 constexpr const char* kUsage =
     "usage: load_gen --server HOST:PORT [--clients 300] [--seconds 60]\n"
-    "                [--mix submit=1,watch=2,query=5,status=4,list=1] [--model tests/data/mlp.onnx]\n"
+    "                [--mix submit=1,watch=2,query=5,status=4,list=1] [--model "
+    "tests/data/mlp.onnx]\n"
     "                [--budget 2] [--watch-seconds 3] [--think-ms 0] [--timeout 30]\n"
     "                [--warmup-budget 16] [--background-model M.onnx] [--background-budget N]\n"
     "                [--target cpu] [--token T] [--json out.json]\n"
@@ -175,28 +176,33 @@ int Run(const util::ParsedArgs& args) {
 
   LoadStats total;
   for (const auto& client : load_clients) total.Merge(client->stats());
-  std::vector<RpcSummary> rows = Summarize(total, elapsed);
+  // Every call counted was started inside the window; the last ones finish after it.
+  const double window = static_cast<double>(*seconds);
+  std::vector<RpcSummary> rows = Summarize(total, window);
   std::cout << absl::StrFormat(
-      "%d clients (%d connected), %.1f s, mix %s, model %s (budget %d), watch <= %d s, think "
-      "%d ms\n\n",
-      client_count, client_count - unconnected, elapsed, config.mix.ToString(), config.model_name,
-      config.budget, config.watch_seconds, config.think_ms);
+      "%d clients (%d connected), calls started in a %.0f s window (%.1f s until the last "
+      "ended), mix %s, model %s (budget %d), watch <= %d s, think %d ms\n\n",
+      client_count, client_count - unconnected, window, elapsed, config.mix.ToString(),
+      config.model_name, config.budget, config.watch_seconds, config.think_ms);
   std::cout << FormatTable(rows);
   std::cout << absl::StrFormat(
       "\nWatchJob streams: %d reached a terminal state, %d followed until the client's %d s "
       "cutoff, %d updates received. Latency of WatchJob: until its first update.\n",
       total.watch_terminal(), total.watch_cut(), config.watch_seconds, total.watch_updates());
   std::cout << background_note;
+  if (total.TotalErrors() > 0) {
+    std::cout << "\nFirst error message of each kind:\n" << FormatFirstErrors(total);
+  }
   if (args.Has("json")) {
     std::string settings = absl::StrFormat(
         "{\"server\": \"%s\", \"clients\": %d, \"connected\": %d, \"seconds\": %d, \"mix\": "
         "\"%s\", \"model\": \"%s\", \"budget\": %d, \"watch_seconds\": %d, \"think_ms\": %d, "
         "\"background_model\": \"%s\"}",
-        config.address, client_count, client_count - unconnected, *seconds,
-        config.mix.ToString(), config.model_name, config.budget, config.watch_seconds,
-        config.think_ms, BaseName(background_path));
+        config.address, client_count, client_count - unconnected, *seconds, config.mix.ToString(),
+        config.model_name, config.budget, config.watch_seconds, config.think_ms,
+        BaseName(background_path));
     std::ofstream json(args.Get("json"));
-    json << FormatJson(rows, total, elapsed, settings);
+    json << FormatJson(rows, total, window, settings);
     if (!json) {
       std::cerr << "load_gen: cannot write '" << args.Get("json") << "'\n";
       return kExitErrors;
@@ -210,10 +216,10 @@ int Run(const util::ParsedArgs& args) {
 }  // namespace gtco::bench
 
 int main(int argc, char** argv) {
-  gtco::util::FlagSpec spec{{"server", "clients", "seconds", "mix", "model", "token", "json",
-                             "budget", "watch-seconds", "think-ms", "timeout", "warmup-budget",
-                             "background-model", "background-budget", "target"},
-                            {"help"}};
+  gtco::util::FlagSpec spec{
+      {"server", "clients", "seconds", "mix", "model", "token", "json", "budget", "watch-seconds",
+       "think-ms", "timeout", "warmup-budget", "background-model", "background-budget", "target"},
+      {"help"}};
   auto args = gtco::util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok()) return gtco::bench::Usage(std::string(args.status().message()));
   if (args->Has("help")) {

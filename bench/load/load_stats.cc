@@ -37,7 +37,8 @@ RpcSummary SummarizeSamples(std::string name, std::vector<double> latency_ms,
 std::string ErrorsText(const RpcSummary& row) {
   if (row.errors_by_code.empty()) return "0";
   std::vector<std::string> parts;
-  for (const auto& [code, count] : row.errors_by_code) parts.push_back(absl::StrCat(code, " ", count));
+  for (const auto& [code, count] : row.errors_by_code)
+    parts.push_back(absl::StrCat(code, " ", count));
   return absl::StrCat(row.errors, " (", absl::StrJoin(parts, ", "), ")");
 }
 
@@ -45,23 +46,40 @@ std::string ErrorsText(const RpcSummary& row) {
 
 const char* RpcKindName(RpcKind kind) {
   switch (kind) {
-    case RpcKind::kSubmit: return "Submit";
-    case RpcKind::kWatchJob: return "WatchJob";
-    case RpcKind::kGetJob: return "GetJob";
-    case RpcKind::kListJobs: return "ListJobs";
-    case RpcKind::kQueryModel: return "QueryModel";
-    case RpcKind::kQueryWorkload: return "QueryWorkload";
+    case RpcKind::kSubmit:
+      return "Submit";
+    case RpcKind::kWatchJob:
+      return "WatchJob";
+    case RpcKind::kGetJob:
+      return "GetJob";
+    case RpcKind::kListJobs:
+      return "ListJobs";
+    case RpcKind::kQueryModel:
+      return "QueryModel";
+    case RpcKind::kQueryWorkload:
+      return "QueryWorkload";
   }
   return "?";
 }
 
 std::string CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",       "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",       "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   int index = static_cast<int>(code);
   if (index >= 0 && index < static_cast<int>(std::size(kNames))) return kNames[index];
   return absl::StrCat("CODE_", index);
@@ -72,7 +90,8 @@ void LoadStats::Record(RpcKind kind, double latency_ms, const grpc::Status& stat
   if (status.ok()) {
     samples.latency_ms.push_back(latency_ms);
   } else {
-    ++samples.errors[CodeName(status.error_code())];
+    std::string code = CodeName(status.error_code());
+    if (++samples.errors[code] == 1) samples.first_message[code] = status.error_message();
   }
 }
 
@@ -88,6 +107,8 @@ void LoadStats::Merge(const LoadStats& other) {
     mine.latency_ms.insert(mine.latency_ms.end(), theirs.latency_ms.begin(),
                            theirs.latency_ms.end());
     for (const auto& [code, count] : theirs.errors) mine.errors[code] += count;
+    for (const auto& [code, message] : theirs.first_message)
+      mine.first_message.insert({code, message});
   }
   watch_terminal_ += other.watch_terminal_;
   watch_cut_ += other.watch_cut_;
@@ -109,7 +130,8 @@ std::vector<RpcSummary> Summarize(const LoadStats& stats, double seconds) {
   for (int index = 0; index < kRpcKindCount; ++index) {
     auto kind = static_cast<RpcKind>(index);
     const LoadStats::Kind& samples = stats.kind(kind);
-    rows.push_back(SummarizeSamples(RpcKindName(kind), samples.latency_ms, samples.errors, seconds));
+    rows.push_back(
+        SummarizeSamples(RpcKindName(kind), samples.latency_ms, samples.errors, seconds));
     all_latency_ms.insert(all_latency_ms.end(), samples.latency_ms.begin(),
                           samples.latency_ms.end());
     for (const auto& [code, count] : samples.errors) all_errors[code] += count;
@@ -118,20 +140,31 @@ std::vector<RpcSummary> Summarize(const LoadStats& stats, double seconds) {
   return rows;
 }
 
+std::string FormatFirstErrors(const LoadStats& stats) {
+  std::string text;
+  for (int index = 0; index < kRpcKindCount; ++index) {
+    auto kind = static_cast<RpcKind>(index);
+    for (const auto& [code, message] : stats.kind(kind).first_message) {
+      absl::StrAppend(&text, RpcKindName(kind), " ", code, ": ", message, "\n");
+    }
+  }
+  return text;
+}
+
 std::string FormatTable(const std::vector<RpcSummary>& rows) {
   std::string table =
       "| RPC | calls | calls/s | p50 ms | p90 ms | p99 ms | max ms | errors |\n"
       "|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (const RpcSummary& row : rows) {
-    absl::StrAppendFormat(&table, "| %s | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %s |\n",
-                          row.name, row.calls, row.per_second, row.p50_ms, row.p90_ms, row.p99_ms,
-                          row.max_ms, ErrorsText(row));
+    absl::StrAppendFormat(&table, "| %s | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %s |\n", row.name,
+                          row.calls, row.per_second, row.p50_ms, row.p90_ms, row.p99_ms, row.max_ms,
+                          ErrorsText(row));
   }
   return table;
 }
 
-std::string FormatJson(const std::vector<RpcSummary>& rows, const LoadStats& stats,
-                       double seconds, const std::string& settings_json) {
+std::string FormatJson(const std::vector<RpcSummary>& rows, const LoadStats& stats, double seconds,
+                       const std::string& settings_json) {
   std::vector<std::string> row_texts;
   for (const RpcSummary& row : rows) {
     std::vector<std::string> errors;

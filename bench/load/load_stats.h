@@ -30,8 +30,9 @@ class LoadStats {
   void Merge(const LoadStats& other);
 
   struct Kind {
-    std::vector<double> latency_ms;            ///< successful calls only
-    std::map<std::string, int64_t> errors;     ///< by gRPC code name
+    std::vector<double> latency_ms;                    ///< successful calls only
+    std::map<std::string, int64_t> errors;             ///< by gRPC code name
+    std::map<std::string, std::string> first_message;  ///< by gRPC code name
   };
   const Kind& kind(RpcKind rpc) const { return kinds_[static_cast<int>(rpc)]; }
   int64_t watch_terminal() const { return watch_terminal_; }
@@ -56,17 +57,20 @@ struct RpcSummary {
   std::map<std::string, int64_t> errors_by_code;
 };
 
-/// Rows in RpcKind order, then a "total" row; `seconds` is the measured wall time.
+/// Rows in RpcKind order, then a "total" row; `seconds`: the window the calls were started in.
 std::vector<RpcSummary> Summarize(const LoadStats& stats, double seconds);
 
 /// The gRPC code's name ("DEADLINE_EXCEEDED").
 std::string CodeName(grpc::StatusCode code);
 
+/// One line per RPC kind and error code: the first error message seen ("" without errors).
+std::string FormatFirstErrors(const LoadStats& stats);
+
 /// A Markdown table of `rows`.
 std::string FormatTable(const std::vector<RpcSummary>& rows);
 
 /// The run as one JSON object: settings in `settings_json` (an object's text), rows, watch ends.
-std::string FormatJson(const std::vector<RpcSummary>& rows, const LoadStats& stats,
-                       double seconds, const std::string& settings_json);
+std::string FormatJson(const std::vector<RpcSummary>& rows, const LoadStats& stats, double seconds,
+                       const std::string& settings_json);
 
 }  // namespace gtco::bench

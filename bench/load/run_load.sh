@@ -8,7 +8,7 @@
 # Environment: BUILD_DIR (default build), WORKER (default $BUILD_DIR/worker/gtco-worker),
 # WORKERS (CPU workers, default 1), WORKER_THREADS (threads per candidate, default 1),
 # BACKGROUND_MODEL (a long job keeping the workers busy and the watch streams updating;
-# default tests/data/vit_tiny.onnx, "" for none), RESULTS (default bench/results/load.md).
+# default tests/data/transformer_block.onnx, "" for none), RESULTS (default bench/results/load.md).
 # Exit status: load_gen's (0 when no call failed).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -16,7 +16,7 @@ build="${BUILD_DIR:-$repo/build}"
 worker_bin="${WORKER:-$build/worker/gtco-worker}"
 workers="${WORKERS:-1}"
 worker_threads="${WORKER_THREADS:-1}"
-background_model="${BACKGROUND_MODEL-tests/data/vit_tiny.onnx}"
+background_model="${BACKGROUND_MODEL-tests/data/transformer_block.onnx}"
 results="${RESULTS:-$repo/bench/results/load.md}"
 cd "$repo"
 
@@ -71,10 +71,15 @@ clock_ticks="$(getconf CLK_TCK)"
 ) >"$tmp/server_samples.txt" &
 pids+=("$!")
 
-load_cmd=("$build/bench/load/load_gen" --server "$address" --clients 300 --seconds 60
-          --model tests/data/mlp.onnx --json "$tmp/load.json")
-[[ -n "$background_model" ]] && load_cmd+=(--background-model "$background_model")
-load_cmd+=("$@")
+# Defaults for the flags the arguments do not give.
+load_cmd=("$build/bench/load/load_gen" --server "$address")
+for default in "--clients 300" "--seconds 60" "--model tests/data/mlp.onnx" \
+               "--background-model $background_model"; do
+  flag="${default%% *}"
+  [[ " $* " == *" $flag "* || " $* " == *" $flag="* || -z "${default#* }" ]] && continue
+  load_cmd+=($default)
+done
+load_cmd+=("$@" --json "$tmp/load.json")
 started="$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 set +e
@@ -114,7 +119,7 @@ mkdir -p "$(dirname "$results")"
   sed -n '3,$p' "$tmp/load_gen.txt"
   echo
   echo "Server process during the run (sampled each second): $peaks."
-  echo "load_gen process: $(cat "$tmp/load_gen_time.txt")."
+  echo "load_gen process: $(tail -1 "$tmp/load_gen_time.txt")."
   echo "Server log: $(wc -l <"$tmp/server.log") lines, $log_warnings mentioning warn/error/exhaust/deadline."
   if [[ "$log_warnings" != 0 ]]; then
     echo

@@ -13,12 +13,16 @@ from farm import DATA, SERVER, Farm, free_port
 MODEL = os.path.join(DATA, "transformer_block.onnx")
 
 
-def measured(farm):
-    return farm.sql("SELECT COUNT(*) FROM measurements")[0][0]
+import pg
+
+
+def sqlite_counts(farm):
+    """(rows, distinct candidate ids) of the measurements table."""
+    return farm.sql("SELECT COUNT(*), COUNT(DISTINCT candidate_id) FROM measurements")[0]
 
 
 class StandbyTest(unittest.TestCase):
-    def run_takeover(self, farm, standby_args):
+    def run_takeover(self, farm, standby_args, counts):
         farm.start_server()
         standby_port = free_port()
         standby_log = open(os.path.join(farm.dir, "standby.log"), "wb")
@@ -37,9 +41,9 @@ class StandbyTest(unittest.TestCase):
             farm.start_worker(extra=["--server", both])
             job = farm.submit(MODEL, 80)
             deadline = time.time() + 120
-            while measured(farm) < 15 and time.time() < deadline:
+            while counts(farm)[0] < 15 and time.time() < deadline:
                 time.sleep(0.2)
-            self.assertGreaterEqual(measured(farm), 15, farm.read_logs())
+            self.assertGreaterEqual(counts(farm)[0], 15, farm.read_logs())
             farm.kill_server()
             killed_at = time.time()
             # The client follows the job across the takeover (it tries both addresses).
@@ -52,14 +56,12 @@ class StandbyTest(unittest.TestCase):
             self.assertIn("leading the farm", text)
             took_over = time.time() - killed_at
             print(f"takeover + remaining trials: {took_over:.1f} s")
-            rows, distinct = farm.sql(
-                "SELECT COUNT(*), COUNT(DISTINCT candidate_id) FROM measurements")[0]
+            rows, distinct = counts(farm)
             self.assertEqual(rows, distinct)
             status = subprocess.run([farm_client(), "--server", both, "status", job, "--json"],
                                     capture_output=True, text=True, timeout=60)
             self.assertEqual(status.returncode, 0, status.stderr)
             self.assertIn('"state": "done"', status.stdout)
-            self.assertEqual(farm.sql("PRAGMA integrity_check")[0][0], "ok")
             return rows
         finally:
             standby.send_signal(signal.SIGTERM)
@@ -69,10 +71,35 @@ class StandbyTest(unittest.TestCase):
     def test_standby_takes_over_on_sqlite(self):
         farm = Farm(lease_seconds=10)
         try:
-            rows = self.run_takeover(farm, ["--db", farm.db])
+            rows = self.run_takeover(farm, ["--db", farm.db], sqlite_counts)
+            self.assertEqual(rows, 80)
+            self.assertEqual(farm.sql("PRAGMA integrity_check")[0][0], "ok")
+        finally:
+            farm.stop()
+
+    def test_standby_takes_over_on_postgresql(self):
+        try:
+            server = pg.shared()
+        except pg.Unavailable as error:
+            self.skipTest(f"no PostgreSQL server: {error}")
+        database = server.create_database("standby")
+        farm = Farm(lease_seconds=10)
+        farm.db = server.uri(database)
+
+        def pg_counts(_):
+            rows, distinct = server.query(
+                database, "SELECT COUNT(*), COUNT(DISTINCT candidate_id) FROM measurements")[0]
+            return int(rows), int(distinct)
+
+        try:
+            rows = self.run_takeover(farm, ["--db", farm.db], pg_counts)
             self.assertEqual(rows, 80)
         finally:
             farm.stop()
+
+    @classmethod
+    def tearDownClass(cls):
+        pg.stop_shared()
 
 
 def farm_client():
