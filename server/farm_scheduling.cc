@@ -75,9 +75,13 @@ absl::Status FarmCore::CreateSpacesLocked(TaskState& task, const WorkerState& wo
     }
   }
   task.history.clear();
-  for (const auto& [candidate_id, trace] : task.outstanding) {
-    int index = task.MappingOfTrace(trace);
-    if (index >= 0) ++task.mappings[index].in_flight;
+  // Candidates proposed before a restart and not measured yet: in flight, never proposed again.
+  for (const auto& [candidate_id, trace_text] : task.outstanding) {
+    int index = task.MappingOfTrace(trace_text);
+    if (index < 0) continue;
+    ++task.mappings[index].in_flight;
+    absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(trace_text);
+    if (trace.ok()) task.mappings[index].search->MarkProposed(*trace);
   }
   return absl::OkStatus();
 }

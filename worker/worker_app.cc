@@ -193,6 +193,7 @@ class WorkerLoop {
   }
 
   bool Register() {
+    std::lock_guard<std::mutex> registering(register_mutex_);
     gtco::v1::RegisterRequest request;
     char host[256] = {0};
     ::gethostname(host, sizeof(host) - 1);
@@ -283,24 +284,36 @@ class WorkerLoop {
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms_));
   }
 
+  /// Renews the leases of the candidates in hand every heartbeat period (as registration set
+  /// it), reading them at send time so a fresh lease is renewed within one period. A server that
+  /// no longer knows this worker (it restarted, or a standby took over) gets it registered again
+  /// under its id at once, so leases keep being renewed while the candidates are measured.
   void HeartbeatLoop() {
+    auto last_sent = std::chrono::steady_clock::now();
     while (!heartbeat_stop_) {
-      int seconds;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
       gtco::v1::HeartbeatRequest request;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        seconds = heartbeat_seconds_;
+        if (std::chrono::steady_clock::now() - last_sent <
+            std::chrono::seconds(heartbeat_seconds_)) {
+          continue;
+        }
         request.set_worker_id(worker_id_);
         for (const std::string& id : in_hand_) request.add_candidate_ids(id);
       }
-      for (int tick = 0; tick < seconds * 10 && !heartbeat_stop_; ++tick) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
       if (request.worker_id().empty() || heartbeat_stop_) continue;
+      last_sent = std::chrono::steady_clock::now();
       gtco::v1::HeartbeatReply reply;
       grpc::ClientContext context;
       Prepare(&context, 5);
-      (void)Stub()->Heartbeat(&context, request, &reply);
+      grpc::Status status = Stub()->Heartbeat(&context, request, &reply);
+      if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+        GTCO_LOG(kInfo, "the server does not know this worker; registering again");
+        if (Register()) {
+          last_sent = std::chrono::steady_clock::time_point{};  // renew the leases right away
+        }
+      }
     }
   }
 
@@ -330,6 +343,7 @@ class WorkerLoop {
   std::string worker_id_;    ///< empty while unregistered
   std::string previous_id_;  ///< kept across re-registration
   int heartbeat_seconds_ = 5;
+  std::mutex register_mutex_;  ///< one registration at a time (main and heartbeat threads)
   std::set<std::string> in_hand_;
   std::vector<gtco::v1::MeasureResult> outbox_;
 };

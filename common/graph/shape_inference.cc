@@ -53,8 +53,12 @@ absl::StatusOr<Shape> ReshapeShape(const Node& node, const Graph& graph, const S
     if (target[i] == -1) {
       if (inferred >= 0) return ShapeError(node, "more than one -1 in the reshape target");
       inferred = static_cast<int64_t>(i);
-    } else {
-      known *= target[i];
+    } else if (target[i] < 0) {
+      return ShapeError(node, absl::StrCat("negative dimension ", target[i],
+                                           " in the reshape target"));
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      return ShapeError(node, absl::StrCat("reshape target ", ShapeString(target),
+                                           " has more elements than fit in 64 bits"));
     }
   }
   if (inferred >= 0) target[inferred] = known == 0 ? 0 : NumElements(data) / known;

@@ -13,24 +13,6 @@ using ir::Expr;
 using ir::MakeFloat;
 using ir::MakeInt;
 
-/// Right-aligns `shape` to `rank` dims (leading 1s added or dropped); false when a dropped
-/// leading dim is not 1 or a dim neither equals the output's nor is 1.
-bool AlignToOutput(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
-                   std::vector<int64_t>* aligned) {
-  const size_t rank = out_shape.size();
-  std::vector<int64_t> trimmed = shape;
-  while (trimmed.size() > rank) {
-    if (trimmed.front() != 1) return false;
-    trimmed.erase(trimmed.begin());
-  }
-  aligned->assign(rank - trimmed.size(), 1);
-  aligned->insert(aligned->end(), trimmed.begin(), trimmed.end());
-  for (size_t dim = 0; dim < rank; ++dim) {
-    if ((*aligned)[dim] != 1 && (*aligned)[dim] != out_shape[dim]) return false;
-  }
-  return true;
-}
-
 absl::Status CheckOperands(const ir::Workload& w) {
   for (size_t instr_idx = 0; instr_idx < w.epilogue.size(); ++instr_idx) {
     const ir::EwInstr& instr = w.epilogue[instr_idx];
@@ -55,6 +37,22 @@ absl::Status CheckOperands(const ir::Workload& w) {
 }
 
 }  // namespace
+
+bool AlignToOutput(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                   std::vector<int64_t>* aligned) {
+  const size_t rank = out_shape.size();
+  std::vector<int64_t> trimmed = shape;
+  while (trimmed.size() > rank) {
+    if (trimmed.front() != 1) return false;
+    trimmed.erase(trimmed.begin());
+  }
+  aligned->assign(rank - trimmed.size(), 1);
+  aligned->insert(aligned->end(), trimmed.begin(), trimmed.end());
+  for (size_t dim = 0; dim < rank; ++dim) {
+    if ((*aligned)[dim] != 1 && (*aligned)[dim] != out_shape[dim]) return false;
+  }
+  return true;
+}
 
 absl::StatusOr<EpilogueBuilder> EpilogueBuilder::Create(const ir::Workload& w) {
   std::vector<std::vector<int64_t>> input_shapes;

@@ -43,6 +43,12 @@ class EpilogueBuilder {
   std::vector<std::vector<int64_t>> input_shapes_;  ///< right-aligned to out_shape_'s rank
 };
 
+/// Right-aligns `shape` to the rank of `out_shape` (leading 1s added or dropped) into `aligned`;
+/// false when a dropped leading dim is not 1 or a dim neither equals the output's nor is 1
+/// (numpy broadcasting).
+bool AlignToOutput(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                   std::vector<int64_t>* aligned);
+
 /// The IR form of one element-wise op (`b` ignored for unary ops); matches ir::EvalEwOp.
 ir::Expr LowerEwOp(ir::EwOp op, const ir::Expr& a, const ir::Expr& b);
 

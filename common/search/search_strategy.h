@@ -22,6 +22,9 @@ class SearchStrategy {
   virtual void Observe(const schedule::Trace& trace, bool ok, double seconds) = 0;
   /// Up to `count` traces never proposed or observed before (fewer when the space is exhausted).
   virtual std::vector<schedule::Trace> Propose(int count) = 0;
+  /// Records a trace proposed earlier (e.g. by a server before it restarted) and not measured
+  /// yet, so that it is not proposed again.
+  virtual void MarkProposed(const schedule::Trace& trace) = 0;
   /// Best observed latency so far (0 when none).
   virtual double best_seconds() const = 0;
 };
@@ -49,6 +52,7 @@ class EvolutionarySearch final : public SearchStrategy {
   EvolutionarySearch(schedule::SearchSpace space, EvolutionaryOptions options);
   void Observe(const schedule::Trace& trace, bool ok, double seconds) override;
   std::vector<schedule::Trace> Propose(int count) override;
+  void MarkProposed(const schedule::Trace& trace) override { seen_.insert(trace.ToString()); }
   double best_seconds() const override { return best_seconds_; }
 
  private:

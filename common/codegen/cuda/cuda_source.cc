@@ -7,26 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/schedule/epilogue.h"
 
 namespace gtco::codegen::cuda {
 namespace {
-
-/// Right-aligns an input shape to the output's rank; false when it does not broadcast.
-bool AlignToOutput(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
-                   std::vector<int64_t>* aligned) {
-  const size_t rank = out_shape.size();
-  std::vector<int64_t> trimmed = shape;
-  while (trimmed.size() > rank) {
-    if (trimmed.front() != 1) return false;
-    trimmed.erase(trimmed.begin());
-  }
-  aligned->assign(rank - trimmed.size(), 1);
-  aligned->insert(aligned->end(), trimmed.begin(), trimmed.end());
-  for (size_t dim = 0; dim < rank; ++dim) {
-    if ((*aligned)[dim] != 1 && (*aligned)[dim] != out_shape[dim]) return false;
-  }
-  return true;
-}
 
 /// Flat index into an input of (aligned) `shape` at output element (row, col).
 std::string BroadcastIndex(const std::vector<int64_t>& shape,
@@ -197,7 +181,7 @@ absl::StatusOr<std::string> EmitEpilogue(const ir::Workload& w, const std::strin
                 "epilogue instruction ", instr_idx, " refers to a missing input ", arg.index));
           }
           std::vector<int64_t> aligned;
-          if (!AlignToOutput(w.inputs[arg.index].shape, out_shape, &aligned)) {
+          if (!schedule::AlignToOutput(w.inputs[arg.index].shape, out_shape, &aligned)) {
             return absl::InvalidArgumentError(
                 absl::StrCat("epilogue input ", arg.index, " of shape [",
                              absl::StrJoin(w.inputs[arg.index].shape, ","),

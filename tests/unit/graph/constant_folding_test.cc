@@ -40,6 +40,19 @@ Graph MakeGraph(std::vector<Tensor> tensors, std::vector<Node> nodes, const std:
   return graph;
 }
 
+// Found by fuzz_onnx_import: a reshape target whose dims multiply past 2^63 overflowed int64
+// (undefined behaviour) during shape inference; now it is a shape error naming the node.
+TEST(ConstantFoldingTest, OverflowingReshapeTargetIsAShapeError) {
+  Graph graph = MakeGraph(
+      {Activation("x", {2, 3, 4}),
+       IntConstant("target", {3}, {128, 216172782113783809LL, 3})},
+      {MakeNode("Reshape", "reshape", {"x", "target"}, {"y"})}, "y");
+  absl::StatusOr<std::vector<int64_t>> shape = ReshapeLikeShape(graph.nodes[0], graph);
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.status().message().find("64 bits"), std::string::npos) << shape.status();
+  EXPECT_NE(shape.status().message().find("reshape"), std::string::npos) << shape.status();
+}
+
 TEST(ConstantFoldingTest, ShapeChainCollapsesIntoReshapeTarget) {
   Graph graph = MakeGraph(
       {Activation("x", {2, 3, 4}), IntConstant("zero", {}, {0}), IntConstant("minus1", {1}, {-1}),
