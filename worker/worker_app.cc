@@ -34,10 +34,11 @@ namespace {
 constexpr const char* kUsage =
     "usage: gtco-worker --server HOST:PORT [--target cpu|cuda] [--threads N] [--device N]\n"
     "                   [--batch N] [--candidate-timeout SECONDS] [--token TOKEN]\n"
-    "                   [--tls-ca PEM] [--verbose]\n"
+    "                   [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] [--verbose]\n"
     "  --server   the gtco-server address (or GTCO_SERVER)\n"
     "  --token    a worker token (or GTCO_TOKEN; `gtco-server admin issue-token --role worker`)\n"
-    "  --tls-ca   talk TLS to the server and trust this CA's certificate\n"
+    "  --tls-ca   talk TLS to the server and trust this CA's certificate; --tls-cert and\n"
+    "             --tls-key add this worker's client certificate\n"
     "  --target   what this worker measures: cpu (LLVM JIT) or cuda (an NVIDIA GPU)\n"
     "  --threads  cpu: threads per candidate (default: all cores)\n"
     "  --device   cuda: the GPU's ordinal under CUDA_VISIBLE_DEVICES (default 0)\n";
@@ -352,7 +353,7 @@ class WorkerLoop {
 
 int RunWorkerApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "target", "threads", "device", "batch", "candidate-timeout",
-                       "token", "tls-ca"},
+                       "token", "tls-ca", "tls-cert", "tls-key"},
                       {"runner", "verbose", "help"}};
   auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok() || args->Has("help") || !args->positional().empty()) {
@@ -398,15 +399,27 @@ int RunWorkerApp(int argc, char** argv) {
   if (token.empty() && std::getenv("GTCO_TOKEN")) token = std::getenv("GTCO_TOKEN");
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (args->Has("tls-ca")) {
-    std::ifstream ca_file(args->Get("tls-ca"));
-    if (!ca_file) {
-      std::cerr << "gtco-worker: cannot read --tls-ca file '" << args->Get("tls-ca") << "'\n";
+    // --tls-cert/--tls-key: this worker's client certificate, for servers that verify them.
+    grpc::SslCredentialsOptions tls;
+    for (const auto& [flag, pem] :
+         std::vector<std::pair<std::string, std::string*>>{{"tls-ca", &tls.pem_root_certs},
+                                                           {"tls-cert", &tls.pem_cert_chain},
+                                                           {"tls-key", &tls.pem_private_key}}) {
+      if (!args->Has(flag)) continue;
+      std::ifstream file(args->Get(flag));
+      if (!file) {
+        std::cerr << "gtco-worker: cannot read --" << flag << " file '" << args->Get(flag)
+                  << "'\n";
+        return kExitUsage;
+      }
+      std::ostringstream text;
+      text << file.rdbuf();
+      *pem = text.str();
+    }
+    if (tls.pem_cert_chain.empty() != tls.pem_private_key.empty()) {
+      std::cerr << "gtco-worker: --tls-cert and --tls-key go together\n";
       return kExitUsage;
     }
-    std::ostringstream ca;
-    ca << ca_file.rdbuf();
-    grpc::SslCredentialsOptions tls;
-    tls.pem_root_certs = ca.str();
     credentials = grpc::SslCredentials(tls);
   }
   grpc::ChannelArguments channel_args;

@@ -154,6 +154,17 @@ absl::StatusOr<AnchorHead> LowerGemm(const Node& node, const Graph& graph) {
   if (alpha != 1.0f) head.result = Emit(head, ir::EwOp::kMul, {head.result, Const(alpha)});
   if (node.inputs.size() < 3 || node.inputs[2].empty() || beta == 0.0f) return head;
   const Tensor& c = graph.tensor(node.inputs[2]);
+  // C must broadcast (unidirectionally) to [M, N], as ONNX requires.
+  bool broadcasts = c.shape.size() <= 2;
+  for (size_t dim = 0; broadcasts && dim < c.shape.size(); ++dim) {
+    const int64_t out_dim = dim + 2 - c.shape.size() == 0 ? p.m : p.n;
+    broadcasts = c.shape[dim] == 1 || c.shape[dim] == out_dim;
+  }
+  if (!broadcasts) {
+    return AnchorInvalid(node, absl::StrCat("bias C of shape ", ShapeString(c.shape),
+                                            " does not broadcast to the output [", p.m, ",", p.n,
+                                            "]"));
+  }
   ir::Operand bias;
   if (c.is_constant && c.NumElements() == 1) {
     bias = Const(static_cast<float>(c.ValueAsDouble(0) * beta));

@@ -160,6 +160,7 @@ class ListenPolicyTest(unittest.TestCase):
                         "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key, "-out", cert],
                        check=True, capture_output=True, timeout=60)
         farm = Farm(directory=directory, auth=True, tls=(cert, key, cert))
+        farm.client_ca = cert  # the server verifies client certificates signed by this CA
         admin(farm.db, "create-team", "vision")
         farm.token = admin(farm.db, "issue-token", "--team", "vision", "--role",
                            "submitter").stdout.strip()
@@ -168,7 +169,8 @@ class ListenPolicyTest(unittest.TestCase):
         farm.listen = f"0.0.0.0:{port}"
         try:
             farm.start_server()
-            farm.start_worker(token=worker_token)
+            # The worker presents a client certificate (here the same self-signed one).
+            farm.start_worker(token=worker_token, extra=["--tls-cert", cert, "--tls-key", key])
             job = farm.submit(MODEL, 6)
             status = farm.wait_for(job, lambda s: s["state"] == "done", timeout=300)
             self.assertEqual(int(status["trials_done"]), 6)

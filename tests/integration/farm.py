@@ -57,6 +57,8 @@ class Farm:
             args.append("--no-auth")
         if self.tls:
             args += ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]]
+        if getattr(self, "client_ca", None):
+            args += ["--tls-client-ca", self.client_ca]
         if self.metrics_port:
             args += ["--metrics-port", str(self.metrics_port)]
         self.server = subprocess.Popen(args, stdout=self._log("server.log"), stderr=subprocess.STDOUT)

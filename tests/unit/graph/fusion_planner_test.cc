@@ -220,5 +220,24 @@ TEST(FusionPlannerTest, SoftmaxOverNonLastAxisIsUnimplemented) {
       << planned.status();
 }
 
+// Found by fuzz_rpc_requests: a Gemm whose bias C does not broadcast to [M, N] (which ONNX's
+// checker lets through) made the planner build an invalid workload (INTERNAL); it is a bad model.
+TEST(FusionPlannerTest, GemmBiasThatDoesNotBroadcastIsInvalidArgument) {
+  Graph graph;
+  graph.opset = 17;
+  graph.SetTensor(Activation("x", {4, 8}));
+  graph.inputs.push_back("x");
+  graph.SetTensor(Weights("w", {8, 16}));
+  graph.SetTensor(Weights("c", {64}));
+  graph.SetTensor(Activation("y", {4, 16}));
+  graph.nodes.push_back(MakeNode("Gemm", "fc2", {"x", "w", "c"}, {"y"}));
+  graph.outputs = {"y"};
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(graph);
+  ASSERT_FALSE(planned.ok());
+  EXPECT_EQ(planned.status().code(), absl::StatusCode::kInvalidArgument) << planned.status();
+  EXPECT_NE(planned.status().message().find("'fc2'"), std::string::npos) << planned.status();
+  EXPECT_NE(planned.status().message().find("does not broadcast"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gtco::graph
