@@ -116,8 +116,7 @@ absl::StatusOr<std::string> CudaArchFor(const target::HardwareInfo& hw,
 }
 
 void CudaTolerance(const ir::Workload& w, const std::string& trace, double* rtol, double* atol) {
-  ir::DefaultTolerance(w, rtol, atol);
-  if (w.output.dtype == ir::DType::kF16) *rtol += 1.0 / 1024;  // one f16 rounding step
+  ir::DefaultTolerance(w, rtol, atol);  // includes one rounding step of an f16/bf16 output
   if (w.anchor == ir::AnchorKind::kMatMul && SketchOf(trace).rfind(kTf32Sketch, 0) == 0) {
     // Products of inputs in [-1, 1] carry ~5e-4 relative error each (inputs rounded to TF32;
     // twice that truncated), so a sum of k has an error of ~4e-4 sqrt(k) standard deviations
@@ -237,7 +236,6 @@ absl::StatusOr<const CudaMeasurer::ReferenceData*> CudaMeasurer::Reference(
   GTCO_ASSIGN_OR_RETURN(ir::Workload workload, ir::ParseWorkload(candidate.workload()));
   auto data = std::make_unique<ReferenceData>();
   data->workload = workload;
-  bool typed_reference = true;  // ir::TypedBuffer holds every dtype but f16
   std::vector<std::vector<float>> values = ir::RandomInputs(workload, seed_++);
   std::vector<ir::TypedBuffer> typed_inputs;
   for (size_t input_idx = 0; input_idx < values.size(); ++input_idx) {
@@ -245,22 +243,13 @@ absl::StatusOr<const CudaMeasurer::ReferenceData*> CudaMeasurer::Reference(
     RoundToDType(dtype, &values[input_idx]);
     GTCO_ASSIGN_OR_RETURN(HostTensor input, HostTensor::FromValues(dtype, values[input_idx]));
     data->inputs.push_back(std::move(input));
-    typed_reference = typed_reference && dtype != ir::DType::kF16;
-    if (typed_reference) {
-      typed_inputs.push_back(ir::TypedBuffer::FromValues(dtype, values[input_idx]));
-    }
+    typed_inputs.push_back(ir::TypedBuffer::FromValues(dtype, values[input_idx]));
   }
   if (!IsKernelDType(workload.output.dtype)) {
     return absl::InvalidArgumentError(
         absl::StrCat("GPU kernels write no ", ir::DTypeName(workload.output.dtype), " outputs"));
   }
-  if (typed_reference && workload.output.dtype != ir::DType::kF16) {
-    data->expected = HostTensor::FromTypedBuffer(ir::ComputeTypedReference(workload, typed_inputs));
-  } else {
-    GTCO_ASSIGN_OR_RETURN(
-        data->expected,
-        HostTensor::FromValues(workload.output.dtype, ir::ComputeReference(workload, values)));
-  }
+  data->expected = HostTensor::FromTypedBuffer(ir::ComputeTypedReference(workload, typed_inputs));
   data->bytes = static_cast<int64_t>(data->expected.bytes());
   for (const HostTensor& input : data->inputs) data->bytes += static_cast<int64_t>(input.bytes());
   if (reference_bytes_ + data->bytes > kMaxReferenceBytes) {

@@ -31,7 +31,7 @@ absl::StatusOr<std::string> CudaArchFor(const target::HardwareInfo& hw,
                                         const std::string& requested);
 
 /// The output tolerances for a CUDA candidate of workload `w` with schedule trace `trace`:
-/// ir::DefaultTolerance (plus one f16 rounding step for an f16 output), loosened for TF32
+/// ir::DefaultTolerance (which allows one rounding step of a 16-bit output), loosened for TF32
 /// Tensor Core matmuls (sketch "cuda_mm_tf32"): TF32 keeps 10 mantissa bits, so each product
 /// carries ~1e-3 relative error and the error of a k-term sum grows with sqrt(k).
 void CudaTolerance(const ir::Workload& w, const std::string& trace, double* rtol, double* atol);

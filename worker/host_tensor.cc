@@ -24,54 +24,6 @@ absl::Status CheckKernelDType(ir::DType dtype) {
 
 }  // namespace
 
-uint16_t FloatToHalf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) {  // NaN: quiet, keeping the payload's top bits
-    return static_cast<uint16_t>(sign | 0x7E00u | ((magnitude >> 13) & 0x3FFu));
-  }
-  // 65520 is halfway between 65504 (odd mantissa) and 2^16: it and anything above round to inf.
-  if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);
-  if (magnitude >= 0x38800000u) {  // normal in f16: rebias the exponent (127 - 15 = 112)
-    uint32_t half = (magnitude - 0x38000000u) >> 13;
-    const uint32_t rest = magnitude & 0x1FFFu;
-    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  // 2^-25 is halfway between zero (even) and the smallest subnormal 2^-24.
-  if (magnitude <= 0x33000000u) return sign;
-  // Subnormal: the significand in units of 2^-24, rounded to nearest even.
-  const uint32_t exponent = magnitude >> 23;  // biased; 102..112 here
-  const uint32_t significand = (magnitude & 0x7FFFFFu) | 0x800000u;
-  const uint32_t shift = 126 - exponent;  // 14..24
-  uint32_t half = significand >> shift;
-  const uint32_t rest = significand & ((1u << shift) - 1);
-  const uint32_t halfway = 1u << (shift - 1);
-  if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
-float HalfToFloat(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1Fu;
-  const uint32_t mantissa = bits & 0x3FFu;
-  if (exponent == 0) {
-    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  uint32_t wide;
-  if (exponent == 0x1Fu) {
-    wide = sign | 0x7F800000u | (mantissa << 13);
-  } else {
-    wide = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  }
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
-
 bool IsKernelDType(ir::DType dtype) {
   return IsFloatingKernelDType(dtype) || dtype == ir::DType::kU8 || dtype == ir::DType::kI8 ||
          dtype == ir::DType::kI32;
@@ -127,7 +79,7 @@ double HostTensor::Get(int64_t index) const {
     case ir::DType::kBF16: {
       uint16_t bits;
       std::memcpy(&bits, element, 2);
-      return dtype_ == ir::DType::kF16 ? HalfToFloat(bits) : ir::BF16ToFloat(bits);
+      return dtype_ == ir::DType::kF16 ? ir::F16ToFloat(bits) : ir::BF16ToFloat(bits);
     }
     case ir::DType::kU8:
       return *element;
@@ -158,7 +110,7 @@ void HostTensor::Set(int64_t index, double value) {
     case ir::DType::kBF16: {
       const float narrow = static_cast<float>(value);
       const uint16_t bits =
-          dtype_ == ir::DType::kF16 ? FloatToHalf(narrow) : ir::FloatToBF16(narrow);
+          dtype_ == ir::DType::kF16 ? ir::FloatToF16(narrow) : ir::FloatToBF16(narrow);
       std::memcpy(element, &bits, 2);
       break;
     }
@@ -184,7 +136,7 @@ std::vector<float> HostTensor::ToFloats() const {
 
 void RoundToDType(ir::DType dtype, std::vector<float>* values) {
   if (dtype == ir::DType::kF16) {
-    for (float& value : *values) value = HalfToFloat(FloatToHalf(value));
+    for (float& value : *values) value = ir::F16ToFloat(ir::FloatToF16(value));
   } else if (dtype == ir::DType::kBF16) {
     for (float& value : *values) value = ir::BF16ToFloat(ir::FloatToBF16(value));
   }

@@ -14,12 +14,6 @@
 
 namespace gtco::worker {
 
-/// IEEE binary16 bits of `value`, rounded to nearest even: overflow gives infinity, tiny values
-/// become subnormals or (signed) zero, NaN stays a quiet NaN.
-uint16_t FloatToHalf(float value);
-/// The f32 value of binary16 bits (exact).
-float HalfToFloat(uint16_t bits);
-
 /// True for the dtypes a HostTensor stores: f32, f16, bf16, u8, i8, i32.
 bool IsKernelDType(ir::DType dtype);
 

@@ -33,40 +33,40 @@ std::vector<uint16_t> Halves(const HostTensor& tensor) {
 }
 
 TEST(FloatToHalfTest, RoundsToNearestEven) {
-  EXPECT_EQ(FloatToHalf(1.0f), 0x3C00);
-  EXPECT_EQ(FloatToHalf(-2.0f), 0xC000);
-  EXPECT_EQ(FloatToHalf(0.0f), 0x0000);
-  EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
-  EXPECT_EQ(FloatToHalf(65504.0f), 0x7BFF);    // largest finite
-  EXPECT_EQ(FloatToHalf(65519.996f), 0x7BFF);  // just below the halfway point
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7C00);    // halfway: rounds to even = inf
-  EXPECT_EQ(FloatToHalf(1e9f), 0x7C00);
-  EXPECT_EQ(FloatToHalf(-std::numeric_limits<float>::infinity()), 0xFC00);
-  EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie, to even
-  EXPECT_EQ(FloatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie, to even
-  EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // tie between 0 and 2^-24: even
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.5f, -25)), 0x0001);
-  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002);  // tie between 1 and 2 ulps: even
-  EXPECT_EQ(FloatToHalf(-std::ldexp(1.0f, -30)), 0x8000);
-  const uint16_t nan = FloatToHalf(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(ir::FloatToF16(1.0f), 0x3C00);
+  EXPECT_EQ(ir::FloatToF16(-2.0f), 0xC000);
+  EXPECT_EQ(ir::FloatToF16(0.0f), 0x0000);
+  EXPECT_EQ(ir::FloatToF16(-0.0f), 0x8000);
+  EXPECT_EQ(ir::FloatToF16(65504.0f), 0x7BFF);    // largest finite
+  EXPECT_EQ(ir::FloatToF16(65519.996f), 0x7BFF);  // just below the halfway point
+  EXPECT_EQ(ir::FloatToF16(65520.0f), 0x7C00);    // halfway: rounds to even = inf
+  EXPECT_EQ(ir::FloatToF16(1e9f), 0x7C00);
+  EXPECT_EQ(ir::FloatToF16(-std::numeric_limits<float>::infinity()), 0xFC00);
+  EXPECT_EQ(ir::FloatToF16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie, to even
+  EXPECT_EQ(ir::FloatToF16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie, to even
+  EXPECT_EQ(ir::FloatToF16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);
+  EXPECT_EQ(ir::FloatToF16(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(ir::FloatToF16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(ir::FloatToF16(std::ldexp(1.0f, -25)), 0x0000);  // tie between 0 and 2^-24: even
+  EXPECT_EQ(ir::FloatToF16(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(ir::FloatToF16(std::ldexp(3.0f, -25)), 0x0002);  // tie between 1 and 2 ulps: even
+  EXPECT_EQ(ir::FloatToF16(-std::ldexp(1.0f, -30)), 0x8000);
+  const uint16_t nan = ir::FloatToF16(std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(nan & 0x7C00, 0x7C00);
   EXPECT_NE(nan & 0x03FF, 0);
 }
 
 TEST(FloatToHalfTest, EveryHalfRoundTrips) {
   for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
-    const float value = HalfToFloat(static_cast<uint16_t>(bits));
+    const float value = ir::F16ToFloat(static_cast<uint16_t>(bits));
     if (std::isnan(value)) {
       EXPECT_EQ(bits & 0x7C00, 0x7C00u);
       continue;
     }
-    ASSERT_EQ(FloatToHalf(value), bits) << "half 0x" << std::hex << bits << " = " << value;
+    ASSERT_EQ(ir::FloatToF16(value), bits) << "half 0x" << std::hex << bits << " = " << value;
   }
-  EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
-  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(ir::F16ToFloat(0x3555), 0.333251953125f);
+  EXPECT_EQ(ir::F16ToFloat(0x0001), std::ldexp(1.0f, -24));
 }
 
 TEST(FloatToHalfTest, MatchesTheCpusConversion) {
@@ -77,7 +77,7 @@ TEST(FloatToHalfTest, MatchesTheCpusConversion) {
     const uint32_t exponent = 90 + rng() % 60;  // 2^-37 .. 2^22
     const uint32_t bits = (rng() & 0x80000000u) | (exponent << 23) | (rng() & 0x7FFFFFu);
     const float value = FromBits(bits);
-    ASSERT_EQ(FloatToHalf(value), HardwareHalf(value)) << "float 0x" << std::hex << bits;
+    ASSERT_EQ(ir::FloatToF16(value), HardwareHalf(value)) << "float 0x" << std::hex << bits;
   }
 }
 
@@ -135,7 +135,7 @@ TEST(HostTensorTest, SentinelsAreWhatNoKernelWrites) {
 TEST(HostTensorTest, RoundToDTypeGivesTheValuesAKernelReads) {
   std::vector<float> values = {0.1f, 1.0f / 3};
   RoundToDType(ir::DType::kF16, &values);
-  EXPECT_EQ(values[0], HalfToFloat(FloatToHalf(0.1f)));
+  EXPECT_EQ(values[0], ir::F16ToFloat(ir::FloatToF16(0.1f)));
   EXPECT_NE(values[0], 0.1f);
   std::vector<float> exact = {0.1f};
   RoundToDType(ir::DType::kF32, &exact);
