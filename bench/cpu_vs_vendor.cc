@@ -1,9 +1,11 @@
 // Side by side, in one process: GTCO-tuned CPU kernels vs OpenBLAS sgemm, oneDNN and plain C++.
 //   cpu_vs_vendor [--trials N] [--quick] [--shapes id,id] [--search random|evolutionary|model]
 //                 [--threads 2] [--curve-shape id] [--curve-trials N] [--curve-kinds k,k]
-//                 [--no-curve] [--out-dir DIR] [--stream-mib MiB] [--retime TUNED_TSV]
+//                 [--curve-seeds N] [--no-curve] [--out-dir DIR] [--stream-mib MiB]
+//                 [--retime TUNED_TSV]
 // Tunes every selected case in-process (bench/tuner.h), runs the tuning-curve comparison, then
-// re-times every best program beside the baselines back to back with one harness, prints the
+// (random vs model-guided search, cold and warm-started from the other cases' records, several
+// seeds), then re-times every best program beside the baselines back to back with one harness, prints the
 // markdown report and writes it (plus tuned_traces.tsv and tuning_curve.csv) to --out-dir.
 // --retime skips tuning and the curve and re-times the traces of an earlier run's TSV.
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_cases.h"
@@ -37,7 +40,10 @@ namespace {
 constexpr char kUsage[] =
     "usage: cpu_vs_vendor [--trials N] [--quick] [--shapes id,id] [--search KIND] [--threads T]\n"
     "                     [--curve-shape id] [--curve-trials N] [--curve-kinds k,k] [--no-curve]\n"
-    "                     [--out-dir DIR] [--stream-mib MiB] [--retime TUNED_TSV]\n";
+    "                     [--curve-seeds N] [--out-dir DIR] [--stream-mib MiB]\n"
+    "                     [--retime TUNED_TSV]\n"
+    "curve kinds: random, evolutionary, model, model+prior (model warm-started from the other\n"
+    "cases' records)\n";
 
 struct BenchOptions {
   std::vector<BenchCase> cases;
@@ -46,7 +52,8 @@ struct BenchOptions {
   int threads = 2;
   std::string curve_case;  ///< "" = no curve
   int curve_trials = 1000;
-  std::vector<SearchKind> curve_kinds;
+  std::vector<std::pair<SearchKind, bool>> curve_kinds;  ///< (kind, warm-started from priors)
+  int curve_seeds = 3;
   std::string out_dir;
   int64_t stream_bytes = 0;  ///< 0: 4 × L3 (2 × L3 when quick), at most a tenth of memory
   bool quick = false;
@@ -62,9 +69,12 @@ absl::StatusOr<BenchOptions> ParseOptions(const util::ParsedArgs& args) {
   GTCO_ASSIGN_OR_RETURN(int64_t threads, args.GetInt("threads", 2));
   GTCO_ASSIGN_OR_RETURN(int64_t curve_trials, args.GetInt("curve-trials", trials));
   GTCO_ASSIGN_OR_RETURN(int64_t stream_mib, args.GetInt("stream-mib", 0));
-  if (trials < 1 || threads < 1 || curve_trials < 1 || stream_mib < 0) {
-    return absl::InvalidArgumentError("--trials, --threads, --curve-trials must be positive");
+  GTCO_ASSIGN_OR_RETURN(int64_t curve_seeds, args.GetInt("curve-seeds", quick ? 1 : 3));
+  if (trials < 1 || threads < 1 || curve_trials < 1 || stream_mib < 0 || curve_seeds < 1) {
+    return absl::InvalidArgumentError(
+        "--trials, --threads, --curve-trials, --curve-seeds must be positive");
   }
+  options.curve_seeds = static_cast<int>(curve_seeds);
   options.trials = static_cast<int>(trials);
   options.threads = static_cast<int>(threads);
   options.curve_trials = static_cast<int>(curve_trials);
@@ -76,10 +86,17 @@ absl::StatusOr<BenchOptions> ParseOptions(const util::ParsedArgs& args) {
     GTCO_ASSIGN_OR_RETURN(std::vector<BenchCase> curve_case,
                           SelectCases(args.Get("curve-shape", quick ? "mm512" : "vit_qkv"), false));
     options.curve_case = curve_case.front().id;
+    const std::string default_kinds =
+        ModelGuideAvailable() ? "random,model,model+prior" : "random,evolutionary";
     for (absl::string_view name :
-         absl::StrSplit(args.Get("curve-kinds", "random," + guided), ',', absl::SkipWhitespace())) {
+         absl::StrSplit(args.Get("curve-kinds", default_kinds), ',', absl::SkipWhitespace())) {
+      const bool prior = absl::EndsWith(name, "+prior");
+      if (prior) name.remove_suffix(6);
       GTCO_ASSIGN_OR_RETURN(SearchKind kind, ParseSearchKind(std::string(name)));
-      options.curve_kinds.push_back(kind);
+      if (prior && kind != SearchKind::kModel) {
+        return absl::InvalidArgumentError("only model search takes +prior (model+prior)");
+      }
+      options.curve_kinds.emplace_back(kind, prior);
     }
   }
   options.out_dir = args.Get("out-dir");
@@ -103,21 +120,22 @@ std::string LoadAverage() {
 }
 
 absl::StatusOr<TuneResult> TuneLogged(const BenchCase& bench_case, const target::HardwareInfo& hw,
-                                      SearchKind kind, int trials,
+                                      TuneOptions tune_options,
                                       worker::CandidateMeasurer& measurer) {
-  TuneOptions tune_options;
-  tune_options.trials = trials;
-  tune_options.kind = kind;
-  std::fprintf(stderr, "tuning %-14s %-18s %d trials (%s)...\n", bench_case.id.c_str(),
-               bench_case.shape.c_str(), trials, SearchKindName(kind));
+  std::fprintf(stderr, "tuning %-14s %-18s %d trials (%s%s, seed %llu)...\n",
+               bench_case.id.c_str(), bench_case.shape.c_str(), tune_options.trials,
+               SearchKindName(tune_options.kind), tune_options.prior != nullptr ? "+prior" : "",
+               static_cast<unsigned long long>(tune_options.seed));
   GTCO_ASSIGN_OR_RETURN(TuneResult result,
                         Tune(bench_case.workload, hw, tune_options, measurer));
   std::fprintf(stderr,
                "  best %.1f us after %d trials (%d failed), %.0f trials/min; %.1f s proposing, "
-               "%.1f s measuring, %.1f s retraining; trials per mapping %s\n",
+               "%.1f s measuring, %.1f s retraining; trials per mapping %s; %d confirmed in "
+               "%.1f s; %d prior records\n",
                result.best_seconds * 1e6, result.trials, result.failed, result.TrialsPerMinute(),
                result.propose_seconds, result.measure_seconds, result.retrain_seconds,
-               absl::StrJoin(result.trials_per_space, "/").c_str());
+               absl::StrJoin(result.trials_per_space, "/").c_str(), result.confirmed,
+               result.confirm_seconds, result.prior_samples);
   return result;
 }
 
@@ -157,8 +175,10 @@ absl::StatusOr<std::vector<std::pair<std::string, TuneResult>>> TuneAll(
     return tuned;
   }
   for (const BenchCase& bench_case : options.cases) {
-    GTCO_ASSIGN_OR_RETURN(TuneResult result,
-                          TuneLogged(bench_case, hw, options.search, options.trials, measurer));
+    TuneOptions tune_options;
+    tune_options.trials = options.trials;
+    tune_options.kind = options.search;
+    GTCO_ASSIGN_OR_RETURN(TuneResult result, TuneLogged(bench_case, hw, tune_options, measurer));
     tuned.emplace_back(bench_case.id, std::move(result));
   }
   if (!options.out_dir.empty()) {
@@ -168,18 +188,35 @@ absl::StatusOr<std::vector<std::pair<std::string, TuneResult>>> TuneAll(
   return tuned;
 }
 
-absl::StatusOr<std::vector<CurveRun>> RunCurve(const BenchOptions& options,
-                                               worker::CandidateMeasurer& measurer,
-                                               ReportContext* context) {
+/// Random vs model-guided search on one task, `curve_seeds` runs of each kind. "+prior" runs
+/// warm-start the cost model from the records of every other tuned case (on this target).
+absl::StatusOr<std::vector<CurveRun>> RunCurve(
+    const BenchOptions& options, const std::vector<std::pair<std::string, TuneResult>>& tuned,
+    worker::CandidateMeasurer& measurer, ReportContext* context) {
   std::vector<CurveRun> curve;
   if (options.curve_case.empty()) return curve;
   GTCO_ASSIGN_OR_RETURN(std::vector<BenchCase> curve_case, SelectCases(options.curve_case, false));
   context->curve_case = absl::StrCat(curve_case.front().id, " ", curve_case.front().shape);
   context->curve_png = "tuning_curve.png";
-  for (SearchKind kind : options.curve_kinds) {
-    GTCO_ASSIGN_OR_RETURN(TuneResult result, TuneLogged(curve_case.front(), context->hw, kind,
-                                                        options.curve_trials, measurer));
-    curve.push_back(CurveRun{kind, std::move(result)});
+  std::vector<PriorTask> prior;
+  for (size_t index = 0; index < tuned.size() && index < options.cases.size(); ++index) {
+    const BenchCase& bench_case = options.cases[index];
+    if (bench_case.id == curve_case.front().id || !bench_case.IsGemm()) continue;
+    prior.push_back(PriorTask{bench_case.workload, tuned[index].second.measured});
+  }
+  for (int seed = 1; seed <= options.curve_seeds; ++seed) {
+    for (const auto& [kind, warm] : options.curve_kinds) {
+      TuneOptions tune_options;
+      tune_options.trials = options.curve_trials;
+      tune_options.kind = kind;
+      tune_options.seed = static_cast<uint64_t>(seed) * 1000;
+      tune_options.confirm_top = 0;  // the curve is the best measured so far, as searched
+      tune_options.prior = warm ? &prior : nullptr;
+      GTCO_ASSIGN_OR_RETURN(TuneResult result,
+                            TuneLogged(curve_case.front(), context->hw, tune_options, measurer));
+      result.measured.clear();
+      curve.push_back(CurveRun{kind, warm, static_cast<uint64_t>(seed), std::move(result)});
+    }
   }
   return curve;
 }
@@ -217,7 +254,8 @@ absl::Status RunBenchmark(const BenchOptions& options, const std::string& comman
 
   GTCO_ASSIGN_OR_RETURN(auto measurer, worker::CandidateMeasurer::Create(worker::MeasureOptions{}));
   GTCO_ASSIGN_OR_RETURN(auto tuned, TuneAll(options, context.hw, *measurer));
-  GTCO_ASSIGN_OR_RETURN(std::vector<CurveRun> curve, RunCurve(options, *measurer, &context));
+  GTCO_ASSIGN_OR_RETURN(std::vector<CurveRun> curve,
+                        RunCurve(options, tuned, *measurer, &context));
 
   // All timing after all tuning: the side-by-side numbers come from one stretch of time.
   std::fprintf(stderr, "timing the best programs beside the baselines...\n");
@@ -248,7 +286,7 @@ absl::Status RunBenchmark(const BenchOptions& options, const std::string& comman
 int main(int argc, char** argv) {
   std::vector<std::string> arguments(argv + 1, argv + argc);
   gtco::util::FlagSpec spec{{"trials", "shapes", "search", "threads", "curve-shape", "curve-trials",
-                             "curve-kinds", "out-dir", "stream-mib", "retime"},
+                             "curve-kinds", "curve-seeds", "out-dir", "stream-mib", "retime"},
                             {"quick", "no-curve"}};
   auto args = gtco::util::ParsedArgs::Parse(arguments, spec);
   absl::StatusOr<gtco::bench::BenchOptions> options =

@@ -20,6 +20,10 @@ class ModelGuide {
   virtual std::vector<double> Score(const std::vector<schedule::Trace>& traces) = 0;
   /// Adds one successfully measured trace to the training history.
   virtual void Record(const schedule::Trace& trace, double seconds) = 0;
+  /// Adds a measured trace of another workload on the same target (ranked within its own group);
+  /// false when it cannot be lowered.
+  virtual bool RecordOther(const ir::Workload& workload, const schedule::Trace& trace,
+                           double seconds) = 0;
   /// Retrains on the whole history (a failed retrain keeps the previous model).
   virtual void Retrain() = 0;
 };

@@ -59,6 +59,15 @@ class XgbModelGuide final : public ModelGuide {
     samples_.push_back(costmodel::Sample{*features, group_, seconds});
   }
 
+  bool RecordOther(const ir::Workload& workload, const schedule::Trace& trace,
+                   double seconds) override {
+    absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(workload, trace, "f");
+    if (!func.ok()) return false;
+    samples_.push_back(
+        costmodel::Sample{costmodel::ExtractFeatures(*func, hw_), workload.Key(), seconds});
+    return true;
+  }
+
   void Retrain() override { (void)model_->Update(samples_); }
 
  private:

@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read_curves(path):
+    """{column: [(trial, best_us)]}; columns are "<search>_s<seed>_best_us" (or "<search>_best_us"
+    from older runs)."""
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
     curves = {}
@@ -25,24 +27,35 @@ def read_curves(path):
     return curves
 
 
+def search_of(column):
+    head, _, seed = column.rpartition("_s")
+    return head if head and seed.isdigit() else column
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     csv_path, png_path = sys.argv[1], sys.argv[2]
     title = sys.argv[3] if len(sys.argv) > 3 else "Tuning curve"
     curves = read_curves(csv_path)
-    figure, axes = plt.subplots(figsize=(7, 4.2), dpi=120)
-    for kind, points in curves.items():
+    figure, axes = plt.subplots(figsize=(7.5, 4.5), dpi=120)
+    colors = {}
+    for column, points in curves.items():
         if not points:
             continue
+        search = search_of(column)
+        first = search not in colors
+        if first:
+            colors[search] = f"C{len(colors)}"
         trials, best = zip(*points)
-        axes.step(trials, best, where="post", label=f"{kind} (final {best[-1]:.1f} µs)")
+        axes.step(trials, best, where="post", color=colors[search], alpha=0.8,
+                  label=search if first else None)
     axes.set_xlabel("trials (measured candidates)")
     axes.set_ylabel("best latency so far (µs, log scale)")
     axes.set_yscale("log")
     axes.set_title(title)
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend()
+    axes.legend(title="search (one line per seed)")
     figure.tight_layout()
     figure.savefig(png_path)
     print(f"wrote {png_path}")

@@ -57,7 +57,9 @@ std::string MachineSection(const ReportContext& context) {
   if (context.retimed_from.empty()) {
     absl::StrAppend(&text, "- Tuning: ", context.trials, " trials per task, ",
                     SearchKindName(context.search),
-                    " search, every candidate measured by worker::CandidateMeasurer\n");
+                    " search, every candidate measured by worker::CandidateMeasurer; then the 8 "
+                    "fastest distinct programs re-measured twice more, interleaved, and the one "
+                    "with the lowest median over its three measurements kept (confirmation)\n");
   } else {
     absl::StrAppend(&text, "- Tuning: not repeated; best traces, trial counts and tuning rates "
                            "from `", context.retimed_from, "` (an earlier tuning run)\n");
@@ -142,33 +144,86 @@ std::string RowWiseSection(const std::vector<CaseTiming>& cases, const StreamBan
   return any ? text + "\n" : "";
 }
 
+/// Median of the trials each run of `label` needed to reach `target` (a run that never did
+/// counts as its length + 1, so "never" sorts last); 0 when `label` has no run.
+double MedianTrialsToReach(const std::vector<CurveRun>& curve, const std::string& label,
+                           double target, int* never) {
+  std::vector<double> trials;
+  for (const CurveRun& run : curve) {
+    if (run.Label() != label) continue;
+    const int reached = TrialsToReach(run.result.best_so_far, target);
+    if (reached == 0) ++*never;
+    trials.push_back(reached > 0 ? reached : run.result.trials + 1);
+  }
+  if (trials.empty()) return 0;
+  std::sort(trials.begin(), trials.end());
+  const size_t middle = trials.size() / 2;
+  return trials.size() % 2 == 1 ? trials[middle] : (trials[middle - 1] + trials[middle]) / 2;
+}
+
 std::string CurveSection(const ReportContext& context, const std::vector<CurveRun>& curve) {
   if (curve.empty()) return "";
   double overall_best = 0;
+  std::vector<std::string> labels;
   for (const CurveRun& run : curve) {
     double best = run.result.best_seconds;
     if (best > 0 && (overall_best == 0 || best < overall_best)) overall_best = best;
+    if (std::find(labels.begin(), labels.end(), run.Label()) == labels.end()) {
+      labels.push_back(run.Label());
+    }
   }
   std::string text = absl::StrCat("## Tuning curve (", context.curve_case, ")\n\n");
-  absl::StrAppend(&text, "Best latency so far against trials, one run per search kind on the same "
-                         "task: `tuning_curve.csv`, plotted in `", context.curve_png, "`.\n\n");
-  absl::StrAppend(&text, "| search | trials | trials/min | final best µs | trials to 95% of own "
-                         "final | trials to 95% of best overall |\n|---|---|---|---|---|---|\n");
+  absl::StrAppend(
+      &text, "Best latency so far against trials on the same task, several seeds per search kind: "
+             "`tuning_curve.csv`, plotted in `", context.curve_png,
+      "`. \"model\" starts with an untrained cost model; \"model+prior\" starts from one "
+      "trained on the other tasks' records of this run (as the farm's model starts from every "
+      "earlier job's records on the target; never this task's own). The target is 95% of the "
+      "best latency any run found (best / 0.95).\n\n");
+  absl::StrAppend(&text, "| search | seed | trials | trials/min | prior records | final best µs | "
+                         "trials to 95% of own final | trials to 95% of best overall |\n"
+                         "|---|---|---|---|---|---|---|---|\n");
   for (const CurveRun& run : curve) {
     const TuneResult& result = run.result;
     auto reach = [&](double best) {
       int trials = best > 0 ? TrialsToReach(result.best_so_far, best / 0.95) : 0;
       return trials > 0 ? std::to_string(trials) : std::string("never");
     };
-    absl::StrAppend(&text, "| ", SearchKindName(run.kind), " | ", result.trials, " | ",
+    absl::StrAppend(&text, "| ", run.Label(), " | ", run.seed, " | ", result.trials, " | ",
                     absl::StrFormat("%.0f", result.TrialsPerMinute()), " | ",
+                    result.prior_samples, " | ",
                     absl::StrFormat("%.1f", result.best_seconds * 1e6), " | ",
                     reach(result.best_seconds), " | ", reach(overall_best), " |\n");
+  }
+  if (overall_best <= 0) return text + "\n";
+  const double target = overall_best / 0.95;
+  int random_never = 0;
+  const double random_trials = MedianTrialsToReach(curve, "random", target, &random_never);
+  absl::StrAppend(&text, "\n| search | runs that never reached it | median trials to 95% of best "
+                         "overall | vs random | ≤ 1/3 of random's |\n|---|---|---|---|---|\n");
+  for (const std::string& label : labels) {
+    int never = 0;
+    const double trials = MedianTrialsToReach(curve, label, target, &never);
+    std::string versus = "—", verdict = "—";
+    if (label != "random" && random_trials > 0) {
+      versus = absl::StrFormat("%.2f", trials / random_trials);
+      verdict = trials <= random_trials * kModelTrialFraction ? "yes" : "**no**";
+    }
+    absl::StrAppend(&text, "| ", label, " | ", never, " | ", absl::StrFormat("%.0f", trials),
+                    " | ", versus, " | ", verdict, " |\n");
+  }
+  if (random_never > 0) {
+    absl::StrAppend(&text, "\nA run that never reached the target counts as its trial budget + 1 "
+                           "(random search needed more than its budget there).\n");
   }
   return text + "\n";
 }
 
 }  // namespace
+
+std::string CurveRun::Label() const {
+  return absl::StrCat(SearchKindName(kind), prior ? "+prior" : "");
+}
 
 int TrialsToReach(const std::vector<double>& best_so_far, double target_seconds) {
   for (size_t index = 0; index < best_so_far.size(); ++index) {
@@ -206,7 +261,7 @@ std::string RenderCurveCsv(const std::vector<CurveRun>& curve) {
   std::string text = "trial";
   size_t longest = 0;
   for (const CurveRun& run : curve) {
-    absl::StrAppend(&text, ",", SearchKindName(run.kind), "_best_us");
+    absl::StrAppend(&text, ",", run.Label(), "_s", run.seed, "_best_us");
     longest = std::max(longest, run.result.best_so_far.size());
   }
   text += "\n";

@@ -29,8 +29,17 @@ struct CaseTiming {
 /// One tuning run of the curve task.
 struct CurveRun {
   SearchKind kind;
+  bool prior = false;  ///< the cost model was warm-started from the other tasks' records
+  uint64_t seed = 1;
   TuneResult result;
+
+  /// "random", "model", "model+prior", ...
+  std::string Label() const;
 };
+
+/// The model-guided search's acceptance: it reaches 95% of the best in at most this fraction
+/// of the trials random search needs.
+inline constexpr double kModelTrialFraction = 1.0 / 3.0;
 
 struct ReportContext {
   target::HardwareInfo hw;
@@ -54,7 +63,7 @@ int TrialsToReach(const std::vector<double>& best_so_far, double target_seconds)
 std::string RenderReport(const ReportContext& context, const std::vector<CaseTiming>& cases,
                          const std::vector<CurveRun>& curve);
 
-/// "trial,<kind>_best_us,..." with one row per trial (empty cell when a run is shorter or has no
+/// "trial,<label>_s<seed>_best_us,..." with one row per trial (empty cell when a run is shorter or has no
 /// success yet).
 std::string RenderCurveCsv(const std::vector<CurveRun>& curve);
 

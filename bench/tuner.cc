@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -69,6 +71,74 @@ gtco::v1::MeasureResult MeasureTrace(const ir::Workload& workload, const schedul
   return measurer.Measure(candidate);
 }
 
+/// Up to kPriorSamplesPerTask records of `task`, spread evenly over its latency-sorted records
+/// (the fast and the slow ones both teach the ranking).
+std::vector<const MeasuredTrace*> PriorSample(const PriorTask& task) {
+  std::vector<const MeasuredTrace*> sorted;
+  for (const MeasuredTrace& record : task.measured) sorted.push_back(&record);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const MeasuredTrace* a, const MeasuredTrace* b) { return a->seconds < b->seconds; });
+  if (sorted.size() <= static_cast<size_t>(kPriorSamplesPerTask)) return sorted;
+  std::vector<const MeasuredTrace*> picked;
+  for (int index = 0; index < kPriorSamplesPerTask; ++index) {
+    picked.push_back(sorted[index * sorted.size() / kPriorSamplesPerTask]);
+  }
+  return picked;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+/// The confirmation step: re-measures the fastest distinct traces, interleaved, and makes the
+/// one with the lowest median over all its measurements the result's best.
+void Confirm(const ir::Workload& workload, const TuneOptions& options,
+             worker::CandidateMeasurer& measurer, TuneResult* result) {
+  if (options.confirm_top <= 0 || options.confirm_rounds <= 0 || result->measured.size() < 2) {
+    return;
+  }
+  const auto start = Clock::now();
+  std::vector<const MeasuredTrace*> order;
+  for (const MeasuredTrace& record : result->measured) order.push_back(&record);
+  std::stable_sort(order.begin(), order.end(), [](const MeasuredTrace* a, const MeasuredTrace* b) {
+    return a->seconds < b->seconds;
+  });
+  std::vector<std::string> texts;
+  std::vector<const MeasuredTrace*> top;
+  for (const MeasuredTrace* record : order) {
+    std::string text = record->trace.ToString();
+    if (std::find(texts.begin(), texts.end(), text) != texts.end()) continue;
+    texts.push_back(std::move(text));
+    top.push_back(record);
+    if (static_cast<int>(top.size()) == options.confirm_top) break;
+  }
+  std::vector<std::vector<double>> samples(top.size());
+  for (size_t index = 0; index < top.size(); ++index) samples[index].push_back(top[index]->seconds);
+  for (int round = 0; round < options.confirm_rounds; ++round) {
+    for (size_t index = 0; index < top.size(); ++index) {
+      gtco::v1::MeasureResult again =
+          MeasureTrace(workload, top[index]->trace, result->trials + 1, measurer);
+      // A failure now (it passed before) disqualifies the trace.
+      samples[index].push_back(again.ok() ? again.median_seconds()
+                                          : std::numeric_limits<double>::infinity());
+    }
+  }
+  size_t best = 0;
+  std::vector<double> medians;
+  for (const std::vector<double>& values : samples) medians.push_back(Median(values));
+  for (size_t index = 1; index < top.size(); ++index) {
+    if (medians[index] < medians[best]) best = index;
+  }
+  if (std::isfinite(medians[best])) {
+    result->best_trace = top[best]->trace;
+    result->best_seconds = medians[best];
+  }
+  result->confirmed = static_cast<int>(top.size());
+  result->confirm_seconds = SecondsSince(start);
+}
+
 }  // namespace
 
 const char* SearchKindName(SearchKind kind) {
@@ -106,12 +176,23 @@ absl::StatusOr<TuneResult> Tune(const ir::Workload& workload, const target::Hard
   if (options.kind == SearchKind::kModel) {
     GTCO_ASSIGN_OR_RETURN(guide, MakeModelGuide(workload, hw));
   }
+  int prior_samples = 0;
+  if (guide && options.prior != nullptr) {
+    for (const PriorTask& task : *options.prior) {
+      if (task.workload.Key() == workload.Key()) continue;  // never the task's own records
+      for (const MeasuredTrace* record : PriorSample(task)) {
+        prior_samples += guide->RecordOther(task.workload, record->trace, record->seconds) ? 1 : 0;
+      }
+    }
+    if (prior_samples > 0) guide->Retrain();
+  }
   std::vector<std::unique_ptr<search::EvolutionarySearch>> searches;
   for (size_t index = 0; index < spaces.size(); ++index) {
     searches.push_back(std::make_unique<search::EvolutionarySearch>(
         spaces[index], OptionsFor(options.kind, options.seed + index, guide.get())));
   }
   TuneResult result;
+  result.prior_samples = prior_samples;
   result.spaces = static_cast<int>(spaces.size());
   result.trials_per_space.assign(spaces.size(), 0);
   std::vector<bool> exhausted(spaces.size(), false);
@@ -137,6 +218,7 @@ absl::StatusOr<TuneResult> Tune(const ir::Workload& workload, const target::Hard
       search.Observe(trace, measured.ok(), measured.median_seconds());
       if (measured.ok()) {
         if (guide) guide->Record(trace, measured.median_seconds());
+        result.measured.push_back(MeasuredTrace{trace, measured.median_seconds()});
         if (result.best_seconds == 0 || measured.median_seconds() < result.best_seconds) {
           result.best_seconds = measured.median_seconds();
           result.best_trace = trace;
@@ -153,6 +235,7 @@ absl::StatusOr<TuneResult> Tune(const ir::Workload& workload, const target::Hard
     result.retrain_seconds += SecondsSince(retrain_start);
   }
   result.tuning_seconds = SecondsSince(start);
+  Confirm(workload, options, measurer, &result);
   return result;
 }
 

@@ -2,6 +2,7 @@
 #include "common/schedule/lower_util.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -53,6 +54,23 @@ Stmt EmitVectorRange(const std::string& tag, const Expr& begin, const Expr& leng
         ir::MakeFor(tag + "_u", MakeInt(0), MakeInt(unroll), ForKind::kUnrolled, vector_body);
   }
   Stmt main_loop = LoopOrSkip(tag + "_g", MakeInt(0), groups, ForKind::kSerial, vector_body);
+  if (lanes > 1 && length->kind == ir::ExprKind::kIntImm) {
+    // A constant tail is vectorized too: whole vectors of `lanes`, then one short vector (LLVM
+    // widens e.g. <5 x float> to one register), each lane on its own accumulator slot, instead
+    // of a scalar loop whose exp/poly per element costs as much as a whole vector's.
+    const int64_t done = length->int_value / group * group;
+    const int64_t tail = length->int_value - done;
+    std::vector<Stmt> steps = {main_loop};
+    const Expr tail_lane = MakeVar(tag + "_tv");
+    for (int64_t offset = 0; offset < tail; offset += lanes) {
+      const int64_t width = std::min(lanes, tail - offset);
+      const Expr tail_slot = MakeInt(offset) + tail_lane;
+      steps.push_back(ir::MakeFor(tag + "_tv", MakeInt(0), MakeInt(width),
+                                  width > 1 ? ForKind::kVectorized : ForKind::kSerial,
+                                  body(begin + MakeInt(done) + tail_slot, tail_slot)));
+    }
+    return ir::MakeBlock(steps);
+  }
   const Expr tail_begin = groups * MakeInt(group);
   const Expr tail_var = MakeVar(tag + "_t");
   Stmt tail_loop = LoopOrSkip(tag + "_t", tail_begin, length - tail_begin, ForKind::kSerial,

@@ -28,11 +28,13 @@ ir::Stmt LoopOrSkip(const std::string& var, ir::Expr min, ir::Expr extent, ir::F
 bool IsConst(const ir::Expr& expr, int64_t value);
 
 /// Body of a strip-mined range: `index` is the element index; `slot` the accumulator slot
-/// (in [0, unroll * lanes) in the vector part, 0 in the scalar tail).
+/// (in [0, unroll * lanes); 0 in a scalar tail).
 using RangeBody = std::function<ir::Stmt(const ir::Expr& index, const ir::Expr& slot)>;
 
 /// Emits body(index, slot) for index in [begin, begin + length): a serial loop over groups of
-/// `unroll` vector bodies of `lanes` lanes (unrolled x vectorized), then a scalar tail loop.
+/// `unroll` vector bodies of `lanes` lanes (unrolled x vectorized), then the tail: vectorized
+/// (whole vectors, then one short vector, slots 0..tail-1) when `length` is a constant, else a
+/// scalar loop.
 /// `tag` prefixes the loop variables (must be unique in the enclosing scope).
 ir::Stmt EmitVectorRange(const std::string& tag, const ir::Expr& begin, const ir::Expr& length,
                          int64_t lanes, int64_t unroll, const RangeBody& body);

@@ -60,8 +60,11 @@ std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   bool evolve = observed_ >= options_.warmup_random && !measured_ok_.empty();
   int random_slots = 0;
+  // Before evolution every slot is a uniform sample, unless there is a scorer: then fresh samples
+  // are ranked by it (a model trained on earlier tasks' records already knows good programs;
+  // an untrained one returns no scores and the samples stay in random order), with the ε share.
   for (int slot = 0; slot < count; ++slot) {
-    if (!evolve || coin(rng_) < options_.epsilon_random) ++random_slots;
+    if ((!evolve && !options_.scorer) || coin(rng_) < options_.epsilon_random) ++random_slots;
   }
   int guided_slots = count - random_slots;
   // Guided slots: offspring (or, before evolution, samples) ranked by the scorer when there is one.

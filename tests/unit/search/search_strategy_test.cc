@@ -1,0 +1,141 @@
+// Tests of the evolutionary search: fresh proposals only, warm-up, evolution around the best
+// measured schedules, and the scorer's ranking of warm-up samples (a warm-started cost model).
+#include "common/search/search_strategy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "tests/unit/schedule/test_workloads.h"
+
+namespace gtco::search {
+namespace {
+
+target::HardwareInfo Avx512Host() {
+  target::HardwareInfo hw;
+  hw.cpu_features = {"avx2", "avx512f", "fma"};
+  hw.cores = 2;
+  return hw;
+}
+
+schedule::SearchSpace GemmSpace() {
+  absl::StatusOr<schedule::SearchSpace> space = schedule::SearchSpace::Create(
+      schedule::testing::MatMul(1, 197, 768, 768, false, false), Avx512Host());
+  EXPECT_TRUE(space.ok()) << space.status();
+  return *std::move(space);
+}
+
+/// A synthetic latency: the further "mr" is from 8 and "kc" from 256, the slower.
+double SyntheticSeconds(const schedule::Trace& trace) {
+  const double mr = static_cast<double>(trace.Get("mr").value_or(1));
+  const double kc = static_cast<double>(trace.Get("kc").value_or(1));
+  return 1e-3 * (1.0 + std::abs(mr - 8) + std::abs(kc - 256) / 64.0);
+}
+
+TEST(EvolutionarySearchTest, NeverProposesATraceTwice) {
+  EvolutionaryOptions options;
+  options.seed = 3;
+  EvolutionarySearch search(GemmSpace(), options);
+  std::set<std::string> seen;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<schedule::Trace> proposals = search.Propose(8);
+    ASSERT_FALSE(proposals.empty());
+    for (const schedule::Trace& trace : proposals) {
+      EXPECT_TRUE(seen.insert(trace.ToString()).second) << trace.ToString();
+      search.Observe(trace, true, SyntheticSeconds(trace));
+    }
+  }
+}
+
+TEST(EvolutionarySearchTest, MarkedTracesAreNotProposed) {
+  EvolutionaryOptions options;
+  options.seed = 5;
+  EvolutionarySearch first(GemmSpace(), options);
+  const std::vector<schedule::Trace> would_propose = first.Propose(8);
+  ASSERT_EQ(would_propose.size(), 8u);
+  // The same seed proposes the same traces, except those marked as already proposed.
+  EvolutionarySearch second(GemmSpace(), options);
+  second.MarkProposed(would_propose[0]);
+  second.MarkProposed(would_propose[3]);
+  const std::vector<schedule::Trace> proposed = second.Propose(8);
+  ASSERT_EQ(proposed.size(), 8u);
+  for (const schedule::Trace& trace : proposed) {
+    EXPECT_NE(trace, would_propose[0]);
+    EXPECT_NE(trace, would_propose[3]);
+  }
+  EXPECT_EQ(proposed[0], would_propose[1]);
+}
+
+TEST(EvolutionarySearchTest, EvolutionFindsBetterProgramsThanItsWarmup) {
+  EvolutionaryOptions options;
+  options.seed = 11;
+  EvolutionarySearch search(GemmSpace(), options);
+  double warmup_best = 0;
+  for (int round = 0; round < 30; ++round) {
+    for (const schedule::Trace& trace : search.Propose(8)) {
+      search.Observe(trace, true, SyntheticSeconds(trace));
+    }
+    if (round == 1) warmup_best = search.best_seconds();  // after the 16 warm-up samples
+  }
+  EXPECT_GT(warmup_best, 0);
+  EXPECT_LT(search.best_seconds(), warmup_best);
+  EXPECT_LE(search.best_seconds(), 1.5e-3);  // mr and kc at or next to the synthetic optimum
+}
+
+TEST(EvolutionarySearchTest, FailedTracesDoNotBecomeTheBest) {
+  EvolutionaryOptions options;
+  EvolutionarySearch search(GemmSpace(), options);
+  std::vector<schedule::Trace> proposals = search.Propose(4);
+  ASSERT_EQ(proposals.size(), 4u);
+  search.Observe(proposals[0], false, 1e-9);
+  EXPECT_EQ(search.best_seconds(), 0);
+  search.Observe(proposals[1], true, 2e-3);
+  EXPECT_DOUBLE_EQ(search.best_seconds(), 2e-3);
+}
+
+TEST(EvolutionarySearchTest, ScorerRanksWarmupSamples) {
+  // A scorer that knows the optimum (as a model trained on earlier tasks may): the first round,
+  // before any measurement, should already be mostly near it; without the scorer it is uniform.
+  auto near_optimum = [](const schedule::Trace& trace) { return SyntheticSeconds(trace) < 3e-3; };
+  int scored_near = 0, plain_near = 0, scored_total = 0, plain_total = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    EvolutionaryOptions scored_options;
+    scored_options.seed = seed;
+    scored_options.scorer = [](const std::vector<schedule::Trace>& traces) {
+      std::vector<double> scores;
+      for (const schedule::Trace& trace : traces) scores.push_back(-SyntheticSeconds(trace));
+      return scores;
+    };
+    EvolutionarySearch scored(GemmSpace(), scored_options);
+    for (const schedule::Trace& trace : scored.Propose(8)) {
+      scored_near += near_optimum(trace) ? 1 : 0;
+      ++scored_total;
+    }
+    EvolutionaryOptions plain_options;
+    plain_options.seed = seed;
+    EvolutionarySearch plain(GemmSpace(), plain_options);
+    for (const schedule::Trace& trace : plain.Propose(8)) {
+      plain_near += near_optimum(trace) ? 1 : 0;
+      ++plain_total;
+    }
+  }
+  EXPECT_EQ(scored_total, 40);
+  EXPECT_EQ(plain_total, 40);
+  // ε (a quarter) of the scored slots stay random; the rest are the best of 16 samples each.
+  EXPECT_GE(scored_near, 20) << "plain " << plain_near;
+  EXPECT_GT(scored_near, 2 * plain_near);
+}
+
+TEST(EvolutionarySearchTest, UntrainedScorerLeavesWarmupRandom) {
+  EvolutionaryOptions options;
+  options.scorer = [](const std::vector<schedule::Trace>&) { return std::vector<double>{}; };
+  EvolutionarySearch search(GemmSpace(), options);
+  std::set<std::string> distinct;
+  for (const schedule::Trace& trace : search.Propose(8)) distinct.insert(trace.ToString());
+  EXPECT_EQ(distinct.size(), 8u);
+}
+
+}  // namespace
+}  // namespace gtco::search
