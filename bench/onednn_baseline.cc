@@ -89,9 +89,32 @@ void BindLayerNorm(const ir::Workload& w, const std::vector<float*>& inputs, flo
 
 std::string OneDnnVersion() {
   const dnnl_version_t* version = dnnl_version();
+  const char* isa = "other";
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_avx2:
+      isa = "avx2";
+      break;
+    case dnnl_cpu_isa_avx2_vnni:
+      isa = "avx2_vnni";
+      break;
+    case dnnl_cpu_isa_avx512_core:
+      isa = "avx512_core";
+      break;
+    case dnnl_cpu_isa_avx512_core_vnni:
+      isa = "avx512_core_vnni";
+      break;
+    case dnnl_cpu_isa_avx512_core_bf16:
+      isa = "avx512_core_bf16";
+      break;
+    case dnnl_cpu_isa_avx512_core_amx:
+      isa = "avx512_core_amx";
+      break;
+    default:
+      break;
+  }
   return absl::StrCat("oneDNN ", version->major, ".", version->minor, ".", version->patch,
                       " (cpu runtime ", version->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other",
-                      ")");
+                      ", effective ISA ", isa, ")");
 }
 
 void SetOneDnnThreads(int threads) { omp_set_num_threads(threads); }

@@ -5,7 +5,9 @@
 
 namespace gtco::bench {
 
-std::string OpenBlasVersion() { return openblas_get_config(); }
+std::string OpenBlasVersion() {
+  return std::string(openblas_get_config()) + "; core " + openblas_get_corename();
+}
 
 void SetOpenBlasThreads(int threads) { openblas_set_num_threads(threads); }
 

@@ -144,33 +144,12 @@ std::string RowWiseSection(const std::vector<CaseTiming>& cases, const StreamBan
   return any ? text + "\n" : "";
 }
 
-/// Median of the trials each run of `label` needed to reach `target` (a run that never did
-/// counts as its length + 1, so "never" sorts last); 0 when `label` has no run.
-double MedianTrialsToReach(const std::vector<CurveRun>& curve, const std::string& label,
-                           double target, int* never) {
-  std::vector<double> trials;
-  for (const CurveRun& run : curve) {
-    if (run.Label() != label) continue;
-    const int reached = TrialsToReach(run.result.best_so_far, target);
-    if (reached == 0) ++*never;
-    trials.push_back(reached > 0 ? reached : run.result.trials + 1);
-  }
-  if (trials.empty()) return 0;
-  std::sort(trials.begin(), trials.end());
-  const size_t middle = trials.size() / 2;
-  return trials.size() % 2 == 1 ? trials[middle] : (trials[middle - 1] + trials[middle]) / 2;
-}
-
 std::string CurveSection(const ReportContext& context, const std::vector<CurveRun>& curve) {
   if (curve.empty()) return "";
   double overall_best = 0;
-  std::vector<std::string> labels;
   for (const CurveRun& run : curve) {
     double best = run.result.best_seconds;
     if (best > 0 && (overall_best == 0 || best < overall_best)) overall_best = best;
-    if (std::find(labels.begin(), labels.end(), run.Label()) == labels.end()) {
-      labels.push_back(run.Label());
-    }
   }
   std::string text = absl::StrCat("## Tuning curve (", context.curve_case, ")\n\n");
   absl::StrAppend(
@@ -195,27 +174,9 @@ std::string CurveSection(const ReportContext& context, const std::vector<CurveRu
                     absl::StrFormat("%.1f", result.best_seconds * 1e6), " | ",
                     reach(result.best_seconds), " | ", reach(overall_best), " |\n");
   }
-  if (overall_best <= 0) return text + "\n";
-  const double target = overall_best / 0.95;
-  int random_never = 0;
-  const double random_trials = MedianTrialsToReach(curve, "random", target, &random_never);
-  absl::StrAppend(&text, "\n| search | runs that never reached it | median trials to 95% of best "
-                         "overall | vs random | ≤ 1/3 of random's |\n|---|---|---|---|---|\n");
-  for (const std::string& label : labels) {
-    int never = 0;
-    const double trials = MedianTrialsToReach(curve, label, target, &never);
-    std::string versus = "—", verdict = "—";
-    if (label != "random" && random_trials > 0) {
-      versus = absl::StrFormat("%.2f", trials / random_trials);
-      verdict = trials <= random_trials * kModelTrialFraction ? "yes" : "**no**";
-    }
-    absl::StrAppend(&text, "| ", label, " | ", never, " | ", absl::StrFormat("%.0f", trials),
-                    " | ", versus, " | ", verdict, " |\n");
-  }
-  if (random_never > 0) {
-    absl::StrAppend(&text, "\nA run that never reached the target counts as its trial budget + 1 "
-                           "(random search needed more than its budget there).\n");
-  }
+  absl::StrAppend(&text, "\nThe acceptance comparison (model vs random on the same seed) is "
+                         "computed from `tuning_curve.csv` by `bench/plot_tuning_curve.py "
+                         "--summary` and follows.\n");
   return text + "\n";
 }
 

@@ -37,9 +37,6 @@ struct CurveRun {
   std::string Label() const;
 };
 
-/// The model-guided search's acceptance: it reaches 95% of the best in at most this fraction
-/// of the trials random search needs.
-inline constexpr double kModelTrialFraction = 1.0 / 3.0;
 
 struct ReportContext {
   target::HardwareInfo hw;

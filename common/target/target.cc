@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -35,6 +36,23 @@ int64_t ReadCacheSize(int index) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> CpuIsaCap() {
+  const char* value = std::getenv("GTCO_CPU_ISA");
+  const std::string isa = value != nullptr ? value : "";
+  if (isa.empty() || isa == "native") return std::string();
+  if (isa == "avx2") return isa;
+  return absl::InvalidArgumentError("GTCO_CPU_ISA='" + isa +
+                                    "' is not one of native, avx2 (unset it to use the host's "
+                                    "own CPU features)");
+}
+
+bool BeyondAvx2(const std::string& feature) {
+  for (const char* prefix : {"avx512", "amx", "avx_vnni", "avxvnni", "avxifma", "avx_ifma"}) {
+    if (feature.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
 
 bool HardwareInfo::HasFeature(const std::string& feature) const {
   return std::find(cpu_features.begin(), cpu_features.end(), feature) != cpu_features.end();
@@ -80,6 +98,13 @@ HardwareInfo DetectHostCpu() {
       while (flags >> flag) info.cpu_features.push_back(flag);
       std::sort(info.cpu_features.begin(), info.cpu_features.end());
     }
+  }
+  absl::StatusOr<std::string> cap = CpuIsaCap();
+  if (cap.ok() && *cap == "avx2") {
+    info.cpu_features.erase(
+        std::remove_if(info.cpu_features.begin(), info.cpu_features.end(), BeyondAvx2),
+        info.cpu_features.end());
+    info.cpu_model += " [GTCO_CPU_ISA=avx2]";
   }
   info.cores = std::max(1u, std::thread::hardware_concurrency());
   if (int64_t l1 = ReadCacheSize(0)) info.l1d_bytes = l1;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace gtco::target {
 
 /// Facts about one measuring machine. For CPUs: features use /proc/cpuinfo spellings
@@ -43,8 +45,19 @@ struct HardwareInfo {
 };
 
 /// Reads the host's CPU model, features, core count and cache sizes (from /proc/cpuinfo,
-/// sysconf and /sys). Never fails: unknown facts keep their defaults.
+/// sysconf and /sys), with the features capped by GTCO_CPU_ISA (CpuIsaCap; an invalid value is
+/// left to CpuIsaCap's callers to report). Never fails: unknown facts keep their defaults.
 HardwareInfo DetectHostCpu();
+
+/// The ISA cap from the environment variable GTCO_CPU_ISA: "" (unset or "native": the host's
+/// own features) or "avx2": the host is treated as one with AVX2 + FMA only (no AVX-512, AMX or
+/// AVX-VNNI) by feature detection (hence mappings and a worker's registration) and by the JIT's
+/// code generation alike: for tuning for an AVX2-only deployment target on a bigger host, or
+/// checking the AVX2 path there. INVALID_ARGUMENT for any other value.
+absl::StatusOr<std::string> CpuIsaCap();
+
+/// Whether `feature` (a /proc/cpuinfo or an LLVM spelling) is beyond AVX2 + FMA.
+bool BeyondAvx2(const std::string& feature);
 
 /// The published limits of a data-center GPU of compute capability `sm` (80: A100-SXM4-80GB,
 /// 90: H100-SXM5-80GB), for generating and checking CUDA code where no GPU is at hand (CI, the

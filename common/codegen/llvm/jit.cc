@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/codegen/llvm/runtime.h"
+#include "common/target/target.h"
 #include "common/util/status.h"
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -183,6 +184,21 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
     return ToStatus(builder.takeError(), absl::StatusCode::kInternal, "detecting the host");
   }
   builder->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  GTCO_ASSIGN_OR_RETURN(const std::string isa_cap, target::CpuIsaCap());
+  if (isa_cap == "avx2") {
+    // Every feature beyond AVX2 + FMA explicitly off: LLVM then emits no EVEX/AMX code at all
+    // (and a program calling such an intrinsic is refused by CheckIntrinsicFeatures).
+    std::vector<std::string> capped;
+    for (const std::string& feature : builder->getFeatures().getFeatures()) {
+      if (feature.size() > 1 && feature[0] == '+' && target::BeyondAvx2(feature.substr(1))) {
+        capped.push_back("-" + feature.substr(1));
+      } else {
+        capped.push_back(feature);
+      }
+    }
+    builder->getFeatures() = llvm::SubtargetFeatures();
+    builder->addFeatures(capped);
+  }
   auto state = std::make_unique<State>();
   state->host_cpu = builder->getCPU();
   for (const std::string& feature : builder->getFeatures().getFeatures()) {

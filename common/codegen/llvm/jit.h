@@ -16,7 +16,8 @@ using KernelEntry = void (*)(void** args);
 /// returned entries stay valid until the next Reset or the JIT's destruction.
 class CpuJit {
  public:
-  /// A JIT for the host CPU (llvm::sys::getHostCPUName + getHostCPUFeatures), optimizing at -O3.
+  /// A JIT for the host CPU (llvm::sys::getHostCPUName + getHostCPUFeatures, capped by
+  /// GTCO_CPU_ISA: see target::CpuIsaCap; INVALID_ARGUMENT for a bad value), optimizing at -O3.
   /// The generated code can call gtco_parallel_for (runtime.h) and libm (expf, erff, tanhf, ...).
   static absl::StatusOr<std::unique_ptr<CpuJit>> Create();
 

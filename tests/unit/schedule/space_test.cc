@@ -10,17 +10,11 @@
 namespace gtco::schedule {
 namespace {
 
+using testing::Avx512Host;
 using testing::Elementwise;
 using testing::MatMul;
 using testing::MatMulBiasGelu;
 using testing::RowWorkload;
-
-target::HardwareInfo Avx512Host() {
-  target::HardwareInfo hw;
-  hw.cpu_features = {"avx2", "avx512f", "fma"};
-  hw.cores = 8;
-  return hw;
-}
 
 target::HardwareInfo Avx2Host() {
   target::HardwareInfo hw;

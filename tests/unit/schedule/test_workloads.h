@@ -5,8 +5,17 @@
 #include <vector>
 
 #include "common/ir/workload.h"
+#include "common/target/target.h"
 
 namespace gtco::schedule::testing {
+
+/// A CPU host with AVX-512 F, AVX2 and FMA and `cores` cores (nothing else set).
+inline target::HardwareInfo Avx512Host(int cores = 8) {
+  target::HardwareInfo hw;
+  hw.cpu_features = {"avx2", "avx512f", "fma"};
+  hw.cores = cores;
+  return hw;
+}
 
 inline ir::TensorDesc Tensor(std::vector<int64_t> shape) {
   ir::TensorDesc desc;

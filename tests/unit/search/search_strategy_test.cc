@@ -13,16 +13,10 @@
 namespace gtco::search {
 namespace {
 
-target::HardwareInfo Avx512Host() {
-  target::HardwareInfo hw;
-  hw.cpu_features = {"avx2", "avx512f", "fma"};
-  hw.cores = 2;
-  return hw;
-}
-
 schedule::SearchSpace GemmSpace() {
   absl::StatusOr<schedule::SearchSpace> space = schedule::SearchSpace::Create(
-      schedule::testing::MatMul(1, 197, 768, 768, false, false), Avx512Host());
+      schedule::testing::MatMul(1, 197, 768, 768, false, false),
+      schedule::testing::Avx512Host(/*cores=*/2));
   EXPECT_TRUE(space.ok()) << space.status();
   return *std::move(space);
 }
