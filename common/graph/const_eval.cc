@@ -85,6 +85,18 @@ void AppendValue(Tensor& out, double float_value, int64_t int_value) {
   }
 }
 
+// Integer arithmetic of folded constants wraps around in two's complement, as the integer ops
+// of ONNX runtimes do in practice, instead of overflowing (undefined behaviour in C++).
+int64_t WrappingAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t WrappingSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t WrappingMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
 void AppendFrom(Tensor& out, const Tensor& src, int64_t index) {
   if (IsFloating(out.type)) {
     out.float_data.push_back(src.ValueAsDouble(index));
@@ -217,8 +229,7 @@ absl::StatusOr<Tensor> EvalCast(const Node& node, const Tensor& input) {
   Tensor out = MakeConstant(to, input.shape);
   for (int64_t i = 0; i < input.NumElements(); ++i) {
     double value = input.ValueAsDouble(i);
-    AppendValue(out, value,
-                IsFloating(input.type) ? static_cast<int64_t>(value) : input.int_data[i]);
+    AppendValue(out, value, IsFloating(input.type) ? TruncateToInt64(value) : input.int_data[i]);
   }
   return out;
 }
@@ -307,9 +318,10 @@ absl::StatusOr<Tensor> EvalRange(const Node& node, const Tensor& start, const Te
   if (step == 0) return NodeError(node, "range delta 0");
   double span = std::ceil((limit.ValueAsDouble(0) - first) / step);
   if (span > static_cast<double>(kMaxFoldedElements)) return TooLarge(node);
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(span));
+  int64_t count = std::max<int64_t>(0, TruncateToInt64(span));
   for (int64_t i = 0; i < count; ++i) {
-    AppendValue(out, first + i * step, start.ValueAsInt(0) + i * delta.ValueAsInt(0));
+    AppendValue(out, first + i * step,
+                WrappingAdd(start.ValueAsInt(0), WrappingMul(i, delta.ValueAsInt(0))));
   }
   out.shape = {count};
   return out;
@@ -334,7 +346,7 @@ Tensor EvalUnary(const Node& node, const Tensor& input) {
   Tensor out = MakeConstant(input.type, input.shape);
   for (int64_t i = 0; i < input.NumElements(); ++i) {
     double value = UnaryValue(node.op_type, input.ValueAsDouble(i));
-    AppendValue(out, value, static_cast<int64_t>(value));
+    AppendValue(out, value, TruncateToInt64(value));
   }
   return out;
 }
@@ -349,14 +361,17 @@ void BinaryValue(const std::string& op, const Tensor& a, int64_t ia, const Tenso
   if (op == "And") return AppendValue(out, 0, x != 0 && y != 0);
   if (op == "Or") return AppendValue(out, 0, x != 0 || y != 0);
   int64_t p = IsFloating(a.type) ? 0 : a.int_data[ia], q = IsFloating(b.type) ? 0 : b.int_data[ib];
-  if (op == "Add") return AppendValue(out, x + y, p + q);
-  if (op == "Sub") return AppendValue(out, x - y, p - q);
-  if (op == "Mul") return AppendValue(out, x * y, p * q);
-  if (op == "Div") return AppendValue(out, x / y, q == 0 ? 0 : p / q);
+  if (op == "Add") return AppendValue(out, x + y, WrappingAdd(p, q));
+  if (op == "Sub") return AppendValue(out, x - y, WrappingSub(p, q));
+  if (op == "Mul") return AppendValue(out, x * y, WrappingMul(p, q));
+  // INT64_MIN / -1 wraps to INT64_MIN like the other overflows (the division itself traps).
+  if (op == "Div") {
+    return AppendValue(out, x / y, q == 0 ? 0 : q == -1 ? WrappingSub(0, p) : p / q);
+  }
   if (op == "Max") return AppendValue(out, std::max(x, y), std::max(p, q));
   if (op == "Min") return AppendValue(out, std::min(x, y), std::min(p, q));
   double power = std::pow(x, y);  // Pow
-  return AppendValue(out, power, static_cast<int64_t>(power));
+  return AppendValue(out, power, TruncateToInt64(power));
 }
 
 absl::StatusOr<Tensor> EvalBinary(const Node& node, const Tensor& a, const Tensor& b) {

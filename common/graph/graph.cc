@@ -1,6 +1,8 @@
 // Graph IR accessors and dead-node removal.
 #include "common/graph/graph.h"
 
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -54,8 +56,17 @@ double Tensor::ValueAsDouble(int64_t index) const {
   return IsFloating(type) ? float_data[index] : static_cast<double>(int_data[index]);
 }
 
+int64_t TruncateToInt64(double value) {
+  if (std::isnan(value)) return 0;
+  // 2^63 is exactly representable; every double below it (and >= -2^63) converts.
+  constexpr double kLimit = 9223372036854775808.0;
+  if (value >= kLimit) return std::numeric_limits<int64_t>::max();
+  if (value < -kLimit) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
+}
+
 int64_t Tensor::ValueAsInt(int64_t index) const {
-  return IsFloating(type) ? static_cast<int64_t>(float_data[index]) : int_data[index];
+  return IsFloating(type) ? TruncateToInt64(float_data[index]) : int_data[index];
 }
 
 int64_t Node::IntAttr(const std::string& attr_name, int64_t fallback) const {

@@ -54,9 +54,13 @@ struct Tensor {
   int64_t NumElements() const { return graph::NumElements(shape); }
   /// Element `index` of a constant, as double (ints converted).
   double ValueAsDouble(int64_t index) const;
-  /// Element `index` of a constant, as int64 (floats truncated).
+  /// Element `index` of a constant, as int64 (floats truncated, see TruncateToInt64).
   int64_t ValueAsInt(int64_t index) const;
 };
+
+/// `value` truncated toward zero into int64 without undefined behaviour: NaN is 0 and values
+/// beyond int64's range saturate (a C++ cast of such a double is undefined).
+int64_t TruncateToInt64(double value);
 
 struct Attribute {
   enum class Kind { kInt, kFloat, kString, kInts, kFloats, kTensor, kOther };

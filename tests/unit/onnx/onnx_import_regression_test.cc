@@ -3,9 +3,11 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "common/graph/constant_folding.h"
 #include "common/onnx/onnx_import.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -178,6 +180,65 @@ TEST(OnnxImportRegressionTest, HugeTensorsAreRejectedAtImport) {
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(ImportOnnx(dynamic_mlp, {{"input", {4, 32}}}).ok());
+}
+
+
+// Constant folding multiplied two int64 initializers (102254581383169 × 216172782113783809)
+// with C++ signed overflow (undefined behaviour, found by fuzz_onnx_import). Folded integer
+// arithmetic now wraps in two's complement, and floats cast to int64 saturate (NaN → 0).
+TEST(OnnxImportRegressionTest, FoldedIntegerOverflowWrapsAndFloatCastsSaturate) {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  auto* graph = model.mutable_graph();
+  graph->set_name("folded_overflow");
+  auto add_int64 = [&](const char* name, int64_t value) {
+    ::onnx::TensorProto* initializer = graph->add_initializer();
+    initializer->set_name(name);
+    initializer->set_data_type(::onnx::TensorProto::INT64);
+    initializer->add_dims(1);
+    initializer->add_int64_data(value);
+  };
+  add_int64("a", 102254581383169);
+  add_int64("b", 216172782113783809);
+  add_int64("lowest", std::numeric_limits<int64_t>::min());
+  add_int64("minus_one", -1);
+  ::onnx::TensorProto* floats = graph->add_initializer();
+  floats->set_name("f");
+  floats->set_data_type(::onnx::TensorProto::FLOAT);
+  floats->add_dims(3);
+  for (float value : {1e30f, std::numeric_limits<float>::quiet_NaN(), -1e30f}) {
+    floats->add_float_data(value);
+  }
+  auto add_node = [&](const char* op, std::vector<const char*> inputs, const char* output) {
+    ::onnx::NodeProto* node = graph->add_node();
+    node->set_name(output);
+    node->set_op_type(op);
+    for (const char* input : inputs) node->add_input(input);
+    node->add_output(output);
+    return node;
+  };
+  add_node("Mul", {"a", "b"}, "product");
+  add_node("Div", {"lowest", "minus_one"}, "quotient");
+  auto* to = add_node("Cast", {"f"}, "cast")->add_attribute();
+  to->set_name("to");
+  to->set_type(::onnx::AttributeProto::INT);
+  to->set_i(::onnx::TensorProto::INT64);
+  AddTensorValue(graph->add_output(), "product", ::onnx::TensorProto::INT64, {1});
+  AddTensorValue(graph->add_output(), "quotient", ::onnx::TensorProto::INT64, {1});
+  AddTensorValue(graph->add_output(), "cast", ::onnx::TensorProto::INT64, {3});
+  absl::StatusOr<graph::Graph> imported = ImportOnnx(model.SerializeAsString(), {});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_TRUE(graph::FoldConstants(*imported).ok());
+  const int64_t wrapped = static_cast<int64_t>(uint64_t{102254581383169} * 216172782113783809u);
+  EXPECT_EQ(imported->tensor("product").int_data, (std::vector<int64_t>{wrapped}));
+  EXPECT_EQ(imported->tensor("quotient").int_data,
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::min()}));
+  EXPECT_EQ(imported->tensor("cast").int_data,
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::max(), 0,
+                                  std::numeric_limits<int64_t>::min()}));
 }
 
 }  // namespace
