@@ -24,15 +24,21 @@ void AddTensorValue(::onnx::ValueInfoProto* value, const std::string& name, int 
   for (int64_t dim : dims) shape->add_dim()->set_dim_value(dim);
 }
 
-/// x [1,3,16,16] -> `producer` -> c -> Shape -> s (int64), with ONNX opset 17.
-::onnx::ModelProto ShapeOfProducer(const std::function<void(::onnx::NodeProto*)>& producer) {
+/// A model of ONNX opset 17 (IR version 8) with an empty graph named `name`.
+::onnx::ModelProto EmptyModel(const std::string& name) {
   ::onnx::ModelProto model;
   model.set_ir_version(8);
   auto* opset = model.add_opset_import();
   opset->set_domain("");
   opset->set_version(17);
+  model.mutable_graph()->set_name(name);
+  return model;
+}
+
+/// x [1,3,16,16] -> `producer` -> c -> Shape -> s (int64), with ONNX opset 17.
+::onnx::ModelProto ShapeOfProducer(const std::function<void(::onnx::NodeProto*)>& producer) {
+  ::onnx::ModelProto model = EmptyModel("shape_of_producer");
   auto* graph = model.mutable_graph();
-  graph->set_name("shape_of_producer");
   AddTensorValue(graph->add_input(), "x", ::onnx::TensorProto::FLOAT, {1, 3, 16, 16});
   ::onnx::NodeProto* node = graph->add_node();
   node->set_name("producer");
@@ -113,13 +119,8 @@ TEST(OnnxImportRegressionTest, ShapeArithmeticStillFoldsIntoStaticShapes) {
 // An int8 zero point stored in int32_data as -33554435 reached the fusion planner, which built
 // an invalid workload (INTERNAL error). 8-bit and bool values now keep only their type's bits.
 TEST(OnnxImportRegressionTest, NarrowIntegerValuesAreReducedToTheirType) {
-  ::onnx::ModelProto model;
-  model.set_ir_version(8);
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
+  ::onnx::ModelProto model = EmptyModel("narrow_values");
   auto* graph = model.mutable_graph();
-  graph->set_name("narrow_values");
   const struct {
     const char* name;
     int data_type;
@@ -187,13 +188,8 @@ TEST(OnnxImportRegressionTest, HugeTensorsAreRejectedAtImport) {
 // with C++ signed overflow (undefined behaviour, found by fuzz_onnx_import). Folded integer
 // arithmetic now wraps in two's complement, and floats cast to int64 saturate (NaN → 0).
 TEST(OnnxImportRegressionTest, FoldedIntegerOverflowWrapsAndFloatCastsSaturate) {
-  ::onnx::ModelProto model;
-  model.set_ir_version(8);
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
+  ::onnx::ModelProto model = EmptyModel("folded_overflow");
   auto* graph = model.mutable_graph();
-  graph->set_name("folded_overflow");
   auto add_int64 = [&](const char* name, int64_t value) {
     ::onnx::TensorProto* initializer = graph->add_initializer();
     initializer->set_name(name);
