@@ -44,9 +44,10 @@ struct EvolutionaryOptions {
 };
 
 /// Random sampling first (ranked by the scorer when there is one), then mutations of the best
-/// measured schedules with an ε share of random picks. With a scorer (the cost model), each round generates candidates_per_slot
-/// offspring and fresh samples per slot and keeps the best-scored ones; the ε share stays
-/// random so the model keeps seeing programs it did not choose.
+/// measured schedules with an ε share of random picks. With a scorer (the cost model), each
+/// round generates candidates_per_slot offspring and fresh samples per slot and keeps the
+/// best-scored ones; the ε share stays random so the model keeps seeing programs it did not
+/// choose.
 class EvolutionarySearch final : public SearchStrategy {
  public:
   EvolutionarySearch(schedule::SearchSpace space, EvolutionaryOptions options);

@@ -122,14 +122,5 @@ TEST(EvolutionarySearchTest, ScorerRanksWarmupSamples) {
   EXPECT_GT(scored_near, 2 * plain_near);
 }
 
-TEST(EvolutionarySearchTest, UntrainedScorerLeavesWarmupRandom) {
-  EvolutionaryOptions options;
-  options.scorer = [](const std::vector<schedule::Trace>&) { return std::vector<double>{}; };
-  EvolutionarySearch search(GemmSpace(), options);
-  std::set<std::string> distinct;
-  for (const schedule::Trace& trace : search.Propose(8)) distinct.insert(trace.ToString());
-  EXPECT_EQ(distinct.size(), 8u);
-}
-
 }  // namespace
 }  // namespace gtco::search
