@@ -3,13 +3,17 @@
 #   scripts/setup.sh [--tests]   (--tests also installs what the test suite needs and builds
 #                                 the tests and benchmarks; without it only the three binaries)
 #   scripts/setup.sh --deps-only  (installs the packages of a plain build, builds nothing)
+# The CUDA path needs no toolkit and no GPU: the headers and libnvrtc come from NVIDIA's
+# nvidia-cuda-nvrtc and nvidia-cuda-runtime wheels (PyPI), installed into .deps/cuda; NVRTC is
+# loaded at run time and compiles generated kernels for sm_80/sm_90 with no GPU present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev sqlite3 libpq-dev llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
-  libonnx-dev libcivetweb-dev civetweb libxgboost-dev xgboost libgtest-dev libopenblas-dev curl)
+  libonnx-dev libcivetweb-dev civetweb libxgboost-dev xgboost libgtest-dev libopenblas-dev curl
+  python3-pip)
 targets=(--target gtco-server gtco-worker gtco-client)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
@@ -29,6 +33,17 @@ if ((${#missing[@]})); then
   "${as_root[@]}" apt-get update -q
   DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends \
     "${missing[@]}"
+fi
+
+# NVRTC and the CUDA headers, pinned to the release of the CUDA toolkit GTCO is tested with.
+cuda_wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96)
+cuda_dir=.deps/cuda
+if [[ ! -f $cuda_dir/installed ]] || [[ "$(cat "$cuda_dir/installed")" != "${cuda_wheels[*]}" ]]; then
+  echo "== installing ${cuda_wheels[*]} into $cuda_dir"
+  rm -rf "$cuda_dir"
+  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+    --target "$cuda_dir" "${cuda_wheels[@]}"
+  echo "${cuda_wheels[*]}" >"$cuda_dir/installed"
 fi
 
 [[ "${1:-}" == "--deps-only" ]] && exit 0

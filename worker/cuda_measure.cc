@@ -155,6 +155,10 @@ absl::StatusOr<std::unique_ptr<CudaMeasurer>> CudaMeasurer::Create(int device,
 }
 
 absl::Status CudaMeasurer::SelfTest() {
+  if (absl::Status nvrtc = codegen::NvrtcLoadStatus(); !nvrtc.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("NVRTC is needed to compile candidates: ", nvrtc.message()));
+  }
   const std::string arch = absl::StrCat("sm_", hardware_.SmVersion());
   const auto failed = [&](const absl::Status& status) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -123,8 +123,8 @@ absl::StatusOr<target::HardwareInfo> DetectTarget(const RunnerConfig& config) {
     return (*measurer)->hardware();
 #else
     return absl::FailedPreconditionError(
-        absl::StrCat("--target cuda needs a gtco-worker built with the CUDA toolkit (NVRTC); "
-                     "this build has none",
+        absl::StrCat("--target cuda needs a gtco-worker built with CUDA; this one was "
+                     "configured with -DGTCO_WITH_CUDA=OFF",
                      kInstead));
 #endif
   }

@@ -5,8 +5,10 @@ Python's counterpart of tests/unit/db/postgres_server.cc: the newest /usr/lib/po
 trust authentication for the superuser `gtco`, run as the `postgres` user when the tests run as
 root (initdb and pg_ctl refuse root). A watchdog in its own session stops the server and removes
 the folder when the test process closes its pipe, by stop() or by dying, so that no cluster is
-left behind. Where no server can be started, `unavailable_reason()` / `start()` say why, and the
-tests skip with that reason.
+left behind. `scripts/setup.sh --tests` installs PostgreSQL, so missing binaries, client or
+`postgres` user are errors (the tests fail, saying what to install); only a host where the
+`postgres` user cannot reach the installed binaries (a chroot private to root) raises
+`Unavailable`, and the tests skip with that reason.
 """
 import glob
 import os
@@ -58,7 +60,11 @@ def _psql():
 
 
 class Unavailable(Exception):
-    """No PostgreSQL server can be started here; the message says why."""
+    """The host keeps the `postgres` user from running the installed server; the message says why."""
+
+
+class NotInstalled(RuntimeError):
+    """Something scripts/setup.sh --tests installs is missing; the message says what."""
 
 
 class PostgresServer:
@@ -73,26 +79,27 @@ class PostgresServer:
     # --- starting and stopping ------------------------------------------------------------
 
     def start(self):
-        """Starts the cluster; raises Unavailable with the reason where that is impossible."""
+        """Starts the cluster; raises NotInstalled or Unavailable (see the module's doc)."""
         self.bin_dir = _bin_dir()
         if not self.bin_dir:
-            raise Unavailable("PostgreSQL server binaries (initdb, pg_ctl) not found under "
-                              "/usr/lib/postgresql/*/bin or $GTCO_POSTGRES_BIN_DIR: install the "
-                              "Debian package 'postgresql'")
+            raise NotInstalled("PostgreSQL server binaries (initdb, pg_ctl) not found under "
+                               "/usr/lib/postgresql/*/bin or $GTCO_POSTGRES_BIN_DIR: run "
+                               "scripts/setup.sh --tests (or install the Debian package "
+                               "'postgresql')")
         if not _psql():
-            raise Unavailable("psql not found: install the Debian package 'postgresql-client'")
+            raise NotInstalled("psql not found: install the Debian package 'postgresql-client'")
         owner = None
         if os.geteuid() == 0:
             try:
                 owner = pwd.getpwnam("postgres")
             except KeyError:
-                raise Unavailable("running as root and there is no 'postgres' user to run the "
-                                  "PostgreSQL server as (the Debian package 'postgresql' "
-                                  "creates it)")
+                raise NotInstalled("running as root and there is no 'postgres' user to run the "
+                                   "PostgreSQL server as (the Debian package 'postgresql' "
+                                   "creates it)")
             runuser = shutil.which("runuser") or "/usr/sbin/runuser"
             if not os.access(runuser, os.X_OK):
-                raise Unavailable("running as root and runuser(1) is missing, so the server "
-                                  "cannot be started as the 'postgres' user")
+                raise NotInstalled("running as root and runuser(1) is missing, so the server "
+                                   "cannot be started as the 'postgres' user")
             self.prefix = [runuser, "-u", "postgres", "--"]
             probe = subprocess.run(self.prefix + ["test", "-x", os.path.join(self.bin_dir, "initdb")],
                                    stdin=subprocess.DEVNULL, capture_output=True)
@@ -184,8 +191,8 @@ _shared_error = None
 
 
 def shared():
-    """The module-wide server, started on first use; raises Unavailable (every time) where no
-    server can be started."""
+    """The module-wide server, started on first use; raises Unavailable (every time) where the
+    host keeps the `postgres` user from running it."""
     global _shared, _shared_error
     if _shared_error is not None:
         raise Unavailable(_shared_error)

@@ -14,6 +14,7 @@
 #include "common/graph/model_analysis.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 
 namespace gtco {
 namespace {
@@ -142,7 +143,7 @@ void ExpectCompilesWithinBudget(const ir::Workload& w, const schedule::Trace& tr
 class AllWorkloadsCompileTest : public testing::TestWithParam<Case> {};
 
 TEST_P(AllWorkloadsCompileTest, EveryMappingCompilesWithinBudget) {
-  if (!codegen::NvrtcAvailable()) GTEST_SKIP() << "this build has no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   const target::HardwareInfo hw = target::CudaArchPreset(GetParam().sm);
   absl::StatusOr<std::vector<ir::Workload>> workloads = WorkloadsOf(GetParam().name);
   ASSERT_TRUE(workloads.ok()) << workloads.status();

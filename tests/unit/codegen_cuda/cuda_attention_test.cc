@@ -12,6 +12,7 @@
 #include "common/schedule/cuda_sketch.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 
 namespace gtco {
 namespace {
@@ -217,7 +218,7 @@ TEST(CudaAttentionCodegenTest, RejectsTracesOfOtherShapesOrSketches) {
 class CudaAttentionCompileTest : public testing::TestWithParam<int> {};
 
 TEST_P(CudaAttentionCompileTest, DefaultAndSampledTracesCompileWithinBudget) {
-  if (!codegen::NvrtcAvailable()) GTEST_SKIP() << "this build has no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   const target::HardwareInfo hw = target::CudaArchPreset(GetParam());
   std::mt19937_64 rng(GetParam());
   for (const ir::Workload& w : MainWorkloads()) {
@@ -238,7 +239,7 @@ TEST_P(CudaAttentionCompileTest, DefaultAndSampledTracesCompileWithinBudget) {
 }
 
 TEST_P(CudaAttentionCompileTest, OddHeadDimsLowPrecisionAndEpiloguesCompile) {
-  if (!codegen::NvrtcAvailable()) GTEST_SKIP() << "this build has no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   const target::HardwareInfo hw = target::CudaArchPreset(GetParam());
   ir::Workload biased = Attention(3, 33, 45, 40, 24, 0.15811388f);
   biased.inputs.push_back({ir::DType::kF32, {24}});

@@ -17,6 +17,7 @@
 #include "common/schedule/cuda_sketch.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 
 namespace gtco::codegen {
 namespace {
@@ -315,9 +316,10 @@ std::vector<CompileCase> CompileCases() {
 constexpr int kSamples = 8;
 
 /// Generates the default trace and kSamples random ones of each case on sm_80 and sm_90 and,
-/// with NVRTC, compiles them (the default for both architectures, each sample for the one it was
+/// compiles them with NVRTC (the default for both architectures, each sample for the one it was
 /// drawn for) and checks ptxas' resource report against the device.
 TEST(CudaMatMulCompileTest, DefaultAndSampledTracesCompileWithinBudget) {
+  GTCO_REQUIRE_NVRTC();
   const auto start = std::chrono::steady_clock::now();
   int compiled_count = 0;
   for (const CompileCase& c : CompileCases()) {
@@ -339,7 +341,6 @@ TEST(CudaMatMulCompileTest, DefaultAndSampledTracesCompileWithinBudget) {
           EXPECT_NE(kernel->source.find(instruction), std::string::npos) << instruction;
         }
         if (c.mapping == "simt") EXPECT_EQ(kernel->source.find("mma.sync"), std::string::npos);
-        if (!NvrtcAvailable()) continue;
         const std::string arch =
             kernel->plan.arch.empty() ? "sm_" + std::to_string(sm) : kernel->plan.arch;
         absl::StatusOr<CompiledCuda> compiled = CompileCuda(kernel->source, kernel->entry, arch);
@@ -375,6 +376,7 @@ TEST(CudaMatMulCompileTest, DefaultAndSampledTracesCompileWithinBudget) {
 /// f16 matmuls: ir::Workload::Validate() does not accept them yet, so the generators are called
 /// directly with the default trace's plan.
 TEST(CudaMatMulCompileTest, F16DefaultTracesCompile) {
+  GTCO_REQUIRE_NVRTC();
   const ir::Workload w = MatMul(DType::kF16, DType::kF32, kScores);
   for (const auto& [mapping, instruction] : std::vector<std::pair<std::string, std::string>>{
            {"mma_sync", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
@@ -394,7 +396,6 @@ TEST(CudaMatMulCompileTest, F16DefaultTracesCompile) {
                                              : cuda::GenerateMmaSyncMatMul(w, values, *plan, "k");
     ASSERT_TRUE(source.ok()) << source.status();
     EXPECT_NE(source->find(instruction), std::string::npos);
-    if (!NvrtcAvailable()) continue;
     absl::StatusOr<CompiledCuda> compiled = CompileCuda(*source, "k", "sm_80");
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     EXPECT_EQ(compiled->usage.spill_store_bytes, 0) << compiled->log;

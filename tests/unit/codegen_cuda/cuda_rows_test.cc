@@ -15,6 +15,7 @@
 #include "common/schedule/space.h"
 #include "common/target/target.h"
 #include "tests/unit/schedule/test_workloads.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 
 namespace gtco::codegen {
 namespace {
@@ -288,7 +289,7 @@ schedule::Trace MakeTrace(const char* sketch, const std::vector<std::string>& na
 }
 
 TEST(CudaRowsCompileTest, ClusterStreamingAndEpilogueVariantsCompile) {
-  if (!NvrtcAvailable()) GTEST_SKIP() << "this build has no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   const target::HardwareInfo h100 = target::CudaArchPreset(90);
   const std::vector<std::string> names =
       schedule::CudaRowsKnobNames(ir::AnchorKind::kSoftmax);  // same for layernorm
@@ -334,7 +335,7 @@ TEST(CudaRowsCompileTest, ClusterStreamingAndEpilogueVariantsCompile) {
 }
 
 TEST(CudaRowsCompileTest, DefaultAndSampledTracesCompileWithinTheirPlans) {
-  if (!NvrtcAvailable()) GTEST_SKIP() << "this build has no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   constexpr int kSamples = 4;  // per workload and architecture
   std::mt19937_64 rng(20240601);
   for (const NamedWorkload& named : Workloads()) {

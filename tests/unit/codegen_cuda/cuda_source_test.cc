@@ -2,8 +2,15 @@
 #include "common/codegen/cuda/cuda_source.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
 
 #include "common/codegen/cuda/nvrtc.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 
 namespace gtco::codegen {
 namespace {
@@ -65,7 +72,7 @@ TEST(NvrtcTest, ParsesPtxasReportForTheNamedEntryOnly) {
 }
 
 TEST(NvrtcTest, CompilesPreludeAndEpilogueForSm80AndSm90) {
-  if (!NvrtcAvailable()) GTEST_SKIP() << "this build has no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   const ir::Workload w = BiasGeluMatMul();
   absl::StatusOr<std::string> epilogue = cuda::EmitEpilogue(w, "acc", "r", "c");
   ASSERT_TRUE(epilogue.ok());
@@ -82,11 +89,46 @@ TEST(NvrtcTest, CompilesPreludeAndEpilogueForSm80AndSm90) {
 }
 
 TEST(NvrtcTest, ReportsCompileErrorsWithTheLog) {
-  if (!NvrtcAvailable()) GTEST_SKIP() << "this build has no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   absl::StatusOr<CompiledCuda> compiled =
       CompileCuda("extern \"C\" __global__ void k() { undefined_thing(); }", "k", "sm_80");
   ASSERT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(compiled.status().message().find("undefined_thing"), std::string::npos);
+}
+
+/// Runs this test program again with `env` (NAME=value) set, on `filter`; returns its output and
+/// sets `exit_code`.
+std::string RunSelf(const std::string& env, const std::string& filter, int* exit_code) {
+  const std::string command = env + " /proc/" + std::to_string(getpid()) +
+                              "/exe --gtest_filter=" + filter + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer;
+  while (pipe != nullptr && fgets(buffer.data(), buffer.size(), pipe) != nullptr) {
+    output += buffer.data();
+  }
+  const int status = pipe == nullptr ? -1 : pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return output;
+}
+
+// A library that is not NVRTC, or none, is refused with the reason; the compile tests then fail
+// (they never skip in a build with CUDA).
+TEST(NvrtcTest, UnusableLibraryIsUnavailableAndCompileTestsFail) {
+  if (!NvrtcBuilt()) GTEST_SKIP() << NvrtcLoadStatus().message();
+  const std::string filter = "NvrtcTest.ReportsCompileErrorsWithTheLog";
+  int exit_code = 0;
+  std::string output = RunSelf("GTCO_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13", filter,
+                               &exit_code);
+  EXPECT_NE(exit_code, 0) << output;
+  EXPECT_NE(output.find("UNAVAILABLE: GTCO_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13 cannot be "
+                        "used as NVRTC"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(output.find("SKIPPED"), std::string::npos) << output;
+  output = RunSelf("GTCO_NVRTC_LIBRARY=libz.so.1", filter, &exit_code);
+  EXPECT_NE(exit_code, 0) << output;
+  EXPECT_NE(output.find("libz.so.1 lacks an NVRTC entry point"), std::string::npos) << output;
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ RankingQuality Evaluate(const std::vector<float>& scores, const std::vector<doub
 
 TEST(CostModelRankingJitTest, MatMul256ModelPicksFastHeldOutPrograms) {
   absl::StatusOr<std::unique_ptr<codegen::CpuJit>> jit = codegen::CpuJit::Create();
-  if (!jit.ok()) GTEST_SKIP() << "no LLVM JIT for this host: " << jit.status();
+  ASSERT_TRUE(jit.ok()) << "no LLVM JIT: " << jit.status();
   // Single-threaded programs (a 1-core space): their best-of-N times stay comparable while
   // other processes load the cores, whereas parallel ones swing with that load. Set
   // GTCO_RANKING_ALL_CORES on a quiet machine to include parallel programs.

@@ -21,7 +21,7 @@ void PrintTo(Backend backend, std::ostream* out) {
 void DatabaseTest::SetUp() {
   if (GetParam() == Backend::kPostgres) {
     PostgresServer& server = PostgresServer::Shared();
-    if (server.binaries_missing()) GTEST_SKIP() << server.start_status().message();
+    if (server.unreachable_here()) GTEST_SKIP() << server.start_status().message();
     ASSERT_TRUE(server.start_status().ok()) << server.start_status();
     const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
     absl::StatusOr<std::string> uri = server.CreateDatabase(test->name());

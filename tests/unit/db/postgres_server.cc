@@ -169,17 +169,15 @@ absl::Status PostgresServer::RunServerCommand(const std::vector<std::string>& ar
 absl::Status PostgresServer::Start() {
   bin_dir_ = FindBinDir();
   if (bin_dir_.empty()) {
-    binaries_missing_ = true;
     return absl::FailedPreconditionError(
         "PostgreSQL server binaries (initdb, pg_ctl) not found under /usr/lib/postgresql/*/bin "
-        "or $GTCO_POSTGRES_BIN_DIR: install the Debian package 'postgresql' to run the "
-        "PostgreSQL instances of the database tests");
+        "or $GTCO_POSTGRES_BIN_DIR: run scripts/setup.sh --tests (or install the Debian package "
+        "'postgresql') to run the PostgreSQL instances of the database tests");
   }
   if (geteuid() == 0) {
     // initdb and pg_ctl refuse to run as root: hand the cluster to the `postgres` user.
     const passwd* account = getpwnam("postgres");
     if (account == nullptr) {
-      binaries_missing_ = true;
       return absl::FailedPreconditionError(
           "running as root and there is no 'postgres' user to run the PostgreSQL server as "
           "(the Debian package 'postgresql' creates it)");
@@ -189,7 +187,7 @@ absl::Status PostgresServer::Start() {
     run_gid_ = account->pw_gid;
     if (!UserCanExecute(bin_dir_ + "/initdb", run_uid_, run_gid_)) {
       // Seen in chroots whose root directory is private to root (mode 0700).
-      binaries_missing_ = true;
+      unreachable_here_ = true;
       return absl::FailedPreconditionError(absl::StrCat(
           "the 'postgres' user cannot execute ", bin_dir_,
           "/initdb here (a directory on the way is not traversable by other users), so the "

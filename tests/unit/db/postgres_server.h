@@ -23,9 +23,11 @@ class PostgresServer {
   /// started or not).
   static PostgresServer& Shared();
 
-  /// True when no PostgreSQL binaries are installed, or the unprivileged `postgres` user cannot
-  /// run them here: tests should skip, not fail.
-  bool binaries_missing() const { return binaries_missing_; }
+  /// True when the PostgreSQL binaries are installed but the unprivileged `postgres` user cannot
+  /// reach them (a chroot whose root directory is private to root): a property of the host, so
+  /// tests skip. Missing binaries are not this: `scripts/setup.sh --tests` installs them, and
+  /// tests fail with start_status() saying so.
+  bool unreachable_here() const { return unreachable_here_; }
   /// OK when the server runs; otherwise why not (with the server log's tail).
   const absl::Status& start_status() const { return start_status_; }
 
@@ -51,7 +53,7 @@ class PostgresServer {
   absl::Status RunServerCommand(const std::vector<std::string>& argv, const std::string& what);
   void StartWatchdog();
 
-  bool binaries_missing_ = false;
+  bool unreachable_here_ = false;
   absl::Status start_status_;
   std::string bin_dir_;
   std::string directory_;  ///< the cluster's temporary directory (data/, logs, socket)

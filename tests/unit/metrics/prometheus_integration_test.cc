@@ -105,9 +105,9 @@ bool WaitFor(Probe probe) {
 }
 
 TEST(PrometheusIntegrationTest, RealPrometheusScrapesWithoutErrors) {
-  if (access(kPrometheusBinary, X_OK) != 0) {
-    GTEST_SKIP() << kPrometheusBinary << " not installed (apt-get install prometheus)";
-  }
+  ASSERT_EQ(access(kPrometheusBinary, X_OK), 0)
+      << kPrometheusBinary << " not installed: run scripts/setup.sh --tests (or apt-get install "
+      << "prometheus)";
   std::string directory_template = ::testing::TempDir() + "gtco_prometheus_XXXXXX";
   ASSERT_NE(mkdtemp(directory_template.data()), nullptr);
   const std::filesystem::path directory(directory_template);

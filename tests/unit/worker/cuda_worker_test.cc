@@ -18,6 +18,7 @@
 #include "tests/unit/worker/process_util.h"
 #include "worker/cuda_driver.h"
 #include "worker/cuda_measure.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 
 namespace gtco::worker {
 namespace {
@@ -213,7 +214,7 @@ TEST(CudaToleranceTest, Tf32ToleranceAcceptsTf32ProductsAndRejectsWrongSums) {
 }
 
 TEST(CudaTestKernelsTest, CompileWithNvrtc) {
-  if (!codegen::NvrtcAvailable()) GTEST_SKIP() << "no NVRTC";
+  GTCO_REQUIRE_NVRTC();
   for (const std::string& source :
        {testing::CorrectAddOne(), testing::WrongAddOne(), testing::SharedAddOne(),
         testing::FaultingAddOne(), testing::HangingAddOne()}) {
