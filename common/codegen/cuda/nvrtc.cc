@@ -86,8 +86,25 @@ std::vector<std::string> SearchDirectories() {
   return directories;
 }
 
+/// libnvrtc opens its builtins (libnvrtc-builtins.so.<major>.<minor>) by soname, which the
+/// dynamic loader finds beside a toolkit in ld.so.cache but not in a wheel's folder: loading the
+/// ones beside `path` first makes that lookup find them already loaded.
+void PreloadBuiltinsBeside(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return;
+  glob_t matches{};
+  if (glob((path.substr(0, slash) + "/libnvrtc-builtins.so.*").c_str(), 0, nullptr, &matches) ==
+      0) {
+    for (size_t i = 0; i < matches.gl_pathc; ++i) {
+      dlopen(matches.gl_pathv[i], RTLD_NOW | RTLD_LOCAL);  // kept open, like libnvrtc
+    }
+  }
+  globfree(&matches);
+}
+
 /// Opens `name` (a path or a soname) and resolves every entry point; on failure says why.
 absl::Status OpenNvrtc(const std::string& name, LoadedNvrtc& loaded) {
+  PreloadBuiltinsBeside(name);
   void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return absl::NotFoundError(dlerror());
   const auto resolve = [&](auto& entry, const char* symbol) {
@@ -130,14 +147,16 @@ LoadedNvrtc LoadNvrtc() {
     looked.push_back(std::string(opened.message()));
   }
   for (const std::string& directory : SearchDirectories()) {
+    bool present = false;
     for (const char* soname : kSonames) {
       const std::string path = absl::StrCat(directory, "/", soname);
       if (access(path.c_str(), F_OK) != 0) continue;
+      present = true;
       absl::Status opened = OpenNvrtc(path, loaded);
       if (opened.ok()) return loaded;
       looked.push_back(std::string(opened.message()));
     }
-    looked.push_back(absl::StrCat(directory, " (no libnvrtc)"));
+    if (!present) looked.push_back(absl::StrCat(directory, " (no libnvrtc)"));
   }
   loaded.status = absl::UnavailableError(absl::StrCat(
       "NVRTC (libnvrtc.so.13 or libnvrtc.so.12) cannot be loaded; looked at: ",
