@@ -5,10 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
-(cd build && ctest --output-on-failure -j2 --timeout 900 "$@")
+# --test-output-truncation head: a passed test's log keeps its last lines (the NVRTC count below).
+(cd build && ctest --output-on-failure --test-output-truncation head -j2 --timeout 900 "$@")
 # Every test program that compiled CUDA with NVRTC printed "[ nvrtc ] N CUDA kernels compiled".
 kernels=$(grep -h '^\[ nvrtc \] [0-9]* CUDA kernels compiled' build/Testing/Temporary/LastTest.log |
-  awk '{total += $3} END {print total + 0}')
+  awk '{total += $4} END {print total + 0}')
 echo "== NVRTC compiled $kernels generated CUDA kernels in this test run (PTX/SASS for sm_80/sm_90, no GPU)"
 if [[ -z "${GTCO_SKIP_FUZZ:-}" ]]; then
   GTCO_FUZZ_BUILD_DIR="$PWD/build-fuzz" tests/fuzz/run_fuzzers.sh "${GTCO_FUZZ_SECONDS:-15}"
