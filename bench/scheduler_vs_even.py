@@ -5,10 +5,12 @@ Runs a fresh local farm (server + one CPU worker, new SQLite file each time) per
 same generated transformer block with `--scheduler gradient` and `--scheduler even`, and
 compares the jobs' estimated end-to-end latency (sum over tasks of weight x best latency).
 
-  bench/scheduler_vs_even.py [--budget 240] [--repeats 2] [--hidden 384 --heads 6 --seq 197]
-Needs a build in build/ (scripts/setup.sh) and Debian's python3-torch.
+  bench/scheduler_vs_even.py [--budget 200] [--repeats 5] [--rounds 4] [--hidden 384 --heads 6 --seq 197]
+Needs a build in build/ (scripts/setup.sh) and Debian's python3-torch and python3-onnx.
 """
 import argparse
+import math
+import statistics
 import datetime
 import json
 import os
@@ -55,10 +57,39 @@ def cpu_model():
     return platform.processor()
 
 
+def noise_summary(rows, repeats):
+    """Lines saying how often gradient beat even, by how much, and whether that is beyond the
+    run-to-run noise (a paired t statistic over the repeats: |t| >= 2 counts as beyond)."""
+    latency = {(r[0], r[1]): r[2] * 1e3 for r in rows}
+    lines = ["| scheduler | mean est. latency (ms) | stdev across repeats (ms) | min–max (ms) |",
+             "|---|---|---|---|"]
+    for scheduler in ("gradient", "even"):
+        values = [latency[(repeat, scheduler)] for repeat in range(repeats)]
+        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        lines.append(f"| {scheduler} | {statistics.mean(values):.3f} | {spread:.3f} | "
+                     f"{min(values):.3f}–{max(values):.3f} |")
+    gains = [latency[(repeat, "even")] - latency[(repeat, "gradient")] for repeat in range(repeats)]
+    wins = sum(gain > 0 for gain in gains)
+    mean_gain = statistics.mean(gains)
+    even_mean = statistics.mean(latency[(repeat, "even")] for repeat in range(repeats))
+    per_repeat = ", ".join(f"{gain:+.3f}" for gain in gains)
+    lines += ["", f"gradient beat even in {wins} of {repeats} repeats; paired gain (even − "
+              f"gradient) {mean_gain:.3f} ms on average ({100 * mean_gain / even_mean:.1f} % of "
+              f"even's latency), per repeat {per_repeat} ms."]
+    if repeats > 1 and statistics.stdev(gains) > 0:
+        t = mean_gain / (statistics.stdev(gains) / math.sqrt(repeats))
+        verdict = ("beyond the run-to-run noise" if abs(t) >= 2 else
+                   "**within the run-to-run noise**: these repeats do not show a difference")
+        lines.append(f"Paired t = {t:.2f} over {repeats} repeats: the gain is {verdict}.")
+    else:
+        lines.append("One repeat: no estimate of the run-to-run noise.")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=int, default=240)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=384)
     parser.add_argument("--heads", type=int, default=6)
@@ -86,19 +117,15 @@ def main():
         f"mlp {4 * args.hidden} (generated with torch, opset 17)",
         f"- budget {args.budget} trials per job, {args.rounds} candidates per round, one CPU worker",
         f"- command: `bench/scheduler_vs_even.py --budget {args.budget} --repeats {args.repeats} "
-        f"--hidden {args.hidden} --heads {args.heads} --seq {args.seq}`",
+        f"--rounds {args.rounds} --hidden {args.hidden} --heads {args.heads} --seq {args.seq}`",
         "",
         "| repeat | scheduler | est. latency (ms) | trials per task |",
         "|---|---|---|---|",
     ]
     for repeat, scheduler, latency, trials, _ in rows:
         lines.append(f"| {repeat} | {scheduler} | {latency * 1e3:.3f} | {trials} |")
-    wins = 0
-    for repeat in range(args.repeats):
-        gradient = [r for r in rows if r[0] == repeat and r[1] == "gradient"][0][2]
-        even = [r for r in rows if r[0] == repeat and r[1] == "even"][0][2]
-        wins += gradient < even
-    lines += ["", f"gradient beat even in {wins} of {args.repeats} repeats.", "",
+    lines += [""] + noise_summary(rows, args.repeats)
+    lines += ["",
               "Tasks (last repeat, gradient):", ""]
     last = [r for r in rows if r[1] == "gradient"][-1][4]
     for task in last["tasks"]:
