@@ -8,7 +8,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_join.h"
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
 #include "common/util/hash.h"
@@ -42,14 +42,14 @@ absl::Status ValidateTarget(const std::string& target) {
 /// UNIMPLEMENTED naming the first task that no mapping of `target` covers even on its most
 /// capable machine (an sm_90 GPU; a CPU with every feature a mapping asks for), with the
 /// mappings' verdicts, so the user learns at submission rather than from a job that never starts.
-absl::Status CheckTargetCovers(const graph::ModelAnalysis& analysis, const std::string& target) {
+absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, const std::string& target) {
   target::HardwareInfo best = target::CudaArchPreset(90);
   if (target != "cuda") {
     best = target::HardwareInfo();
     best.cpu_features = {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma", "avx"};
   }
   const std::string other_target = target == "cuda" ? "cpu" : "cuda";
-  for (const graph::ModelTask& task : analysis.tasks) {
+  for (const onnx::ModelTask& task : analysis.tasks) {
     std::vector<std::string> reasons;
     bool covered = false;
     for (const schedule::MappingVerdict& verdict : schedule::ExplainMappings(task.workload, best)) {
@@ -281,8 +281,8 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
                      header.budget(), "); pass --budget N"));
   }
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
-  GTCO_ASSIGN_OR_RETURN(graph::ModelAnalysis analysis,
-                        graph::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
+  GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
+                        onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
                                                  PlanOptionsFor(header.target())));
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
@@ -311,7 +311,7 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
   std::vector<double> shares;
   std::vector<size_t> to_tune;
   for (size_t index = 0; index < analysis.tasks.size(); ++index) {
-    const graph::ModelTask& model_task = analysis.tasks[index];
+    const onnx::ModelTask& model_task = analysis.tasks[index];
     db::WorkloadRow workload_row{model_task.key, ir::AnchorKindName(model_task.workload.anchor),
                                  model_task.workload.CanonicalString(),
                                  model_task.workload.Description(), model_task.workload.Flops()};
@@ -399,13 +399,13 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::CancelJob(const std::string& job_i
 absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryModel(const gtco::v1::SubmitHeader& header,
                                                           const std::string& model_bytes) {
   GTCO_RETURN_IF_ERROR(ValidateTarget(header.target()));
-  GTCO_ASSIGN_OR_RETURN(graph::ModelAnalysis analysis,
-                        graph::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
+  GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
+                        onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
                                                  PlanOptionsFor(header.target())));
   std::lock_guard<std::mutex> lock(mutex_);
   gtco::v1::QueryReply reply;
   double total = 0;
-  for (const graph::ModelTask& model_task : analysis.tasks) {
+  for (const onnx::ModelTask& model_task : analysis.tasks) {
     GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(model_task.key, header.target()));
     gtco::v1::ScheduleRecord record;
     if (best) {

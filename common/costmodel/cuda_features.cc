@@ -22,17 +22,6 @@ double TileEfficiency(int64_t extent, int64_t tile) {
 
 }  // namespace
 
-const std::vector<std::string>& CudaFeatureNames() {
-  static const std::vector<std::string>* const names = new std::vector<std::string>{
-      "log_flops",         "log_min_bytes",       "log_intensity",     "log_blocks",
-      "log_threads",       "log_shared_bytes",    "log_est_registers", "blocks_per_sm",
-      "log_resident_warps", "log_waves",          "wave_efficiency",   "log_tile_m",
-      "log_tile_n",        "log_tile_k",          "stages",            "vector_width",
-      "tensor_core",       "tile_efficiency_m",   "tile_efficiency_n", "log_k_steps",
-      "log_flops_per_block", "log_shared_per_flop", "arch_specific"};
-  return *names;
-}
-
 Features ExtractCudaFeatures(const ir::Workload& w, const schedule::CudaPlan& plan,
                              const target::HardwareInfo& hw) {
   Features features(FeatureNames().size(), 0.0f);

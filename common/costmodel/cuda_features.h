@@ -14,13 +14,10 @@
 
 namespace gtco::costmodel {
 
-/// Names of the CUDA plan features, in vector order. The vector returned by
-/// ExtractCudaFeatures has FeatureNames().size() entries (the cost model's fixed width; models
-/// are per target, so the CPU and CUDA layouts never mix): these first, zeros after.
-const std::vector<std::string>& CudaFeatureNames();
-
 /// Work, traffic, launch geometry, occupancy, waves and tile efficiency of `plan` for `w` on
-/// `hw` (a CUDA HardwareInfo; zero limits are treated as unknown). Deterministic.
+/// `hw` (a CUDA HardwareInfo; zero limits are treated as unknown). Deterministic. The vector has
+/// FeatureNames().size() entries (the cost model's fixed width; models are per target, so the
+/// CPU and CUDA layouts never mix): the plan features first, zeros after.
 Features ExtractCudaFeatures(const ir::Workload& w, const schedule::CudaPlan& plan,
                              const target::HardwareInfo& hw);
 

@@ -27,10 +27,6 @@ std::vector<ir::BufferParam> KernelParams(const ir::Workload& w) {
   return params;
 }
 
-bool IsConst(const Expr& expr, int64_t value) {
-  return expr->kind == ir::ExprKind::kIntImm && expr->int_value == value;
-}
-
 Stmt LoopOrSkip(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body) {
   if (extent->kind == ir::ExprKind::kIntImm && extent->int_value <= 0) return ir::MakeBlock({});
   return ir::MakeFor(var, std::move(min), std::move(extent), kind, std::move(body));

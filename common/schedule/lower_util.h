@@ -24,8 +24,6 @@ std::vector<ir::BufferParam> KernelParams(const ir::Workload& w);
 /// A loop, or an empty block when `extent` is the constant 0.
 ir::Stmt LoopOrSkip(const std::string& var, ir::Expr min, ir::Expr extent, ir::ForKind kind,
                     ir::Stmt body);
-/// True when `expr` is the integer constant `value`.
-bool IsConst(const ir::Expr& expr, int64_t value);
 
 /// Body of a strip-mined range: `index` is the element index; `slot` the accumulator slot
 /// (in [0, unroll * lanes); 0 in a scalar tail).

@@ -18,8 +18,6 @@ uint64_t Fnv1a64Seeded(std::string_view data, uint64_t seed) {
 }
 }  // namespace
 
-uint64_t Fnv1a64(std::string_view data) { return Fnv1a64Seeded(data, kFnvOffset); }
-
 std::string Hex64(uint64_t value) {
   char buffer[17];
   std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(value));

@@ -7,9 +7,6 @@
 
 namespace gtco::util {
 
-/// 64-bit FNV-1a of `data`; stable across runs, machines and releases.
-uint64_t Fnv1a64(std::string_view data);
-
 /// 128-bit hash rendered as 32 lowercase hex digits (two independent FNV-1a lanes).
 std::string HexDigest128(std::string_view data);
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 #include "common/util/logging.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<gtco::graph::ModelAnalysis> analysis =
-      gtco::graph::AnalyzeOnnxModel(bytes, gtco::onnx::ShapeOverrides{});
+  absl::StatusOr<gtco::onnx::ModelAnalysis> analysis =
+      gtco::onnx::AnalyzeOnnxModel(bytes, gtco::onnx::ShapeOverrides{});
   if (!analysis.ok()) {
     const absl::StatusCode code = analysis.status().code();
     FUZZ_CHECK(code == absl::StatusCode::kInvalidArgument ||
@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "unexpected status %s", analysis.status().ToString().c_str());
     return 0;
   }
-  for (const gtco::graph::ModelTask& task : analysis->tasks) {
+  for (const gtco::onnx::ModelTask& task : analysis->tasks) {
     absl::Status valid = task.workload.Validate();
     FUZZ_CHECK(valid.ok(), "planned workload %s is invalid: %s",
                task.workload.Description().c_str(), valid.ToString().c_str());

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 #include "common/schedule/sketch.h"
 #include "common/schedule/space.h"
 #include "gtco/v1/gtco.pb.h"
@@ -76,9 +76,9 @@ void WriteWorkloads(const std::string& data_dir, const std::string& dir) {
     WriteFile(dir + "/workload_" + std::to_string(count++), workload.CanonicalString());
   }
   for (const char* model : {"mlp.onnx", "matmul_integer.onnx", "patch_vit.onnx"}) {
-    auto analysis = graph::AnalyzeOnnxModel(ReadFile(data_dir + "/" + model), {});
+    auto analysis = onnx::AnalyzeOnnxModel(ReadFile(data_dir + "/" + model), {});
     if (!analysis.ok()) continue;
-    for (const graph::ModelTask& task : analysis->tasks) {
+    for (const onnx::ModelTask& task : analysis->tasks) {
       WriteFile(dir + "/workload_" + std::to_string(count++), task.workload.CanonicalString());
     }
   }

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/codegen/cuda/cuda_codegen.h"
 #include "common/codegen/cuda/nvrtc.h"
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
 #include "tests/unit/codegen_cuda/nvrtc_required.h"
@@ -111,11 +111,11 @@ absl::StatusOr<std::vector<ir::Workload>> WorkloadsOf(const std::string& name) {
   options.target = "cuda";  // fuses attention, as the server plans CUDA jobs
   onnx::ShapeOverrides overrides;
   if (name == "patch_vit.onnx") overrides["input"] = {1, 4, 192};  // a dynamic batch
-  absl::StatusOr<graph::ModelAnalysis> analysis =
-      graph::AnalyzeOnnxModel(bytes, overrides, options);
+  absl::StatusOr<onnx::ModelAnalysis> analysis =
+      onnx::AnalyzeOnnxModel(bytes, overrides, options);
   if (!analysis.ok()) return analysis.status();
   std::vector<ir::Workload> workloads;
-  for (const graph::ModelTask& task : analysis->tasks) workloads.push_back(task.workload);
+  for (const onnx::ModelTask& task : analysis->tasks) workloads.push_back(task.workload);
   return workloads;
 }
 

@@ -9,13 +9,17 @@
 
 #include "common/graph/constant_folding.h"
 #include "common/graph/fusion_planner.h"
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 #include "common/graph/op_support.h"
 #include "gtest/gtest.h"
 #include "tests/unit/graph/test_graphs.h"
 
 namespace gtco::graph {
 namespace {
+
+using onnx::AnalyzeOnnxModel;
+using onnx::ModelAnalysis;
+using onnx::ModelTask;
 
 using namespace ::gtco::graph::testing;  // NOLINT(build/namespaces)
 using ir::AnchorKind;

@@ -5,13 +5,17 @@
 #include <sstream>
 
 #include "common/graph/fusion_planner.h"
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 #include "common/graph/op_support.h"
 #include "gtest/gtest.h"
 #include "tests/unit/graph/test_graphs.h"
 
 namespace gtco::graph {
 namespace {
+
+using onnx::AnalyzeOnnxModel;
+using onnx::ModelAnalysis;
+using onnx::ModelTask;
 
 using testing::Activation;
 

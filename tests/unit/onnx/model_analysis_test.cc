@@ -1,5 +1,5 @@
 // End-to-end tests of AnalyzeOnnxModel on the exported models in tests/data.
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 
 #include <cmath>
 #include <fstream>
@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gtco::graph {
+namespace gtco::onnx {
 namespace {
 
 using ir::AnchorKind;
@@ -217,4 +217,4 @@ TEST(ModelAnalysisTest, BadInputsGiveTheRightCodes) {
 }
 
 }  // namespace
-}  // namespace gtco::graph
+}  // namespace gtco::onnx

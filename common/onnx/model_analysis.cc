@@ -1,5 +1,5 @@
 // Model analysis: import, fold, check, plan, deduplicate.
-#include "common/graph/model_analysis.h"
+#include "common/onnx/model_analysis.h"
 
 #include <map>
 #include <set>
@@ -9,12 +9,18 @@
 #include "common/graph/op_support.h"
 #include "common/util/status.h"
 
-namespace gtco::graph {
+namespace gtco::onnx {
+
+using graph::Graph;
+using graph::Node;
+using graph::OpRole;
+using graph::PlannedWorkload;
+using graph::PlanOptions;
 
 absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
-                                               const onnx::ShapeOverrides& overrides,
+                                               const ShapeOverrides& overrides,
                                                const PlanOptions& options) {
-  GTCO_ASSIGN_OR_RETURN(Graph graph, onnx::ImportOnnx(model_bytes, overrides));
+  GTCO_ASSIGN_OR_RETURN(Graph graph, ImportOnnx(model_bytes, overrides));
   ModelAnalysis analysis;
   analysis.model_name = graph.name;
   analysis.num_nodes = static_cast<int>(graph.nodes.size());
@@ -46,4 +52,4 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
   return analysis;
 }
 
-}  // namespace gtco::graph
+}  // namespace gtco::onnx

@@ -1,4 +1,6 @@
-// Model analysis: ONNX bytes -> deduplicated tuning tasks (the server's entry point).
+// Model analysis: ONNX bytes -> graph IR -> graph passes -> deduplicated tuning tasks (the
+// server's entry point). It sits above both the importer and the passes, so common/graph knows
+// nothing of ONNX.
 #pragma once
 
 #include <string>
@@ -10,7 +12,7 @@
 #include "common/ir/workload.h"
 #include "common/onnx/onnx_import.h"
 
-namespace gtco::graph {
+namespace gtco::onnx {
 
 /// One distinct workload of a model.
 struct ModelTask {
@@ -28,13 +30,13 @@ struct ModelAnalysis {
   std::vector<ModelTask> tasks;  ///< deduplicated by key, in first-occurrence order
 };
 
-/// Imports the model (see onnx::ImportOnnx for `overrides` and import errors), folds shape
+/// Imports the model (see ImportOnnx for `overrides` and import errors), folds shape
 /// arithmetic, checks op support and plans the workloads for `options.target` (see
-/// PlanWorkloads: "cuda" fuses attention; the default "cpu" does not). Errors: INVALID_ARGUMENT
+/// graph::PlanWorkloads: "cuda" fuses attention; the default "cpu" does not). Errors: INVALID_ARGUMENT
 /// for bad models/overrides or an unknown target, UNIMPLEMENTED naming op/dtype and node for
 /// what GTCO cannot run.
 absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
-                                               const onnx::ShapeOverrides& overrides,
-                                               const PlanOptions& options = {});
+                                               const ShapeOverrides& overrides,
+                                               const graph::PlanOptions& options = {});
 
-}  // namespace gtco::graph
+}  // namespace gtco::onnx
