@@ -65,6 +65,8 @@ std::string SelfExecutable() {
   return path;
 }
 
+}  // namespace
+
 gtco::v1::Hardware HardwareProto(const target::HardwareInfo& info) {
   gtco::v1::Hardware proto;
   proto.set_target(info.target);
@@ -87,6 +89,8 @@ gtco::v1::Hardware HardwareProto(const target::HardwareInfo& info) {
   proto.set_max_blocks_per_sm(info.max_blocks_per_sm);
   return proto;
 }
+
+namespace {
 
 /// The machine a worker for `config` measures on, as registration describes it; an error whose
 /// message tells the user what to do when this machine or build cannot serve the target.
