@@ -144,6 +144,9 @@ absl::StatusOr<std::unique_ptr<FarmCore>> FarmCore::Create(std::unique_ptr<db::D
                                                            FarmMetrics* metrics) {
   std::unique_ptr<FarmCore> core(new FarmCore(std::move(database), options, metrics));
   GTCO_RETURN_IF_ERROR(core->ResumeJobs());
+  if (core->options_.prepare_ahead) {
+    core->preparer_ = std::thread([raw = core.get()] { raw->PrepareLoop(); });
+  }
   return core;
 }
 
@@ -460,9 +463,14 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::WaitForJobChange(const std::string
 }
 
 void FarmCore::Shutdown() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  shutting_down_ = true;
-  changed_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutting_down_ = true;
+    changed_.notify_all();
+    ready_cv_.notify_all();
+    prepare_cv_.notify_all();
+  }
+  if (preparer_.joinable() && preparer_.get_id() != std::this_thread::get_id()) preparer_.join();
 }
 
 void FarmCore::TouchJobLocked(JobState& job) {

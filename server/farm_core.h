@@ -3,12 +3,14 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,6 +24,8 @@
 
 namespace gtco::server {
 
+struct BuiltCandidate;
+
 struct FarmOptions {
   int lease_seconds = 60;       ///< a candidate not reported by then goes to another worker
   int heartbeat_seconds = 5;    ///< workers heartbeat this often (extends their leases)
@@ -29,7 +33,12 @@ struct FarmOptions {
   int64_t max_model_bytes = int64_t{1} << 31;
   uint64_t seed = 0;            ///< 0: random
   std::string model_dir;        ///< where cost models are saved ("" = not saved)
-  int model_update_every = 16;  ///< retrain after this many new samples
+  /// A background preparer proposes and lowers candidates ahead of leases, so a Lease that may
+  /// wait is a pop from a ready queue (off: every Lease prepares its candidates itself).
+  bool prepare_ahead = true;
+  int model_update_every = 16;  ///< retrain after at least this many new samples
+  /// ... and after the samples grew by this fraction since the last training.
+  double model_growth_to_retrain = 0.25;
 };
 
 /// Thread-safe. Owns the database handle; every state change is written through to it first.
@@ -73,6 +82,11 @@ class FarmCore {
   struct JobState;
   struct WorkerState;
   struct TargetModel;
+  /// A candidate lowered ahead of its lease, waiting in its target's ready queue.
+  struct Prepared {
+    TaskState* task;
+    gtco::v1::Candidate candidate;
+  };
 
   FarmCore(std::unique_ptr<db::Database> database, FarmOptions options, FarmMetrics* metrics);
   absl::Status ResumeJobs();
@@ -102,10 +116,39 @@ class FarmCore {
   absl::Status ProposeLocked(JobState& job, TaskState& task, int mapping_index, int64_t count);
   std::vector<double> ScoreTracesLocked(const TaskState& task,
                                         const std::vector<schedule::Trace>& traces) const;
+  /// A task of `worker`'s target with a candidate waiting to be lowered, its spaces created;
+  /// proposes a new round when none waits. nullptr when no job can take trials now.
+  absl::StatusOr<TaskState*> NextPendingLocked(const WorkerState& worker);
+  /// Records a candidate the generator could not lower as a failed trial of `worker`.
+  absl::Status RecordLoweringFailureLocked(const WorkerState& worker,
+                                           const std::string& candidate_id,
+                                           const absl::Status& error);
+  /// Lowers `trace_text` of `task` to its candidate program (LLVM bitcode for "cpu", CUDA C
+  /// with its launch for "cuda") with its features on the task's hardware. Reads only what does
+  /// not change once the task's spaces exist, so the preparer calls it without the lock.
+  static absl::StatusOr<BuiltCandidate> BuildCandidate(const TaskState& task,
+                                                       const std::string& candidate_id,
+                                                       const std::string& trace_text);
   absl::StatusOr<gtco::v1::Candidate> MakeCandidateLocked(TaskState& task,
                                                           const std::string& candidate_id,
                                                           const std::string& trace_text);
   void LogDecisionLocked(JobState& job, const std::string& decision);
+
+  // Preparation ahead of leases (farm_prepare.cc).
+  /// The preparer thread: keeps each target's ready queue at ReadyWantLocked() candidates.
+  void PrepareLoop();
+  /// Proposes up to `count` candidates for `worker`'s target and lowers them with `lock`
+  /// released, then queues them in ready_. Returns how many it took from the search.
+  absl::StatusOr<int> PrepareBatchLocked(std::unique_lock<std::mutex>& lock,
+                                         const WorkerState& worker, int count);
+  /// Leases up to `max_candidates` prepared candidates of `worker`'s target to it.
+  absl::StatusOr<std::vector<gtco::v1::Candidate>> LeaseReadyLocked(const WorkerState& worker,
+                                                                    int max_candidates);
+  /// Ready candidates wanted for `target`: two per live worker of it (the pipeline depth).
+  size_t ReadyWantLocked(const std::string& target) const;
+  /// The live worker of `target` seen last (its hardware shapes the spaces); nullptr if none.
+  const WorkerState* ReferenceWorkerLocked(const std::string& target) const;
+  bool WorkerAliveLocked(const WorkerState& worker, int64_t now_ms) const;
 
   // Results (farm_workers.cc).
   absl::StatusOr<bool> RecordResultLocked(const WorkerState& worker,
@@ -129,6 +172,10 @@ class FarmCore {
   FarmMetrics* metrics_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;  ///< any job changed or work arrived
+  std::condition_variable ready_cv_;    ///< a candidate was queued in ready_ (leases wait here)
+  std::condition_variable prepare_cv_;  ///< a ready queue ran low (the preparer waits here)
+  std::map<std::string, std::deque<Prepared>> ready_;  ///< by target, oldest first
+  std::thread preparer_;
   bool shutting_down_ = false;
   std::mt19937_64 rng_;
   std::map<std::string, std::unique_ptr<JobState>> jobs_;

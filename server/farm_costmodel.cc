@@ -1,6 +1,7 @@
 // FarmCore, cost model: one XGBoost ranking model per target, warm-started from every earlier
 // measurement on that target in the database, retrained as results arrive, saved beside the
 // database and reloaded on start.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
@@ -89,7 +90,13 @@ void FarmCore::TrainModels() {
       if (model->training) continue;
       size_t fresh = model->samples.size() - model->samples_at_last_update;
       bool first = !model->model->trained() && model->samples.size() >= 16;
-      if (fresh < static_cast<size_t>(options_.model_update_every) && !first) continue;
+      // Retrain when the samples grew by a fixed fraction (at least model_update_every): a
+      // training pass costs time linear in the samples, so this keeps the cost per measured
+      // trial constant however long the farm runs (every 16 samples made it grow linearly).
+      size_t due = std::max(static_cast<size_t>(options_.model_update_every),
+                            static_cast<size_t>(model->samples_at_last_update *
+                                                options_.model_growth_to_retrain));
+      if (fresh < due && !first) continue;
       if (fresh == 0) continue;
       model->training = true;
       model->samples_at_last_update = model->samples.size();

@@ -18,8 +18,18 @@ FarmMetrics::FarmMetrics(metrics::Registry& registry)
           "gtco_connected_workers", "Workers seen within three heartbeat periods.")),
       measurement_seconds_(registry.AddHistogram(
           "gtco_measurement_seconds", "Wall time from lease to report of a candidate.",
-          {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})) {
+          {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})),
+      database_seconds_(registry.AddHistogram(
+          "gtco_database_statement_seconds",
+          "Wall time of one schedule-database statement (or transaction begin/commit).",
+          {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1})),
+      database_errors_(registry.AddCounter(
+          "gtco_database_errors_total",
+          "Schedule-database statements that failed, by status code (UNAVAILABLE: the database "
+          "was unreachable, full or failing)")) {
   for (const char* state : kJobStates) jobs_.Add({{"state", state}});
+  database_seconds_.Add({});
+  database_errors_.Add({{"code", "UNAVAILABLE"}});
 }
 
 void FarmMetrics::SetJobsByState(const std::map<std::string, int64_t>& counts) {
@@ -47,6 +57,13 @@ void FarmMetrics::SetConnectedWorkers(const std::string& target, int64_t workers
 
 void FarmMetrics::ObserveMeasurementSeconds(const std::string& target, double seconds) {
   measurement_seconds_.Add({{"target", target}}).Observe(seconds);
+}
+
+void FarmMetrics::ObserveDatabaseStatement(double seconds, absl::StatusCode code) {
+  database_seconds_.Add({}).Observe(seconds);
+  if (code != absl::StatusCode::kOk) {
+    database_errors_.Add({{"code", absl::StatusCodeToString(code)}}).Increment();
+  }
 }
 
 }  // namespace gtco::server

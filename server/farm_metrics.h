@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "absl/status/status.h"
 #include "common/metrics/registry.h"
 
 namespace gtco::server {
@@ -24,6 +25,8 @@ class FarmMetrics {
   void SetConnectedWorkers(const std::string& target, int64_t workers);
   /// Wall time from lease to report of one candidate.
   void ObserveMeasurementSeconds(const std::string& target, double seconds);
+  /// One database statement (or transaction begin/commit): its time, and its error by code.
+  void ObserveDatabaseStatement(double seconds, absl::StatusCode code);
 
  private:
   metrics::Family<metrics::Gauge>& jobs_;
@@ -32,6 +35,8 @@ class FarmMetrics {
   metrics::Family<metrics::Gauge>& queue_depth_;
   metrics::Family<metrics::Gauge>& connected_workers_;
   metrics::Family<metrics::Histogram>& measurement_seconds_;
+  metrics::Family<metrics::Histogram>& database_seconds_;
+  metrics::Family<metrics::Counter>& database_errors_;
 };
 
 }  // namespace gtco::server

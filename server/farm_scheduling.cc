@@ -246,17 +246,19 @@ absl::Status FarmCore::ProposeLocked(JobState& job, TaskState& task, int mapping
   return absl::OkStatus();
 }
 
-absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& task,
-                                                                  const std::string& candidate_id,
-                                                                  const std::string& trace_text) {
+absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const TaskState& task,
+                                                        const std::string& candidate_id,
+                                                        const std::string& trace_text) {
+  const ir::Workload& workload = task.workload;
+  const target::HardwareInfo& hardware = task.hardware;
   GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(trace_text));
-  gtco::v1::Candidate candidate;
+  BuiltCandidate built;
+  gtco::v1::Candidate& candidate = built.candidate;
   std::string program;
   if (task.row.target == "cuda") {
     GTCO_ASSIGN_OR_RETURN(codegen::CudaKernel kernel,
-                          codegen::GenerateCudaKernel(task.workload, trace, kKernelName));
-    task.features[candidate_id] =
-        costmodel::ExtractCudaFeatures(task.workload, kernel.plan, task.hardware);
+                          codegen::GenerateCudaKernel(workload, trace, kKernelName));
+    built.features = costmodel::ExtractCudaFeatures(workload, kernel.plan, hardware);
     candidate.set_language("cuda-c");
     gtco::v1::CudaLaunch& launch = *candidate.mutable_launch();
     launch.set_grid_x(kernel.plan.grid_x);
@@ -271,10 +273,10 @@ absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& tas
   } else {
 #ifdef GTCO_SERVER_HAS_LLVM
     GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func,
-                          schedule::LowerSchedule(task.workload, trace, kKernelName));
-    GTCO_ASSIGN_OR_RETURN(program, codegen::EmitLlvmIr(func));
-    task.features[candidate_id] = costmodel::ExtractFeatures(func, task.hardware);
-    candidate.set_language("llvm-ir");
+                          schedule::LowerSchedule(workload, trace, kKernelName));
+    GTCO_ASSIGN_OR_RETURN(program, codegen::EmitLlvmBitcode(func));
+    built.features = costmodel::ExtractFeatures(func, hardware);
+    candidate.set_language("llvm-bc");
 #else
     return absl::FailedPreconditionError("this gtco-server was built without LLVM");
 #endif
@@ -282,12 +284,45 @@ absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& tas
   candidate.set_candidate_id(candidate_id);
   candidate.set_task_id(task.row.task_id);
   candidate.set_workload_key(task.row.workload_key);
-  candidate.set_workload(task.workload.CanonicalString());
+  candidate.set_workload(workload.CanonicalString());
   candidate.set_trace(trace_text);
   candidate.set_entry(kKernelName);
   candidate.set_program_hash(util::HexDigest128(program));
   candidate.set_program(std::move(program));
-  return candidate;
+  return built;
+}
+
+absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& task,
+                                                                  const std::string& candidate_id,
+                                                                  const std::string& trace_text) {
+  GTCO_ASSIGN_OR_RETURN(BuiltCandidate built, BuildCandidate(task, candidate_id, trace_text));
+  task.features[candidate_id] = std::move(built.features);
+  return std::move(built.candidate);
+}
+
+absl::StatusOr<FarmCore::TaskState*> FarmCore::NextPendingLocked(const WorkerState& worker) {
+  while (true) {
+    TaskState* task = TaskWithPendingLocked(worker);
+    if (task != nullptr) {
+      if (!task->SpacesReady()) GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
+      return task;
+    }
+    GTCO_ASSIGN_OR_RETURN(bool proposed, ScheduleRoundLocked(worker));
+    if (!proposed) return nullptr;
+  }
+}
+
+absl::Status FarmCore::RecordLoweringFailureLocked(const WorkerState& worker,
+                                                   const std::string& candidate_id,
+                                                   const absl::Status& error) {
+  gtco::v1::MeasureResult failed;
+  failed.set_candidate_id(candidate_id);
+  failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
+  failed.set_error(absl::StrCat("lowering failed: ", error.message()));
+  // Recorded as this worker's result, so it takes the lease first.
+  GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id,
+                                           NowMs() + options_.lease_seconds * 1000LL));
+  return RecordResultLocked(worker, failed).status();
 }
 
 absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::TakeCandidatesLocked(
@@ -297,30 +332,23 @@ absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::TakeCandidatesLocked(
   int64_t deadline = now + options_.lease_seconds * 1000LL;
   GTCO_RETURN_IF_ERROR(WarmStartModelLocked(worker.row.target, worker));
   while (static_cast<int>(taken.size()) < max_candidates) {
-    TaskState* task = TaskWithPendingLocked(worker);
-    if (task == nullptr) {
-      GTCO_ASSIGN_OR_RETURN(bool proposed, ScheduleRoundLocked(worker));
-      if (!proposed) break;
-      continue;
-    }
-    if (!task->SpacesReady()) GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
+    GTCO_ASSIGN_OR_RETURN(TaskState * task, NextPendingLocked(worker));
+    if (task == nullptr) break;
     std::string candidate_id = task->pending.front();
     task->pending.pop_front();
-    const std::string& trace_text = task->outstanding.at(candidate_id);
     absl::StatusOr<gtco::v1::Candidate> candidate =
-        MakeCandidateLocked(*task, candidate_id, trace_text);
+        MakeCandidateLocked(*task, candidate_id, task->outstanding.at(candidate_id));
     if (!candidate.ok()) {
       // A schedule the generator cannot lower is a failed trial, recorded like any other.
-      gtco::v1::MeasureResult failed;
-      failed.set_candidate_id(candidate_id);
-      failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
-      failed.set_error(absl::StrCat("lowering failed: ", candidate.status().message()));
-      // Recorded as this worker's result, so it takes the lease first.
-      GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline));
-      GTCO_RETURN_IF_ERROR(RecordResultLocked(worker, failed).status());
+      GTCO_RETURN_IF_ERROR(RecordLoweringFailureLocked(worker, candidate_id, candidate.status()));
       continue;
     }
-    GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline));
+    absl::Status leased = db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline);
+    if (!leased.ok()) {
+      task->pending.push_front(candidate_id);  // the database failed: someone leases it later
+      if (taken.empty()) return leased;
+      break;
+    }
     task->leased_at_ms[candidate_id] = now;
     candidate->set_lease_deadline_unix_ms(deadline);
     taken.push_back(std::move(*candidate));

@@ -103,4 +103,10 @@ struct FarmCore::TargetModel {
   bool training = false;
 };
 
+/// A candidate's program lowered from its trace, and the cost-model features of that program.
+struct BuiltCandidate {
+  gtco::v1::Candidate candidate;
+  costmodel::Features features;
+};
+
 }  // namespace gtco::server

@@ -2,6 +2,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/schedule/space.h"
 #include "common/util/hash.h"
@@ -94,14 +95,22 @@ absl::StatusOr<gtco::v1::LeaseReply> FarmCore::Lease(const gtco::v1::LeaseReques
   int max_candidates = std::clamp(request.max_candidates(), 1, 64);
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(std::clamp(request.wait_ms(), 0, 30000));
+  // With the preparer running, a lease that may wait takes only prepared candidates (the
+  // search and the lowering stay off the request path); one that may not wait, or a farm
+  // without the preparer, prepares what the ready queue lacks itself.
+  const bool from_queue_only = preparer_.joinable() && request.wait_ms() > 0;
   gtco::v1::LeaseReply reply;
   while (true) {
     worker.last_seen_ms = NowMs();
     GTCO_ASSIGN_OR_RETURN(std::vector<gtco::v1::Candidate> candidates,
-                          TakeCandidatesLocked(worker, max_candidates));
+                          LeaseReadyLocked(worker, max_candidates));
+    if (candidates.empty() && !from_queue_only) {
+      GTCO_ASSIGN_OR_RETURN(candidates, TakeCandidatesLocked(worker, max_candidates));
+    }
     for (auto& candidate : candidates) *reply.add_candidates() = std::move(candidate);
     if (reply.candidates_size() > 0 || shutting_down_) break;
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    std::condition_variable& wake = from_queue_only ? ready_cv_ : changed_;
+    if (wake.wait_until(lock, deadline) == std::cv_status::timeout) break;
   }
   return reply;
 }
@@ -161,7 +170,13 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
     return absl::PermissionDeniedError(absl::StrCat("candidate '", result.candidate_id(),
                                                     "' is for target ", candidate->target));
   }
-  bool ok = result.ok() && result.verified() && result.median_seconds() > 0;
+  // Timings a worker could not have measured (NaN, infinite, negative) make a failed trial and
+  // are stored as 0: the database refuses NaN, and the cost model must never learn from them.
+  const bool finite_times =
+      std::isfinite(result.median_seconds()) && std::isfinite(result.min_seconds()) &&
+      std::isfinite(result.max_seconds()) && std::isfinite(result.stddev_seconds()) &&
+      std::isfinite(result.compile_seconds());
+  bool ok = result.ok() && result.verified() && finite_times && result.median_seconds() > 0;
   db::MeasurementRow row;
   row.candidate_id = candidate->candidate_id;
   row.task_id = candidate->task_id;
@@ -173,12 +188,14 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
   row.error_kind = ok ? "" : ErrorKindName(result.error_kind());
   if (!ok && row.error_kind.empty()) row.error_kind = "runtime";
   row.error = ok ? "" : (result.error().empty() ? "result not verified" : result.error());
-  row.median_seconds = result.median_seconds();
-  row.min_seconds = result.min_seconds();
-  row.max_seconds = result.max_seconds();
-  row.stddev_seconds = result.stddev_seconds();
+  if (result.ok() && !finite_times) row.error = "the worker reported a timing that is not finite";
+  auto timing = [finite_times](double seconds) { return finite_times ? seconds : 0.0; };
+  row.median_seconds = timing(result.median_seconds());
+  row.min_seconds = timing(result.min_seconds());
+  row.max_seconds = timing(result.max_seconds());
+  row.stddev_seconds = timing(result.stddev_seconds());
   row.repeats = result.repeats();
-  row.compile_seconds = result.compile_seconds();
+  row.compile_seconds = timing(result.compile_seconds());
   row.worker_id = worker.row.worker_id;
   row.hardware = worker.hardware.Summary();
   row.measured_unix_ms = NowMs();

@@ -204,6 +204,9 @@ int RunServerApp(int argc, char** argv) {
   }
   // One active server per database; others wait here as standbys (PostgreSQL shared by
   // several machines, or SQLite on one) and take over when the active one's lease lapses.
+  // Before the databases and the lease renewer, which report their statements to it.
+  metrics::Registry registry;
+  FarmMetrics farm_metrics(registry);
   auto lease_database = db::OpenDatabase(db_path);
   if (!lease_database.ok()) {
     std::cerr << "gtco-server: cannot open database: " << lease_database.status().message()
@@ -226,12 +229,18 @@ int RunServerApp(int argc, char** argv) {
       absl::StatusOr<db::LeaderRow> leader =
           (*lease_database)->ClaimLeadership(instance, listen, WallMs(), kLeaseMs);
       if (leader.ok() && leader->holder == instance) {
+        if (WallMs() - last_renewed > kLeaseMs) {
+          GTCO_LOG(kInfo, "the database is back; still leading the farm as " << instance);
+        }
         last_renewed = WallMs();
-      } else if (leader.ok() || WallMs() - last_renewed > kLeaseMs) {
-        std::cerr << "gtco-server: lost the leader lease"
-                  << (leader.ok() ? " to " + leader->holder : std::string(" (database down)"))
-                  << "; stopping\n";
+      } else if (leader.ok()) {
+        std::cerr << "gtco-server: lost the leader lease to " << leader->holder << "; stopping\n";
         std::_Exit(1);
+      } else {
+        // The database is down (unreachable, full, failing): nobody can take the lease while it
+        // is, so keep serving what needs no database; the first claim once it is back tells
+        // whether a standby took over meanwhile (then this server stops, above).
+        GTCO_LOG(kWarning, "cannot renew the leader lease: " << leader.status().message());
       }
     }
   });
@@ -249,8 +258,11 @@ int RunServerApp(int argc, char** argv) {
     std::cerr << "gtco-server: cannot open database: " << database.status().message() << "\n";
     return 1;
   }
-  metrics::Registry registry;
-  FarmMetrics farm_metrics(registry);
+  auto observe = [&farm_metrics](double seconds, absl::StatusCode code) {
+    farm_metrics.ObserveDatabaseStatement(seconds, code);
+  };
+  (*database)->SetStatementObserver(observe);
+  (*lease_database)->SetStatementObserver(observe);
   auto core = FarmCore::Create(std::move(*database), options, &farm_metrics);
   if (!core.ok()) {
     std::cerr << "gtco-server: cannot resume from " << db_path << ": " << core.status().message()

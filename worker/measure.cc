@@ -136,9 +136,10 @@ absl::StatusOr<const CandidateMeasurer::ReferenceData*> CandidateMeasurer::Refer
 }
 
 gtco::v1::MeasureResult CandidateMeasurer::Measure(const gtco::v1::Candidate& candidate) {
-  if (!candidate.language().empty() && candidate.language() != "llvm-ir") {
+  const std::string& language = candidate.language();
+  if (!language.empty() && language != "llvm-ir" && language != "llvm-bc") {
     return FailedResult(candidate, gtco::v1::ERROR_KIND_COMPILE,
-                        absl::StrCat("this CPU worker measures LLVM IR candidates, not '",
+                        absl::StrCat("this CPU worker measures LLVM IR candidates (text or bitcode), not '",
                                      candidate.language(), "' (run gtco-worker --target cuda)"));
   }
   if (++compiled_since_reset_ > kResetEveryCompiles) {

@@ -1,10 +1,12 @@
 // The schedule database: every job, task, issued candidate and measurement, and the farm's teams
-// and access tokens, behind one small interface (SQLite is the embedded default, PostgreSQL lets
-// several servers share one farm; both implement the same interface and share the migrations).
-// All methods are thread-safe.
+// and access tokens, behind small interfaces by concern (SQLite is the embedded default,
+// PostgreSQL lets several servers share one farm; one SQL implementation serves both, with the
+// same statements, migrations, codes and messages). All methods are thread-safe. On every backend
+// a text value with a NUL byte or a NaN number is refused with INVALID_ARGUMENT.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -127,12 +129,10 @@ struct LeaderRow {
   int64_t expires_unix_ms = 0;
 };
 
-class Database {
+/// Workloads, workers, jobs and their tasks.
+class JobStore {
  public:
-  virtual ~Database() = default;
-
-  /// Schema version after migrations (1, 2, ...).
-  virtual absl::StatusOr<int> SchemaVersion() = 0;
+  virtual ~JobStore() = default;
 
   // Workloads and workers (upserts).
   virtual absl::Status PutWorkload(const WorkloadRow& row) = 0;
@@ -141,36 +141,55 @@ class Database {
   virtual absl::StatusOr<std::optional<WorkerRow>> GetWorker(const std::string& worker_id) = 0;
 
   // Jobs and tasks.
-  /// Creates the job and its tasks in one transaction. ALREADY_EXISTS if the job id is taken.
+  /// Creates the job and its tasks in one transaction. ALREADY_EXISTS "job 'X' already exists"
+  /// if the job id is taken. Tasks whose job_id is empty are given `job.job_id`; a different
+  /// job id is INVALID_ARGUMENT.
   virtual absl::Status CreateJob(const JobRow& job, const std::vector<TaskRow>& tasks) = 0;
+  /// NOT_FOUND "job 'X' not found" when unknown.
   virtual absl::Status UpdateJobState(const std::string& job_id, const std::string& state,
                                       const std::string& error, int64_t now_unix_ms) = 0;
+  /// NOT_FOUND "task 'X' not found" when unknown.
   virtual absl::Status UpdateTaskState(const std::string& task_id, const std::string& state) = 0;
-  /// NOT_FOUND when unknown.
+  /// NOT_FOUND "job 'X' not found" when unknown.
   virtual absl::StatusOr<JobRow> GetJob(const std::string& job_id) = 0;
   /// Newest first; `team` empty means every team; `state` empty means every state.
   virtual absl::StatusOr<std::vector<JobRow>> ListJobs(const std::string& team,
                                                        const std::string& state) = 0;
+  /// Ordered by ordinal; NOT_FOUND when the job is unknown.
   virtual absl::StatusOr<std::vector<TaskRow>> ListTasks(const std::string& job_id) = 0;
+};
 
-  // Candidates (issued programs) and their leases.
+/// Candidates (issued programs) and their leases.
+class LeaseStore {
+ public:
+  virtual ~LeaseStore() = default;
+
+  /// Upsert; the candidate's task must exist (FAILED_PRECONDITION otherwise).
   virtual absl::Status PutCandidate(const CandidateRow& row) = 0;
   virtual absl::StatusOr<std::optional<CandidateRow>> GetCandidate(
       const std::string& candidate_id) = 0;
-  /// Sets state "leased", the holder and the deadline.
+  /// Sets state "leased", the holder and the deadline. NOT_FOUND for an unknown candidate,
+  /// FAILED_PRECONDITION for a measured one.
   virtual absl::Status LeaseCandidate(const std::string& candidate_id,
                                       const std::string& worker_id, int64_t deadline_unix_ms) = 0;
   /// Returns every "leased" candidate whose deadline is before `now` to "pending" (no holder)
-  /// and returns their ids.
+  /// and returns their ids, earliest deadline first.
   virtual absl::StatusOr<std::vector<std::string>> ExpireLeases(int64_t now_unix_ms) = 0;
   /// Candidates of a task in a given state ("pending", "leased"), oldest first.
   virtual absl::StatusOr<std::vector<CandidateRow>> ListCandidates(const std::string& task_id,
                                                                    const std::string& state) = 0;
+};
 
-  // Measurements.
+/// Measurements: the tuning records.
+class RecordStore {
+ public:
+  virtual ~RecordStore() = default;
+
   /// Stores the measurement and marks its candidate "measured", in one transaction.
   /// Returns true when stored, false when a measurement for this candidate id already existed
-  /// (the call is then a no-op).
+  /// (the call is then a no-op). The measurement's task must exist (FAILED_PRECONDITION
+  /// otherwise); its candidate row, when present, becomes "measured" with the measuring worker
+  /// as holder.
   virtual absl::StatusOr<bool> RecordMeasurement(const MeasurementRow& row) = 0;
   virtual absl::StatusOr<std::vector<MeasurementRow>> ListMeasurementsForTask(
       const std::string& task_id) = 0;
@@ -179,15 +198,23 @@ class Database {
   virtual absl::StatusOr<std::optional<MeasurementRow>> BestMeasurement(
       const std::string& workload_key, const std::string& target) = 0;
   /// The `limit` best ok measurements for (workload, target), lowest median first.
+  /// INVALID_ARGUMENT when `limit` < 0.
   virtual absl::StatusOr<std::vector<MeasurementRow>> TopMeasurements(
       const std::string& workload_key, const std::string& target, int limit) = 0;
   /// The newest `limit` ok measurements on `target` across all workloads (cost-model training).
+  /// INVALID_ARGUMENT when `limit` < 0.
   virtual absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(const std::string& target,
                                                                          int limit) = 0;
   /// Counts of measurements grouped for metrics and tests.
   virtual absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) = 0;
+};
 
-  // Teams, tokens and quotas.
+/// Teams, access tokens, and the counts behind team quotas. Arguments are checked before any
+/// statement runs, with the same codes and messages in every backend.
+class TeamStore {
+ public:
+  virtual ~TeamStore() = default;
+
   /// Creates the team, or updates the limits (max_concurrent_jobs, max_trials_per_day, share)
   /// of an existing one, keeping its created_unix_ms. INVALID_ARGUMENT for an empty name,
   /// negative limits or a share that is not a positive finite number.
@@ -215,8 +242,13 @@ class Database {
   /// measured_unix_ms >= since_unix_ms: the trials charged against max_trials_per_day.
   virtual absl::StatusOr<int64_t> CountTrialsSince(const std::string& team,
                                                    int64_t since_unix_ms) = 0;
+};
 
-  // Leadership (one active server per database; the others wait as standbys).
+/// The leader lease: one active server per database; the others wait as standbys.
+class LeaderStore {
+ public:
+  virtual ~LeaderStore() = default;
+
   /// Claims or renews the leader lease for `holder` (a server instance id) until
   /// now_unix_ms + lease_ms when it is free, expired or already `holder`'s; returns the leader
   /// after the attempt (its holder is `holder` when the claim succeeded). Atomic across servers.
@@ -225,6 +257,27 @@ class Database {
                                                     int64_t now_unix_ms, int64_t lease_ms) = 0;
   /// Gives the lease up at once (orderly shutdown) when `holder` holds it.
   virtual absl::Status ReleaseLeadership(const std::string& holder) = 0;
+};
+
+/// The whole schedule database: every store above over one connection, plus the schema
+/// version. Implemented once over SQL (SqlDatabase, common/db/sql_database.h) for SQLite and
+/// PostgreSQL.
+class Database : public JobStore,
+                 public LeaseStore,
+                 public RecordStore,
+                 public TeamStore,
+                 public LeaderStore {
+ public:
+  ~Database() override = default;
+
+  /// Schema version after migrations (1, 2, ...).
+  virtual absl::StatusOr<int> SchemaVersion() = 0;
+
+  /// Called after every statement (and transaction begin/commit) with its wall time in seconds
+  /// and its outcome (OK or the error's code), from the calling thread, with the database's
+  /// lock held: it must be quick and must not call back into the database. For metrics.
+  using StatementObserver = std::function<void(double seconds, absl::StatusCode code)>;
+  virtual void SetStatementObserver(StatementObserver observer) = 0;
 };
 
 /// Opens (creating if needed) a SQLite database file in WAL mode and applies pending

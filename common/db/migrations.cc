@@ -28,15 +28,12 @@ CREATE TABLE workers (
 CREATE TABLE jobs (
   job_id TEXT PRIMARY KEY,
   team TEXT NOT NULL,
-  model_name TEXT NOT NULL,
-  model_sha TEXT NOT NULL,
+  model_name TEXT NOT NULL, model_sha TEXT NOT NULL,
   target TEXT NOT NULL,
-  state TEXT NOT NULL,
-  error TEXT NOT NULL,
+  state TEXT NOT NULL, error TEXT NOT NULL,
   budget BIGINT NOT NULL,
   options TEXT NOT NULL,
-  created_unix_ms BIGINT NOT NULL,
-  updated_unix_ms BIGINT NOT NULL
+  created_unix_ms BIGINT NOT NULL, updated_unix_ms BIGINT NOT NULL
 );
 CREATE INDEX jobs_by_team_state ON jobs (team, state, created_unix_ms);
 CREATE INDEX jobs_by_state ON jobs (state, created_unix_ms);

@@ -1,4 +1,4 @@
-// libpq connection, parameterized statements, transactions and SQLSTATE conversion.
+// libpq connection: text parameters, typed results, reconnection, SQLSTATE conversion.
 #include "common/db/postgres_connection.h"
 
 #include <libpq-fe.h>
@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/db/migrations.h"
 #include "common/util/status.h"
 
 namespace gtco::db {
@@ -82,6 +83,39 @@ absl::Status ResultStatus(const PGresult* result, PGconn* handle, const std::str
   return absl::Status(code, absl::StrCat("database '", location, "': ", operation, ": ", detail));
 }
 
+// The cells of a result, typed by their column: integers and doubles parsed from PostgreSQL's
+// text form (doubles print with every bit since PostgreSQL 12), anything else as text.
+SqlRows ReadRows(const PGresult* result) {
+  constexpr Oid kInt8 = 20, kInt2 = 21, kInt4 = 23, kFloat4 = 700, kFloat8 = 701;
+  const int row_count = PQntuples(result);
+  const int column_count = PQnfields(result);
+  SqlRows rows;
+  rows.reserve(static_cast<size_t>(row_count));
+  for (int row_index = 0; row_index < row_count; ++row_index) {
+    std::vector<SqlValue> cells;
+    cells.reserve(static_cast<size_t>(column_count));
+    for (int column = 0; column < column_count; ++column) {
+      if (PQgetisnull(result, row_index, column) != 0) {
+        cells.emplace_back();
+        continue;
+      }
+      std::string text(PQgetvalue(result, row_index, column),
+                       static_cast<size_t>(PQgetlength(result, row_index, column)));
+      const Oid type = PQftype(result, column);
+      int64_t integer = 0;
+      if ((type == kInt8 || type == kInt4 || type == kInt2) && absl::SimpleAtoi(text, &integer)) {
+        cells.emplace_back(integer);
+      } else if (type == kFloat8 || type == kFloat4) {
+        cells.emplace_back(std::strtod(text.c_str(), nullptr));  // "Infinity" and "NaN" too
+      } else {
+        cells.emplace_back(std::move(text));
+      }
+    }
+    rows.emplace_back(std::move(cells));
+  }
+  return rows;
+}
+
 void IgnoreNotice(void* /*arg*/, const char* /*message*/) {}
 
 }  // namespace
@@ -132,66 +166,10 @@ absl::StatusCode CodeForSqlState(std::string_view sqlstate) {
   const std::string_view sqlstate_class = sqlstate.substr(0, 2);
   if (sqlstate_class == "23") return absl::StatusCode::kFailedPrecondition;
   if (sqlstate_class == "08") return absl::StatusCode::kUnavailable;
-  if (sqlstate_class == "53") return absl::StatusCode::kResourceExhausted;
+  if (sqlstate_class == "53") return absl::StatusCode::kUnavailable;
   if (sqlstate_class == "22" || sqlstate_class == "54") return absl::StatusCode::kInvalidArgument;
   if (sqlstate_class == "28") return absl::StatusCode::kPermissionDenied;
   return absl::StatusCode::kInternal;
-}
-
-std::string ToSqlParam(std::string_view value) { return std::string(value); }
-
-std::string ToSqlParam(int64_t value) { return absl::StrCat(value); }
-
-std::string ToSqlParam(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
-// ---------------------------------------------------------------------------------------------
-// PostgresRow and PostgresResult
-
-std::string PostgresRow::ColumnText(int column) const {
-  return std::string(PQgetvalue(result_, row_index_, column),
-                     static_cast<size_t>(PQgetlength(result_, row_index_, column)));
-}
-
-int64_t PostgresRow::ColumnInt64(int column) const {
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(PQgetvalue(result_, row_index_, column), &value)) return 0;
-  return value;
-}
-
-double PostgresRow::ColumnDouble(int column) const {
-  // strtod reads every form PostgreSQL prints, "Infinity" and "NaN" included.
-  return std::strtod(PQgetvalue(result_, row_index_, column), nullptr);
-}
-
-bool PostgresRow::ColumnIsNull(int column) const {
-  return PQgetisnull(result_, row_index_, column) != 0;
-}
-
-PostgresResult::PostgresResult(PostgresResult&& other) noexcept
-    : result_(std::exchange(other.result_, nullptr)) {}
-
-PostgresResult& PostgresResult::operator=(PostgresResult&& other) noexcept {
-  if (this != &other) {
-    PQclear(result_);
-    result_ = std::exchange(other.result_, nullptr);
-  }
-  return *this;
-}
-
-PostgresResult::~PostgresResult() { PQclear(result_); }
-
-int PostgresResult::row_count() const { return PQntuples(result_); }
-
-int64_t PostgresResult::affected_rows() const {
-  int64_t rows = 0;
-  if (!absl::SimpleAtoi(PQcmdTuples(result_), &rows)) return 0;  // "" for non-DML statements
-  return rows;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -225,6 +203,26 @@ absl::StatusOr<std::unique_ptr<PostgresConnection>> PostgresConnection::Open(
 
 PostgresConnection::~PostgresConnection() { PQfinish(handle_); }
 
+const SqlDialect& PostgresConnection::dialect() const {
+  // The advisory lock key spells "gtco_mig".
+  static constexpr SqlDialect kDialect{
+      /*lock_rows=*/" FOR UPDATE",
+      /*migration_lock=*/"SELECT pg_advisory_xact_lock(7454692613198539111)"};
+  return kDialect;
+}
+
+absl::Status PostgresConnection::ExecuteScript(std::string_view script,
+                                               const std::string& operation) {
+  // libpq runs a parameterless multi-statement string too, but then names no failing statement.
+  const std::vector<std::string_view> statements = SplitSqlStatements(script);
+  for (size_t index = 0; index < statements.size(); ++index) {
+    GTCO_RETURN_IF_ERROR(Execute(std::string(statements[index]), {},
+                                 absl::StrCat(operation, ", statement ", index + 1))
+                             .status());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PostgresConnection::EnsureConnected(const std::string& operation) {
   if (PQstatus(handle_) == CONNECTION_OK) return absl::OkStatus();
   if (in_transaction_) {
@@ -242,74 +240,64 @@ absl::Status PostgresConnection::EnsureConnected(const std::string& operation) {
       ": lost the connection and could not reconnect: ", OneLine(PQerrorMessage(handle_))));
 }
 
-PGresult* PostgresConnection::Send(const std::string& sql, const std::vector<std::string>& params) {
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const std::string& param : params) values.push_back(param.c_str());
-  return PQexecParams(handle_, sql.c_str(), static_cast<int>(params.size()),
+PGresult* PostgresConnection::Send(const std::string& sql, const std::vector<const char*>& values) {
+  return PQexecParams(handle_, sql.c_str(), static_cast<int>(values.size()),
                       /*paramTypes=*/nullptr, values.data(), /*paramLengths=*/nullptr,
                       /*paramFormats=*/nullptr, /*resultFormat=*/0);
 }
 
-absl::StatusOr<PostgresResult> PostgresConnection::Execute(const std::string& sql,
-                                                           const std::vector<std::string>& params,
-                                                           const std::string& operation) {
+absl::StatusOr<SqlResult> PostgresConnection::Run(const std::string& sql, const SqlParams& params,
+                                                  const std::string& operation) {
+  // Text parameters; PostgreSQL parses each by the type its place in the statement calls for.
+  std::vector<std::string> texts;
+  texts.reserve(params.size());
+  for (const SqlValue& param : params) texts.push_back(param.AsText());
+  std::vector<const char*> values;
+  values.reserve(params.size());
   for (size_t index = 0; index < params.size(); ++index) {
-    if (params[index].find('\0') != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("database '", location_, "': ", operation, ": parameter $", index + 1,
-                       " contains a NUL byte, which PostgreSQL text cannot store"));
-    }
+    values.push_back(params[index].is_null() ? nullptr : texts[index].c_str());
   }
   GTCO_RETURN_IF_ERROR(EnsureConnected(operation));
-  PGresult* raw_result = Send(sql, params);
+  PGresult* raw_result = Send(sql, values);
   if (!in_transaction_ && !Succeeded(raw_result)) {
     const bool dropped = PQstatus(handle_) != CONNECTION_OK;
     if (dropped || IsRetryableOutsideTransaction(raw_result)) {
       PQclear(raw_result);
       raw_result = nullptr;
       if (dropped) GTCO_RETURN_IF_ERROR(EnsureConnected(operation));
-      raw_result = Send(sql, params);
+      raw_result = Send(sql, values);
     }
   }
-  PostgresResult result(raw_result);  // owns it from here on
+  const std::unique_ptr<PGresult, void (*)(PGresult*)> owned(raw_result, &PQclear);
   if (!Succeeded(raw_result)) return ResultStatus(raw_result, handle_, operation, location_);
+  SqlResult result;
+  result.rows = ReadRows(raw_result);
+  // PQcmdTuples counts the rows of a SELECT too, and is "" for BEGIN and other commands.
+  if (absl::StartsWith(PQcmdStatus(raw_result), "SELECT") ||
+      !absl::SimpleAtoi(PQcmdTuples(raw_result), &result.affected_rows)) {
+    result.affected_rows = 0;
+  }
   return result;
 }
 
-// ---------------------------------------------------------------------------------------------
-// PostgresTransaction
-
-absl::StatusOr<PostgresTransaction> PostgresTransaction::Begin(PostgresConnection* connection,
-                                                               const std::string& operation) {
-  GTCO_CHECK(!connection->in_transaction_, "nested PostgresTransaction for ", operation);
-  GTCO_RETURN_IF_ERROR(
-      connection->Execute("BEGIN", {}, absl::StrCat(operation, " (begin transaction)")).status());
-  connection->in_transaction_ = true;
-  return PostgresTransaction(connection, operation);
+absl::Status PostgresConnection::BeginTransaction(const std::string& operation) {
+  GTCO_CHECK(!in_transaction_, "nested transaction for ", operation);
+  GTCO_RETURN_IF_ERROR(Execute("BEGIN", {}, operation).status());
+  in_transaction_ = true;
+  return absl::OkStatus();
 }
 
-PostgresTransaction::PostgresTransaction(PostgresTransaction&& other) noexcept
-    : connection_(std::exchange(other.connection_, nullptr)),
-      operation_(std::move(other.operation_)) {}
+absl::Status PostgresConnection::CommitTransaction(const std::string& operation) {
+  GTCO_RETURN_IF_ERROR(Execute("COMMIT", {}, operation).status());
+  in_transaction_ = false;
+  return absl::OkStatus();
+}
 
-PostgresTransaction::~PostgresTransaction() {
-  if (connection_ == nullptr) return;
+void PostgresConnection::RollbackTransaction(const std::string& operation) {
   // Best effort: on a broken connection the server has already rolled back, and the next
   // statement resets the connection.
-  connection_->Execute("ROLLBACK", {}, operation_).IgnoreError();
-  connection_->in_transaction_ = false;  // also after a lost connection: the next call resets
-}
-
-absl::Status PostgresTransaction::Commit() {
-  GTCO_CHECK(connection_ != nullptr, "Commit() on a finished transaction");
-  absl::Status status =
-      connection_->Execute("COMMIT", {}, absl::StrCat(operation_, " (commit)")).status();
-  if (status.ok()) {
-    connection_->in_transaction_ = false;
-    connection_ = nullptr;
-  }
-  return status;
+  Execute("ROLLBACK", {}, operation).IgnoreError();
+  in_transaction_ = false;  // also after a lost connection: the next call resets
 }
 
 }  // namespace gtco::db

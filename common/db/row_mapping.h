@@ -1,159 +1,102 @@
-// Backend-neutral row mapping: the column list of each table and the readers that turn the
-// current result row of any backend (a "cursor") into the row structs of database.h.
+// Backend-neutral row mapping: each table's columns and the row-struct members they hold, written
+// once; the column lists, INSERT and upsert statements, statement parameters and row readers
+// all follow from it.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "common/db/database.h"
+#include "common/db/sql_connection.h"
+#include "common/db/sql_value.h"
 
 namespace gtco::db::rows {
 
-inline constexpr char kWorkloadColumns[] = "workload_key, kind, canonical, description, flops";
-inline constexpr char kWorkerColumns[] =
-    "worker_id, target, hostname, hardware, registered_unix_ms, last_seen_unix_ms";
-inline constexpr char kJobColumns[] =
-    "job_id, team, model_name, model_sha, target, state, error, budget, options, "
-    "created_unix_ms, updated_unix_ms";
-inline constexpr char kTaskColumns[] =
-    "task_id, job_id, ordinal, workload_key, target, weight, trials_allotted, state";
-inline constexpr char kCandidateColumns[] =
-    "candidate_id, task_id, workload_key, target, trace, program_hash, state, worker_id, "
-    "lease_deadline_unix_ms, created_unix_ms";
-inline constexpr char kMeasurementColumns[] =
-    "candidate_id, task_id, workload_key, target, trace, program_hash, ok, error_kind, error, "
-    "median_seconds, min_seconds, max_seconds, stddev_seconds, repeats, compile_seconds, "
-    "worker_id, hardware, measured_unix_ms";
-inline constexpr char kTeamColumns[] =
-    "name, max_concurrent_jobs, max_trials_per_day, share, created_unix_ms";
-inline constexpr char kTokenColumns[] =
-    "token_id, team, role, salt, hash, created_unix_ms, revoked_unix_ms";
+/// A table of the schema as the row struct `Row` sees it: its name and its columns, the primary
+/// key first. Immutable; the tables below live for the whole program.
+template <typename Row>
+class Table {
+ public:
+  /// The member of `Row` a column holds. A bool member is an INTEGER 1 / 0 column, an int
+  /// member an INTEGER one.
+  using Member =
+      std::variant<std::string Row::*, int64_t Row::*, int Row::*, bool Row::*, double Row::*>;
 
-// Readers of the current row, columns in the order of the lists above. `Cursor` is any type
-// with ColumnText(int) -> std::string, ColumnInt64(int) -> int64_t and
-// ColumnDouble(int) -> double (SqliteStatement, PostgresRow).
+  /// `columns` names the columns, separated by ", ", in the order of `members`; the counts must
+  /// agree.
+  Table(const char* name, std::string_view columns, std::vector<Member> members);
 
-/// Reads a kWorkloadColumns row.
-template <typename Cursor>
-WorkloadRow ReadWorkload(const Cursor& cursor) {
-  WorkloadRow row;
-  row.key = cursor.ColumnText(0);
-  row.kind = cursor.ColumnText(1);
-  row.canonical = cursor.ColumnText(2);
-  row.description = cursor.ColumnText(3);
-  row.flops = cursor.ColumnInt64(4);
-  return row;
+  const std::string& name() const { return name_; }
+  /// "a, b, c": every column, in order.
+  const std::string& column_list() const { return column_list_; }
+  /// "SELECT <column_list> FROM <name>", for a WHERE / ORDER BY clause to follow.
+  const std::string& select_sql() const { return select_sql_; }
+  /// "INSERT INTO <name> (<column_list>) VALUES ($1, ..., $n)": Params() fill it.
+  const std::string& insert_sql() const { return insert_sql_; }
+  /// insert_sql() with "ON CONFLICT (<key>) DO UPDATE SET c = excluded.c, ..." for every column
+  /// but the key and those in `kept` (which keep the stored row's values).
+  std::string UpsertSql(std::initializer_list<std::string_view> kept = {}) const;
+
+  /// The row's members in column order.
+  SqlParams Params(const Row& row) const;
+  /// Reads a result row whose cells are the columns in order (a select_sql() row).
+  Row Read(const SqlRow& cells) const;
+  std::vector<Row> ReadAll(const SqlRows& result) const;
+
+ private:
+  std::string name_;
+  std::vector<std::string> columns_;
+  std::vector<Member> members_;
+  std::string column_list_;
+  std::string select_sql_;
+  std::string insert_sql_;
+};
+
+/// The schema's tables, columns in the order of the migrations' CREATE TABLE statements.
+const Table<WorkloadRow>& Workloads();
+const Table<WorkerRow>& Workers();
+const Table<JobRow>& Jobs();
+const Table<TaskRow>& Tasks();
+const Table<CandidateRow>& Candidates();
+const Table<MeasurementRow>& Measurements();
+const Table<TeamRow>& Teams();
+const Table<TokenRow>& Tokens();
+
+/// Runs `table.select_sql() + clauses` ("WHERE ... ORDER BY ...") and reads every row.
+template <typename Row>
+absl::StatusOr<std::vector<Row>> Select(SqlConnection& connection, const Table<Row>& table,
+                                        std::string_view clauses, const SqlParams& params,
+                                        const std::string& operation) {
+  absl::StatusOr<SqlRows> result =
+      connection.Query(table.select_sql() + " " + std::string(clauses), params, operation);
+  if (!result.ok()) return result.status();
+  return table.ReadAll(*result);
 }
 
-/// Reads a kWorkerColumns row.
-template <typename Cursor>
-WorkerRow ReadWorker(const Cursor& cursor) {
-  WorkerRow row;
-  row.worker_id = cursor.ColumnText(0);
-  row.target = cursor.ColumnText(1);
-  row.hostname = cursor.ColumnText(2);
-  row.hardware = cursor.ColumnText(3);
-  row.registered_unix_ms = cursor.ColumnInt64(4);
-  row.last_seen_unix_ms = cursor.ColumnInt64(5);
-  return row;
+/// Select() for at most one row (a primary-key lookup): the first, or nullopt.
+template <typename Row>
+absl::StatusOr<std::optional<Row>> SelectFirst(SqlConnection& connection, const Table<Row>& table,
+                                               std::string_view clauses, const SqlParams& params,
+                                               const std::string& operation) {
+  absl::StatusOr<std::vector<Row>> rows = Select(connection, table, clauses, params, operation);
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return std::optional<Row>();
+  return std::optional<Row>(std::move(rows->front()));
 }
 
-/// Reads a kJobColumns row.
-template <typename Cursor>
-JobRow ReadJob(const Cursor& cursor) {
-  JobRow row;
-  row.job_id = cursor.ColumnText(0);
-  row.team = cursor.ColumnText(1);
-  row.model_name = cursor.ColumnText(2);
-  row.model_sha = cursor.ColumnText(3);
-  row.target = cursor.ColumnText(4);
-  row.state = cursor.ColumnText(5);
-  row.error = cursor.ColumnText(6);
-  row.budget = cursor.ColumnInt64(7);
-  row.options = cursor.ColumnText(8);
-  row.created_unix_ms = cursor.ColumnInt64(9);
-  row.updated_unix_ms = cursor.ColumnInt64(10);
-  return row;
-}
-
-/// Reads a kTaskColumns row.
-template <typename Cursor>
-TaskRow ReadTask(const Cursor& cursor) {
-  TaskRow row;
-  row.task_id = cursor.ColumnText(0);
-  row.job_id = cursor.ColumnText(1);
-  row.ordinal = static_cast<int>(cursor.ColumnInt64(2));
-  row.workload_key = cursor.ColumnText(3);
-  row.target = cursor.ColumnText(4);
-  row.weight = static_cast<int>(cursor.ColumnInt64(5));
-  row.trials_allotted = cursor.ColumnInt64(6);
-  row.state = cursor.ColumnText(7);
-  return row;
-}
-
-/// Reads a kCandidateColumns row.
-template <typename Cursor>
-CandidateRow ReadCandidate(const Cursor& cursor) {
-  CandidateRow row;
-  row.candidate_id = cursor.ColumnText(0);
-  row.task_id = cursor.ColumnText(1);
-  row.workload_key = cursor.ColumnText(2);
-  row.target = cursor.ColumnText(3);
-  row.trace = cursor.ColumnText(4);
-  row.program_hash = cursor.ColumnText(5);
-  row.state = cursor.ColumnText(6);
-  row.worker_id = cursor.ColumnText(7);
-  row.lease_deadline_unix_ms = cursor.ColumnInt64(8);
-  row.created_unix_ms = cursor.ColumnInt64(9);
-  return row;
-}
-
-/// Reads a kMeasurementColumns row.
-template <typename Cursor>
-MeasurementRow ReadMeasurement(const Cursor& cursor) {
-  MeasurementRow row;
-  row.candidate_id = cursor.ColumnText(0);
-  row.task_id = cursor.ColumnText(1);
-  row.workload_key = cursor.ColumnText(2);
-  row.target = cursor.ColumnText(3);
-  row.trace = cursor.ColumnText(4);
-  row.program_hash = cursor.ColumnText(5);
-  row.ok = cursor.ColumnInt64(6) != 0;
-  row.error_kind = cursor.ColumnText(7);
-  row.error = cursor.ColumnText(8);
-  row.median_seconds = cursor.ColumnDouble(9);
-  row.min_seconds = cursor.ColumnDouble(10);
-  row.max_seconds = cursor.ColumnDouble(11);
-  row.stddev_seconds = cursor.ColumnDouble(12);
-  row.repeats = static_cast<int>(cursor.ColumnInt64(13));
-  row.compile_seconds = cursor.ColumnDouble(14);
-  row.worker_id = cursor.ColumnText(15);
-  row.hardware = cursor.ColumnText(16);
-  row.measured_unix_ms = cursor.ColumnInt64(17);
-  return row;
-}
-
-/// Reads a kTeamColumns row.
-template <typename Cursor>
-TeamRow ReadTeam(const Cursor& cursor) {
-  TeamRow row;
-  row.name = cursor.ColumnText(0);
-  row.max_concurrent_jobs = cursor.ColumnInt64(1);
-  row.max_trials_per_day = cursor.ColumnInt64(2);
-  row.share = cursor.ColumnDouble(3);
-  row.created_unix_ms = cursor.ColumnInt64(4);
-  return row;
-}
-
-/// Reads a kTokenColumns row.
-template <typename Cursor>
-TokenRow ReadToken(const Cursor& cursor) {
-  TokenRow row;
-  row.token_id = cursor.ColumnText(0);
-  row.team = cursor.ColumnText(1);
-  row.role = cursor.ColumnText(2);
-  row.salt = cursor.ColumnText(3);
-  row.hash = cursor.ColumnText(4);
-  row.created_unix_ms = cursor.ColumnInt64(5);
-  row.revoked_unix_ms = cursor.ColumnInt64(6);
-  return row;
-}
+extern template class Table<WorkloadRow>;
+extern template class Table<WorkerRow>;
+extern template class Table<JobRow>;
+extern template class Table<TaskRow>;
+extern template class Table<CandidateRow>;
+extern template class Table<MeasurementRow>;
+extern template class Table<TeamRow>;
+extern template class Table<TokenRow>;
 
 }  // namespace gtco::db::rows

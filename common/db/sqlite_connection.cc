@@ -1,10 +1,14 @@
-// sqlite3 connection, cached statements, transactions and result-code conversion.
+// sqlite3 connection: placeholders, cached statements, values, transactions, result codes.
 #include "common/db/sqlite_connection.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/util/status.h"
@@ -23,6 +27,8 @@ absl::StatusCode CodeForSqliteResult(int result_code) {
   switch (result_code & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
+    case SQLITE_FULL:   // the disk filled: writes work again once space is freed
+    case SQLITE_IOERR:  // the storage failed this write or read; the next may succeed
       return absl::StatusCode::kUnavailable;
     case SQLITE_CONSTRAINT:
     case SQLITE_CANTOPEN:
@@ -37,7 +43,6 @@ absl::StatusCode CodeForSqliteResult(int result_code) {
       return absl::StatusCode::kInvalidArgument;
     case SQLITE_CORRUPT:
       return absl::StatusCode::kDataLoss;
-    case SQLITE_FULL:
     case SQLITE_NOMEM:
       return absl::StatusCode::kResourceExhausted;
     default:
@@ -57,6 +62,84 @@ bool IsInMemoryPath(const std::string& path) {
   return path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0;
 }
 
+// COLLATE "C": bytewise, as SQLite's BINARY and PostgreSQL's "C" collations compare.
+int CompareBytes(void* /*unused*/, int left_size, const void* left, int right_size,
+                 const void* right) {
+  const int common = std::memcmp(left, right, static_cast<size_t>(std::min(left_size, right_size)));
+  if (common != 0) return common;
+  return left_size < right_size ? -1 : (left_size > right_size ? 1 : 0);
+}
+
+int BindValue(sqlite3_stmt* statement, int index, const SqlValue& value) {
+  switch (value.kind()) {
+    case SqlValue::Kind::kNull:
+      return sqlite3_bind_null(statement, index);
+    case SqlValue::Kind::kInt64:
+      return sqlite3_bind_int64(statement, index, std::get<int64_t>(value.storage()));
+    case SqlValue::Kind::kDouble:
+      return sqlite3_bind_double(statement, index, std::get<double>(value.storage()));
+    case SqlValue::Kind::kText: {
+      const std::string& text = std::get<std::string>(value.storage());
+      return sqlite3_bind_text64(statement, index, text.data(), text.size(), SQLITE_TRANSIENT,
+                                 SQLITE_UTF8);
+    }
+  }
+  return SQLITE_MISUSE;
+}
+
+SqlRow ReadRow(sqlite3_stmt* statement) {
+  const int column_count = sqlite3_column_count(statement);
+  std::vector<SqlValue> cells;
+  cells.reserve(static_cast<size_t>(column_count));
+  for (int column = 0; column < column_count; ++column) {
+    switch (sqlite3_column_type(statement, column)) {
+      case SQLITE_NULL:
+        cells.emplace_back();
+        break;
+      case SQLITE_INTEGER:
+        cells.emplace_back(static_cast<int64_t>(sqlite3_column_int64(statement, column)));
+        break;
+      case SQLITE_FLOAT:
+        cells.emplace_back(sqlite3_column_double(statement, column));
+        break;
+      default: {  // text (a blob reads as its bytes)
+        const unsigned char* text = sqlite3_column_text(statement, column);
+        const int size = sqlite3_column_bytes(statement, column);
+        cells.emplace_back(text == nullptr ? std::string()
+                                           : std::string(reinterpret_cast<const char*>(text),
+                                                         static_cast<size_t>(size)));
+      }
+    }
+  }
+  return SqlRow(std::move(cells));
+}
+
+// Resets a cached statement and clears its bindings, so that the cache can hand it out again.
+struct StatementReset {
+  void operator()(sqlite3_stmt* statement) const {
+    sqlite3_reset(statement);
+    sqlite3_clear_bindings(statement);
+  }
+};
+
+bool IsIdentifierChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '$';
+}
+
+// One past the end of the literal, quoted identifier or comment that starts at `pos`, or `pos`
+// when none starts there.
+size_t SkipQuotedOrComment(std::string_view sql, size_t pos) {
+  auto one_past = [&sql](size_t found, size_t closer_size) {
+    return found == std::string_view::npos ? sql.size() : found + closer_size;
+  };
+  const char c = sql[pos];
+  // A doubled quote inside ('it''s') closes and reopens: the same span.
+  if (c == '\'' || c == '"' || c == '`') return one_past(sql.find(c, pos + 1), 1);
+  if (sql.substr(pos, 2) == "--") return one_past(sql.find('\n', pos + 2), 1);
+  if (sql.substr(pos, 2) == "/*") return one_past(sql.find("*/", pos + 2), 2);
+  return pos;
+}
+
 }  // namespace
 
 absl::Status SqliteStatus(int result_code, sqlite3* connection, const std::string& operation,
@@ -73,79 +156,25 @@ absl::Status SqliteStatus(int result_code, sqlite3* connection, const std::strin
                                    " (sqlite code ", result_code, ")"));
 }
 
-// ---------------------------------------------------------------------------------------------
-// SqliteStatement
-
-SqliteStatement::SqliteStatement(SqliteConnection* connection, sqlite3_stmt* statement,
-                                 const std::string& operation)
-    : connection_(connection), statement_(statement), operation_(operation) {}
-
-SqliteStatement::SqliteStatement(SqliteStatement&& other) noexcept
-    : connection_(other.connection_),
-      statement_(std::exchange(other.statement_, nullptr)),
-      operation_(std::move(other.operation_)),
-      bind_error_code_(other.bind_error_code_) {}
-
-SqliteStatement::~SqliteStatement() {
-  if (statement_ == nullptr) return;
-  sqlite3_reset(statement_);
-  sqlite3_clear_bindings(statement_);
-}
-
-void SqliteStatement::Bind(int index, std::string_view value) {
-  const int rc = sqlite3_bind_text64(statement_, index, value.data(), value.size(),
-                                     SQLITE_TRANSIENT, SQLITE_UTF8);
-  if (rc != SQLITE_OK && bind_error_code_ == 0) bind_error_code_ = rc;
-}
-
-void SqliteStatement::Bind(int index, int64_t value) {
-  const int rc = sqlite3_bind_int64(statement_, index, value);
-  if (rc != SQLITE_OK && bind_error_code_ == 0) bind_error_code_ = rc;
-}
-
-void SqliteStatement::Bind(int index, double value) {
-  const int rc = sqlite3_bind_double(statement_, index, value);
-  if (rc != SQLITE_OK && bind_error_code_ == 0) bind_error_code_ = rc;
-}
-
-absl::StatusOr<bool> SqliteStatement::Step() {
-  if (bind_error_code_ != 0) {
-    return SqliteStatus(bind_error_code_, nullptr, operation_, connection_->path());
+std::string SqlitePlaceholders(std::string_view sql) {
+  std::string rewritten;
+  rewritten.reserve(sql.size());
+  size_t pos = 0;
+  while (pos < sql.size()) {
+    const size_t skipped = SkipQuotedOrComment(sql, pos);
+    if (skipped != pos) {
+      rewritten.append(sql.substr(pos, skipped - pos));
+      pos = skipped;
+      continue;
+    }
+    const bool placeholder = sql[pos] == '$' && pos + 1 < sql.size() &&
+                             std::isdigit(static_cast<unsigned char>(sql[pos + 1])) != 0 &&
+                             (pos == 0 || !IsIdentifierChar(sql[pos - 1]));
+    rewritten.push_back(placeholder ? '?' : sql[pos]);  // the digits follow unchanged
+    ++pos;
   }
-  const int rc = sqlite3_step(statement_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  return connection_->Error(rc, operation_);
+  return rewritten;
 }
-
-absl::Status SqliteStatement::Run() {
-  while (true) {
-    GTCO_ASSIGN_OR_RETURN(const bool has_row, Step());
-    if (!has_row) return absl::OkStatus();
-  }
-}
-
-std::string SqliteStatement::ColumnText(int column) const {
-  const unsigned char* text = sqlite3_column_text(statement_, column);
-  if (text == nullptr) return "";
-  return std::string(reinterpret_cast<const char*>(text),
-                     static_cast<size_t>(sqlite3_column_bytes(statement_, column)));
-}
-
-int64_t SqliteStatement::ColumnInt64(int column) const {
-  return sqlite3_column_int64(statement_, column);
-}
-
-double SqliteStatement::ColumnDouble(int column) const {
-  return sqlite3_column_double(statement_, column);
-}
-
-bool SqliteStatement::ColumnIsNull(int column) const {
-  return sqlite3_column_type(statement_, column) == SQLITE_NULL;
-}
-
-// ---------------------------------------------------------------------------------------------
-// SqliteConnection
 
 absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path,
                                                                          int busy_timeout_ms) {
@@ -170,8 +199,15 @@ absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const s
   // Before the first read: another connection may hold an exclusive lock on a new file.
   sqlite3_busy_timeout(handle, busy_timeout_ms);
   std::unique_ptr<SqliteConnection> connection(new SqliteConnection(handle, path));
+  const int collation_rc =
+      sqlite3_create_collation_v2(handle, "C", SQLITE_UTF8, nullptr, &CompareBytes, nullptr);
+  if (collation_rc != SQLITE_OK) return connection->Error(collation_rc, "define collation C");
   // Reading the schema fails with SQLITE_NOTADB right away on a file that is not a database.
   GTCO_RETURN_IF_ERROR(connection->Exec("SELECT COUNT(*) FROM sqlite_master", "read schema"));
+  // Switching to WAL needs a lock another process may hold: the busy timeout covers it.
+  GTCO_RETURN_IF_ERROR(connection->Exec("PRAGMA journal_mode = WAL", "enable WAL journal"));
+  GTCO_RETURN_IF_ERROR(connection->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
+  GTCO_RETURN_IF_ERROR(connection->Exec("PRAGMA foreign_keys = ON", "enable foreign keys"));
   return connection;
 }
 
@@ -180,59 +216,72 @@ SqliteConnection::~SqliteConnection() {
   sqlite3_close_v2(handle_);
 }
 
+const SqlDialect& SqliteConnection::dialect() const {
+  static constexpr SqlDialect kDialect{/*lock_rows=*/"", /*migration_lock=*/""};
+  return kDialect;
+}
+
+absl::Status SqliteConnection::ExecuteScript(std::string_view script,
+                                             const std::string& operation) {
+  return Exec(std::string(script), operation);
+}
+
 absl::Status SqliteConnection::Exec(const std::string& sql, const std::string& operation) {
   const int rc = sqlite3_exec(handle_, sql.c_str(), nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return Error(rc, operation);
   return absl::OkStatus();
 }
 
-absl::StatusOr<SqliteStatement> SqliteConnection::Prepare(const std::string& sql,
-                                                          const std::string& operation) {
+absl::StatusOr<sqlite3_stmt*> SqliteConnection::Prepare(const std::string& sql,
+                                                        const std::string& operation) {
   auto cached = statement_cache_.find(sql);
-  if (cached != statement_cache_.end()) return SqliteStatement(this, cached->second, operation);
+  if (cached != statement_cache_.end()) return cached->second;
+  const std::string sqlite_sql = SqlitePlaceholders(sql);
   sqlite3_stmt* statement = nullptr;
-  const int rc = sqlite3_prepare_v3(handle_, sql.c_str(), static_cast<int>(sql.size()),
-                                    SQLITE_PREPARE_PERSISTENT, &statement, nullptr);
+  const int rc =
+      sqlite3_prepare_v3(handle_, sqlite_sql.c_str(), static_cast<int>(sqlite_sql.size()),
+                         SQLITE_PREPARE_PERSISTENT, &statement, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(statement);
     return Error(rc, absl::StrCat(operation, " (prepare)"));
   }
   statement_cache_.emplace(sql, statement);
-  return SqliteStatement(this, statement, operation);
+  return statement;
 }
 
-int64_t SqliteConnection::ChangedRows() const { return sqlite3_changes64(handle_); }
+absl::StatusOr<SqlResult> SqliteConnection::Run(const std::string& sql, const SqlParams& params,
+                                                const std::string& operation) {
+  GTCO_ASSIGN_OR_RETURN(sqlite3_stmt* const statement, Prepare(sql, operation));
+  const std::unique_ptr<sqlite3_stmt, StatementReset> reset_when_done(statement);
+  for (size_t index = 0; index < params.size(); ++index) {
+    const int rc = BindValue(statement, static_cast<int>(index) + 1, params[index]);
+    if (rc != SQLITE_OK) return SqliteStatus(rc, nullptr, operation, path_);
+  }
+  SqlResult result;
+  while (true) {
+    const int rc = sqlite3_step(statement);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return Error(rc, operation);
+    result.rows.push_back(ReadRow(statement));
+  }
+  if (sqlite3_stmt_readonly(statement) == 0) result.affected_rows = sqlite3_changes64(handle_);
+  return result;
+}
 
 absl::Status SqliteConnection::Error(int result_code, const std::string& operation) const {
   return SqliteStatus(result_code, handle_, operation, path_);
 }
 
-// ---------------------------------------------------------------------------------------------
-// SqliteTransaction
-
-absl::StatusOr<SqliteTransaction> SqliteTransaction::Begin(SqliteConnection* connection,
-                                                           const std::string& operation) {
-  GTCO_RETURN_IF_ERROR(
-      connection->Exec("BEGIN IMMEDIATE", absl::StrCat(operation, " (begin transaction)")));
-  return SqliteTransaction(connection, operation);
+absl::Status SqliteConnection::BeginTransaction(const std::string& operation) {
+  return Exec("BEGIN IMMEDIATE", operation);
 }
 
-SqliteTransaction::SqliteTransaction(SqliteTransaction&& other) noexcept
-    : connection_(std::exchange(other.connection_, nullptr)),
-      operation_(std::move(other.operation_)) {}
-
-SqliteTransaction::~SqliteTransaction() {
-  if (connection_ == nullptr) return;
-  // Best effort: a failed rollback leaves nothing more to do, and the connection's next
-  // BEGIN reports any lasting problem.
-  connection_->Exec("ROLLBACK", operation_).IgnoreError();
+absl::Status SqliteConnection::CommitTransaction(const std::string& operation) {
+  return Exec("COMMIT", operation);
 }
 
-absl::Status SqliteTransaction::Commit() {
-  GTCO_CHECK(connection_ != nullptr, "Commit() on a finished transaction");
-  absl::Status status = connection_->Exec("COMMIT", absl::StrCat(operation_, " (commit)"));
-  if (status.ok()) connection_ = nullptr;
-  return status;
+void SqliteConnection::RollbackTransaction(const std::string& operation) {
+  Exec("ROLLBACK", operation).IgnoreError();
 }
 
 }  // namespace gtco::db

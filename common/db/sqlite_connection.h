@@ -1,8 +1,7 @@
-// A thin RAII layer over one sqlite3 connection: cached prepared statements, transactions,
-// and the single place where sqlite3 result codes become absl::Status.
+// SqlConnection over one sqlite3 connection: cached prepared statements, $N placeholders
+// rewritten to SQLite's ?N, and the single place where sqlite3 result codes become absl::Status.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -10,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/db/sql_connection.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -18,113 +18,61 @@ namespace gtco::db {
 
 /// Converts a sqlite3 result code into a Status whose message names the operation and the
 /// database path (and sqlite's own message when `connection` is given). The code mapping:
-/// busy/locked -> UNAVAILABLE, primary key/unique -> ALREADY_EXISTS, foreign key and other
-/// constraints -> FAILED_PRECONDITION, not-a-database -> INVALID_ARGUMENT, corrupt ->
-/// DATA_LOSS, cannot open/read-only/permission -> FAILED_PRECONDITION, full/nomem ->
+/// busy/locked, a full disk and I/O errors -> UNAVAILABLE (the database cannot take the write
+/// now; the same call succeeds once it can), primary key/unique -> ALREADY_EXISTS, foreign key
+/// and other constraints -> FAILED_PRECONDITION, not-a-database -> INVALID_ARGUMENT, corrupt ->
+/// DATA_LOSS, cannot open/read-only/permission -> FAILED_PRECONDITION, out of memory ->
 /// RESOURCE_EXHAUSTED, everything else -> INTERNAL.
 absl::Status SqliteStatus(int result_code, sqlite3* connection, const std::string& operation,
                           const std::string& path);
 
-class SqliteConnection;
+/// `sql` with every placeholder $N written ?N, SQLite's numbered parameter. (SQLite would read
+/// "$1" as a named parameter, numbered by first appearance: "$2 ... $1" would bind backwards.)
+/// Text inside string literals, quoted identifiers and comments is left alone.
+std::string SqlitePlaceholders(std::string_view sql);
 
-/// A borrowed, cached prepared statement. Resets itself and clears its bindings when
-/// destroyed, so the cache can hand it out again. Move-only; must not outlive its connection.
-class SqliteStatement {
+/// One open sqlite3 connection (see SqlConnection). Text compares bytewise under COLLATE "C",
+/// which this connection defines, as PostgreSQL's "C" collation does. Values round-trip exactly,
+/// but for one SQLite rule: a REAL (DOUBLE PRECISION) column stores -0.0 as the integer 0, so it
+/// reads back as +0.0.
+class SqliteConnection final : public SqlConnection {
  public:
-  SqliteStatement(SqliteStatement&& other) noexcept;
-  SqliteStatement& operator=(SqliteStatement&&) = delete;
-  SqliteStatement(const SqliteStatement&) = delete;
-  ~SqliteStatement();
-
-  /// Binds parameters ?1, ?2, ... in order. A bind failure is remembered and reported by the
-  /// next Step().
-  template <typename... Values>
-  SqliteStatement& BindAll(const Values&... values) {
-    int index = 1;
-    (Bind(index++, values), ...);
-    return *this;
-  }
-  void Bind(int index, std::string_view value);
-  void Bind(int index, const std::string& value) { Bind(index, std::string_view(value)); }
-  void Bind(int index, const char* value) { Bind(index, std::string_view(value)); }
-  void Bind(int index, int64_t value);
-  void Bind(int index, int value) { Bind(index, static_cast<int64_t>(value)); }
-  void Bind(int index, bool value) { Bind(index, static_cast<int64_t>(value ? 1 : 0)); }
-  void Bind(int index, double value);
-
-  /// Advances: true when a row is available, false when the statement is done.
-  absl::StatusOr<bool> Step();
-  /// Steps until done (for statements that return no rows).
-  absl::Status Run();
-
-  std::string ColumnText(int column) const;
-  int64_t ColumnInt64(int column) const;
-  double ColumnDouble(int column) const;
-  bool ColumnIsNull(int column) const;
-
- private:
-  friend class SqliteConnection;
-  SqliteStatement(SqliteConnection* connection, sqlite3_stmt* statement,
-                  const std::string& operation);
-
-  SqliteConnection* connection_;
-  sqlite3_stmt* statement_;
-  std::string operation_;
-  int bind_error_code_ = 0;  ///< first failed sqlite3_bind_* result, 0 when none
-};
-
-/// One open sqlite3 connection. Not thread-safe: the owner serializes access.
-class SqliteConnection {
- public:
-  /// Opens (creating if needed) the file at `path` and checks that it is a SQLite database.
-  /// Statements, that first check included, wait up to `busy_timeout_ms` for another
-  /// connection's lock (e.g. one switching a new file to WAL) before failing with UNAVAILABLE.
-  /// FAILED_PRECONDITION when the directory does not exist or the file cannot be opened,
-  /// INVALID_ARGUMENT when the file is not a database.
+  /// Opens (creating if needed) the file at `path`, checks that it is a SQLite database, and
+  /// configures it: WAL journal, synchronous=NORMAL, foreign keys on. Statements, those first
+  /// ones included, wait up to `busy_timeout_ms` for another connection's lock (e.g. one
+  /// switching a new file to WAL) before failing with UNAVAILABLE. FAILED_PRECONDITION when the
+  /// directory does not exist or the file cannot be opened, INVALID_ARGUMENT when the file is
+  /// not a database. ":memory:" opens a private in-memory database.
   static absl::StatusOr<std::unique_ptr<SqliteConnection>> Open(const std::string& path,
                                                                 int busy_timeout_ms = 5000);
-  ~SqliteConnection();
+  ~SqliteConnection() override;
   SqliteConnection(const SqliteConnection&) = delete;
   SqliteConnection& operator=(const SqliteConnection&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& location() const override { return path_; }
+  /// No row locks and no migration lock: BEGIN IMMEDIATE takes the database's write lock.
+  const SqlDialect& dialect() const override;
+  absl::Status ExecuteScript(std::string_view script, const std::string& operation) override;
 
-  /// Runs a script of one or more statements that return no rows of interest.
-  absl::Status Exec(const std::string& sql, const std::string& operation);
-  /// Returns the cached prepared statement for `sql`, preparing it on first use.
-  absl::StatusOr<SqliteStatement> Prepare(const std::string& sql, const std::string& operation);
-  /// Rows changed by the most recent INSERT/UPDATE/DELETE.
-  int64_t ChangedRows() const;
-  /// Builds the Status for a failed call on this connection.
-  absl::Status Error(int result_code, const std::string& operation) const;
+ protected:
+  absl::StatusOr<SqlResult> Run(const std::string& sql, const SqlParams& params,
+                                const std::string& operation) override;
+  absl::Status BeginTransaction(const std::string& operation) override;
+  absl::Status CommitTransaction(const std::string& operation) override;
+  void RollbackTransaction(const std::string& operation) override;
 
  private:
   SqliteConnection(sqlite3* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
 
-  friend class SqliteStatement;
+  // Runs SQL text as it is (no placeholders), statement by statement.
+  absl::Status Exec(const std::string& sql, const std::string& operation);
+  // The cached prepared statement for `sql` (keyed by the $N text), prepared on first use.
+  absl::StatusOr<sqlite3_stmt*> Prepare(const std::string& sql, const std::string& operation);
+  absl::Status Error(int result_code, const std::string& operation) const;
+
   sqlite3* handle_;
   std::string path_;
   std::unordered_map<std::string, sqlite3_stmt*> statement_cache_;
-};
-
-/// Scoped write transaction (BEGIN IMMEDIATE, so writers queue on the lock up front instead of
-/// failing on upgrade). Rolls back on destruction unless Commit() succeeded.
-class SqliteTransaction {
- public:
-  static absl::StatusOr<SqliteTransaction> Begin(SqliteConnection* connection,
-                                                 const std::string& operation);
-  SqliteTransaction(SqliteTransaction&& other) noexcept;
-  SqliteTransaction& operator=(SqliteTransaction&&) = delete;
-  ~SqliteTransaction();
-
-  absl::Status Commit();
-
- private:
-  SqliteTransaction(SqliteConnection* connection, const std::string& operation)
-      : connection_(connection), operation_(operation) {}
-
-  SqliteConnection* connection_;  ///< null once committed, rolled back or moved from
-  std::string operation_;
 };
 
 }  // namespace gtco::db

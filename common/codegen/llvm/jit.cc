@@ -13,7 +13,7 @@
 #include "common/codegen/llvm/runtime.h"
 #include "common/target/target.h"
 #include "common/util/status.h"
-#include "llvm/AsmParser/Parser.h"
+#include "llvm/IRReader/IRReader.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -149,7 +149,9 @@ struct CpuJit::State {
   absl::StatusOr<std::unique_ptr<llvm::Module>> Parse(const std::string& text,
                                                       llvm::LLVMContext& context) {
     llvm::SMDiagnostic diagnostic;
-    std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(text, diagnostic, context);
+    // parseIR reads bitcode (by its magic number) or text.
+    std::unique_ptr<llvm::Module> module =
+        llvm::parseIR(llvm::MemoryBufferRef(text, "candidate"), diagnostic, context);
     if (module == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot parse LLVM IR at line ", diagnostic.getLineNo(), ", column ",

@@ -1,5 +1,5 @@
 // EmitLlvmIr: builds the module (noalias kernel + `void name(void** args)` entry), verifies it
-// and prints it as text.
+// and prints it as text or writes it as bitcode.
 #include "common/codegen/llvm/llvm_codegen.h"
 
 #include <set>
@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/codegen/llvm/function_emitter.h"
 #include "common/util/status.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -74,7 +75,9 @@ void EmitEntry(ModuleState* state, llvm::Function* kernel) {
 
 }  // namespace
 
-absl::StatusOr<std::string> EmitLlvmIr(const ir::LoweredFunc& func) {
+/// Builds and verifies the module of `func`, then hands it to `write` (text or bitcode).
+template <typename Write>
+absl::StatusOr<std::string> EmitModule(const ir::LoweredFunc& func, Write write) {
   GTCO_RETURN_IF_ERROR(ValidateSignature(func));
   llvm::LLVMContext context;
   llvm::Module module(func.name, context);
@@ -93,11 +96,23 @@ absl::StatusOr<std::string> EmitLlvmIr(const ir::LoweredFunc& func) {
     return absl::InternalError(absl::StrCat("generated LLVM IR for '", func.name,
                                             "' does not verify: ", verifier_message));
   }
-  std::string text;
-  llvm::raw_string_ostream text_stream(text);
-  module.print(text_stream, nullptr);
-  text_stream.flush();
-  return text;
+  std::string bytes;
+  llvm::raw_string_ostream stream(bytes);
+  write(module, stream);
+  stream.flush();
+  return bytes;
+}
+
+absl::StatusOr<std::string> EmitLlvmIr(const ir::LoweredFunc& func) {
+  return EmitModule(func, [](const llvm::Module& module, llvm::raw_string_ostream& stream) {
+    module.print(stream, nullptr);
+  });
+}
+
+absl::StatusOr<std::string> EmitLlvmBitcode(const ir::LoweredFunc& func) {
+  return EmitModule(func, [](const llvm::Module& module, llvm::raw_string_ostream& stream) {
+    llvm::WriteBitcodeToFile(module, stream);
+  });
 }
 
 }  // namespace gtco::codegen

@@ -1,4 +1,4 @@
-// CPU code generator: lowers a loop-IR kernel (ir::LoweredFunc) to textual LLVM IR.
+// CPU code generator: lowers a loop-IR kernel (ir::LoweredFunc) to LLVM IR (text or bitcode).
 #pragma once
 
 #include <string>
@@ -20,5 +20,10 @@ namespace gtco::codegen {
 /// loop inside a vectorized loop, non-constant unroll/vector extents, constant indices out of
 /// bounds); INTERNAL if the generated module fails LLVM's verifier (a code generator bug).
 absl::StatusOr<std::string> EmitLlvmIr(const ir::LoweredFunc& func);
+
+/// The same module as EmitLlvmIr, as LLVM bitcode: what the server sends CPU workers
+/// (language "llvm-bc"), several times cheaper to write and to read than the text. CpuJit
+/// accepts either form.
+absl::StatusOr<std::string> EmitLlvmBitcode(const ir::LoweredFunc& func);
 
 }  // namespace gtco::codegen

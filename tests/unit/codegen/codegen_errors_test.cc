@@ -135,5 +135,30 @@ TEST(EmitLlvmIrTest, DeterministicText) {
   EXPECT_EQ(*first, *second);
 }
 
+TEST(EmitLlvmBitcodeTest, CompilesAndRunsLikeTheText) {
+  const ir::LoweredFunc func = AddConstant("add_bitcode", 5, 2.5);
+  auto bitcode = EmitLlvmBitcode(func);
+  auto text = EmitLlvmIr(func);
+  ASSERT_TRUE(bitcode.ok() && text.ok()) << bitcode.status() << text.status();
+  ASSERT_GE(bitcode->size(), 4u);
+  EXPECT_EQ(bitcode->substr(0, 4), std::string("BC\xC0\xDE", 4));  // the bitcode magic
+  EXPECT_EQ(*bitcode, *EmitLlvmBitcode(func));                       // deterministic
+  std::vector<float> x = {1, 2, 3, 4, 5}, y(5);
+  auto entry = SharedJit().Compile(*bitcode, "add_bitcode");
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  RunKernel(*entry, {&x, &y});
+  EXPECT_EQ(y, (std::vector<float>{3.5f, 4.5f, 5.5f, 6.5f, 7.5f}));
+}
+
+TEST(EmitLlvmBitcodeTest, TruncatedBitcodeIsInvalidArgument) {
+  auto bitcode = EmitLlvmBitcode(AddConstant("add_cut", 5, 1.0));
+  ASSERT_TRUE(bitcode.ok()) << bitcode.status();
+  auto entry = SharedJit().Compile(bitcode->substr(0, bitcode->size() / 2), "add_cut");
+  ASSERT_FALSE(entry.ok());
+  EXPECT_EQ(entry.status().code(), absl::StatusCode::kInvalidArgument) << entry.status();
+  EXPECT_NE(entry.status().message().find("cannot parse LLVM IR"), std::string::npos)
+      << entry.status();
+}
+
 }  // namespace
 }  // namespace gtco::codegen

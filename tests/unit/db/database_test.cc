@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -402,6 +403,23 @@ TEST_P(DatabaseTest, ValuesRoundTripExactly) {
   EXPECT_EQ(stored[0].stddev_seconds, 1e-300);
   EXPECT_EQ(stored[0].compile_seconds, std::nextafter(1.0, 2.0));
   EXPECT_EQ(stored[0].measured_unix_ms, std::numeric_limits<int64_t>::min() + 1);
+}
+
+TEST_P(DatabaseTest, NulBytesAndNaNAreRefusedOnEveryBackend) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  const absl::Status nul =
+      database->PutWorkload(WorkloadRow{std::string("wk\0tail", 7), "matmul", "c", "d", 1});
+  EXPECT_EQ(nul.code(), absl::StatusCode::kInvalidArgument) << nul;
+  EXPECT_NE(nul.message().find("put workload"), std::string::npos) << nul;
+  EXPECT_NE(nul.message().find("NUL"), std::string::npos) << nul;
+  EXPECT_FALSE(database->GetWorkload("wk")->has_value());
+
+  CreateTwoTaskJob(*database);
+  MeasurementRow row = MakeMeasurement("c1", "j.t0", false, std::nan(""));
+  const absl::StatusOr<bool> stored = database->RecordMeasurement(row);
+  EXPECT_EQ(stored.status().code(), absl::StatusCode::kInvalidArgument) << stored.status();
+  EXPECT_NE(stored.status().message().find("NaN"), std::string::npos) << stored.status();
+  EXPECT_EQ(*database->CountMeasurements("j.t0"), 0);
 }
 
 TEST_P(DatabaseTest, TextOrderIsBytewise) {

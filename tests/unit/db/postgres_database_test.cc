@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/db/database.h"
 #include "common/db/postgres_connection.h"
+#include "common/db/sql_value.h"
 #include "tests/unit/db/postgres_server.h"
 #include "tests/unit/db/test_rows.h"
 
@@ -49,7 +50,8 @@ TEST(PostgresSqlStateTest, MapsCodesToStatus) {
   EXPECT_EQ(CodeForSqlState("40P01"), absl::StatusCode::kAborted);
   EXPECT_EQ(CodeForSqlState("08006"), absl::StatusCode::kUnavailable);
   EXPECT_EQ(CodeForSqlState("57P01"), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(CodeForSqlState("53300"), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(CodeForSqlState("53300"), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(CodeForSqlState("53100"), absl::StatusCode::kUnavailable);  // disk full
   EXPECT_EQ(CodeForSqlState("22021"), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CodeForSqlState("28P01"), absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(CodeForSqlState("42501"), absl::StatusCode::kPermissionDenied);
@@ -58,14 +60,16 @@ TEST(PostgresSqlStateTest, MapsCodesToStatus) {
 }
 
 TEST(PostgresSqlParamTest, TextFormsKeepEveryBit) {
+  // The text PostgreSQL is sent for a parameter is SqlValue::AsText().
   for (const double value : {0.1 + 0.2, 1.0 / 3.0, 1e-300, -2.5e17, 5e-324}) {
-    EXPECT_EQ(std::strtod(ToSqlParam(value).c_str(), nullptr), value) << ToSqlParam(value);
+    const std::string text = SqlValue(value).AsText();
+    EXPECT_EQ(std::strtod(text.c_str(), nullptr), value) << text;
   }
-  EXPECT_EQ(ToSqlParam(std::numeric_limits<double>::quiet_NaN()), "NaN");
-  EXPECT_EQ(ToSqlParam(-std::numeric_limits<double>::infinity()), "-Infinity");
-  EXPECT_EQ(ToSqlParam(true), "1");
-  EXPECT_EQ(ToSqlParam(std::numeric_limits<int64_t>::min()), "-9223372036854775808");
-  EXPECT_EQ(SqlParams("a", 2, false), (std::vector<std::string>{"a", "2", "0"}));
+  EXPECT_EQ(SqlValue(std::numeric_limits<double>::quiet_NaN()).AsText(), "NaN");
+  EXPECT_EQ(SqlValue(-std::numeric_limits<double>::infinity()).AsText(), "-Infinity");
+  EXPECT_EQ(SqlValue(true).AsText(), "1");
+  EXPECT_EQ(SqlValue(false).AsText(), "0");
+  EXPECT_EQ(SqlValue(std::numeric_limits<int64_t>::min()).AsText(), "-9223372036854775808");
 }
 
 TEST(PostgresOpenTest, UnreachableServerNamesLocationWithoutPassword) {

@@ -1,7 +1,5 @@
 // SQLite-only behaviour of the schedule database: files, WAL mode, in-memory databases
 // (the backend-independent contract is in database_test.cc).
-#include "common/db/sqlite_database.h"
-
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <stdlib.h>

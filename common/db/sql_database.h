@@ -1,4 +1,5 @@
-// The PostgreSQL implementation of the schedule database, for several servers sharing one farm.
+// The schedule database written once in SQL: every statement, transaction and check of
+// db::Database, run on a SqlConnection (SQLite or PostgreSQL).
 #pragma once
 
 #include <memory>
@@ -7,32 +8,32 @@
 #include <vector>
 
 #include "common/db/database.h"
-#include "common/db/postgres_connection.h"
+#include "common/db/sql_connection.h"
 
 namespace gtco::db {
 
-/// Database over one PostgreSQL database, with the same semantics, codes and messages as
-/// SqliteDatabase (see sqlite_database.h for the per-method contracts). Thread-safe: one
-/// connection guarded by a mutex, reset and retried once when the server dropped it. Several
-/// processes may open the same database: migrations are serialized by an advisory lock,
-/// measurements are recorded with INSERT ... ON CONFLICT DO NOTHING, and leases expire in one
-/// statement that locks the rows it returns to "pending". Text ordering is bytewise
-/// (COLLATE "C"), as in SQLite, whatever the database's collation.
-class PostgresDatabase final : public Database {
+/// Database over one SqlConnection, with the same statements, semantics, codes and messages on
+/// every backend (the per-method contracts are in database.h). Thread-safe: the connection is
+/// guarded by one mutex. Several processes may open the same database: migrations run one at a
+/// time (SqlDialect::migration_lock, or SQLite's write lock), measurements are recorded with
+/// INSERT ... ON CONFLICT DO NOTHING, and expiring leases locks the rows it returns to
+/// "pending". Text ordering is bytewise (COLLATE "C") whatever the database's collation.
+class SqlDatabase final : public Database {
  public:
-  /// Connects to `uri` ("postgresql://user:password@host:port/database?...") and applies
-  /// pending migrations. UNAVAILABLE when the server cannot be reached or refuses the
-  /// connection, FAILED_PRECONDITION when the schema is newer than this binary; messages name
-  /// the URI without its password.
-  static absl::StatusOr<std::unique_ptr<PostgresDatabase>> Open(const std::string& uri);
+  /// Applies pending migrations over `connection` and returns the database that owns it.
+  /// FAILED_PRECONDITION "database '<location>': schema version N is newer than this binary
+  /// supports ..." when the schema is newer than this binary; the connection's errors otherwise
+  /// (UNAVAILABLE when another process held the database's lock too long).
+  static absl::StatusOr<std::unique_ptr<SqlDatabase>> Open(
+      std::unique_ptr<SqlConnection> connection);
 
   absl::StatusOr<int> SchemaVersion() override;
+  void SetStatementObserver(StatementObserver observer) override;
 
   absl::Status PutWorkload(const WorkloadRow& row) override;
   absl::StatusOr<std::optional<WorkloadRow>> GetWorkload(const std::string& key) override;
   absl::Status PutWorker(const WorkerRow& row) override;
   absl::StatusOr<std::optional<WorkerRow>> GetWorker(const std::string& worker_id) override;
-
   absl::Status CreateJob(const JobRow& job, const std::vector<TaskRow>& tasks) override;
   absl::Status UpdateJobState(const std::string& job_id, const std::string& state,
                               const std::string& error, int64_t now_unix_ms) override;
@@ -57,15 +58,13 @@ class PostgresDatabase final : public Database {
   absl::StatusOr<TaskProgress> GetTaskProgress(const std::string& task_id) override;
   absl::StatusOr<std::optional<MeasurementRow>> BestMeasurement(const std::string& workload_key,
                                                                 const std::string& target) override;
-  absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(const std::string& target,
-                                                                 int limit) override;
   absl::StatusOr<std::vector<MeasurementRow>> TopMeasurements(const std::string& workload_key,
                                                               const std::string& target,
                                                               int limit) override;
+  absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(const std::string& target,
+                                                                 int limit) override;
   absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) override;
 
-  /// See database.h. Validation happens before any statement runs, with the same messages in
-  /// every backend (CheckTeamRow, CheckTokenRow, CheckRevokePrefix in team_checks.h).
   absl::Status PutTeam(const TeamRow& row) override;
   absl::StatusOr<TeamRow> GetTeam(const std::string& name) override;
   absl::StatusOr<std::vector<TeamRow>> ListTeams() override;
@@ -75,20 +74,29 @@ class PostgresDatabase final : public Database {
   absl::StatusOr<int64_t> RevokeTokens(const std::string& prefix, int64_t now_unix_ms) override;
   absl::StatusOr<int64_t> CountRunningJobs(const std::string& team) override;
   absl::StatusOr<int64_t> CountTrialsSince(const std::string& team, int64_t since_unix_ms) override;
+
   absl::StatusOr<LeaderRow> ClaimLeadership(const std::string& holder, const std::string& address,
                                             int64_t now_unix_ms, int64_t lease_ms) override;
   absl::Status ReleaseLeadership(const std::string& holder) override;
 
  private:
-  explicit PostgresDatabase(std::unique_ptr<PostgresConnection> connection)
+  explicit SqlDatabase(std::unique_ptr<SqlConnection> connection)
       : connection_(std::move(connection)) {}
 
+  // Each runs with mu_ held.
   absl::Status ApplyMigrations();
-  absl::Status ApplyMigrationScript(const std::string& script, const std::string& operation);
+  // A transaction that holds the migration lock: no other process migrates until it ends.
+  absl::StatusOr<SqlTransaction> BeginMigration(const std::string& operation);
   absl::StatusOr<int> SchemaVersionLocked();
+  // The single integer a COUNT(*) or similar statement returns (0 when it returns no row).
+  absl::StatusOr<int64_t> QueryInteger(const std::string& sql, const SqlParams& params,
+                                       const std::string& operation);
+  // Whether `sql` returns any row.
+  absl::StatusOr<bool> QueryExists(const std::string& sql, const SqlParams& params,
+                                   const std::string& operation);
 
   std::mutex mu_;
-  std::unique_ptr<PostgresConnection> connection_;  ///< guarded by mu_
+  std::unique_ptr<SqlConnection> connection_;  ///< guarded by mu_
 };
 
 }  // namespace gtco::db

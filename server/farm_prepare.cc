@@ -1,0 +1,146 @@
+// FarmCore, preparation ahead of leases: a background thread runs the scheduler and the search
+// and lowers the chosen schedules to programs (without the farm's lock) into a ready queue per
+// target, so a worker's Lease is a pop from that queue and a database write.
+#include <algorithm>
+
+#include "common/util/logging.h"
+#include "common/util/status.h"
+#include "server/farm_core.h"
+#include "server/farm_state.h"
+
+namespace gtco::server {
+namespace {
+/// Candidates taken from the search per batch: lowering them is what runs without the lock.
+constexpr int kMaxBatch = 16;
+/// Ready queue bounds per target (two per live worker in between).
+constexpr size_t kMinReady = 2;
+constexpr size_t kMaxReady = 256;
+/// How often the preparer looks for work when nobody woke it (new jobs, expired leases).
+constexpr auto kPreparerPoll = std::chrono::milliseconds(20);
+}  // namespace
+
+bool FarmCore::WorkerAliveLocked(const WorkerState& worker, int64_t now_ms) const {
+  return now_ms - worker.last_seen_ms < 3000LL * options_.heartbeat_seconds;
+}
+
+const FarmCore::WorkerState* FarmCore::ReferenceWorkerLocked(const std::string& target) const {
+  const WorkerState* newest = nullptr;
+  const int64_t now = NowMs();
+  for (const auto& [worker_id, worker] : workers_) {
+    if (worker->row.target != target || !WorkerAliveLocked(*worker, now)) continue;
+    if (newest == nullptr || worker->last_seen_ms > newest->last_seen_ms) newest = worker.get();
+  }
+  return newest;
+}
+
+size_t FarmCore::ReadyWantLocked(const std::string& target) const {
+  size_t alive = 0;
+  const int64_t now = NowMs();
+  for (const auto& [worker_id, worker] : workers_) {
+    if (worker->row.target == target && WorkerAliveLocked(*worker, now)) ++alive;
+  }
+  return std::clamp(2 * alive, kMinReady, kMaxReady);
+}
+
+void FarmCore::PrepareLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!shutting_down_) {
+    bool worked = false;
+    std::vector<std::string> targets;
+    for (const auto& [worker_id, worker] : workers_) {
+      if (std::find(targets.begin(), targets.end(), worker->row.target) == targets.end()) {
+        targets.push_back(worker->row.target);
+      }
+    }
+    for (const std::string& target : targets) {
+      const WorkerState* worker = ReferenceWorkerLocked(target);
+      if (worker == nullptr) continue;
+      const size_t want = ReadyWantLocked(target);
+      const size_t have = ready_[target].size();
+      if (have >= want) continue;
+      absl::StatusOr<int> taken = PrepareBatchLocked(
+          lock, *worker, static_cast<int>(std::min<size_t>(want - have, kMaxBatch)));
+      if (!taken.ok()) {
+        GTCO_LOG(kError, "preparing " << target << " candidates: " << taken.status());
+        continue;
+      }
+      worked |= *taken > 0;
+      if (shutting_down_) return;
+    }
+    if (!worked) prepare_cv_.wait_for(lock, kPreparerPoll);
+  }
+}
+
+absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& lock,
+                                                 const WorkerState& worker, int count) {
+  struct Item {
+    TaskState* task;
+    std::string candidate_id;
+    std::string trace;
+  };
+  GTCO_RETURN_IF_ERROR(WarmStartModelLocked(worker.row.target, worker));
+  std::vector<Item> batch;
+  while (static_cast<int>(batch.size()) < count) {
+    GTCO_ASSIGN_OR_RETURN(TaskState * task, NextPendingLocked(worker));
+    if (task == nullptr) break;
+    std::string candidate_id = task->pending.front();
+    task->pending.pop_front();
+    batch.push_back(Item{task, candidate_id, task->outstanding.at(candidate_id)});
+  }
+  if (batch.empty()) return 0;
+
+  // Lowering reads only what does not change once a task's spaces exist (its workload, its
+  // hardware and its ids), and jobs are never dropped while the server runs.
+  std::vector<absl::StatusOr<BuiltCandidate>> built;
+  built.reserve(batch.size());
+  lock.unlock();
+  for (const Item& item : batch) {
+    built.push_back(BuildCandidate(*item.task, item.candidate_id, item.trace));
+  }
+  lock.lock();
+
+  std::deque<Prepared>& queue = ready_[worker.row.target];
+  for (size_t index = 0; index < batch.size(); ++index) {
+    TaskState& task = *batch[index].task;
+    const std::string& candidate_id = batch[index].candidate_id;
+    // Cancelled, or its job ended, while it was being lowered.
+    if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
+    if (!built[index].ok()) {
+      // A schedule the generator cannot lower is a failed trial (the reference worker's).
+      GTCO_RETURN_IF_ERROR(RecordLoweringFailureLocked(worker, candidate_id, built[index].status()));
+      continue;
+    }
+    task.features[candidate_id] = std::move(built[index]->features);
+    queue.push_back(Prepared{&task, std::move(built[index]->candidate)});
+    ready_cv_.notify_one();
+  }
+  return static_cast<int>(batch.size());
+}
+
+absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::LeaseReadyLocked(
+    const WorkerState& worker, int max_candidates) {
+  std::vector<gtco::v1::Candidate> taken;
+  std::deque<Prepared>& queue = ready_[worker.row.target];
+  const int64_t now = NowMs();
+  const int64_t deadline = now + options_.lease_seconds * 1000LL;
+  while (static_cast<int>(taken.size()) < max_candidates && !queue.empty()) {
+    Prepared item = std::move(queue.front());
+    queue.pop_front();
+    TaskState& task = *item.task;
+    const std::string& candidate_id = item.candidate.candidate_id();
+    if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
+    absl::Status leased = db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline);
+    if (!leased.ok()) {
+      task.pending.push_front(candidate_id);  // lowered again by whoever takes it next
+      if (taken.empty()) return leased;
+      break;
+    }
+    task.leased_at_ms[candidate_id] = now;
+    item.candidate.set_lease_deadline_unix_ms(deadline);
+    taken.push_back(std::move(item.candidate));
+  }
+  if (queue.size() < ReadyWantLocked(worker.row.target)) prepare_cv_.notify_one();
+  return taken;
+}
+
+}  // namespace gtco::server
