@@ -69,6 +69,13 @@ class Client {
   /// Prints the error and returns the exit code for a failed call.
   int Fail(const grpc::Status& status) {
     auto code = status.error_code();
+    if (code == grpc::StatusCode::UNAVAILABLE && channel_->GetState(false) == GRPC_CHANNEL_READY) {
+      // The server answered: it is up, but what it needs (its database) is not.
+      std::cerr << "gtco-client: the server at " << address_
+                << " cannot serve this now (UNAVAILABLE): " << status.error_message()
+                << "; retry later\n";
+      return kExitUnreachable;
+    }
     if (code == grpc::StatusCode::UNAVAILABLE ||
         (code == grpc::StatusCode::DEADLINE_EXCEEDED && !connected_)) {
       std::cerr << "gtco-client: cannot reach the server at " << address_ << ": "

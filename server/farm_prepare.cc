@@ -17,6 +17,8 @@ constexpr size_t kMinReady = 2;
 constexpr size_t kMaxReady = 256;
 /// How often the preparer looks for work when nobody woke it (new jobs, expired leases).
 constexpr auto kPreparerPoll = std::chrono::milliseconds(20);
+/// How long it waits after an error (the database down or full) before it tries again.
+constexpr auto kPreparerBackoff = std::chrono::milliseconds(500);
 }  // namespace
 
 bool FarmCore::WorkerAliveLocked(const WorkerState& worker, int64_t now_ms) const {
@@ -45,7 +47,7 @@ size_t FarmCore::ReadyWantLocked(const std::string& target) const {
 void FarmCore::PrepareLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!shutting_down_) {
-    bool worked = false;
+    bool worked = false, failed = false;
     std::vector<std::string> targets;
     for (const auto& [worker_id, worker] : workers_) {
       if (std::find(targets.begin(), targets.end(), worker->row.target) == targets.end()) {
@@ -62,12 +64,17 @@ void FarmCore::PrepareLoop() {
           lock, *worker, static_cast<int>(std::min<size_t>(want - have, kMaxBatch)));
       if (!taken.ok()) {
         GTCO_LOG(kError, "preparing " << target << " candidates: " << taken.status());
+        failed = true;
         continue;
       }
       worked |= *taken > 0;
       if (shutting_down_) return;
     }
-    if (!worked) prepare_cv_.wait_for(lock, kPreparerPoll);
+    if (failed) {
+      prepare_cv_.wait_for(lock, kPreparerBackoff, [this] { return shutting_down_; });
+    } else if (!worked) {
+      prepare_cv_.wait_for(lock, kPreparerPoll);
+    }
   }
 }
 

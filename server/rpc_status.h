@@ -7,11 +7,9 @@
 
 namespace gtco::server {
 
-/// absl codes are gRPC codes, so this is a cast plus the message.
-inline grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
+/// absl codes are gRPC codes, so this is a cast plus the message. Errors that are the server's
+/// own trouble rather than the caller's (UNAVAILABLE: its database is down or full; INTERNAL,
+/// DATA_LOSS, UNKNOWN) are also logged, at most one line a second, so the operator sees them.
+grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace gtco::server

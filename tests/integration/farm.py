@@ -42,6 +42,7 @@ class Farm:
         self.metrics_port = free_port() if metrics else None
         self.lease_seconds = lease_seconds
         self.server = None
+        self.server_wrapper = []  # a command the server runs under (e.g. unshare + a tmpfs)
         self.workers = []
         self.logs = []
 
@@ -61,7 +62,8 @@ class Farm:
             args += ["--tls-client-ca", self.client_ca]
         if self.metrics_port:
             args += ["--metrics-port", str(self.metrics_port)]
-        self.server = subprocess.Popen(args, stdout=self._log("server.log"), stderr=subprocess.STDOUT)
+        self.server = subprocess.Popen(self.server_wrapper + args, stdout=self._log("server.log"),
+                                       stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.server.poll() is not None:
@@ -131,7 +133,8 @@ class Farm:
         return "\n".join(text)
 
     def sql(self, query, *params):
-        with sqlite3.connect(self.db, timeout=30) as connection:
+        # sql_path: where this process reaches the database when the server sees it elsewhere.
+        with sqlite3.connect(getattr(self, "sql_path", self.db), timeout=30) as connection:
             return connection.execute(query, params).fetchall()
 
     def stop(self):

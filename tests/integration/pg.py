@@ -115,14 +115,25 @@ class PostgresServer:
         data = os.path.join(self.dir, "data")
         self._run([os.path.join(self.bin_dir, "initdb"), "-D", data, "-U", SUPERUSER,
                    "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync"], "initdb")
+        self.resume()
+        return self
+
+    def resume(self):
+        """Starts the cluster's server process (again, after pause()) on the same port."""
         # Durability of the test cluster itself is irrelevant (the tests kill gtco-server, not
         # PostgreSQL); speed is not.
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
                    f"-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-        self._run([os.path.join(self.bin_dir, "pg_ctl"), "start", "-D", data, "-w", "-t", "60",
+        self._run([os.path.join(self.bin_dir, "pg_ctl"), "start", "-D",
+                   os.path.join(self.dir, "data"), "-w", "-t", "60",
                    "-l", os.path.join(self.dir, "server.log"), "-o", options], "pg_ctl_start")
         self.query("postgres", "SELECT 1")
-        return self
+
+    def pause(self):
+        """Stops the server process (fast shutdown: every connection is closed), keeping the
+        cluster for resume(): a database restart as clients see it."""
+        self._run([os.path.join(self.bin_dir, "pg_ctl"), "stop", "-D",
+                   os.path.join(self.dir, "data"), "-m", "fast", "-w", "-t", "60"], "pg_ctl_stop")
 
     def _start_watchdog(self):
         self._watchdog = subprocess.Popen(

@@ -3,6 +3,8 @@
 #include "common/db/sql_connection.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/db/postgres_connection.h"
 #include "common/db/row_mapping.h"
 #include "common/db/sql_value.h"
@@ -253,6 +256,53 @@ TEST_P(SqlConnectionTest, ErrorsNameLocationAndOperationWithTheSameCodes) {
   EXPECT_NE(nan.status().message().find("parameter $3 is NaN"), std::string::npos) << nan.status();
   EXPECT_EQ(connection_->Query("SELECT COUNT(*) FROM samples", {}, "count")->front().ColumnInt64(0),
             1);
+}
+
+TEST_P(SqlConnectionTest, ObserverSeesEveryStatementWithItsOutcome) {
+  std::vector<absl::StatusCode> codes;
+  connection_->set_observer([&codes](double seconds, absl::StatusCode code) {
+    EXPECT_GE(seconds, 0);
+    codes.push_back(code);
+  });
+  ASSERT_TRUE(Insert(1, 1, 1.0, "a").ok());
+  EXPECT_FALSE(Insert(1, 1, 1.0, "a").ok());
+  EXPECT_EQ(codes, (std::vector<absl::StatusCode>{absl::StatusCode::kOk,
+                                                   absl::StatusCode::kAlreadyExists}));
+}
+
+// A full disk is an outage, not the caller's fault: UNAVAILABLE, naming the database and
+// SQLite's message; once there is room again the same connection writes. (SQLite's
+// max_page_count stands in for the disk here; tests/integration/db_faults_test.py fills a real
+// tmpfs under a running server.)
+TEST(SqliteFullTest, AFullDatabaseIsUnavailableUntilThereIsRoomAgain) {
+  std::string directory = ::testing::TempDir() + "gtco_full_XXXXXX";
+  ASSERT_NE(mkdtemp(directory.data()), nullptr);
+  const std::string path = directory + "/full.db";
+  auto connection = SqliteConnection::Open(path);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ASSERT_TRUE((*connection)->ExecuteScript("CREATE TABLE blobs (t TEXT)", "create").ok());
+  auto pages = (*connection)->Query("PRAGMA page_count", {}, "page count");
+  ASSERT_TRUE(pages.ok()) << pages.status();
+  ASSERT_TRUE((*connection)
+                  ->ExecuteScript(absl::StrCat("PRAGMA max_page_count = ",
+                                               pages->front().ColumnInt64(0) + 2),
+                                  "cap")
+                  .ok());
+  const std::string big(64 * 1024, 'x');
+  absl::StatusOr<int64_t> full =
+      (*connection)->Execute("INSERT INTO blobs (t) VALUES ($1)", {big}, "store a blob");
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kUnavailable) << full.status();
+  EXPECT_NE(full.status().message().find("database '" + path + "': store a blob"),
+            std::string::npos)
+      << full.status();
+  EXPECT_NE(full.status().message().find("full"), std::string::npos) << full.status();
+  ASSERT_TRUE((*connection)->ExecuteScript("PRAGMA max_page_count = 1000000", "uncap").ok());
+  EXPECT_TRUE(
+      (*connection)->Execute("INSERT INTO blobs (t) VALUES ($1)", {big}, "store a blob").ok());
+  connection->reset();
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) unlink((path + suffix).c_str());
+  rmdir(directory.c_str());
 }
 
 }  // namespace
