@@ -19,36 +19,34 @@
 namespace gtco::server {
 namespace {
 
-constexpr const char* kTargetCpu = "cpu";
 /// Trials one job may ask for; far beyond any real budget, and small enough that budget
 /// arithmetic (SplitBudget, budget left) cannot overflow.
 constexpr int64_t kMaxBudget = int64_t{1} << 40;
 
-absl::Status ValidateTarget(const std::string& target) {
-  if (target == kTargetCpu) {
-#ifdef GTCO_SERVER_HAS_LLVM
-    return absl::OkStatus();
-#else
+/// The target named by a request, if this server can generate programs for it.
+absl::StatusOr<target::Target> ValidateTarget(const std::string& name) {
+  GTCO_ASSIGN_OR_RETURN(target::Target target, target::ParseTarget(name));
+#ifndef GTCO_SERVER_HAS_LLVM
+  if (target == target::Target::kCpu) {
     return absl::FailedPreconditionError(
         "this gtco-server was built without LLVM and cannot generate CPU programs; submit with "
         "--target cuda or use a server built with LLVM");
-#endif
   }
-  if (target == "cuda") return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown target '", target, "'; expected 'cpu' or 'cuda'"));
+#endif
+  return target;
 }
 
 /// UNIMPLEMENTED naming the first task that no mapping of `target` covers even on its most
 /// capable machine (an sm_90 GPU; a CPU with every feature a mapping asks for), with the
 /// mappings' verdicts, so the user learns at submission rather than from a job that never starts.
-absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, const std::string& target) {
+absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, target::Target target) {
+  const bool cuda = target == target::Target::kCuda;
   target::HardwareInfo best = target::CudaArchPreset(90);
-  if (target != "cuda") {
+  if (!cuda) {
     best = target::HardwareInfo();
     best.cpu_features = {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma", "avx"};
   }
-  const std::string other_target = target == "cuda" ? "cpu" : "cuda";
+  const char* other_target = target::TargetName(cuda ? target::Target::kCpu : target::Target::kCuda);
   for (const onnx::ModelTask& task : analysis.tasks) {
     std::vector<std::string> reasons;
     bool covered = false;
@@ -58,7 +56,7 @@ absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, const std::s
     }
     if (!covered) {
       return absl::UnimplementedError(absl::StrCat(
-          "no ", target, " mapping covers ", task.workload.Description(), " (node '",
+          "no ", target::TargetName(target), " mapping covers ", task.workload.Description(), " (node '",
           task.node_names.empty() ? "?" : task.node_names.front(), "')",
           reasons.empty() ? std::string() : absl::StrCat(": ", absl::StrJoin(reasons, "; ")),
           "; try --target ", other_target));
@@ -68,7 +66,7 @@ absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, const std::s
 }
 
 /// Planning for the job's target: CUDA jobs fuse attention into one workload.
-graph::PlanOptions PlanOptionsFor(const std::string& target) {
+graph::PlanOptions PlanOptionsFor(target::Target target) {
   graph::PlanOptions options;
   options.target = target;
   return options;
@@ -268,7 +266,7 @@ absl::Status FarmCore::LoadTaskHistoryLocked(TaskState& task) {
 
 absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeader& header,
                                                      const std::string& model_bytes) {
-  GTCO_RETURN_IF_ERROR(ValidateTarget(header.target()));
+  GTCO_ASSIGN_OR_RETURN(const target::Target target, ValidateTarget(header.target()));
   SchedulerKind scheduler_kind;
   if (!ParseSchedulerKind(header.scheduler(), &scheduler_kind)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -286,11 +284,11 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
   GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
                         onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
-                                                 PlanOptionsFor(header.target())));
+                                                 PlanOptionsFor(target)));
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
-  GTCO_RETURN_IF_ERROR(CheckTargetCovers(analysis, header.target()));
+  GTCO_RETURN_IF_ERROR(CheckTargetCovers(analysis, target));
 
   std::lock_guard<std::mutex> lock(mutex_);
   GTCO_RETURN_IF_ERROR(CheckTeamQuotaLocked(header.team().empty() ? "default" : header.team()));
@@ -401,10 +399,10 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::CancelJob(const std::string& job_i
 
 absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryModel(const gtco::v1::SubmitHeader& header,
                                                           const std::string& model_bytes) {
-  GTCO_RETURN_IF_ERROR(ValidateTarget(header.target()));
+  GTCO_ASSIGN_OR_RETURN(const target::Target target, ValidateTarget(header.target()));
   GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
                         onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
-                                                 PlanOptionsFor(header.target())));
+                                                 PlanOptionsFor(target)));
   std::lock_guard<std::mutex> lock(mutex_);
   gtco::v1::QueryReply reply;
   double total = 0;
@@ -429,7 +427,7 @@ absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryModel(const gtco::v1::Submit
 absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryWorkload(const std::string& workload_key,
                                                              const std::string& target,
                                                              int limit) {
-  GTCO_RETURN_IF_ERROR(ValidateTarget(target));
+  GTCO_RETURN_IF_ERROR(ValidateTarget(target).status());
   std::lock_guard<std::mutex> lock(mutex_);
   GTCO_ASSIGN_OR_RETURN(std::optional<db::WorkloadRow> workload, db_->GetWorkload(workload_key));
   if (!workload) {

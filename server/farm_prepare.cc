@@ -2,6 +2,7 @@
 // and lowers the chosen schedules to programs (without the farm's lock) into a ready queue per
 // target, so a worker's Lease is a pop from that queue and a database write.
 #include <algorithm>
+#include <thread>
 
 #include "common/util/logging.h"
 #include "common/util/status.h"
@@ -17,6 +18,8 @@ constexpr size_t kMinReady = 2;
 constexpr size_t kMaxReady = 256;
 /// How often the preparer looks for work when nobody woke it (new jobs, expired leases).
 constexpr auto kPreparerPoll = std::chrono::milliseconds(20);
+/// Threads that lower one batch: one per core, at least one.
+size_t LoweringThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
 /// How long it waits after an error (the database down or full) before it tries again.
 constexpr auto kPreparerBackoff = std::chrono::milliseconds(500);
 }  // namespace
@@ -98,12 +101,21 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
 
   // Lowering reads only what does not change once a task's spaces exist (its workload, its
   // hardware and its ids), and jobs are never dropped while the server runs.
-  std::vector<absl::StatusOr<BuiltCandidate>> built;
-  built.reserve(batch.size());
+  // Lowered on every core: with many workers, lowering is most of the server's work.
+  std::vector<absl::StatusOr<BuiltCandidate>> built(batch.size(),
+                                                    absl::UnknownError("not lowered"));
   lock.unlock();
-  for (const Item& item : batch) {
-    built.push_back(BuildCandidate(*item.task, item.candidate_id, item.trace));
-  }
+  const size_t lanes = std::min<size_t>(batch.size(), LoweringThreads());
+  auto lower = [&](size_t lane) {
+    for (size_t index = lane; index < batch.size(); index += lanes) {
+      built[index] = BuildCandidate(*batch[index].task, batch[index].candidate_id,
+                                    batch[index].trace);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t lane = 1; lane < lanes; ++lane) helpers.emplace_back(lower, lane);
+  lower(0);
+  for (std::thread& helper : helpers) helper.join();
   lock.lock();
 
   std::deque<Prepared>& queue = ready_[worker.row.target];

@@ -255,7 +255,7 @@ absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const TaskState& task,
   BuiltCandidate built;
   gtco::v1::Candidate& candidate = built.candidate;
   std::string program;
-  if (task.row.target == "cuda") {
+  if (task.hardware.target == target::Target::kCuda) {
     GTCO_ASSIGN_OR_RETURN(codegen::CudaKernel kernel,
                           codegen::GenerateCudaKernel(workload, trace, kKernelName));
     built.features = costmodel::ExtractCudaFeatures(workload, kernel.plan, hardware);

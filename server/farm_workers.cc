@@ -14,9 +14,9 @@
 namespace gtco::server {
 namespace {
 
-target::HardwareInfo HardwareFrom(const gtco::v1::Hardware& proto) {
+target::HardwareInfo HardwareFrom(const gtco::v1::Hardware& proto, target::Target target) {
   target::HardwareInfo info;
-  info.target = proto.target().empty() ? "cpu" : proto.target();
+  info.target = target;
   info.cpu_model = proto.cpu_model();
   info.cpu_features.assign(proto.cpu_features().begin(), proto.cpu_features().end());
   info.cores = std::max(1, proto.cores());
@@ -52,25 +52,26 @@ const char* ErrorKindName(gtco::v1::ErrorKind kind) {
 
 absl::StatusOr<gtco::v1::RegisterReply> FarmCore::Register(
     const gtco::v1::RegisterRequest& request) {
-  const std::string& target = request.hardware().target();
-  if (target != "cpu" && target != "cuda") {
+  absl::StatusOr<target::Target> target = target::ParseTarget(request.hardware().target());
+  if (!target.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown worker target '", target, "'; expected 'cpu' or 'cuda'"));
+        absl::StrCat("worker registration: ", target.status().message()));
   }
-  if (target == "cuda" && (request.hardware().sm_major() <= 0 || request.hardware().sm_count() <= 0)) {
+  if (*target == target::Target::kCuda &&
+      (request.hardware().sm_major() <= 0 || request.hardware().sm_count() <= 0)) {
     return absl::InvalidArgumentError(
         "a cuda worker must report its GPU's compute capability and SM count at registration");
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto worker = std::make_unique<WorkerState>();
   worker->row.worker_id = request.worker_id().empty() ? NewId("w") : request.worker_id();
-  worker->row.target = target;
+  worker->row.target = target::TargetName(*target);
   worker->row.hostname = request.hostname();
   std::string hardware_json;
   (void)google::protobuf::util::MessageToJsonString(request.hardware(), &hardware_json);
   worker->row.hardware = hardware_json;
   worker->row.registered_unix_ms = worker->row.last_seen_unix_ms = NowMs();
-  worker->hardware = HardwareFrom(request.hardware());
+  worker->hardware = HardwareFrom(request.hardware(), *target);
   worker->last_seen_ms = NowMs();
   GTCO_RETURN_IF_ERROR(db_->PutWorker(worker->row));
   GTCO_LOG(kInfo, "worker " << worker->row.worker_id << " registered from "
@@ -301,16 +302,17 @@ void FarmCore::Tick() {
     }
   }
   metrics_->SetJobsByState(jobs_by_state);
-  for (const char* target : {"cpu", "cuda"}) {
-    metrics_->SetQueueDepth(target, queue_by_target[target]);
+  for (const target::Target target : {target::Target::kCpu, target::Target::kCuda}) {
+    const char* name = target::TargetName(target);
+    metrics_->SetQueueDepth(name, queue_by_target[name]);
     int64_t alive = 0;
     for (auto& [worker_id, worker] : workers_) {
-      if (worker->row.target == target &&
+      if (worker->hardware.target == target &&
           now - worker->last_seen_ms < 3000LL * options_.heartbeat_seconds) {
         ++alive;
       }
     }
-    metrics_->SetConnectedWorkers(target, alive);
+    metrics_->SetConnectedWorkers(name, alive);
   }
 }
 

@@ -282,7 +282,7 @@ std::string CudaDriver::DriverVersion() const {
 
 absl::StatusOr<target::HardwareInfo> CudaDriver::ReadHardware() const {
   target::HardwareInfo info;
-  info.target = "cuda";
+  info.target = target::Target::kCuda;
   info.cores = 1;
   std::array<char, 256> name{};
   GTCO_RETURN_IF_ERROR(CudaResultToStatus(

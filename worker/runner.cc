@@ -30,7 +30,7 @@ namespace gtco::worker {
 namespace {
 
 absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const RunnerConfig& config) {
-  if (config.target == "cpu") {
+  if (config.target == target::Target::kCpu) {
 #ifdef GTCO_WORKER_HAS_CPU
     if (config.threads > 0) codegen::SetParallelThreads(config.threads);
     GTCO_ASSIGN_OR_RETURN(std::unique_ptr<CandidateMeasurer> measurer,
@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const RunnerConfig& con
         "this gtco-worker was built without LLVM: it measures CUDA candidates only");
 #endif
   }
-  if (config.target == "cuda") {
+  if (config.target == target::Target::kCuda) {
 #ifdef GTCO_WORKER_HAS_CUDA
     GTCO_ASSIGN_OR_RETURN(std::unique_ptr<CudaMeasurer> measurer,
                           CudaMeasurer::Create(config.device));
@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const RunnerConfig& con
         "this gtco-worker was built without the CUDA toolkit: it measures CPU candidates only");
 #endif
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown target '", config.target, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown target '", target::TargetName(config.target), "'"));
 }
 
 }  // namespace
@@ -63,7 +64,7 @@ int RunRunnerLoop(const RunnerConfig& config) {
   absl::StatusOr<std::unique_ptr<Measurer>> measurer = CreateMeasurer(config);
   if (!measurer.ok()) {
     GTCO_LOG(kError,
-             "runner cannot measure " << config.target << " candidates: " << measurer.status());
+             "runner cannot measure " << target::TargetName(config.target) << " candidates: " << measurer.status());
     return 1;
   }
   gtco::v1::Candidate candidate;
@@ -99,7 +100,7 @@ absl::Status RunnerProcess::Start() {
     ::dup2(down[0], STDIN_FILENO);
     ::dup2(up[1], STDOUT_FILENO);
     ::execl(executable_.c_str(), executable_.c_str(), "--runner", "--target",
-            config_.target.c_str(), "--threads", threads.c_str(), "--device", device.c_str(),
+            target::TargetName(config_.target), "--threads", threads.c_str(), "--device", device.c_str(),
             static_cast<char*>(nullptr));
     _exit(127);
   }

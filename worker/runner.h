@@ -7,15 +7,17 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/target/target.h"
 #include "gtco/v1/gtco.pb.h"
 
 namespace gtco::worker {
 
 /// What a runner measures and with what.
 struct RunnerConfig {
-  std::string target = "cpu";  ///< "cpu" (LLVM IR, JIT) or "cuda" (CUDA C, NVRTC + driver)
-  int threads = 0;             ///< cpu: threads of parallel kernels (0: the runtime's default)
-  int device = 0;              ///< cuda: the GPU's ordinal
+  /// kCpu: LLVM IR (JIT); kCuda: CUDA C (NVRTC + driver).
+  target::Target target = target::Target::kCpu;
+  int threads = 0;  ///< cpu: threads of parallel kernels (0: the runtime's default)
+  int device = 0;   ///< cuda: the GPU's ordinal
 };
 
 /// Exit code of a runner that ended on purpose right after reporting a result, without reading

@@ -69,7 +69,7 @@ std::string SelfExecutable() {
 
 gtco::v1::Hardware HardwareProto(const target::HardwareInfo& info) {
   gtco::v1::Hardware proto;
-  proto.set_target(info.target);
+  proto.set_target(target::TargetName(info.target));
   proto.set_cpu_model(info.cpu_model);
   for (const std::string& feature : info.cpu_features) proto.add_cpu_features(feature);
   proto.set_cores(info.cores);
@@ -95,7 +95,7 @@ namespace {
 /// The machine a worker for `config` measures on, as registration describes it; an error whose
 /// message tells the user what to do when this machine or build cannot serve the target.
 absl::StatusOr<target::HardwareInfo> DetectTarget(const RunnerConfig& config) {
-  if (config.target == "cpu") {
+  if (config.target == target::Target::kCpu) {
 #ifdef GTCO_WORKER_HAS_CPU
     target::HardwareInfo hardware = target::DetectHostCpu();
     if (config.threads > 0) hardware.cores = config.threads;
@@ -106,7 +106,7 @@ absl::StatusOr<target::HardwareInfo> DetectTarget(const RunnerConfig& config) {
         "measures CUDA candidates only: run it with --target cuda");
 #endif
   }
-  if (config.target == "cuda") {
+  if (config.target == target::Target::kCuda) {
 #ifdef GTCO_WORKER_HAS_CPU
     constexpr const char* kInstead = ". Run with --target cpu to serve as a CPU worker.";
 #else
@@ -133,7 +133,7 @@ absl::StatusOr<target::HardwareInfo> DetectTarget(const RunnerConfig& config) {
 #endif
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown target '", config.target, "'; expected cpu or cuda"));
+      absl::StrCat("unknown target '", target::TargetName(config.target), "'"));
 }
 
 /// The worker's connection to the server and its state; one measuring thread plus a heartbeat.
@@ -375,8 +375,13 @@ int RunWorkerApp(int argc, char** argv) {
       return kExitUsage;
     }
   }
+  absl::StatusOr<target::Target> target = target::ParseTarget(args->Get("target", kDefaultTarget));
+  if (!target.ok()) {
+    std::cerr << "gtco-worker: " << target.status().message() << "\n" << kUsage;
+    return kExitUsage;
+  }
   RunnerConfig runner;
-  runner.target = args->Get("target", kDefaultTarget);
+  runner.target = *target;
   runner.threads = static_cast<int>(*threads);
   runner.device = static_cast<int>(*device);
   util::InitLogging(args->Has("runner") ? "runner" : "worker",
@@ -396,7 +401,7 @@ int RunWorkerApp(int argc, char** argv) {
     if (absl::IsInvalidArgument(hardware.status())) std::cerr << kUsage;
     return kExitUsage;
   }
-  if (runner.target == "cpu") runner.threads = hardware->cores;
+  if (runner.target == target::Target::kCpu) runner.threads = hardware->cores;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::string token = args->Get("token");
@@ -438,7 +443,7 @@ int RunWorkerApp(int argc, char** argv) {
     }
   }
   if (channels.empty()) channels.push_back(grpc::CreateCustomChannel(server, credentials, channel_args));
-  GTCO_LOG(kInfo, "worker for target " << runner.target << " on " << hardware->Summary()
+  GTCO_LOG(kInfo, "worker for target " << target::TargetName(runner.target) << " on " << hardware->Summary()
                                        << ", server " << server);
   WorkerLoop loop(channels, token, *hardware, runner, static_cast<int>(std::max<int64_t>(1, *batch)),
                   static_cast<double>(*timeout));

@@ -59,7 +59,7 @@ class Planner {
  public:
   Planner(const Graph& graph, const PlanOptions& options)
       : graph_(graph), consumers_(graph.ConsumerMap()), assigned_(graph.nodes.size(), false) {
-    if (options.target == "cuda") attention_ = FindAttentionPatterns(graph);
+    if (options.target == target::Target::kCuda) attention_ = FindAttentionPatterns(graph);
     for (size_t match_idx = 0; match_idx < attention_.size(); ++match_idx) {
       attention_at_[attention_[match_idx].final_matmul] = static_cast<int>(match_idx);
       for (int node : attention_[match_idx].nodes) assigned_[node] = true;
@@ -260,11 +260,6 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
 
 absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
                                                            const PlanOptions& options) {
-  if (options.target != "cpu" && options.target != "cuda") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown target '", options.target,
-                                                   "' to plan workloads for; expected 'cpu' or "
-                                                   "'cuda'"));
-  }
   return Planner(graph, options).Run();
 }
 

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
 #include "common/ir/workload.h"
+#include "common/target/target.h"
 
 namespace gtco::graph {
 
@@ -21,10 +22,10 @@ struct PlannedWorkload {
 
 /// What the workloads are planned for.
 struct PlanOptions {
-  /// The target whose workers run the workloads: "cpu" (the default) or "cuda". Fused attention
-  /// (kAttention) is planned only for "cuda", whose mappings implement it; "cpu" plans
-  /// exactly what planning without options did.
-  std::string target = "cpu";
+  /// The target whose workers run the workloads. Fused attention (kAttention) is planned only
+  /// for kCuda, whose mappings implement it; kCpu plans exactly what planning without options
+  /// did.
+  target::Target target = target::Target::kCpu;
 };
 
 /// Plans the workloads of `graph`, which must have passed FoldConstants and
@@ -40,7 +41,7 @@ struct PlanOptions {
 /// workload.h can express. For target "cuda", each attention subgraph (FindAttentionPatterns in
 /// attention_fusion.h: MatMul(Q, K^T) -> optional scalar Mul/Div -> Softmax -> MatMul(., V))
 /// first becomes one kAttention anchor at its final MatMul, which then grows an epilogue like any
-/// anchor. INVALID_ARGUMENT for a target other than "cpu" and "cuda".
+/// anchor.
 absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
                                                            const PlanOptions& options = {});
 

@@ -95,7 +95,7 @@ absl::StatusOr<CudaPlan> PlanCudaSchedule(const ir::Workload& w, const Trace& t)
 }
 
 std::string MissingCudaArch(const target::HardwareInfo& hw, int min_sm) {
-  if (hw.target != "cuda") return "needs an NVIDIA GPU (target cuda)";
+  if (hw.target != target::Target::kCuda) return "needs an NVIDIA GPU (target cuda)";
   if (hw.SmVersion() < min_sm) {
     return absl::StrCat("needs compute capability ", min_sm / 10, ".", min_sm % 10,
                         " or newer (device: ", hw.sm_major, ".", hw.sm_minor, ")");

@@ -43,10 +43,10 @@ class CudaSketch : public Sketch {
                                         const std::string& func_name) const final;
 };
 
-/// A mapping whose sketch is a CudaSketch; Target() is "cuda".
+/// A mapping whose sketch is a CudaSketch; Target() is kCuda.
 class CudaMappingSketch : public MappingSketch {
  public:
-  const char* Target() const override { return "cuda"; }
+  target::Target Target() const override { return target::Target::kCuda; }
   const Sketch& sketch() const final { return cuda_sketch(); }
   virtual const CudaSketch& cuda_sketch() const = 0;
 };

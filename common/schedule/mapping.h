@@ -29,7 +29,7 @@ class MappingSketch {
   virtual const char* Name() const = 0;
   /// The target whose workers run this mapping's programs: "cpu" (loop IR -> LLVM) or "cuda"
   /// (CUDA C, see cuda_sketch.h). Spaces and verdicts only consider mappings of hw.target.
-  virtual const char* Target() const { return "cpu"; }
+  virtual target::Target Target() const { return target::Target::kCpu; }
   /// The sketch the mapping's search space samples (its traces name this sketch).
   virtual const Sketch& sketch() const = 0;
   /// Whether the mapping is about `w`'s workload class at all (only those are explained).

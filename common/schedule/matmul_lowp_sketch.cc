@@ -58,8 +58,8 @@ MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, bo
   const char* name = bf16 ? kAvx512Bf16Mapping : kAvx512VnniMapping;
   const std::string mismatch = WorkloadMismatch(w, bf16);
   if (!mismatch.empty()) return {name, false, mismatch};
-  if (hw.target != "cpu") {
-    return {name, false, absl::StrCat("target '", hw.target, "' is not a CPU")};
+  if (hw.target != target::Target::kCpu) {
+    return {name, false, absl::StrCat("target '", target::TargetName(hw.target), "' is not a CPU")};
   }
   const std::string missing =
       MissingCpuFeatures(hw, {"avx512f", bf16 ? "avx512_bf16" : "avx512_vnni"});

@@ -62,7 +62,7 @@ absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& 
   if (reasons.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("no schedule sketch for anchor '", ir::AnchorKindName(w.anchor),
-                     "' on target '", hw.target, "'"));
+                     "' on target '", target::TargetName(hw.target), "'"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "no intrinsic mapping applies to ", w.Description(), ": ", absl::StrJoin(reasons, "; ")));
@@ -131,7 +131,7 @@ absl::StatusOr<SearchSpace> SearchSpace::CreateFromMapping(const ir::Workload& w
   }
   // Lowering the default trace checks the workload's shapes once, up front (CUDA sketches have
   // no loop-IR form: their code generator checks shapes when it replays a trace).
-  if (std::string(mapping.Target()) == "cpu") {
+  if (mapping.Target() == target::Target::kCpu) {
     GTCO_RETURN_IF_ERROR(sketch.Lower(space.workload_, space.default_values_, "probe").status());
   }
   return space;

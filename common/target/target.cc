@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+
 namespace gtco::target {
 namespace {
 
@@ -66,7 +68,7 @@ int HardwareInfo::MaxFloatLanes() const {
 
 std::string HardwareInfo::Summary() const {
   std::ostringstream out;
-  if (target == "cuda") {
+  if (target == Target::kCuda) {
     out << (cpu_model.empty() ? std::string("unknown GPU") : cpu_model) << " (sm_" << SmVersion()
         << ", " << sm_count << " SMs, " << shared_bytes_per_block / 1024 << " KiB shared/block, "
         << l2_bytes / (1024 * 1024) << " MiB L2)";
@@ -83,7 +85,7 @@ std::string HardwareInfo::Summary() const {
 
 HardwareInfo DetectHostCpu() {
   HardwareInfo info;
-  info.target = "cpu";
+  info.target = Target::kCpu;
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
@@ -120,9 +122,18 @@ HardwareInfo DetectHostCpu() {
 
 namespace gtco::target {
 
+const char* TargetName(Target target) { return target == Target::kCuda ? "cuda" : "cpu"; }
+
+absl::StatusOr<Target> ParseTarget(std::string_view name) {
+  if (name == "cpu") return Target::kCpu;
+  if (name == "cuda") return Target::kCuda;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown target '", std::string(name), "'; expected 'cpu' or 'cuda'"));
+}
+
 HardwareInfo CudaArchPreset(int sm) {
   HardwareInfo info;
-  info.target = "cuda";
+  info.target = Target::kCuda;
   info.sm_major = sm / 10;
   info.sm_minor = sm % 10;
   info.registers_per_block = 65536;

@@ -4,18 +4,28 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace gtco::target {
 
+/// What a program is generated for and measured on. Spelled "cpu" / "cuda" on the command line,
+/// in the protocol and in the database; a Target everywhere inside.
+enum class Target { kCpu, kCuda };
+
+/// "cpu" | "cuda".
+const char* TargetName(Target target);
+/// Parses "cpu" or "cuda". INVALID_ARGUMENT "unknown target 'X'; expected 'cpu' or 'cuda'".
+absl::StatusOr<Target> ParseTarget(std::string_view name);
+
 /// Facts about one measuring machine. For CPUs: features use /proc/cpuinfo spellings
 /// ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", ...). For NVIDIA GPUs (target
 /// "cuda") the gpu_* fields hold the device's attributes as the CUDA driver reports them
 /// (l2_bytes and memory_bytes then describe the GPU); they are zero on CPU workers.
 struct HardwareInfo {
-  std::string target = "cpu";  ///< "cpu" or "cuda"
+  Target target = Target::kCpu;
   std::string cpu_model;       ///< for "cuda": the GPU's name, e.g. "NVIDIA H100 80GB HBM3"
   std::vector<std::string> cpu_features;
   int cores = 1;

@@ -108,7 +108,7 @@ absl::StatusOr<std::vector<ir::Workload>> WorkloadsOf(const std::string& name) {
   const std::string bytes = ReadFile(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name);
   if (bytes.empty()) return absl::NotFoundError(absl::StrCat("cannot read tests/data/", name));
   graph::PlanOptions options;
-  options.target = "cuda";  // fuses attention, as the server plans CUDA jobs
+  options.target = target::Target::kCuda;  // fuses attention, as the server plans CUDA jobs
   onnx::ShapeOverrides overrides;
   if (name == "patch_vit.onnx") overrides["input"] = {1, 4, 192};  // a dynamic batch
   absl::StatusOr<onnx::ModelAnalysis> analysis =

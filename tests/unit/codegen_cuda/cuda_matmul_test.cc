@@ -83,7 +83,7 @@ const schedule::MappingVerdict* FindVerdict(const std::vector<schedule::MappingV
 
 const schedule::MappingSketch* FindMapping(const std::string& name) {
   for (const schedule::MappingSketch* mapping : schedule::MappingRegistry()) {
-    if (name == mapping->Name() && std::string(mapping->Target()) == "cuda") return mapping;
+    if (name == mapping->Name() && mapping->Target() == target::Target::kCuda) return mapping;
   }
   return nullptr;
 }

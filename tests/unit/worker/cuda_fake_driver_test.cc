@@ -59,7 +59,7 @@ void ExpectTimed(const gtco::v1::MeasureResult& result) {
 }
 
 TEST_F(CudaFakeDriverTest, MeasuresVerifiesAndRejects) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cuda", 0, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCuda, 0, 0});
   ExpectTimed(runner.Run(FakeCandidate("ok", "fake_add_one"), 60));
   ExpectTimed(runner.Run(FakeCandidate("ok-again", "fake_add_one"), 60));  // cached kernel
   gtco::v1::MeasureResult wrong = runner.Run(FakeCandidate("wrong", "fake_copy"), 60);
@@ -83,7 +83,7 @@ TEST_F(CudaFakeDriverTest, MeasuresVerifiesAndRejects) {
 }
 
 TEST_F(CudaFakeDriverTest, OptsIntoDynamicSharedMemoryAbove48KiB) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cuda", 0, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCuda, 0, 0});
   ExpectTimed(runner.Run(FakeCandidate("shared", "fake_add_one", 100 * 1024), 60));
   gtco::v1::MeasureResult too_much =
       runner.Run(FakeCandidate("too-much", "fake_add_one", 300 * 1024), 60);
@@ -92,7 +92,7 @@ TEST_F(CudaFakeDriverTest, OptsIntoDynamicSharedMemoryAbove48KiB) {
 }
 
 TEST_F(CudaFakeDriverTest, FaultLosesTheContextAndAFreshRunnerTakesTheNextCandidate) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cuda", 0, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCuda, 0, 0});
   ExpectTimed(runner.Run(FakeCandidate("before", "fake_add_one"), 60));
   const pid_t first = runner.pid();
   gtco::v1::MeasureResult fault = runner.Run(FakeCandidate("fault", "fake_fault"), 60);
@@ -110,7 +110,7 @@ TEST_F(CudaFakeDriverTest, FaultLosesTheContextAndAFreshRunnerTakesTheNextCandid
 }
 
 TEST_F(CudaFakeDriverTest, HangIsKilledAfterTheTimeout) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cuda", 0, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCuda, 0, 0});
   gtco::v1::MeasureResult hung = runner.Run(FakeCandidate("hang", "fake_hang"), 3);
   EXPECT_EQ(hung.error_kind(), gtco::v1::ERROR_KIND_TIMEOUT) << hung.error();
   ExpectTimed(runner.Run(FakeCandidate("after-hang", "fake_add_one"), 60));

@@ -52,7 +52,7 @@ TEST(CudaGpuTest, ReadsTheDevicesFacts) {
   std::unique_ptr<CudaMeasurer> measurer = NewMeasurer();
   ASSERT_NE(measurer, nullptr);
   const target::HardwareInfo& hw = measurer->hardware();
-  EXPECT_EQ(hw.target, "cuda");
+  EXPECT_EQ(hw.target, target::Target::kCuda);
   EXPECT_FALSE(hw.cpu_model.empty());
   EXPECT_GE(hw.sm_major, 7);
   EXPECT_GT(hw.sm_count, 0);
@@ -133,7 +133,7 @@ TEST(CudaGpuTest, CompileErrorsAndForeignCandidatesAreResults) {
 
 TEST(CudaGpuTest, FaultIsARuntimeErrorAndTheNextCandidateMeasures) {
   GTCO_SKIP_WITHOUT_GPU();
-  RunnerProcess runner(kWorker, RunnerConfig{"cuda", 0, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCuda, 0, 0});
   ExpectTimed(runner.Run(testing::AddOneCandidate("before", testing::CorrectAddOne()), 60));
   const pid_t first_runner = runner.pid();
   gtco::v1::MeasureResult fault =
@@ -152,7 +152,7 @@ TEST(CudaGpuTest, FaultIsARuntimeErrorAndTheNextCandidateMeasures) {
 
 TEST(CudaGpuTest, HangIsKilledAfterTheTimeout) {
   GTCO_SKIP_WITHOUT_GPU();
-  RunnerProcess runner(kWorker, RunnerConfig{"cuda", 0, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCuda, 0, 0});
   gtco::v1::MeasureResult hung =
       runner.Run(testing::AddOneCandidate("hang", testing::HangingAddOne()), 5);
   EXPECT_EQ(hung.error_kind(), gtco::v1::ERROR_KIND_TIMEOUT) << hung.error();

@@ -56,7 +56,7 @@ exit:
   ret void)";
 
 TEST(RunnerTest, MeasuresACorrectKernel) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cpu", 1, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCpu, 1, 0});
   gtco::v1::MeasureResult result = runner.Run(MakeCandidate("ok", kCorrect), 30);
   EXPECT_TRUE(result.ok()) << result.error();
   EXPECT_TRUE(result.verified());
@@ -67,7 +67,7 @@ TEST(RunnerTest, MeasuresACorrectKernel) {
 }
 
 TEST(RunnerTest, CrashIsAResultAndTheNextCandidateRuns) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cpu", 1, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCpu, 1, 0});
   gtco::v1::MeasureResult crashed = runner.Run(
       MakeCandidate("crash", "entry:\n  store volatile float 0.0, ptr null\n  ret void"), 30);
   EXPECT_FALSE(crashed.ok());
@@ -78,7 +78,7 @@ TEST(RunnerTest, CrashIsAResultAndTheNextCandidateRuns) {
 }
 
 TEST(RunnerTest, HangIsKilledAfterTheTimeout) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cpu", 1, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCpu, 1, 0});
   gtco::v1::MeasureResult hung = runner.Run(
       MakeCandidate("hang",
                     "entry:\n  br label %spin\nspin:\n  store volatile float 0.0, ptr %args\n"
@@ -91,7 +91,7 @@ TEST(RunnerTest, HangIsKilledAfterTheTimeout) {
 }
 
 TEST(RunnerTest, WrongResultIsNeverTimed) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cpu", 1, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCpu, 1, 0});
   gtco::v1::MeasureResult wrong = runner.Run(MakeCandidate("noop", "entry:\n  ret void"), 30);
   EXPECT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error_kind(), gtco::v1::ERROR_KIND_WRONG_RESULT);
@@ -100,7 +100,7 @@ TEST(RunnerTest, WrongResultIsNeverTimed) {
 }
 
 TEST(RunnerTest, CompileErrorIsAResult) {
-  RunnerProcess runner(kWorker, RunnerConfig{"cpu", 1, 0});
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCpu, 1, 0});
   gtco::v1::MeasureResult bad = runner.Run(MakeCandidate("bad-ir", "entry:\n  this is not IR"), 30);
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.error_kind(), gtco::v1::ERROR_KIND_COMPILE);
