@@ -5,7 +5,9 @@ One run, one gtco-server (--no-auth, a throwaway SQLite database in a temporary 
 
 1. Calibration: one real CPU gtco-worker (--threads 1) tunes the model for --calibrate-seconds;
    its measured trials per second give the pace (seconds per trial) of a real worker here.
-2. For each worker count N: a fresh job of the model, then `scale_gen` runs N simulated workers
+2. For each worker count N: --jobs fresh jobs of the model (batch 1, 2, ... through --shape, so
+   that the schedule spaces outlast the step: one small model's space runs out within seconds at
+   64 workers), then `scale_gen` runs N simulated workers
    for --seconds, each pacing itself at that real worker's rate (lease one candidate, wait the
    pace, report a synthetic verified result). Offered trials = N x seconds / pace; served =
    results the server stored. The server's CPU time (utime + stime from /proc) over the step,
@@ -13,7 +15,8 @@ One run, one gtco-server (--no-auth, a throwaway SQLite database in a temporary 
    database write included.
 
   bench/scale/run_scale.py [--workers 1,4,16,64] [--seconds 30] [--calibrate-seconds 40]
-                           [--model tests/data/transformer_block.onnx] [--out bench/results/scale.md]
+                           [--model tests/data/patch_vit.onnx] [--jobs 8]
+                           [--shape-template 'input={batch}x4x192'] [--out bench/results/scale.md]
 Needs a build in build/ (scripts/setup.sh --tests builds scale_gen).
 """
 import argparse
@@ -78,8 +81,10 @@ class Farm:
         return subprocess.run([CLIENT, "--server", self.address, *args], capture_output=True,
                               text=True, check=check, timeout=600)
 
-    def submit(self, model, budget):
-        reply = json.loads(self.client("submit", model, "--budget", str(budget), "--json").stdout)
+    def submit(self, model, budget, shape=None):
+        extra = ["--shape", shape] if shape else []
+        reply = json.loads(self.client("submit", model, "--budget", str(budget), *extra,
+                                       "--json").stdout)
         return reply["job_id"]
 
     def trials_done(self, job):
@@ -94,9 +99,17 @@ class Farm:
         self.log.close()
 
 
-def calibrate(farm, model, seconds, work):
-    """Seconds per trial of one real CPU worker on `model`, measured after a 10 s warm-up."""
-    job = farm.submit(model, 1_000_000)
+def shapes(args, jobs):
+    """The --shape of each of `jobs` jobs: the template with batch 1, 2, ... (None: no shape)."""
+    if not args.shape_template:
+        return [None] * jobs
+    return [args.shape_template.format(batch=batch) for batch in range(1, jobs + 1)]
+
+
+def calibrate(farm, args, seconds, work):
+    """Seconds per trial of one real CPU worker on the model, measured after a 10 s warm-up."""
+    model = args.model
+    job = farm.submit(model, 1_000_000, shapes(args, 1)[0])
     with open(os.path.join(work, "worker.log"), "w") as log:
         worker = subprocess.Popen([WORKER, "--server", farm.address, "--target", "cpu",
                                    "--threads", "1"], stdout=log, stderr=subprocess.STDOUT)
@@ -114,15 +127,17 @@ def calibrate(farm, model, seconds, work):
     return elapsed / trials, trials, elapsed
 
 
-def step(farm, model, workers, seconds, pace):
-    """One step on a fresh farm: a job of `model`, `workers` simulated workers for `seconds`."""
-    job = farm.submit(model, 1_000_000)
+def step(farm, args, workers, seconds, pace):
+    """One step on a fresh farm: --jobs jobs of the model (one shape each, so that the schedule
+    spaces outlast the step), `workers` simulated workers for `seconds`."""
+    jobs = [farm.submit(args.model, 1_000_000, shape) for shape in shapes(args, args.jobs)]
     cpu_before = cpu_seconds(farm.server.pid)
     result = subprocess.run([SCALE_GEN, "--server", farm.address, "--workers", str(workers),
                              "--seconds", str(seconds), "--seconds-per-trial", f"{pace:.6f}"],
                             capture_output=True, text=True, timeout=seconds + 300)
     cpu = cpu_seconds(farm.server.pid) - cpu_before
-    farm.cancel(job)
+    for job in jobs:
+        farm.cancel(job)
     if not result.stdout.strip():
         raise RuntimeError(f"scale_gen printed nothing: {result.stderr}")
     row = json.loads(result.stdout)
@@ -140,7 +155,9 @@ def report(args, pace, calibration, rows):
         "calibration, the real worker all share them)",
         f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC",
         f"- command: `bench/scale/run_scale.py --workers {args.workers} --seconds {args.seconds} "
-        f"--calibrate-seconds {args.calibrate_seconds} --model {args.model}`",
+        f"--calibrate-seconds {args.calibrate_seconds} --model {args.model}"
+        + (f" --jobs {args.jobs} --shape-template '{args.shape_template}'"
+           if args.shape_template else "") + "`",
         f"- pace: one real CPU worker (`gtco-worker --target cpu --threads 1`) measured {trials} "
         f"trials in {elapsed:.1f} s on this model: {pace * 1e3:.1f} ms per trial, "
         f"{1 / pace:.2f} trials/s; every simulated worker paces itself at that rate",
@@ -162,7 +179,9 @@ def report(args, pace, calibration, rows):
             f"| {per_trial_ms:.2f} ms | {row['lease_p50_ms']:.1f} / {row['lease_p99_ms']:.1f} "
             f"| {row['empty_leases']} | {row['rpc_errors']} |")
         verdicts.append((row["workers"], share >= 0.95, per_trial_ms <= 1.0))
-    lines += ["", "Target: the server serves ≥ 95 % of the offered trials and spends ≤ 1 ms of CPU "
+    lines += ["", "Empty leases: Lease calls that waited their 1 s and got nothing (the schedule "
+              "spaces ran out, or the preparer fell behind).",
+              "", "Target: the server serves ≥ 95 % of the offered trials and spends ≤ 1 ms of CPU "
               "per trial.", ""]
     for workers, served_ok, cpu_ok in verdicts:
         lines.append(f"- {workers} workers: served {'≥' if served_ok else '**<**'} 95 %, "
@@ -178,7 +197,11 @@ def main():
     parser.add_argument("--workers", default="1,4,16,64")
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--calibrate-seconds", type=int, default=40)
-    parser.add_argument("--model", default="tests/data/transformer_block.onnx")
+    parser.add_argument("--model", default="tests/data/patch_vit.onnx")
+    parser.add_argument("--jobs", type=int, default=8,
+                        help="jobs per step, one per batch size, so the spaces last the step")
+    parser.add_argument("--shape-template", default="input={batch}x4x192",
+                        help="--shape of each job ({batch}: 1, 2, ...; empty: no --shape)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "scale.md"))
     args = parser.parse_args()
     for binary in (SERVER, WORKER, CLIENT, SCALE_GEN):
@@ -188,7 +211,7 @@ def main():
     work = tempfile.mkdtemp(prefix="gtco-scale-")
     farm = Farm(work, "calibration")
     try:
-        pace, trials, elapsed = calibrate(farm, args.model, args.calibrate_seconds, work)
+        pace, trials, elapsed = calibrate(farm, args, args.calibrate_seconds, work)
     finally:
         farm.stop()
     print(f"real worker: {trials} trials in {elapsed:.1f} s = {pace * 1e3:.1f} ms per trial",
@@ -197,7 +220,7 @@ def main():
     for workers in [int(count) for count in args.workers.split(",")]:
         farm = Farm(work, f"workers{workers}")
         try:
-            row = step(farm, args.model, workers, args.seconds, pace)
+            row = step(farm, args, workers, args.seconds, pace)
         finally:
             farm.stop()
         print(json.dumps(row), flush=True)
