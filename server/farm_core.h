@@ -175,6 +175,7 @@ class FarmCore {
   std::condition_variable ready_cv_;    ///< a candidate was queued in ready_ (leases wait here)
   std::condition_variable prepare_cv_;  ///< a ready queue ran low (the preparer waits here)
   std::map<std::string, std::deque<Prepared>> ready_;  ///< by target, oldest first
+  int64_t preparing_ = 0;  ///< candidates the preparer is lowering right now (off the lock)
   std::thread preparer_;
   bool shutting_down_ = false;
   std::mt19937_64 rng_;

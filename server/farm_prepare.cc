@@ -104,6 +104,7 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
   // Lowered on every core: with many workers, lowering is most of the server's work.
   std::vector<absl::StatusOr<BuiltCandidate>> built(batch.size(),
                                                     absl::UnknownError("not lowered"));
+  preparing_ += static_cast<int64_t>(batch.size());
   lock.unlock();
   const size_t lanes = std::min<size_t>(batch.size(), LoweringThreads());
   auto lower = [&](size_t lane) {
@@ -117,6 +118,8 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
   lower(0);
   for (std::thread& helper : helpers) helper.join();
   lock.lock();
+  preparing_ -= static_cast<int64_t>(batch.size());
+  ready_cv_.notify_all();  // also wakes leases that wait for the preparer to finish this batch
 
   std::deque<Prepared>& queue = ready_[worker.row.target];
   for (size_t index = 0; index < batch.size(); ++index) {

@@ -21,6 +21,8 @@ namespace gtco::server {
 namespace {
 constexpr const char* kKernelName = "gtco_kernel";
 constexpr size_t kMaxDecisions = 40;
+/// Features of scored traces kept per task (cleared when full).
+constexpr size_t kMaxScoredFeatures = 8192;
 }  // namespace
 
 void FarmCore::LogDecisionLocked(JobState& job, const std::string& decision) {
@@ -95,10 +97,18 @@ std::vector<double> FarmCore::ScoreTracesLocked(const TaskState& task,
   std::vector<costmodel::Features> batch;
   batch.reserve(traces.size());
   for (const schedule::Trace& trace : traces) {
-    absl::StatusOr<costmodel::Features> features =
-        costmodel::TraceFeatures(task.workload, trace, task.hardware);
-    if (!features.ok()) return {};
-    batch.push_back(std::move(*features));
+    // The search scores the same offspring of its best schedules round after round: lowering
+    // each once per task is most of what scoring costs.
+    std::string key = trace.ToString();
+    auto cached = task.scored_features.find(key);
+    if (cached == task.scored_features.end()) {
+      absl::StatusOr<costmodel::Features> features =
+          costmodel::TraceFeatures(task.workload, trace, task.hardware);
+      if (!features.ok()) return {};
+      if (task.scored_features.size() >= kMaxScoredFeatures) task.scored_features.clear();
+      cached = task.scored_features.emplace(std::move(key), std::move(*features)).first;
+    }
+    batch.push_back(cached->second);
   }
   absl::StatusOr<std::vector<float>> scores = found->second->model->Predict(batch);
   if (!scores.ok()) return {};

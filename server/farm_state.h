@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/costmodel/cost_model.h"
@@ -44,6 +45,8 @@ struct FarmCore::TaskState {
   std::map<std::string, std::string> outstanding;  ///< candidate id -> trace (pending or leased)
   std::map<std::string, int64_t> leased_at_ms;     ///< candidate id -> lease time (for metrics)
   std::map<std::string, costmodel::Features> features;  ///< candidate id -> program features
+  /// Trace text -> features of traces the search scored (a cache; scoring runs under the lock).
+  mutable std::unordered_map<std::string, costmodel::Features> scored_features;
   int64_t trials_done = 0;
   int64_t trials_failed = 0;
   double best_seconds = 0;  ///< 0: none yet

@@ -110,6 +110,14 @@ absl::StatusOr<gtco::v1::LeaseReply> FarmCore::Lease(const gtco::v1::LeaseReques
     }
     for (auto& candidate : candidates) *reply.add_candidates() = std::move(candidate);
     if (reply.candidates_size() > 0 || shutting_down_) break;
+    if (!from_queue_only && preparing_ > 0) {
+      // The work there is may be in the preparer's hands: a caller that cannot wait still gets
+      // it once the batch is lowered, rather than an empty reply.
+      ready_cv_.wait(lock, [&] {
+        return shutting_down_ || preparing_ == 0 || !ready_[worker.row.target].empty();
+      });
+      continue;
+    }
     std::condition_variable& wake = from_queue_only ? ready_cv_ : changed_;
     if (wake.wait_until(lock, deadline) == std::cv_status::timeout) break;
   }
