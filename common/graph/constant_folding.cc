@@ -1,6 +1,12 @@
 // Constant folding: evaluates nodes with constant inputs and drops the dead remainder.
 #include "common/graph/constant_folding.h"
 
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/graph/const_eval.h"
 #include "common/graph/shape_inference.h"
 #include "common/util/status.h"
@@ -31,6 +37,33 @@ void CompleteOutputShape(const Node& node, Graph& graph) {
   output.has_shape = true;
 }
 
+/// An element-wise node whose inputs' shapes do not give its recorded output shape: ONNX shape
+/// inference can leave a dimension unknown (data propagation stops at Expand) and then take the
+/// other operand's, so a shape override the model cannot take would reach the planner.
+absl::Status CheckElementwiseShape(const Node& node, const Graph& graph) {
+  static const std::set<std::string> kElementwise = {"Add", "Sub", "Mul", "Div", "Pow"};
+  if (!kElementwise.count(node.op_type) || node.outputs.empty()) return absl::OkStatus();
+  const Tensor* output = graph.FindTensor(node.outputs[0]);
+  if (output == nullptr || !output->has_shape) return absl::OkStatus();
+  for (const std::string& input : node.inputs) {
+    const Tensor* tensor = input.empty() ? nullptr : graph.FindTensor(input);
+    if (tensor == nullptr || !tensor->has_shape) return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<int64_t>> shape = InferOutputShape(node, graph);
+  if (!shape.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        shape.status().message(), " (do the input shapes, and any --shape override, fit the "
+        "model?)"));
+  }
+  if (*shape != output->shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", node.name, "' (", node.op_type, "): its inputs give shape [",
+        absl::StrJoin(*shape, ","), "] but the model records [", absl::StrJoin(output->shape, ","),
+        "] (do the input shapes, and any --shape override, fit the model?)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FoldConstants(Graph& graph) {
@@ -40,6 +73,7 @@ absl::Status FoldConstants(Graph& graph) {
                     InputsReady(node, graph);
     if (!foldable) {
       CompleteOutputShape(node, graph);
+      GTCO_RETURN_IF_ERROR(CheckElementwiseShape(node, graph));
       remaining.push_back(std::move(node));
       continue;
     }

@@ -168,6 +168,21 @@ TEST(ModelAnalysisTest, ShapeArithmeticFoldsInPatchVit) {
             nullptr);  // classification head on the class token
 }
 
+// patch_vit's position embedding holds 5 tokens (4 patches + the class token): 16 patches do not
+// fit. ONNX shape inference left the token count unknown after the class-token Concat and took
+// the embedding's 5, so this reached the planner as an INTERNAL error; now the Add says why.
+TEST(ModelAnalysisTest, AShapeOverrideTheModelDoesNotFitIsInvalidAtTheNode) {
+  auto analysis = AnalyzeOnnxModel(ReadModel("patch_vit.onnx"), {{"input", {8, 16, 192}}});
+  ASSERT_FALSE(analysis.ok());
+  EXPECT_EQ(analysis.status().code(), absl::StatusCode::kInvalidArgument) << analysis.status();
+  EXPECT_NE(analysis.status().message().find("node '/Add'"), std::string::npos)
+      << analysis.status();
+  EXPECT_NE(analysis.status().message().find("[8,17,32] and [1,5,32] do not broadcast"),
+            std::string::npos)
+      << analysis.status();
+  EXPECT_NE(analysis.status().message().find("--shape override"), std::string::npos);
+}
+
 TEST(ModelAnalysisTest, UnsupportedOpNamesOpAndNode) {
   auto analysis = AnalyzeOnnxModel(ReadModel("unsupported_op.onnx"), {});
   ASSERT_FALSE(analysis.ok());
