@@ -7,6 +7,7 @@ import errno
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 import unittest
@@ -84,8 +85,12 @@ class SqliteFullDiskTest(DatabaseFaultChecks, unittest.TestCase):
         self.mount = tempfile.mkdtemp(prefix="gtco-tmpfs-")
         self.farm.db = os.path.join(self.mount, "gtco.db")
         user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+        # "--propagation private" fails in a chroot whose root is not a mount point (a fresh
+        # Debian root made with debootstrap): keep the propagation and make the mounts private
+        # from inside where that works; tearDown unmounts anything that reached this namespace.
         self.farm.server_wrapper = [
-            "unshare", *user, "--mount", "--propagation", "private", "sh", "-c",
+            "unshare", *user, "--mount", "--propagation", "unchanged", "sh", "-c",
+            'mount --make-rprivate / 2>/dev/null || mount --make-rprivate "$0" 2>/dev/null; '
             'mount -t tmpfs -o size=16m gtco-test-tmpfs "$0" && exec "$@"', self.mount]
         self.farm.start_server()
         # The tmpfs as the server sees it (its mount namespace, through /proc).
@@ -106,6 +111,10 @@ class SqliteFullDiskTest(DatabaseFaultChecks, unittest.TestCase):
 
     def tearDown(self):
         self.farm.stop()
+        if self.farm.server is not None:
+            self.farm.server.wait(timeout=60)
+        if os.path.ismount(self.mount):  # propagated out of the server's namespace
+            subprocess.run(["umount", "-l", self.mount], check=False)
         shutil.rmtree(self.mount, ignore_errors=True)
 
     def fill(self):
