@@ -467,6 +467,7 @@ void FarmCore::Shutdown() {
     changed_.notify_all();
     ready_cv_.notify_all();
     prepare_cv_.notify_all();
+    batch_lowered_.notify_all();
   }
   if (preparer_.joinable() && preparer_.get_id() != std::this_thread::get_id()) preparer_.join();
 }

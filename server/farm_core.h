@@ -174,6 +174,8 @@ class FarmCore {
   std::condition_variable changed_;  ///< any job changed or work arrived
   std::condition_variable ready_cv_;    ///< a candidate was queued in ready_ (leases wait here)
   std::condition_variable prepare_cv_;  ///< a ready queue ran low (the preparer waits here)
+  /// The preparer finished lowering a batch (a Lease that cannot wait waits here for it).
+  std::condition_variable batch_lowered_;
   std::map<std::string, std::deque<Prepared>> ready_;  ///< by target, oldest first
   int64_t preparing_ = 0;  ///< candidates the preparer is lowering right now (off the lock)
   std::thread preparer_;

@@ -23,12 +23,12 @@ FarmMetrics::FarmMetrics(metrics::Registry& registry)
           "gtco_database_statement_seconds",
           "Wall time of one schedule-database statement (or transaction begin/commit).",
           {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1})),
+      database_statement_seconds_(database_seconds_.Add({})),
       database_errors_(registry.AddCounter(
           "gtco_database_errors_total",
           "Schedule-database statements that failed, by status code (UNAVAILABLE: the database "
           "was unreachable, full or failing)")) {
   for (const char* state : kJobStates) jobs_.Add({{"state", state}});
-  database_seconds_.Add({});
   database_errors_.Add({{"code", "UNAVAILABLE"}});
 }
 
@@ -60,7 +60,7 @@ void FarmMetrics::ObserveMeasurementSeconds(const std::string& target, double se
 }
 
 void FarmMetrics::ObserveDatabaseStatement(double seconds, absl::StatusCode code) {
-  database_seconds_.Add({}).Observe(seconds);
+  database_statement_seconds_.Observe(seconds);
   if (code != absl::StatusCode::kOk) {
     database_errors_.Add({{"code", absl::StatusCodeToString(code)}}).Increment();
   }

@@ -36,6 +36,7 @@ class FarmMetrics {
   metrics::Family<metrics::Gauge>& connected_workers_;
   metrics::Family<metrics::Histogram>& measurement_seconds_;
   metrics::Family<metrics::Histogram>& database_seconds_;
+  metrics::Histogram& database_statement_seconds_;  ///< its one child (no labels)
   metrics::Family<metrics::Counter>& database_errors_;
 };
 

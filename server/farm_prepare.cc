@@ -119,7 +119,7 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
   for (std::thread& helper : helpers) helper.join();
   lock.lock();
   preparing_ -= static_cast<int64_t>(batch.size());
-  ready_cv_.notify_all();  // also wakes leases that wait for the preparer to finish this batch
+  batch_lowered_.notify_all();  // they run once the lock is released, after the queueing below
 
   std::deque<Prepared>& queue = ready_[worker.row.target];
   for (size_t index = 0; index < batch.size(); ++index) {

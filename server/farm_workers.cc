@@ -113,7 +113,7 @@ absl::StatusOr<gtco::v1::LeaseReply> FarmCore::Lease(const gtco::v1::LeaseReques
     if (!from_queue_only && preparing_ > 0) {
       // The work there is may be in the preparer's hands: a caller that cannot wait still gets
       // it once the batch is lowered, rather than an empty reply.
-      ready_cv_.wait(lock, [&] {
+      batch_lowered_.wait(lock, [&] {
         return shutting_down_ || preparing_ == 0 || !ready_[worker.row.target].empty();
       });
       continue;
@@ -315,10 +315,7 @@ void FarmCore::Tick() {
     metrics_->SetQueueDepth(name, queue_by_target[name]);
     int64_t alive = 0;
     for (auto& [worker_id, worker] : workers_) {
-      if (worker->hardware.target == target &&
-          now - worker->last_seen_ms < 3000LL * options_.heartbeat_seconds) {
-        ++alive;
-      }
+      if (worker->hardware.target == target && WorkerAliveLocked(*worker, now)) ++alive;
     }
     metrics_->SetConnectedWorkers(name, alive);
   }
