@@ -7,6 +7,7 @@
 #include "bench/model_guide.h"
 #include "common/costmodel/cost_model.h"
 #include "common/costmodel/features.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 
 namespace gtco::bench {
@@ -61,7 +62,7 @@ class XgbModelGuide final : public ModelGuide {
 
   bool RecordOther(const ir::Workload& workload, const schedule::Trace& trace,
                    double seconds) override {
-    absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(workload, trace, "f");
+    absl::StatusOr<ir::LoweredFunc> func = kernels::LowerSchedule(workload, trace, "f");
     if (!func.ok()) return false;
     samples_.push_back(
         costmodel::Sample{costmodel::ExtractFeatures(*func, hw_), workload.Key(), seconds});
@@ -76,7 +77,7 @@ class XgbModelGuide final : public ModelGuide {
     std::string text = trace.ToString();
     auto found = features_.find(text);
     if (found == features_.end()) {
-      absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(workload_, trace, "f");
+      absl::StatusOr<ir::LoweredFunc> func = kernels::LowerSchedule(workload_, trace, "f");
       costmodel::Features features;
       if (func.ok()) features = costmodel::ExtractFeatures(*func, hw_);
       found = features_.emplace(std::move(text), std::move(features)).first;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/model_guide.h"
 #include "common/codegen/llvm/llvm_codegen.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "common/search/search_strategy.h"
 #include "common/util/status.h"
@@ -163,14 +164,14 @@ absl::StatusOr<SearchKind> ParseSearchKind(const std::string& name) {
 
 absl::StatusOr<std::string> ProgramFor(const ir::Workload& workload, const schedule::Trace& trace,
                                        const std::string& entry) {
-  GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func, schedule::LowerSchedule(workload, trace, entry));
+  GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func, kernels::LowerSchedule(workload, trace, entry));
   return codegen::EmitLlvmIr(func);
 }
 
 absl::StatusOr<TuneResult> Tune(const ir::Workload& workload, const target::HardwareInfo& hw,
                                 const TuneOptions& options, worker::CandidateMeasurer& measurer) {
   GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
-                        schedule::CreateMappingSpaces(workload, hw));
+                        kernels::CreateMappingSpaces(workload, hw));
   if (spaces.empty()) return absl::InvalidArgumentError("no search space for the workload");
   std::unique_ptr<ModelGuide> guide;
   if (options.kind == SearchKind::kModel) {

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/ir/workload.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/trace.h"
 #include "common/target/target.h"
 #include "worker/measure.h"
@@ -71,11 +72,11 @@ struct TuneResult {
   /// Where the wall time went: proposing (incl. model scoring), lowering + compiling + verifying
   /// + timing candidates, and retraining the cost model.
   double propose_seconds = 0, measure_seconds = 0, retrain_seconds = 0;
-  std::string first_error;    ///< message of the first failed trial, for diagnostics
+  std::string first_error;              ///< message of the first failed trial, for diagnostics
   std::vector<MeasuredTrace> measured;  ///< every successful trial, in order
-  int confirmed = 0;            ///< traces re-measured by the confirmation step
-  double confirm_seconds = 0;   ///< its wall time (not part of tuning_seconds)
-  int prior_samples = 0;        ///< records of other tasks the model was warm-started with
+  int confirmed = 0;                    ///< traces re-measured by the confirmation step
+  double confirm_seconds = 0;           ///< its wall time (not part of tuning_seconds)
+  int prior_samples = 0;                ///< records of other tasks the model was warm-started with
 
   double TrialsPerMinute() const {
     return tuning_seconds > 0 ? trials / tuning_seconds * 60.0 : 0.0;

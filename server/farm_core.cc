@@ -1,13 +1,15 @@
 // FarmCore: jobs, tasks and their status; resuming unfinished jobs from the database.
 #include "server/farm_core.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/str_join.h"
+#include "common/kernels/build_program.h"
+#include "common/kernels/registry.h"
 #include "common/onnx/model_analysis.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
@@ -26,13 +28,11 @@ constexpr int64_t kMaxBudget = int64_t{1} << 40;
 /// The target named by a request, if this server can generate programs for it.
 absl::StatusOr<target::Target> ValidateTarget(const std::string& name) {
   GTCO_ASSIGN_OR_RETURN(target::Target target, target::ParseTarget(name));
-#ifndef GTCO_SERVER_HAS_LLVM
-  if (target == target::Target::kCpu) {
+  if (!kernels::CanBuildFor(target)) {
     return absl::FailedPreconditionError(
         "this gtco-server was built without LLVM and cannot generate CPU programs; submit with "
         "--target cuda or use a server built with LLVM");
   }
-#endif
   return target;
 }
 
@@ -46,18 +46,19 @@ absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, target::Targ
     best = target::HardwareInfo();
     best.cpu_features = {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma", "avx"};
   }
-  const char* other_target = target::TargetName(cuda ? target::Target::kCpu : target::Target::kCuda);
+  const char* other_target =
+      target::TargetName(cuda ? target::Target::kCpu : target::Target::kCuda);
   for (const onnx::ModelTask& task : analysis.tasks) {
     std::vector<std::string> reasons;
     bool covered = false;
-    for (const schedule::MappingVerdict& verdict : schedule::ExplainMappings(task.workload, best)) {
+    for (const schedule::MappingVerdict& verdict : kernels::ExplainMappings(task.workload, best)) {
       covered |= verdict.applies;
       reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
     }
     if (!covered) {
       return absl::UnimplementedError(absl::StrCat(
-          "no ", target::TargetName(target), " mapping covers ", task.workload.Description(), " (node '",
-          task.node_names.empty() ? "?" : task.node_names.front(), "')",
+          "no ", target::TargetName(target), " mapping covers ", task.workload.Description(),
+          " (node '", task.node_names.empty() ? "?" : task.node_names.front(), "')",
           reasons.empty() ? std::string() : absl::StrCat(": ", absl::StrJoin(reasons, "; ")),
           "; try --target ", other_target));
     }
@@ -185,10 +186,10 @@ absl::Status FarmCore::CheckTeamQuotaLocked(const std::string& team_name) {
     GTCO_ASSIGN_OR_RETURN(int64_t trials,
                           db_->CountTrialsSince(team_name, NowMs() - 24LL * 3600 * 1000));
     if (trials >= team->max_trials_per_day) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "team '", team_name, "' measured ", trials,
-          " trials in the last 24 hours, its limit (max-trials-per-day ",
-          team->max_trials_per_day, "); ask an admin to raise it or wait"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("team '", team_name, "' measured ", trials,
+                       " trials in the last 24 hours, its limit (max-trials-per-day ",
+                       team->max_trials_per_day, "); ask an admin to raise it or wait"));
     }
   }
   return absl::OkStatus();
@@ -269,8 +270,8 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
   GTCO_ASSIGN_OR_RETURN(const target::Target target, ValidateTarget(header.target()));
   SchedulerKind scheduler_kind;
   if (!ParseSchedulerKind(header.scheduler(), &scheduler_kind)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown scheduler '", header.scheduler(), "'; expected 'gradient' or 'even'"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown scheduler '", header.scheduler(),
+                                                   "'; expected 'gradient' or 'even'"));
   }
   if (header.rounds() < 0 || header.rounds() > 256) {
     return absl::InvalidArgumentError(
@@ -282,9 +283,9 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
                      header.budget(), "); pass --budget N"));
   }
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
-  GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
-                        onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
-                                                 PlanOptionsFor(target)));
+  GTCO_ASSIGN_OR_RETURN(
+      onnx::ModelAnalysis analysis,
+      onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header), PlanOptionsFor(target)));
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
@@ -337,8 +338,7 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
   if (header.budget() < static_cast<int64_t>(to_tune.size())) {
     return absl::InvalidArgumentError(
         absl::StrCat("budget ", header.budget(), " is smaller than the ", to_tune.size(),
-                     " tasks this model needs tuned; pass --budget ", to_tune.size(),
-                     " or more"));
+                     " tasks this model needs tuned; pass --budget ", to_tune.size(), " or more"));
   }
   std::vector<int64_t> allotted = SplitBudget(header.budget(), shares);
   for (size_t rank = 0; rank < to_tune.size(); ++rank) {
@@ -400,9 +400,9 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::CancelJob(const std::string& job_i
 absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryModel(const gtco::v1::SubmitHeader& header,
                                                           const std::string& model_bytes) {
   GTCO_ASSIGN_OR_RETURN(const target::Target target, ValidateTarget(header.target()));
-  GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
-                        onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header),
-                                                 PlanOptionsFor(target)));
+  GTCO_ASSIGN_OR_RETURN(
+      onnx::ModelAnalysis analysis,
+      onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header), PlanOptionsFor(target)));
   std::lock_guard<std::mutex> lock(mutex_);
   gtco::v1::QueryReply reply;
   double total = 0;
@@ -425,14 +425,13 @@ absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryModel(const gtco::v1::Submit
 }
 
 absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryWorkload(const std::string& workload_key,
-                                                             const std::string& target,
-                                                             int limit) {
+                                                             const std::string& target, int limit) {
   GTCO_RETURN_IF_ERROR(ValidateTarget(target).status());
   std::lock_guard<std::mutex> lock(mutex_);
   GTCO_ASSIGN_OR_RETURN(std::optional<db::WorkloadRow> workload, db_->GetWorkload(workload_key));
   if (!workload) {
-    return absl::NotFoundError(absl::StrCat("workload '", workload_key,
-                                            "' is not in the schedule database"));
+    return absl::NotFoundError(
+        absl::StrCat("workload '", workload_key, "' is not in the schedule database"));
   }
   GTCO_ASSIGN_OR_RETURN(std::vector<db::MeasurementRow> rows,
                         db_->TopMeasurements(workload_key, target, std::max(1, limit)));
@@ -636,8 +635,9 @@ gtco::v1::JobStatus FarmCore::JobStatusLocked(const JobState& job) const {
     int64_t spent = task.trials_done + static_cast<int64_t>(task.outstanding.size());
     if (task.row.state == "from_database") continue;
     int64_t projected =
-        share_total > 0 ? static_cast<int64_t>(std::llround(budget_left * shares[index] / share_total))
-                        : 0;
+        share_total > 0
+            ? static_cast<int64_t>(std::llround(budget_left * shares[index] / share_total))
+            : 0;
     task_status->set_trials_allotted(job.Terminal() ? task.trials_done : spent + projected);
     if (task.Finished()) {
       task_status->set_eta_seconds(0);

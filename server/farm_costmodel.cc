@@ -5,7 +5,7 @@
 #include <chrono>
 #include <fstream>
 
-#include "common/costmodel/cuda_features.h"
+#include "common/kernels/build_program.h"
 #include "common/schedule/space.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
@@ -66,7 +66,7 @@ absl::Status FarmCore::WarmStartModelLocked(const std::string& target, const Wor
     }
     auto trace = schedule::Trace::Parse(record.trace);
     if (!trace.ok()) continue;
-    auto features = costmodel::TraceFeatures(*workload, *trace, worker.hardware);
+    auto features = kernels::ProgramFeatures(*workload, *trace, worker.hardware);
     if (!features.ok()) continue;  // a sketch this release no longer replays
     model.samples.push_back(
         costmodel::Sample{std::move(*features), record.workload_key, record.median_seconds});
@@ -93,9 +93,9 @@ void FarmCore::TrainModels() {
       // Retrain when the samples grew by a fixed fraction (at least model_update_every): a
       // training pass costs time linear in the samples, so this keeps the cost per measured
       // trial constant however long the farm runs (every 16 samples made it grow linearly).
-      size_t due = std::max(static_cast<size_t>(options_.model_update_every),
-                            static_cast<size_t>(model->samples_at_last_update *
-                                                options_.model_growth_to_retrain));
+      size_t due = std::max(
+          static_cast<size_t>(options_.model_update_every),
+          static_cast<size_t>(model->samples_at_last_update * options_.model_growth_to_retrain));
       if (fresh < due && !first) continue;
       if (fresh == 0) continue;
       model->training = true;

@@ -4,12 +4,8 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
-#include "common/codegen/cuda/cuda_codegen.h"
-#include "common/costmodel/cuda_features.h"
-#include "common/costmodel/features.h"
-#ifdef GTCO_SERVER_HAS_LLVM
-#include "common/codegen/llvm/llvm_codegen.h"
-#endif
+#include "common/kernels/build_program.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "common/util/hash.h"
 #include "common/util/logging.h"
@@ -19,7 +15,7 @@
 
 namespace gtco::server {
 namespace {
-constexpr const char* kKernelName = "gtco_kernel";
+constexpr const char* kKernelName = kernels::kDefaultEntry;
 constexpr size_t kMaxDecisions = 40;
 /// Features of scored traces kept per task (cleared when full).
 constexpr size_t kMaxScoredFeatures = 8192;
@@ -42,13 +38,12 @@ FarmCore::TaskState* FarmCore::TaskWithPendingLocked(const WorkerState& worker) 
 
 absl::Status FarmCore::CreateSpacesLocked(TaskState& task, const WorkerState& worker) {
   task.hardware = worker.hardware;
-  task.verdicts = schedule::ExplainMappings(task.workload, worker.hardware);
+  task.verdicts = kernels::ExplainMappings(task.workload, worker.hardware);
   GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
-                        schedule::CreateMappingSpaces(task.workload, worker.hardware));
+                        kernels::CreateMappingSpaces(task.workload, worker.hardware));
   if (spaces.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no intrinsic mapping applies to ", task.description, " on ",
-                     worker.hardware.Summary()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no intrinsic mapping applies to ", task.description, " on ", worker.hardware.Summary()));
   }
   for (schedule::SearchSpace& space : spaces) {
     MappingState mapping;
@@ -103,7 +98,7 @@ std::vector<double> FarmCore::ScoreTracesLocked(const TaskState& task,
     auto cached = task.scored_features.find(key);
     if (cached == task.scored_features.end()) {
       absl::StatusOr<costmodel::Features> features =
-          costmodel::TraceFeatures(task.workload, trace, task.hardware);
+          kernels::ProgramFeatures(task.workload, trace, task.hardware);
       if (!features.ok()) return {};
       if (task.scored_features.size() >= kMaxScoredFeatures) task.scored_features.clear();
       cached = task.scored_features.emplace(std::move(key), std::move(*features)).first;
@@ -122,7 +117,8 @@ absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const JobState& job) {
   int64_t in_flight = 0;  // proposed or leased, not yet measured
   for (const auto& [job_id, other] : jobs_) {
     if (other->row.team != job.row.team || other->Terminal()) continue;
-    for (const auto& task : other->tasks) in_flight += static_cast<int64_t>(task->outstanding.size());
+    for (const auto& task : other->tasks)
+      in_flight += static_cast<int64_t>(task->outstanding.size());
   }
   return std::max<int64_t>(0, job.team_max_trials_per_day - measured - in_flight);
 }
@@ -211,10 +207,10 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
     }
     if (proposed == 0) continue;
     ++job.rounds;
-    LogDecisionLocked(job, absl::StrFormat("round %d: %s (%s) %s — %s; %s", job.rounds,
-                                           task.row.task_id.substr(task.row.task_id.rfind('.') + 1),
-                                           task.description, placed, task_choice.reason,
-                                           mapping_reason));
+    LogDecisionLocked(
+        job, absl::StrFormat("round %d: %s (%s) %s — %s; %s", job.rounds,
+                             task.row.task_id.substr(task.row.task_id.rfind('.') + 1),
+                             task.description, placed, task_choice.reason, mapping_reason));
     job.proposed += proposed;
     team_clock_[job.row.team] += static_cast<double>(proposed) / std::max(1e-9, job.team_share);
     UpdateTaskCompletionLocked(job, task);
@@ -264,32 +260,20 @@ absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const TaskState& task,
   GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(trace_text));
   BuiltCandidate built;
   gtco::v1::Candidate& candidate = built.candidate;
-  std::string program;
-  if (task.hardware.target == target::Target::kCuda) {
-    GTCO_ASSIGN_OR_RETURN(codegen::CudaKernel kernel,
-                          codegen::GenerateCudaKernel(workload, trace, kKernelName));
-    built.features = costmodel::ExtractCudaFeatures(workload, kernel.plan, hardware);
-    candidate.set_language("cuda-c");
+  GTCO_ASSIGN_OR_RETURN(kernels::Program program,
+                        kernels::BuildProgram(workload, trace, hardware, kKernelName));
+  built.features = std::move(program.features);
+  candidate.set_language(program.language);
+  if (program.target == target::Target::kCuda) {
     gtco::v1::CudaLaunch& launch = *candidate.mutable_launch();
-    launch.set_grid_x(kernel.plan.grid_x);
-    launch.set_grid_y(kernel.plan.grid_y);
-    launch.set_grid_z(kernel.plan.grid_z);
-    launch.set_block_x(kernel.plan.block_x);
-    launch.set_block_y(kernel.plan.block_y);
-    launch.set_block_z(kernel.plan.block_z);
-    launch.set_dynamic_shared_bytes(kernel.plan.dynamic_shared_bytes);
-    launch.set_arch(kernel.plan.arch);
-    program = std::move(kernel.source);
-  } else {
-#ifdef GTCO_SERVER_HAS_LLVM
-    GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func,
-                          schedule::LowerSchedule(workload, trace, kKernelName));
-    GTCO_ASSIGN_OR_RETURN(program, codegen::EmitLlvmBitcode(func));
-    built.features = costmodel::ExtractFeatures(func, hardware);
-    candidate.set_language("llvm-bc");
-#else
-    return absl::FailedPreconditionError("this gtco-server was built without LLVM");
-#endif
+    launch.set_grid_x(program.launch.grid_x);
+    launch.set_grid_y(program.launch.grid_y);
+    launch.set_grid_z(program.launch.grid_z);
+    launch.set_block_x(program.launch.block_x);
+    launch.set_block_y(program.launch.block_y);
+    launch.set_block_z(program.launch.block_z);
+    launch.set_dynamic_shared_bytes(program.launch.dynamic_shared_bytes);
+    launch.set_arch(program.launch.arch);
   }
   candidate.set_candidate_id(candidate_id);
   candidate.set_task_id(task.row.task_id);
@@ -297,8 +281,8 @@ absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const TaskState& task,
   candidate.set_workload(workload.CanonicalString());
   candidate.set_trace(trace_text);
   candidate.set_entry(kKernelName);
-  candidate.set_program_hash(util::HexDigest128(program));
-  candidate.set_program(std::move(program));
+  candidate.set_program_hash(util::HexDigest128(program.code));
+  candidate.set_program(std::move(program.code));
   return built;
 }
 

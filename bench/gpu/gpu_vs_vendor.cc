@@ -19,8 +19,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "common/codegen/cuda/cuda_codegen.h"
 #include "common/ir/workload.h"
+#include "common/kernels/build_program.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/trace.h"
 #include "common/util/flags.h"
 #include "common/util/hash.h"
@@ -66,8 +67,9 @@ absl::StatusOr<double> TimeCublas(const ir::Workload& w, int64_t l2_bytes) {
     return absl::UnimplementedError("cuBLAS baseline only for plain 2-D GEMMs");
   }
   auto type_of = [](ir::DType dtype) {
-    return dtype == ir::DType::kBF16 ? CUDA_R_16BF : dtype == ir::DType::kF16 ? CUDA_R_16F
-                                                                             : CUDA_R_32F;
+    return dtype == ir::DType::kBF16  ? CUDA_R_16BF
+           : dtype == ir::DType::kF16 ? CUDA_R_16F
+                                      : CUDA_R_32F;
   };
   const cudaDataType in_type = type_of(w.inputs[0].dtype), out_type = type_of(w.output.dtype);
   const size_t in_size = ir::DTypeSize(w.inputs[0].dtype), out_size = ir::DTypeSize(w.output.dtype);
@@ -142,9 +144,9 @@ int Run(int argc, char** argv) {
     Timing timing{row.name, row.kind, row.workload.Description()};
     timing.flops = static_cast<double>(row.workload.Flops());
     absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(row.trace);
-    absl::StatusOr<codegen::CudaKernel> kernel =
-        trace.ok() ? codegen::GenerateCudaKernel(row.workload, *trace, "gtco_kernel")
-                   : absl::StatusOr<codegen::CudaKernel>(trace.status());
+    absl::StatusOr<kernels::CudaKernel> kernel =
+        trace.ok() ? kernels::GenerateCudaKernel(row.workload, *trace, "gtco_kernel")
+                   : absl::StatusOr<kernels::CudaKernel>(trace.status());
     if (!kernel.ok()) {
       timing.note = std::string(kernel.status().message());
       timings.push_back(timing);
@@ -188,22 +190,20 @@ int Run(int argc, char** argv) {
   }
 
   std::ostringstream markdown, json;
-  markdown << "GPU: " << gpu.Summary() << ", driver CUDA " << (*measurer)->DriverVersion()
-           << "\n\n| workload | shape | GTCO (µs) | cuBLAS (µs) | GTCO/cuBLAS speed | GTCO TFLOP/s | "
-              "note |\n|---|---|---|---|---|---|---|\n";
+  markdown
+      << "GPU: " << gpu.Summary() << ", driver CUDA " << (*measurer)->DriverVersion()
+      << "\n\n| workload | shape | GTCO (µs) | cuBLAS (µs) | GTCO/cuBLAS speed | GTCO TFLOP/s | "
+         "note |\n|---|---|---|---|---|---|---|\n";
   json << "[";
   for (size_t index = 0; index < timings.size(); ++index) {
     const Timing& t = timings[index];
-    const double ratio = t.ours_seconds > 0 && t.vendor_seconds > 0
-                             ? t.vendor_seconds / t.ours_seconds
-                             : 0;
-    markdown << absl::StrFormat("| %s | %s | %.1f | %s | %s | %.1f | %s |\n", t.name,
-                                t.description, t.ours_seconds * 1e6,
-                                t.vendor_seconds > 0 ? absl::StrFormat("%.1f", t.vendor_seconds * 1e6)
-                                                     : std::string("-"),
-                                ratio > 0 ? absl::StrFormat("%.2f×", ratio) : std::string("-"),
-                                t.ours_seconds > 0 ? t.flops / t.ours_seconds / 1e12 : 0.0,
-                                t.note.substr(0, 120));
+    const double ratio =
+        t.ours_seconds > 0 && t.vendor_seconds > 0 ? t.vendor_seconds / t.ours_seconds : 0;
+    markdown << absl::StrFormat(
+        "| %s | %s | %.1f | %s | %s | %.1f | %s |\n", t.name, t.description, t.ours_seconds * 1e6,
+        t.vendor_seconds > 0 ? absl::StrFormat("%.1f", t.vendor_seconds * 1e6) : std::string("-"),
+        ratio > 0 ? absl::StrFormat("%.2f×", ratio) : std::string("-"),
+        t.ours_seconds > 0 ? t.flops / t.ours_seconds / 1e12 : 0.0, t.note.substr(0, 120));
     json << (index ? "," : "")
          << absl::StrFormat(
                 "{\"name\":\"%s\",\"kind\":\"%s\",\"ours_seconds\":%g,\"vendor_seconds\":%g}",

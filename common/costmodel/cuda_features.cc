@@ -1,11 +1,10 @@
-// CUDA plan features and per-target trace featurization.
+// CUDA plan features.
 #include "common/costmodel/cuda_features.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "common/costmodel/features.h"
-#include "common/schedule/space.h"
 #include "common/util/status.h"
 
 namespace gtco::costmodel {
@@ -64,21 +63,12 @@ Features ExtractCudaFeatures(const ir::Workload& w, const schedule::CudaPlan& pl
       static_cast<float>(TileEfficiency(extent_n, plan.tile_n)),
       Log2p(plan.tile_k > 0 ? static_cast<double>(extent_k) / plan.tile_k : 0),
       Log2p(flops / std::max(1.0, blocks)),
-      Log2p(static_cast<double>(plan.dynamic_shared_bytes) / std::max(1.0, flops / std::max(1.0, blocks)) * 1e3),
+      Log2p(static_cast<double>(plan.dynamic_shared_bytes) /
+            std::max(1.0, flops / std::max(1.0, blocks)) * 1e3),
       plan.arch.empty() ? 0.0f : 1.0f};
   std::copy(values.begin(), values.begin() + std::min(values.size(), features.size()),
             features.begin());
   return features;
-}
-
-absl::StatusOr<Features> TraceFeatures(const ir::Workload& w, const schedule::Trace& t,
-                                       const target::HardwareInfo& hw) {
-  if (dynamic_cast<const schedule::CudaSketch*>(schedule::SketchByName(t.sketch)) != nullptr) {
-    GTCO_ASSIGN_OR_RETURN(schedule::CudaPlan plan, schedule::PlanCudaSchedule(w, t));
-    return ExtractCudaFeatures(w, plan, hw);
-  }
-  GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func, schedule::LowerSchedule(w, t, "gtco_kernel"));
-  return ExtractFeatures(func, hw);
 }
 
 }  // namespace gtco::costmodel

@@ -1,15 +1,13 @@
 // Features of CUDA programs for the cost model, from their launch plan (the CUDA sketches have no
-// loop-IR form), and one entry point that computes a trace's features on either target.
+// loop-IR form).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "common/costmodel/cost_model.h"
 #include "common/ir/workload.h"
 #include "common/schedule/cuda_sketch.h"
-#include "common/schedule/trace.h"
 #include "common/target/target.h"
 
 namespace gtco::costmodel {
@@ -20,10 +18,5 @@ namespace gtco::costmodel {
 /// CPU and CUDA layouts never mix): the plan features first, zeros after.
 Features ExtractCudaFeatures(const ir::Workload& w, const schedule::CudaPlan& plan,
                              const target::HardwareInfo& hw);
-
-/// Features of trace `t` for `w`: ExtractCudaFeatures of its plan for CUDA sketches, else the
-/// loop-nest features of its lowering. INVALID_ARGUMENT when `t` does not replay for `w`.
-absl::StatusOr<Features> TraceFeatures(const ir::Workload& w, const schedule::Trace& t,
-                                       const target::HardwareInfo& hw);
 
 }  // namespace gtco::costmodel

@@ -1,11 +1,9 @@
-// The GPU resource model (occupancy from threads, shared memory and registers) and trace replay
-// into CUDA plans.
+// The GPU resource model: occupancy from threads, shared memory and registers.
 #include "common/schedule/cuda_sketch.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/schedule/space.h"
 #include "common/util/status.h"
 
 namespace gtco::schedule {
@@ -24,12 +22,6 @@ int64_t RegistersPerWarp(int registers_per_thread) {
 }
 
 }  // namespace
-
-absl::StatusOr<ir::LoweredFunc> CudaSketch::Lower(const ir::Workload&, const KnobValues&,
-                                                  const std::string&) const {
-  return absl::UnimplementedError(absl::StrCat(
-      "sketch ", Name(), " generates CUDA C (codegen::GenerateCudaKernel), not loop IR"));
-}
 
 int64_t CudaBlocksPerSm(const target::HardwareInfo& hw, const CudaPlan& plan) {
   const int64_t threads = plan.Threads();
@@ -64,34 +56,6 @@ const char* CudaResourceRule(const target::HardwareInfo& hw, const CudaPlan& pla
   }
   if (CudaBlocksPerSm(hw, plan) * warps < kMinResidentWarps) return "occupancy";
   return nullptr;
-}
-
-absl::StatusOr<CudaPlan> PlanCudaSchedule(const ir::Workload& w, const Trace& t) {
-  const Sketch* sketch = SketchByName(t.sketch);
-  const auto* cuda_sketch = dynamic_cast<const CudaSketch*>(sketch);
-  if (cuda_sketch == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", t.sketch, "' is not a CUDA schedule sketch"));
-  }
-  if (!cuda_sketch->AppliesTo(w)) {
-    return absl::InvalidArgumentError(absl::StrCat("sketch ", t.sketch, " does not apply to ",
-                                                   w.Description()));
-  }
-  const std::vector<std::string> names = cuda_sketch->KnobNames();
-  if (names.size() != t.decisions.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("trace '", t.ToString(), "' has ",
-                                                   t.decisions.size(), " decisions; ", t.sketch,
-                                                   " expects ", names.size()));
-  }
-  KnobValues values;
-  for (size_t knob_idx = 0; knob_idx < names.size(); ++knob_idx) {
-    if (t.decisions[knob_idx].first != names[knob_idx]) {
-      return absl::InvalidArgumentError(absl::StrCat("trace '", t.ToString(), "': decision ",
-                                                     knob_idx, " should be ", names[knob_idx]));
-    }
-    values.push_back(t.decisions[knob_idx].second);
-  }
-  return cuda_sketch->Plan(w, values);
 }
 
 std::string MissingCudaArch(const target::HardwareInfo& hw, int min_sm) {

@@ -33,14 +33,23 @@ struct CudaPlan {
   int64_t Blocks() const { return grid_x * grid_y * grid_z; }
 };
 
-/// A sketch whose kernels are CUDA C. Lower() is UNIMPLEMENTED for it (there is no loop-IR form);
-/// codegen::GenerateCudaKernel replays its traces instead.
+/// A kernel family's CUDA C generator: the complete kernel source (codegen::cuda::Prelude() first)
+/// for (w, values) whose plan is `plan`, with the __global__ function named `entry`. `values` are
+/// in the sketch's knob order and come from its Knobs(); INVALID_ARGUMENT when `w`'s shapes do
+/// not fit them.
+using CudaGenerator = absl::StatusOr<std::string> (*)(const ir::Workload& w,
+                                                      const KnobValues& values,
+                                                      const CudaPlan& plan,
+                                                      const std::string& entry);
+
+/// A sketch whose kernels are CUDA C (there is no loop-IR form): kernels::BuildProgram replays its
+/// traces through its plan and its Generator().
 class CudaSketch : public Sketch {
  public:
   /// The plan of (w, values) for values from Knobs(); pure arithmetic, no hardware checks.
   virtual CudaPlan Plan(const ir::Workload& w, const KnobValues& values) const = 0;
-  absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
-                                        const std::string& func_name) const final;
+  /// The kernel family's generator (see CudaGenerator).
+  virtual CudaGenerator Generator() const = 0;
 };
 
 /// A mapping whose sketch is a CudaSketch; Target() is kCuda.
@@ -60,10 +69,6 @@ int64_t CudaBlocksPerSm(const target::HardwareInfo& hw, const CudaPlan& plan);
 /// (estimated registers over 255 per thread or over the block's register file), "occupancy"
 /// (fewer than 4 resident warps per SM: latency cannot be hidden). nullptr when all hold.
 const char* CudaResourceRule(const target::HardwareInfo& hw, const CudaPlan& plan);
-
-/// The plan of trace `t` for workload `w` when `t` names a CudaSketch that applies to `w` and
-/// carries its knobs in order; INVALID_ARGUMENT otherwise.
-absl::StatusOr<CudaPlan> PlanCudaSchedule(const ir::Workload& w, const Trace& t);
 
 /// Empty when `hw` is a CUDA device of compute capability >= `min_sm`, else the reason.
 std::string MissingCudaArch(const target::HardwareInfo& hw, int min_sm);

@@ -1,7 +1,8 @@
 // Intrinsic mappings: how a workload class is mapped onto a machine's vector instructions
 // ("avx512_fma", "avx2_fma", "vector", ...). Each mapping owns one versioned sketch and says,
-// with a reason, whether it applies to a (workload, hardware) pair. The registry lists every
-// mapping in a stable order, best-expected first; each search space is one mapping's space.
+// with a reason, whether it applies to a (workload, hardware) pair. The registry
+// (common/kernels/registry.h) lists every mapping in a stable order, best-expected first; each
+// search space is one mapping's space.
 #pragma once
 
 #include <string>
@@ -38,8 +39,6 @@ class MappingSketch {
   virtual MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const = 0;
 };
 
-/// Every registered mapping, in registry order (see mappings.def for how to add one).
-const std::vector<const MappingSketch*>& MappingRegistry();
 /// True when `mapping` is about `w`'s workload class on `hw`'s target.
 bool MappingConsiders(const MappingSketch& mapping, const ir::Workload& w,
                       const target::HardwareInfo& hw);
@@ -51,9 +50,16 @@ std::string MissingCpuFeatures(const target::HardwareInfo& hw,
 /// Empty when every input and the output of `w` is f32, else "needs f32 operands (in1 is bf16)".
 std::string NonF32Operands(const ir::Workload& w);
 
-// Mappings of this module; the registry table (mappings.def) lists them in order.
-#define GTCO_MAPPING(function) const MappingSketch& function();
-#include "common/schedule/mappings.def"
-#undef GTCO_MAPPING
+/// The single "vector" mapping of a row-wise or element-wise sketch: any CPU, f32 operands.
+class VectorMapping final : public MappingSketch {
+ public:
+  explicit VectorMapping(const Sketch& sketch) : sketch_(sketch) {}
+  const char* Name() const override { return "vector"; }
+  const Sketch& sketch() const override { return sketch_; }
+  MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override;
+
+ private:
+  const Sketch& sketch_;
+};
 
 }  // namespace gtco::schedule

@@ -1,5 +1,6 @@
-// Sketch rules: the interface each workload class's schedule template implements (its knobs,
-// hardware pruning and lowering), and the registry that picks the rule for a workload.
+// Sketch rules: the interface each workload class's schedule template implements (its knobs and
+// hardware pruning), and LoopSketch, the sketches that lower to the loop IR (CPU kernels). The
+// sketches themselves live with their kernel family in common/kernels/.
 #pragma once
 
 #include <cstdint>
@@ -46,24 +47,15 @@ class Sketch {
                                 const KnobValues& values) const {
     return Admits(w, hw, values) ? nullptr : "other";
   }
+};
+
+/// A sketch whose kernels are loop IR (compiled to LLVM by common/codegen/llvm).
+class LoopSketch : public Sketch {
+ public:
   /// Lowers (w, values) to a kernel named `func_name`. Depends on nothing else (replayable).
   /// INVALID_ARGUMENT when a value is out of the sketch's structural range.
   virtual absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
                                                 const std::string& func_name) const = 0;
 };
-
-/// The legacy (pre-mapping) sketch for `w`'s anchor kind; nullptr when none applies. New code
-/// goes through the mapping registry (mapping.h) instead.
-const Sketch* SketchForWorkload(const ir::Workload& w);
-/// The sketch with versioned name `name` among every sketch ever shipped (legacy ones and those
-/// of the mapping registry), so that stored traces replay; nullptr when unknown.
-const Sketch* SketchByName(const std::string& name);
-
-// Singletons defined by each sketch's file.
-const Sketch& MatMulSketch();
-const Sketch& SoftmaxSketch();
-const Sketch& LayerNormSketch();
-const Sketch& ReduceMeanSketch();
-const Sketch& ElementwiseSketch();
 
 }  // namespace gtco::schedule

@@ -1,5 +1,4 @@
-// Search spaces per intrinsic mapping (creation, pruning statistics, sampling, mutation), the
-// mapping verdicts of a workload, sketch lookup by name, and trace replay (LowerSchedule).
+// Search spaces per intrinsic mapping: creation, pruning statistics, sampling, mutation.
 #include "common/schedule/space.h"
 
 #include <algorithm>
@@ -17,14 +16,6 @@ constexpr int kMaxMutateTries = 200;
 
 constexpr int64_t kMaxEnumerated = int64_t{1} << 18;
 constexpr int64_t kPruneSamples = int64_t{1} << 16;
-
-/// Sketches from before the mapping registry; kept so that their stored traces replay.
-const std::vector<const Sketch*>& LegacySketches() {
-  static const std::vector<const Sketch*>* const sketches =
-      new std::vector<const Sketch*>{&MatMulSketch(), &SoftmaxSketch(), &LayerNormSketch(),
-                                     &ReduceMeanSketch(), &ElementwiseSketch()};
-  return *sketches;
-}
 
 /// Calls visit(values) for every combination of the knobs' candidate values (odometer order,
 /// the last knob fastest).
@@ -48,28 +39,9 @@ void ForEachCombination(const std::vector<Knob>& knobs,
   }
 }
 
-/// The first mapping in registry order that applies to (w, hw); INVALID_ARGUMENT listing every
-/// verdict otherwise.
-absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& w,
-                                                            const target::HardwareInfo& hw) {
-  std::vector<std::string> reasons;
-  for (const MappingSketch* mapping : MappingRegistry()) {
-    if (!MappingConsiders(*mapping, w, hw)) continue;
-    const MappingVerdict verdict = mapping->Explain(w, hw);
-    if (verdict.applies) return mapping;
-    reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
-  }
-  if (reasons.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no schedule sketch for anchor '", ir::AnchorKindName(w.anchor),
-                     "' on target '", target::TargetName(hw.target), "'"));
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "no intrinsic mapping applies to ", w.Description(), ": ", absl::StrJoin(reasons, "; ")));
-}
+}  // namespace
 
-/// The trace's values in the sketch's knob order; INVALID_ARGUMENT when the names differ.
-absl::StatusOr<KnobValues> ValuesInKnobOrder(const Sketch& sketch, const Trace& t) {
+absl::StatusOr<KnobValues> KnobValuesOf(const Sketch& sketch, const Trace& t) {
   const std::vector<std::string> names = sketch.KnobNames();
   bool same_names = names.size() == t.decisions.size();
   for (size_t knob_idx = 0; same_names && knob_idx < names.size(); ++knob_idx) {
@@ -83,25 +55,6 @@ absl::StatusOr<KnobValues> ValuesInKnobOrder(const Sketch& sketch, const Trace& 
   KnobValues values;
   for (const auto& decision : t.decisions) values.push_back(decision.second);
   return values;
-}
-
-}  // namespace
-
-const Sketch* SketchForWorkload(const ir::Workload& w) {
-  for (const Sketch* sketch : LegacySketches()) {
-    if (sketch->AppliesTo(w)) return sketch;
-  }
-  return nullptr;
-}
-
-const Sketch* SketchByName(const std::string& name) {
-  for (const Sketch* sketch : LegacySketches()) {
-    if (name == sketch->Name()) return sketch;
-  }
-  for (const MappingSketch* mapping : MappingRegistry()) {
-    if (name == mapping->sketch().Name()) return &mapping->sketch();
-  }
-  return nullptr;
 }
 
 absl::StatusOr<SearchSpace> SearchSpace::CreateFromMapping(const ir::Workload& w,
@@ -131,52 +84,11 @@ absl::StatusOr<SearchSpace> SearchSpace::CreateFromMapping(const ir::Workload& w
   }
   // Lowering the default trace checks the workload's shapes once, up front (CUDA sketches have
   // no loop-IR form: their code generator checks shapes when it replays a trace).
-  if (mapping.Target() == target::Target::kCpu) {
-    GTCO_RETURN_IF_ERROR(sketch.Lower(space.workload_, space.default_values_, "probe").status());
+  if (const auto* loop_sketch = dynamic_cast<const LoopSketch*>(&sketch)) {
+    GTCO_RETURN_IF_ERROR(
+        loop_sketch->Lower(space.workload_, space.default_values_, "probe").status());
   }
   return space;
-}
-
-absl::StatusOr<SearchSpace> SearchSpace::CreateForMapping(const ir::Workload& w,
-                                                          const target::HardwareInfo& hw,
-                                                          const std::string& mapping) {
-  for (const MappingSketch* candidate : MappingRegistry()) {
-    if (candidate->Name() != mapping || !MappingConsiders(*candidate, w, hw)) continue;
-    const MappingVerdict verdict = candidate->Explain(w, hw);
-    if (!verdict.applies) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("mapping '", mapping, "' does not apply: ", verdict.reason));
-    }
-    return CreateFromMapping(w, hw, *candidate);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("no mapping '", mapping, "' for a '",
-                                                 ir::AnchorKindName(w.anchor), "' workload"));
-}
-
-absl::StatusOr<SearchSpace> SearchSpace::Create(const ir::Workload& w,
-                                                const target::HardwareInfo& hw) {
-  GTCO_ASSIGN_OR_RETURN(const MappingSketch* mapping, FirstApplicableMapping(w, hw));
-  return CreateFromMapping(w, hw, *mapping);
-}
-
-std::vector<MappingVerdict> ExplainMappings(const ir::Workload& w, const target::HardwareInfo& hw) {
-  std::vector<MappingVerdict> verdicts;
-  for (const MappingSketch* mapping : MappingRegistry()) {
-    if (MappingConsiders(*mapping, w, hw)) verdicts.push_back(mapping->Explain(w, hw));
-  }
-  return verdicts;
-}
-
-absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(const ir::Workload& w,
-                                                             const target::HardwareInfo& hw) {
-  GTCO_RETURN_IF_ERROR(FirstApplicableMapping(w, hw).status());
-  std::vector<SearchSpace> spaces;
-  for (const MappingSketch* mapping : MappingRegistry()) {
-    if (!MappingConsiders(*mapping, w, hw) || !mapping->Explain(w, hw).applies) continue;
-    GTCO_ASSIGN_OR_RETURN(SearchSpace space, SearchSpace::CreateFromMapping(w, hw, *mapping));
-    spaces.push_back(std::move(space));
-  }
-  return spaces;
 }
 
 bool SearchSpace::ComputePruneStats() {
@@ -302,20 +214,6 @@ std::string SearchSpace::Describe() const {
     absl::StrAppend(&text, " ", knob.name, "{", absl::StrJoin(knob.values, ","), "}");
   }
   return text;
-}
-
-absl::StatusOr<ir::LoweredFunc> LowerSchedule(const ir::Workload& w, const Trace& t,
-                                              const std::string& func_name) {
-  const Sketch* sketch = SketchByName(t.sketch);
-  if (sketch == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown schedule sketch '", t.sketch, "'"));
-  }
-  if (!sketch->AppliesTo(w)) {
-    return absl::InvalidArgumentError(absl::StrCat("sketch ", t.sketch, " does not apply to a '",
-                                                   ir::AnchorKindName(w.anchor), "' workload"));
-  }
-  GTCO_ASSIGN_OR_RETURN(const KnobValues values, ValuesInKnobOrder(*sketch, t));
-  return sketch->Lower(w, values, func_name);
 }
 
 }  // namespace gtco::schedule

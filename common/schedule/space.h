@@ -1,7 +1,7 @@
 // Search space of one workload on one machine under one intrinsic mapping: the mapping's sketch
 // with candidate knob values derived from the workload's shapes and the hardware, pruning
-// statistics per resource rule, random sampling and mutation of valid traces; the mapping
-// verdicts of a workload; and LowerSchedule, the deterministic replay of a trace into a kernel.
+// statistics per resource rule, random sampling and mutation of valid traces. Which mappings
+// exist, and replaying a trace into a program, is common/kernels/ (registry.h, build_program.h).
 #pragma once
 
 #include <cstdint>
@@ -36,15 +36,6 @@ struct PruneStats {
 /// workload. Thread-compatible: const methods may run concurrently with distinct rngs.
 class SearchSpace {
  public:
-  /// The space of the first applicable mapping in registry order (the best-expected one).
-  /// INVALID_ARGUMENT when no mapping considers `w` or none applies (the message lists every
-  /// verdict), or `w`'s shapes are inconsistent.
-  static absl::StatusOr<SearchSpace> Create(const ir::Workload& w, const target::HardwareInfo& hw);
-  /// The space of the mapping named `mapping` for w's workload class. INVALID_ARGUMENT when it
-  /// is unknown for the class or does not apply (with the verdict's reason).
-  static absl::StatusOr<SearchSpace> CreateForMapping(const ir::Workload& w,
-                                                      const target::HardwareInfo& hw,
-                                                      const std::string& mapping);
   /// The space of `mapping` (which must consider `w`), without checking its verdict.
   static absl::StatusOr<SearchSpace> CreateFromMapping(const ir::Workload& w,
                                                        const target::HardwareInfo& hw,
@@ -90,21 +81,8 @@ class SearchSpace {
   PruneStats prune_stats_;
 };
 
-/// Every mapping the registry considers for w's workload class, applicable or not, with the
-/// reason (CPU features, dtypes), in registry order.
-std::vector<MappingVerdict> ExplainMappings(const ir::Workload& w, const target::HardwareInfo& hw);
-
-/// One search space per applicable mapping, in registry order (the best-expected first).
-/// INVALID_ARGUMENT as SearchSpace::Create.
-absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(const ir::Workload& w,
-                                                             const target::HardwareInfo& hw);
-
-/// Replays a trace: the loop nest for (workload, trace), a kernel named `func_name` whose params
-/// are the workload's inputs in order ("in0", "in1", ...) then the output ("out"). Deterministic
-/// (same inputs => same IR text). INVALID_ARGUMENT when the trace does not belong to the
-/// workload's space (unknown sketch, a sketch for another workload class, missing or extra
-/// decisions, values outside the sketch's range) or the workload is inconsistent.
-absl::StatusOr<ir::LoweredFunc> LowerSchedule(const ir::Workload& w, const Trace& t,
-                                              const std::string& func_name);
+/// The trace's decision values in `sketch`'s knob order; INVALID_ARGUMENT when the trace's
+/// decision names are not exactly the sketch's knobs in order.
+absl::StatusOr<KnobValues> KnobValuesOf(const Sketch& sketch, const Trace& t);
 
 }  // namespace gtco::schedule

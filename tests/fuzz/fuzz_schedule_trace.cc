@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/ir/loop_ir.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "common/schedule/trace.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -20,7 +21,7 @@ constexpr size_t kMaxTraceBytes = 4096;
 
 void CheckLowering(const gtco::ir::Workload& workload, const gtco::schedule::Trace& trace) {
   absl::StatusOr<gtco::ir::LoweredFunc> lowered =
-      gtco::schedule::LowerSchedule(workload, trace, "fuzz_kernel");
+      gtco::kernels::LowerSchedule(workload, trace, "fuzz_kernel");
   if (!lowered.ok()) {
     FUZZ_CHECK(lowered.status().code() == absl::StatusCode::kInvalidArgument,
                "LowerSchedule(%s) on %s: %s", trace.ToString().c_str(),
@@ -29,7 +30,7 @@ void CheckLowering(const gtco::ir::Workload& workload, const gtco::schedule::Tra
   }
   const std::string text = gtco::ir::ToString(*lowered);
   absl::StatusOr<gtco::ir::LoweredFunc> again =
-      gtco::schedule::LowerSchedule(workload, trace, "fuzz_kernel");
+      gtco::kernels::LowerSchedule(workload, trace, "fuzz_kernel");
   FUZZ_CHECK(again.ok() && gtco::ir::ToString(*again) == text,
              "LowerSchedule(%s) on %s is not deterministic", trace.ToString().c_str(),
              workload.Description().c_str());

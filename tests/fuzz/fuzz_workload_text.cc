@@ -11,6 +11,7 @@
 
 #include "common/ir/loop_ir.h"
 #include "common/ir/workload.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_workloads.h"
@@ -23,7 +24,7 @@ void CheckSpaces(const gtco::ir::Workload& workload) {
   static const gtco::target::HardwareInfo* const machine =
       new gtco::target::HardwareInfo(gtco::fuzz::FuzzMachine());
   absl::StatusOr<std::vector<gtco::schedule::SearchSpace>> spaces =
-      gtco::schedule::CreateMappingSpaces(workload, *machine);
+      gtco::kernels::CreateMappingSpaces(workload, *machine);
   if (!spaces.ok()) {
     FUZZ_CHECK(spaces.status().code() == absl::StatusCode::kInvalidArgument, "spaces: %s",
                spaces.status().ToString().c_str());
@@ -37,7 +38,7 @@ void CheckSpaces(const gtco::ir::Workload& workload) {
     FUZZ_CHECK(space.Contains(space.Mutate(trace, rng)), "%s: mutation left the space",
                space.mapping().c_str());
     absl::StatusOr<gtco::ir::LoweredFunc> lowered =
-        gtco::schedule::LowerSchedule(workload, trace, "fuzz_kernel");
+        gtco::kernels::LowerSchedule(workload, trace, "fuzz_kernel");
     FUZZ_CHECK(lowered.ok(), "%s: default trace %s does not lower: %s", space.mapping().c_str(),
                trace.ToString().c_str(), lowered.status().ToString().c_str());
   }

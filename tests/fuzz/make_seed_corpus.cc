@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/kernels/registry.h"
 #include "common/onnx/model_analysis.h"
 #include "common/schedule/sketch.h"
 #include "common/schedule/space.h"
@@ -25,10 +26,9 @@ namespace {
 /// The test models small enough to be seeds (every other one of tests/data too, except the
 /// 200 KB transformer block, whose size would slow every mutation down).
 const char* const kSeedModels[] = {
-    "mlp.onnx",           "dynamic_mlp.onnx",    "external_data.onnx",
-    "matmul_bf16.onnx",   "matmul_f16.onnx",     "matmul_integer.onnx",
-    "matmul_integer_per_row.onnx", "unsupported_op.onnx", "patch_vit.onnx",
-    "vit_tiny.onnx"};
+    "mlp.onnx",        "dynamic_mlp.onnx",    "external_data.onnx",          "matmul_bf16.onnx",
+    "matmul_f16.onnx", "matmul_integer.onnx", "matmul_integer_per_row.onnx", "unsupported_op.onnx",
+    "patch_vit.onnx",  "vit_tiny.onnx"};
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -52,17 +52,19 @@ void WriteTraces(const std::string& dir) {
   std::mt19937_64 rng(7);
   int count = 0;
   for (const ir::Workload& workload : FixedWorkloads()) {
-    auto spaces = schedule::CreateMappingSpaces(workload, FuzzMachine());
+    auto spaces = kernels::CreateMappingSpaces(workload, FuzzMachine());
     if (spaces.ok()) {
       for (const schedule::SearchSpace& space : *spaces) {
         WriteFile(dir + "/trace_" + std::to_string(count++), space.DefaultTrace().ToString());
         WriteFile(dir + "/trace_" + std::to_string(count++), space.Sample(rng).ToString());
       }
     }
-    if (const schedule::Sketch* legacy = schedule::SketchForWorkload(workload)) {
+    // The replay-only sketch as well: its stored traces must still replay.
+    const schedule::Sketch* tiled = kernels::SketchByName("mm_tiled/v1");
+    if (tiled != nullptr && tiled->AppliesTo(workload)) {
       schedule::Trace trace;
-      trace.sketch = legacy->Name();
-      for (const schedule::Knob& knob : legacy->Knobs(workload, FuzzMachine())) {
+      trace.sketch = tiled->Name();
+      for (const schedule::Knob& knob : tiled->Knobs(workload, FuzzMachine())) {
         trace.decisions.emplace_back(knob.name, knob.values.back());
       }
       WriteFile(dir + "/trace_" + std::to_string(count++), trace.ToString());
@@ -206,8 +208,8 @@ void WriteRpcScripts(const std::string& data_dir, const std::string& dir) {
 
   // Regression seeds of bugs the fuzzer found: a budget near INT64_MAX, and a shape override
   // too large for any workload.
-  std::vector<RpcCall> huge_budget = SendModel(mlp, std::numeric_limits<int64_t>::max(),
-                                               RpcOp::kSubmit);
+  std::vector<RpcCall> huge_budget =
+      SendModel(mlp, std::numeric_limits<int64_t>::max(), RpcOp::kSubmit);
   scripts.emplace_back("rpc_regression_huge_budget", huge_budget);
   const std::string dynamic_mlp = ReadFile(data_dir + "/dynamic_mlp.onnx");
   std::vector<RpcCall> huge_shape = SendModel(dynamic_mlp, 4, RpcOp::kSubmit);

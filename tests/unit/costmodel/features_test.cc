@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "tests/unit/schedule/test_workloads.h"
 
@@ -42,7 +43,7 @@ float Get(const Features& features, const std::string& name) {
 Features FeaturesOf(const ir::Workload& w, const std::string& trace_text) {
   absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(trace_text);
   EXPECT_TRUE(trace.ok()) << trace.status();
-  absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(w, *trace, "kernel");
+  absl::StatusOr<ir::LoweredFunc> func = kernels::LowerSchedule(w, *trace, "kernel");
   EXPECT_TRUE(func.ok()) << trace_text << ": " << func.status();
   if (!func.ok()) return {};
   return ExtractFeatures(*func, TestMachine());
@@ -147,11 +148,11 @@ TEST(FeaturesTest, RandomTracesGiveFiniteFeatures) {
        {schedule::testing::MatMulBiasGelu(2, 197, 64, 197),
         schedule::testing::RowWorkload(ir::AnchorKind::kLayerNorm, 197, 768),
         schedule::testing::Elementwise({64, 1000})}) {
-    absl::StatusOr<schedule::SearchSpace> space = schedule::SearchSpace::Create(w, hw);
+    absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpace(w, hw);
     ASSERT_TRUE(space.ok()) << space.status();
     for (int sample = 0; sample < 20; ++sample) {
       const schedule::Trace trace = space->Sample(rng);
-      absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(w, trace, "kernel");
+      absl::StatusOr<ir::LoweredFunc> func = kernels::LowerSchedule(w, trace, "kernel");
       ASSERT_TRUE(func.ok()) << func.status();
       const Features f = ExtractFeatures(*func, hw);
       ASSERT_EQ(f.size(), FeatureNames().size());
@@ -165,12 +166,12 @@ TEST(FeaturesTest, RandomTracesGiveFiniteFeatures) {
 
 /// Features of the first-choice space's random trace for `w`.
 Features RandomTraceFeatures(const ir::Workload& w, uint64_t seed) {
-  absl::StatusOr<schedule::SearchSpace> space = schedule::SearchSpace::Create(w, TestMachine());
+  absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpace(w, TestMachine());
   EXPECT_TRUE(space.ok()) << space.status();
   if (!space.ok()) return {};
   std::mt19937_64 rng(seed);
   const schedule::Trace trace = space->Sample(rng);
-  absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(w, trace, "kernel");
+  absl::StatusOr<ir::LoweredFunc> func = kernels::LowerSchedule(w, trace, "kernel");
   EXPECT_TRUE(func.ok()) << trace.ToString() << ": " << func.status();
   if (!func.ok()) return {};
   return ExtractFeatures(*func, TestMachine());

@@ -16,6 +16,7 @@
 #include "common/codegen/llvm/llvm_codegen.h"
 #include "common/costmodel/features.h"
 #include "common/ir/reference.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "tests/unit/costmodel/ranking_metrics.h"
 #include "tests/unit/schedule/test_workloads.h"
@@ -42,7 +43,7 @@ struct Measured {
 std::vector<Measured> MeasureRandomPrograms(const ir::Workload& w, const target::HardwareInfo& hw,
                                             codegen::CpuJit& jit, int count,
                                             double* featurize_seconds) {
-  absl::StatusOr<schedule::SearchSpace> space = schedule::SearchSpace::Create(w, hw);
+  absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpace(w, hw);
   EXPECT_TRUE(space.ok()) << space.status();
   if (!space.ok()) return {};
   std::mt19937_64 rng(20240611);
@@ -52,7 +53,7 @@ std::vector<Measured> MeasureRandomPrograms(const ir::Workload& w, const target:
        ++attempt) {
     const schedule::Trace trace = space->Sample(rng);
     if (!seen.insert(trace.ToString()).second) continue;
-    absl::StatusOr<ir::LoweredFunc> func = schedule::LowerSchedule(w, trace, "kernel");
+    absl::StatusOr<ir::LoweredFunc> func = kernels::LowerSchedule(w, trace, "kernel");
     EXPECT_TRUE(func.ok()) << func.status();
     absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
     EXPECT_TRUE(llvm_ir.ok()) << llvm_ir.status();

@@ -5,9 +5,11 @@
 
 #include <set>
 
+#include "common/kernels/registry.h"
 #include "tests/unit/schedule/test_workloads.h"
 
 namespace gtco::schedule {
+using kernels::LowerSchedule;
 namespace {
 
 using testing::Avx512Host;
@@ -35,7 +37,7 @@ std::vector<ir::Workload> AllClasses() {
 TEST(SearchSpaceTest, SamplesAreValidLowerableAndRoundTrip) {
   std::mt19937_64 rng(7);
   for (const ir::Workload& w : AllClasses()) {
-    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, Avx512Host());
+    absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, Avx512Host());
     ASSERT_TRUE(space.ok()) << space.status();
     for (int sample = 0; sample < 100; ++sample) {
       const Trace trace = space->Sample(rng);
@@ -53,7 +55,7 @@ TEST(SearchSpaceTest, SamplesAreValidLowerableAndRoundTrip) {
 }
 
 TEST(SearchSpaceTest, SamplingCoversManyTraces) {
-  absl::StatusOr<SearchSpace> space = SearchSpace::Create(MatMul(1, 512, 512, 512), Avx512Host());
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(MatMul(1, 512, 512, 512), Avx512Host());
   ASSERT_TRUE(space.ok());
   std::mt19937_64 rng(1);
   std::set<std::string> distinct;
@@ -64,7 +66,7 @@ TEST(SearchSpaceTest, SamplingCoversManyTraces) {
 TEST(SearchSpaceTest, PrunesMicroKernelsThatOverflowTheRegisterFile) {
   const ir::Workload w = MatMul(1, 256, 256, 256);
   for (const target::HardwareInfo& hw : {Avx512Host(), Avx2Host()}) {
-    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, hw);
+    absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, hw);
     ASSERT_TRUE(space.ok());
     const int64_t registers = hw.HasFeature("avx512f") ? 32 : 16;
     std::mt19937_64 rng(3);
@@ -86,7 +88,7 @@ TEST(SearchSpaceTest, PrunesMicroKernelsThatOverflowTheRegisterFile) {
 TEST(SearchSpaceTest, MutateChangesOneOrTwoDecisionsAndStaysValid) {
   std::mt19937_64 rng(11);
   for (const ir::Workload& w : AllClasses()) {
-    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, Avx512Host());
+    absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, Avx512Host());
     ASSERT_TRUE(space.ok());
     Trace trace = space->Sample(rng);
     for (int step = 0; step < 100; ++step) {
@@ -103,7 +105,7 @@ TEST(SearchSpaceTest, MutateChangesOneOrTwoDecisionsAndStaysValid) {
 }
 
 TEST(SearchSpaceTest, MutateOfForeignTraceSamplesAFreshOne) {
-  absl::StatusOr<SearchSpace> space = SearchSpace::Create(MatMul(1, 64, 64, 64), Avx512Host());
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(MatMul(1, 64, 64, 64), Avx512Host());
   ASSERT_TRUE(space.ok());
   std::mt19937_64 rng(5);
   const Trace foreign{"softmax_rows/v1", {{"vw", 4}, {"unroll", 1}, {"par", 0}, {"variant", 0}}};
@@ -111,7 +113,7 @@ TEST(SearchSpaceTest, MutateOfForeignTraceSamplesAFreshOne) {
 }
 
 TEST(SearchSpaceTest, TinyWorkloadsGetSerialSmallSpaces) {
-  absl::StatusOr<SearchSpace> space = SearchSpace::Create(MatMul(1, 1, 1, 1), Avx512Host());
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(MatMul(1, 1, 1, 1), Avx512Host());
   ASSERT_TRUE(space.ok());
   for (const Knob& knob : space->knobs()) {
     if (knob.name == "par" || knob.name == "mr" || knob.name == "mc" || knob.name == "nc" ||
@@ -127,7 +129,7 @@ TEST(SearchSpaceTest, TinyWorkloadsGetSerialSmallSpaces) {
 
 TEST(SearchSpaceTest, DescribeNamesSketchAndKnobs) {
   absl::StatusOr<SearchSpace> space =
-      SearchSpace::Create(RowWorkload(ir::AnchorKind::kSoftmax, 12, 197), Avx2Host());
+      kernels::CreateSpace(RowWorkload(ir::AnchorKind::kSoftmax, 12, 197), Avx2Host());
   ASSERT_TRUE(space.ok());
   EXPECT_EQ(space->Describe(), "softmax_rows/v1: vw{4,8} unroll{1,2,4} par{0} variant{0,1,2}");
 }
@@ -135,7 +137,7 @@ TEST(SearchSpaceTest, DescribeNamesSketchAndKnobs) {
 TEST(LowerScheduleTest, IsDeterministic) {
   std::mt19937_64 rng(13);
   for (const ir::Workload& w : AllClasses()) {
-    absl::StatusOr<SearchSpace> space = SearchSpace::Create(w, Avx512Host());
+    absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, Avx512Host());
     ASSERT_TRUE(space.ok());
     for (int sample = 0; sample < 10; ++sample) {
       const Trace trace = space->Sample(rng);
@@ -186,18 +188,18 @@ TEST(LowerScheduleTest, RejectsTracesOutsideTheSpace) {
 TEST(SearchSpaceTest, RejectsInconsistentWorkloads) {
   ir::Workload bad_shapes = MatMul(1, 8, 8, 8);
   bad_shapes.inputs[0].shape = {8, 9};
-  EXPECT_EQ(SearchSpace::Create(bad_shapes, Avx512Host()).status().code(),
+  EXPECT_EQ(kernels::CreateSpace(bad_shapes, Avx512Host()).status().code(),
             absl::StatusCode::kInvalidArgument);
 
   ir::Workload bad_broadcast = Elementwise({4, 3});
   bad_broadcast.inputs[1].shape = {4};  // [4] does not broadcast against [4, 3]
-  absl::Status status = SearchSpace::Create(bad_broadcast, Avx512Host()).status();
+  absl::Status status = kernels::CreateSpace(bad_broadcast, Avx512Host()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("does not broadcast"), std::string::npos) << status;
 
   ir::Workload bad_operand = RowWorkload(ir::AnchorKind::kSoftmax, 2, 2);
   bad_operand.epilogue.push_back({ir::EwOp::kAdd, {testing::Acc(), testing::In(3)}});
-  EXPECT_EQ(SearchSpace::Create(bad_operand, Avx512Host()).status().code(),
+  EXPECT_EQ(kernels::CreateSpace(bad_operand, Avx512Host()).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -8,15 +8,16 @@
 #include <set>
 #include <string>
 
+#include "common/kernels/registry.h"
 #include "tests/unit/schedule/test_workloads.h"
 
 namespace gtco::search {
 namespace {
 
 schedule::SearchSpace GemmSpace() {
-  absl::StatusOr<schedule::SearchSpace> space = schedule::SearchSpace::Create(
-      schedule::testing::MatMul(1, 197, 768, 768, false, false),
-      schedule::testing::Avx512Host(/*cores=*/2));
+  absl::StatusOr<schedule::SearchSpace> space =
+      kernels::CreateSpace(schedule::testing::MatMul(1, 197, 768, 768, false, false),
+                           schedule::testing::Avx512Host(/*cores=*/2));
   EXPECT_TRUE(space.ok()) << space.status();
   return *std::move(space);
 }

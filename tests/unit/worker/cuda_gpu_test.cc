@@ -6,7 +6,8 @@
 
 #include <iostream>
 
-#include "common/codegen/cuda/cuda_codegen.h"
+#include "common/kernels/build_program.h"
+#include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "tests/unit/worker/cuda_test_kernels.h"
 #include "worker/cuda_driver.h"
@@ -184,12 +185,11 @@ TEST(CudaGpuTest, MeasuresGeneratedKernels) {
   ASSERT_NE(measurer, nullptr);
   for (const ir::Workload& w :
        {MatMulF32(512, 512, 512), testing::Bf16MatMulWorkload(256, 256, 512), Softmax(512, 1024)}) {
-    absl::StatusOr<schedule::SearchSpace> space =
-        schedule::SearchSpace::Create(w, measurer->hardware());
+    absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpace(w, measurer->hardware());
     ASSERT_TRUE(space.ok()) << "no CUDA space for " << w.Description() << ": " << space.status();
     const schedule::Trace trace = space->DefaultTrace();
-    absl::StatusOr<codegen::CudaKernel> kernel =
-        codegen::GenerateCudaKernel(w, trace, "gtco_kernel");
+    absl::StatusOr<kernels::CudaKernel> kernel =
+        kernels::GenerateCudaKernel(w, trace, "gtco_kernel");
     EXPECT_TRUE(kernel.ok()) << trace.ToString() << ": " << kernel.status();
     if (!kernel.ok()) continue;
     gtco::v1::Candidate candidate;

@@ -1,0 +1,60 @@
+// Internal to the schedule module: the register-blocked fp32 matmul sketch family shared by the
+// FMA mappings ("mm_avx512_fma/v1", "mm_avx2_fma/v1"): its per-mapping parameters, the plan
+// derived from (workload, decisions), and the lowering of a plan to loop IR.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/ir/loop_ir.h"
+#include "common/ir/workload.h"
+#include "common/kernels/family.h"
+#include "common/schedule/epilogue.h"
+#include "common/schedule/sketch.h"
+
+namespace gtco::kernels::internal {
+
+/// What distinguishes one FMA mapping of the blocked sketch from another.
+struct FmaMappingSpec {
+  const char* sketch_name;            ///< versioned trace name, e.g. "mm_avx512_fma/v1"
+  const char* mapping;                ///< mapping name, e.g. "avx512_fma"
+  std::vector<std::string> features;  ///< CPU features it needs (cpuinfo spellings)
+  int64_t vw;                         ///< fp32 lanes per vector register
+  int64_t registers;                  ///< vector registers of the ISA
+  std::vector<int64_t> mr_choices;    ///< register-tile rows (broadcast A values)
+  std::vector<int64_t> nr_choices;    ///< register-tile width in vectors (B vectors)
+};
+
+/// Knob order of the blocked sketch (trace order).
+enum BlockedKnob { kMr, kNr, kKc, kMc, kNc, kPar, kUnrollK, kPackA, kPackB, kNumBlockedKnobs };
+
+/// Every size derived from one (workload, decisions) pair. Row blocks are multiples of mr and
+/// column blocks multiples of tc unless a single block covers the whole dimension, so the row
+/// tail (M % mr rows) lives in the last M block and the column tail (N % tc) in the last N block.
+struct BlockedPlan {
+  ir::MatMulParams p;
+  int64_t vw = 16, mr = 1, nr = 1, kc = 1, unroll_k = 1;
+  bool parallel = false, pack_a = false, pack_b = false;
+  int64_t tc = 16;         ///< columns of a full register tile (nr * vw)
+  int64_t row_block = 1;   ///< rows per M block
+  int64_t col_block = 16;  ///< columns per N block
+  int64_t m_blocks = 1, n_blocks = 1, k_blocks = 1;
+  int64_t row_tail = 0;       ///< M % mr: rows of the exact tail tile in the last M block
+  int64_t col_tail = 0;       ///< N % tc: columns of the masked tail tile in the last N block
+  int64_t col_tail_vecs = 0;  ///< vectors of the column tail tile (ceil(col_tail / vw))
+};
+
+/// The plan for (w, values); INVALID_ARGUMENT for inconsistent shapes or structurally invalid
+/// decisions (mr, nr outside the register tile limits, a vw the sketch never uses, ...).
+absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::Workload& w, const KnobValues& values,
+                                            int64_t vw);
+
+/// The loop nest of `plan` (params as KernelParams(w)).
+ir::Stmt LowerBlockedPlan(const BlockedPlan& plan, const EpilogueBuilder& epilogue);
+
+/// INVALID_ARGUMENT unless `w` is a consistent matmul (positive sizes, shapes matching params).
+absl::Status CheckMatMulShapes(const ir::Workload& w);
+
+}  // namespace gtco::kernels::internal

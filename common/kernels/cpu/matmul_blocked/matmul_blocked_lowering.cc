@@ -1,0 +1,313 @@
+// Lowering of the register-blocked matmul plan: a (parallel) loop over (batch, N block, M block)
+// tasks; per task and K block, optional packing of the A block into mr-interleaved panels;
+// per column tile an optional packed [kc, tc] B panel; mr x nr register tiles (broadcast A x
+// vectors of B) with an exact tail tile for M % mr rows and a zero-padded, store-masked tile for
+// the N % tc columns; partial sums reloaded only when K is blocked; the epilogue fused into the
+// final write-back.
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
+#include "common/kernels/family.h"
+#include "common/schedule/lower_util.h"
+
+namespace gtco::kernels::internal {
+namespace {
+
+using ir::Expr;
+using ir::ForKind;
+using ir::MakeInt;
+using ir::MakeVar;
+using ir::Stmt;
+
+constexpr char kAPack[] = "apack";
+constexpr char kBPack[] = "bpack";
+
+Expr Eq(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kEq, a, b); }
+Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLt, a, b); }
+
+/// `stmt` guarded by `cond`, or `stmt` itself when the guard is statically true.
+Stmt When(bool always, const Expr& cond, Stmt stmt) {
+  return always ? stmt : ir::MakeIf(cond, std::move(stmt));
+}
+
+/// One register tile: `rows` x `vecs` vectors, where its A and B values come from, and where
+/// it sits in the output.
+struct TileSpec {
+  std::string tag;
+  int64_t rows = 1, vecs = 1;
+  Expr i0, j0;          ///< first output row / column
+  Expr a_pack_base;     ///< packed A panel start (nullptr: read A directly)
+  int64_t b_width = 0;  ///< packed B panel width in floats (0: read B directly)
+  bool masked = false;  ///< columns past N are computed on zero padding and not stored
+};
+
+class BlockedLowering {
+ public:
+  BlockedLowering(const BlockedPlan& plan, const EpilogueBuilder& epilogue)
+      : plan_(plan), epilogue_(epilogue) {}
+
+  Stmt Build() const;
+
+ private:
+  Expr ALoad(const Expr& row, const Expr& k) const;
+  Expr BLoad(const Expr& k, const Expr& col) const;
+  Expr OutIndex(const Expr& row, const Expr& col) const;
+  Expr KBegin() const { return ko_ * MakeInt(plan_.kc); }
+  Expr KExtent() const;
+  /// for r (unrolled) for c (unrolled) for v (vectorized): make(r, c, v, slot).
+  Stmt TileLoops(
+      const TileSpec& tile,
+      const std::function<Stmt(const Expr&, const Expr&, const Expr&, const Expr&)>& make) const;
+  Stmt Tile(const TileSpec& tile) const;
+  Stmt KLoop(const TileSpec& tile, const std::string& acc) const;
+  Stmt WriteBack(const TileSpec& tile, const std::string& acc, bool final_block) const;
+  Stmt PackBPanel(const Expr& j0, int64_t width, bool zero_past_n) const;
+  Stmt PackABlock(const Expr& i_begin, const Expr& row_tiles) const;
+  Stmt KBlockBody(const Expr& i_begin, const Expr& row_tiles, const Expr& j_begin,
+                  const Expr& col_tiles) const;
+  Stmt TaskBody() const;
+
+  const BlockedPlan& plan_;
+  const EpilogueBuilder& epilogue_;
+  const Expr b_ = MakeVar("b");
+  const Expr mb_ = MakeVar("mb");
+  const Expr nb_ = MakeVar("nb");
+  Expr ko_ = plan_.k_blocks > 1 ? MakeVar("ko") : MakeInt(0);
+};
+
+Expr BlockedLowering::ALoad(const Expr& row, const Expr& k) const {
+  const ir::MatMulParams& p = plan_.p;
+  const Expr base = p.a_batched ? b_ * MakeInt(p.m * p.k) : MakeInt(0);
+  const Expr offset = p.trans_a ? k * MakeInt(p.m) + row : row * MakeInt(p.k) + k;
+  return ir::MakeLoad(InputName(0), base + offset);
+}
+
+Expr BlockedLowering::BLoad(const Expr& k, const Expr& col) const {
+  const ir::MatMulParams& p = plan_.p;
+  const Expr base = p.b_batched ? b_ * MakeInt(p.k * p.n) : MakeInt(0);
+  const Expr offset = p.trans_b ? col * MakeInt(p.k) + k : k * MakeInt(p.n) + col;
+  return ir::MakeLoad(InputName(1), base + offset);
+}
+
+Expr BlockedLowering::OutIndex(const Expr& row, const Expr& col) const {
+  return (b_ * MakeInt(plan_.p.m) + row) * MakeInt(plan_.p.n) + col;
+}
+
+Expr BlockedLowering::KExtent() const {
+  if (plan_.k_blocks == 1) return MakeInt(plan_.p.k);
+  return ir::Min(MakeInt(plan_.kc), MakeInt(plan_.p.k) - KBegin());
+}
+
+Stmt BlockedLowering::TileLoops(
+    const TileSpec& tile,
+    const std::function<Stmt(const Expr&, const Expr&, const Expr&, const Expr&)>& make) const {
+  const std::string r_name = tile.tag + "_r", c_name = tile.tag + "_c", v_name = tile.tag + "_v";
+  const Expr r = tile.rows > 1 ? MakeVar(r_name) : MakeInt(0);
+  const Expr c = tile.vecs > 1 ? MakeVar(c_name) : MakeInt(0);
+  const Expr v = MakeVar(v_name);
+  const Expr slot = r * MakeInt(tile.vecs * plan_.vw) + c * MakeInt(plan_.vw) + v;
+  Stmt body =
+      ir::MakeFor(v_name, MakeInt(0), MakeInt(plan_.vw), ForKind::kVectorized, make(r, c, v, slot));
+  if (tile.vecs > 1) {
+    body = ir::MakeFor(c_name, MakeInt(0), MakeInt(tile.vecs), ForKind::kUnrolled, body);
+  }
+  if (tile.rows > 1) {
+    body = ir::MakeFor(r_name, MakeInt(0), MakeInt(tile.rows), ForKind::kUnrolled, body);
+  }
+  return body;
+}
+
+Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const {
+  auto update = [&](const Expr& k_local) {
+    return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
+      const Expr a_value =
+          tile.a_pack_base != nullptr
+              ? ir::MakeLoad(kAPack, tile.a_pack_base + k_local * MakeInt(tile.rows) + r)
+              : ALoad(tile.i0 + r, KBegin() + k_local);
+      const Expr col_in_tile = c * MakeInt(plan_.vw) + v;
+      const Expr b_value = tile.b_width > 0
+                               ? ir::MakeLoad(kBPack, k_local * MakeInt(tile.b_width) + col_in_tile)
+                               : BLoad(KBegin() + k_local, tile.j0 + col_in_tile);
+      return ir::MakeStore(acc, slot, ir::MakeLoad(acc, slot) + a_value * b_value);
+    });
+  };
+  const int64_t unroll = plan_.unroll_k;
+  const std::string kq = tile.tag + "_kq", kk = tile.tag + "_kk", kr = tile.tag + "_kr";
+  const Expr k_extent = KExtent();
+  const Expr main_steps = k_extent / MakeInt(unroll);
+  Stmt main_body = unroll > 1 ? ir::MakeFor(kk, MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
+                                            update(MakeVar(kq) * MakeInt(unroll) + MakeVar(kk)))
+                              : update(MakeVar(kq));
+  const Expr tail_begin = main_steps * MakeInt(unroll);
+  return ir::MakeBlock(
+      {LoopOrSkip(kq, MakeInt(0), main_steps, ForKind::kSerial, main_body),
+       LoopOrSkip(kr, tail_begin, k_extent - tail_begin, ForKind::kSerial, update(MakeVar(kr)))});
+}
+
+Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,
+                                bool final_block) const {
+  return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
+    const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
+    if (!tile.masked) {
+      Expr value = ir::MakeLoad(acc, slot);
+      if (final_block) value = epilogue_.Apply(value, b_ * MakeInt(plan_.p.m) + tile.i0 + r, col);
+      return ir::MakeStore(kOutputName, OutIndex(tile.i0 + r, col), value);
+    }
+    // Read the accumulator unmasked (keeps it in registers); only the epilogue's loads and the
+    // store run under the column mask.
+    const std::string held = tile.tag + "_val";
+    Expr value = MakeVar(held, ir::ScalarType::kF32);
+    if (final_block) value = epilogue_.Apply(value, b_ * MakeInt(plan_.p.m) + tile.i0 + r, col);
+    return ir::MakeLet(held, ir::MakeLoad(acc, slot),
+                       ir::MakeIf(Lt(col, MakeInt(plan_.p.n)),
+                                  ir::MakeStore(kOutputName, OutIndex(tile.i0 + r, col), value)));
+  });
+}
+
+Stmt BlockedLowering::Tile(const TileSpec& tile) const {
+  const std::string acc = "acc_" + tile.tag;
+  Stmt zero = TileLoops(tile, [&](const Expr&, const Expr&, const Expr&, const Expr& slot) {
+    return ir::MakeStore(acc, slot, ir::MakeFloat(0.0));
+  });
+  Stmt init = zero, write_back = WriteBack(tile, acc, /*final_block=*/true);
+  if (plan_.k_blocks > 1) {
+    // Later K blocks continue from the partial sums already in the output. Masked tiles read
+    // a clamped column (no mask, so the accumulator stays in registers).
+    Stmt reload =
+        TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
+          Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
+          if (tile.masked) col = ir::Min(col, MakeInt(plan_.p.n - 1));
+          return ir::MakeStore(acc, slot, ir::MakeLoad(kOutputName, OutIndex(tile.i0 + r, col)));
+        });
+    init = ir::MakeIf(Eq(ko_, MakeInt(0)), zero, reload);
+    if (!epilogue_.empty()) {
+      write_back = ir::MakeIf(Eq(ko_, MakeInt(plan_.k_blocks - 1)), write_back,
+                              WriteBack(tile, acc, /*final_block=*/false));
+    }
+  }
+  return ir::MakeAllocate(acc, tile.rows * tile.vecs * plan_.vw,
+                          ir::MakeBlock({init, KLoop(tile, acc), write_back}));
+}
+
+Stmt BlockedLowering::PackBPanel(const Expr& j0, int64_t width, bool zero_past_n) const {
+  // bpack[k][width] = B[k_begin + k][j0 + col], zero past column N (the tail panel).
+  const Expr k_local = MakeVar("pk"), col = MakeVar("pc");
+  const Expr dest = k_local * MakeInt(width) + col;
+  Stmt copy = ir::MakeStore(kBPack, dest, BLoad(KBegin() + k_local, j0 + col));
+  if (zero_past_n) {
+    copy = ir::MakeIf(Lt(j0 + col, MakeInt(plan_.p.n)), copy,
+                      ir::MakeStore(kBPack, dest, ir::MakeFloat(0.0)));
+  }
+  return ir::MakeFor("pk", MakeInt(0), KExtent(), ForKind::kSerial,
+                     ir::MakeFor("pc", MakeInt(0), MakeInt(width), ForKind::kVectorized, copy));
+}
+
+Stmt BlockedLowering::PackABlock(const Expr& i_begin, const Expr& row_tiles) const {
+  // apack holds each row tile's [k][mr] panel back to back, then the tail tile's [k][row_tail].
+  const Expr it = MakeVar("pa_it"), k_local = MakeVar("pa_k"), r = MakeVar("pa_r");
+  auto copy_rows = [&](int64_t rows, const Expr& first_row, const Expr& base) {
+    Stmt store = ir::MakeStore(kAPack, base + k_local * MakeInt(rows) + r,
+                               ALoad(first_row + r, KBegin() + k_local));
+    return ir::MakeFor("pa_k", MakeInt(0), KExtent(), ForKind::kSerial,
+                       ir::MakeFor("pa_r", MakeInt(0), MakeInt(rows), ForKind::kUnrolled, store));
+  };
+  std::vector<Stmt> stmts = {LoopOrSkip(
+      "pa_it", MakeInt(0), row_tiles, ForKind::kSerial,
+      copy_rows(plan_.mr, i_begin + it * MakeInt(plan_.mr), it * MakeInt(plan_.mr * plan_.kc)))};
+  if (plan_.row_tail > 0) {
+    stmts.push_back(When(plan_.m_blocks == 1, Eq(mb_, MakeInt(plan_.m_blocks - 1)),
+                         copy_rows(plan_.row_tail, i_begin + row_tiles * MakeInt(plan_.mr),
+                                   row_tiles * MakeInt(plan_.mr * plan_.kc))));
+  }
+  return ir::MakeBlock(stmts);
+}
+
+Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, const Expr& j_begin,
+                                 const Expr& col_tiles) const {
+  const Expr it = MakeVar("it"), jt = MakeVar("jt");
+  const Expr tail_i0 = i_begin + row_tiles * MakeInt(plan_.mr);
+  const bool last_m_always = plan_.m_blocks == 1, last_n_always = plan_.n_blocks == 1;
+  const Expr last_m = Eq(mb_, MakeInt(plan_.m_blocks - 1));
+  const Expr last_n = Eq(nb_, MakeInt(plan_.n_blocks - 1));
+  // The tiles of one column panel starting at j0: full row tiles, then the row tail.
+  auto column = [&](const std::string& tag, int64_t vecs, const Expr& j0, int64_t b_width,
+                    bool masked) {
+    TileSpec full{tag, plan_.mr, vecs,    i_begin + it * MakeInt(plan_.mr),
+                  j0,  nullptr,  b_width, masked};
+    if (plan_.pack_a) full.a_pack_base = it * MakeInt(plan_.mr * plan_.kc);
+    std::vector<Stmt> stmts = {
+        LoopOrSkip("it", MakeInt(0), row_tiles, ForKind::kSerial, Tile(full))};
+    if (plan_.row_tail > 0) {
+      TileSpec tail{tag + "t", plan_.row_tail, vecs, tail_i0, j0, nullptr, b_width, masked};
+      if (plan_.pack_a) tail.a_pack_base = row_tiles * MakeInt(plan_.mr * plan_.kc);
+      stmts.push_back(When(last_m_always, last_m, Tile(tail)));
+    }
+    return ir::MakeBlock(stmts);
+  };
+  const Expr j0 = j_begin + jt * MakeInt(plan_.tc);
+  Stmt panel = column("m", plan_.nr, j0, plan_.pack_b ? plan_.tc : 0, false);
+  if (plan_.pack_b) panel = ir::MakeBlock({PackBPanel(j0, plan_.tc, false), panel});
+  std::vector<Stmt> stmts = {LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial, panel)};
+  if (plan_.col_tail > 0) {
+    // The N tail always goes through a zero-padded packed panel; stores are masked.
+    const Expr tail_j0 = MakeInt(plan_.p.n - plan_.col_tail);
+    const int64_t width = plan_.col_tail_vecs * plan_.vw;
+    stmts.push_back(When(last_n_always, last_n,
+                         ir::MakeBlock({PackBPanel(tail_j0, width, width > plan_.col_tail),
+                                        column("n", plan_.col_tail_vecs, tail_j0, width, true)})));
+  }
+  if (plan_.pack_a) stmts.insert(stmts.begin(), PackABlock(i_begin, row_tiles));
+  return ir::MakeBlock(stmts);
+}
+
+Stmt BlockedLowering::TaskBody() const {
+  const ir::MatMulParams& p = plan_.p;
+  const Expr i_begin = mb_ * MakeInt(plan_.row_block);
+  const Expr j_begin = nb_ * MakeInt(plan_.col_block);
+  // Full tiles of this block: all of them for inner blocks, those left before the tail for
+  // the last one.
+  const Expr row_tiles = plan_.m_blocks == 1
+                             ? MakeInt(p.m / plan_.mr)
+                             : ir::Min(MakeInt(plan_.row_block / plan_.mr),
+                                       (MakeInt(p.m) - i_begin) / MakeInt(plan_.mr));
+  const Expr col_tiles = plan_.n_blocks == 1
+                             ? MakeInt(p.n / plan_.tc)
+                             : ir::Min(MakeInt(plan_.col_block / plan_.tc),
+                                       (MakeInt(p.n) - j_begin) / MakeInt(plan_.tc));
+  Stmt body = KBlockBody(i_begin, row_tiles, j_begin, col_tiles);
+  if (plan_.k_blocks > 1) {
+    body = ir::MakeFor("ko", MakeInt(0), MakeInt(plan_.k_blocks), ForKind::kSerial, body);
+  }
+  const int64_t panel_width = std::max(plan_.tc, plan_.col_tail_vecs * plan_.vw);
+  if (plan_.pack_b || plan_.col_tail > 0) {
+    body = ir::MakeAllocate(kBPack, plan_.kc * panel_width, body);
+  }
+  if (plan_.pack_a) {
+    const int64_t rows = (plan_.row_block + plan_.mr - 1) / plan_.mr * plan_.mr;
+    body = ir::MakeAllocate(kAPack, rows * plan_.kc, body);
+  }
+  return body;
+}
+
+Stmt BlockedLowering::Build() const {
+  const int64_t per_batch = plan_.m_blocks * plan_.n_blocks;
+  const Expr task = MakeVar("task");
+  Stmt body =
+      ir::MakeLet("b", task / MakeInt(per_batch),
+                  ir::MakeLet("nb", (task / MakeInt(plan_.m_blocks)) % MakeInt(plan_.n_blocks),
+                              ir::MakeLet("mb", task % MakeInt(plan_.m_blocks), TaskBody())));
+  return ir::MakeFor("task", MakeInt(0), MakeInt(plan_.p.batch * per_batch),
+                     plan_.parallel ? ForKind::kParallel : ForKind::kSerial, body);
+}
+
+}  // namespace
+
+Stmt LowerBlockedPlan(const BlockedPlan& plan, const EpilogueBuilder& epilogue) {
+  return BlockedLowering(plan, epilogue).Build();
+}
+
+}  // namespace gtco::kernels::internal

@@ -1,0 +1,255 @@
+// The register-blocked fp32 matmul sketches "mm_avx512_fma/v1" and "mm_avx2_fma/v1" and their
+// mappings: knob candidates derived from the shapes, the caches and the core count; pruning by
+// named resource rules (register file, L1 micro-panel, L2 block, alignment, parallel grain);
+// and plans for the shared lowering (matmul_blocked_lowering.cc).
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
+#include "common/kernels/family.h"
+#include "common/schedule/lower_util.h"
+#include "common/schedule/mapping.h"
+#include "common/util/status.h"
+
+namespace gtco::kernels {
+namespace internal {
+namespace {
+
+const std::vector<int64_t> kUnrollKChoices = {1, 4};
+/// Below this many flops a parallel loop costs more than it saves (~10 us of serial work).
+constexpr int64_t kMinParallelFlops = int64_t{1} << 21;
+/// The L1 rule allows the micro-panels this multiple of L1: the B panel is re-read by every row
+/// tile, but with hardware prefetching panels of up to ~2x L1 run as fast as L1-resident ones
+/// (measured on Sapphire Rapids: 6x4 tiles at kc 128..384 within 5%), so only panels several
+/// times larger than L1 are pruned.
+constexpr int64_t kL1Slack = 4;
+
+std::vector<int64_t> SortedUnique(std::vector<int64_t> values) {
+  std::set<int64_t> unique(values.begin(), values.end());
+  return std::vector<int64_t>(unique.begin(), unique.end());
+}
+
+std::vector<int64_t> MrValues(const FmaMappingSpec& spec, int64_t m) {
+  std::vector<int64_t> values;
+  for (int64_t mr : spec.mr_choices) {
+    if (mr <= m) values.push_back(mr);
+  }
+  if (m < spec.mr_choices.back()) values.push_back(m);
+  return SortedUnique(values);
+}
+
+std::vector<int64_t> NrValues(const FmaMappingSpec& spec, int64_t n) {
+  std::vector<int64_t> values;
+  for (int64_t nr : spec.nr_choices) {
+    if (nr == 1 || (nr - 1) * spec.vw < n) values.push_back(nr);
+  }
+  return values;
+}
+
+/// K blocks of about 128..512 (split evenly, multiples of 8), and all of K when it is small.
+std::vector<int64_t> KcValues(int64_t k) {
+  std::vector<int64_t> values;
+  for (int64_t target : {128, 256, 384, 512}) {
+    values.push_back(std::min(k, RoundUp(CeilDiv(k, CeilDiv(k, target)), 8)));
+  }
+  if (k <= 1024) values.push_back(k);
+  return SortedUnique(values);
+}
+
+/// All rows, an even share per core (and per two cores), and L2-friendly 128 / 256 rows.
+std::vector<int64_t> McValues(int64_t m, int cores) {
+  std::vector<int64_t> values = {m};
+  for (int64_t candidate : {CeilDiv(m, cores), CeilDiv(m, 2 * cores), int64_t{128}, int64_t{256}}) {
+    if (candidate < m) values.push_back(candidate);
+  }
+  return SortedUnique(values);
+}
+
+/// All columns, an even vector-aligned share per core (and per two cores), 256 and 512.
+std::vector<int64_t> NcValues(int64_t n, int cores, int64_t vw) {
+  std::vector<int64_t> values = {n};
+  for (int64_t candidate : {RoundUp(CeilDiv(n, cores), vw), RoundUp(CeilDiv(n, 2 * cores), vw),
+                            int64_t{256}, int64_t{512}}) {
+    if (candidate < n) values.push_back(candidate);
+  }
+  return SortedUnique(values);
+}
+
+}  // namespace
+
+absl::Status CheckMatMulShapes(const ir::Workload& w) {
+  const ir::MatMulParams& p = w.matmul;
+  if (p.batch < 1 || p.m < 1 || p.n < 1 || p.k < 1 || w.inputs.size() < 2) {
+    return absl::InvalidArgumentError("matmul workload needs positive sizes and inputs A, B");
+  }
+  const bool ok = NumElements(w.inputs[0].shape) == (p.a_batched ? p.batch : 1) * p.m * p.k &&
+                  NumElements(w.inputs[1].shape) == (p.b_batched ? p.batch : 1) * p.k * p.n &&
+                  NumElements(w.output.shape) == p.batch * p.m * p.n &&
+                  (w.output.shape.empty() || w.output.shape.back() == p.n);
+  if (!ok) return absl::InvalidArgumentError("matmul workload shapes disagree with its params");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::Workload& w, const KnobValues& values,
+                                            int64_t vw) {
+  GTCO_RETURN_IF_ERROR(CheckMatMulShapes(w));
+  GTCO_RETURN_IF_ERROR(CheckRange("mr", values[kMr], 1, 32));
+  GTCO_RETURN_IF_ERROR(CheckRange("nr", values[kNr], 1, 8));
+  GTCO_RETURN_IF_ERROR(CheckRange("kc", values[kKc], 1, 1 << 16));
+  GTCO_RETURN_IF_ERROR(CheckRange("mc", values[kMc], 1, 1 << 24));
+  GTCO_RETURN_IF_ERROR(CheckRange("nc", values[kNc], 1, 1 << 24));
+  GTCO_RETURN_IF_ERROR(CheckRange("par", values[kPar], 0, 1));
+  GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", values[kUnrollK], {1, 2, 4, 8}));
+  GTCO_RETURN_IF_ERROR(CheckRange("pack_a", values[kPackA], 0, 1));
+  GTCO_RETURN_IF_ERROR(CheckRange("pack_b", values[kPackB], 0, 1));
+  BlockedPlan plan;
+  plan.p = w.matmul;
+  const ir::MatMulParams& p = plan.p;
+  plan.vw = vw;
+  plan.mr = std::min(values[kMr], p.m);
+  plan.nr = values[kNr];
+  plan.tc = plan.nr * vw;
+  plan.kc = std::min(values[kKc], p.k);
+  plan.unroll_k = values[kUnrollK];
+  plan.parallel = values[kPar] == 1;
+  plan.pack_a = values[kPackA] == 1;
+  plan.pack_b = values[kPackB] == 1;
+  plan.row_block = values[kMc] >= p.m ? p.m : RoundUp(values[kMc], plan.mr);
+  plan.m_blocks = CeilDiv(p.m, plan.row_block);
+  if (plan.m_blocks == 1) plan.row_block = p.m;
+  plan.col_block = values[kNc] >= p.n ? p.n : RoundUp(values[kNc], plan.tc);
+  plan.n_blocks = CeilDiv(p.n, plan.col_block);
+  if (plan.n_blocks == 1) plan.col_block = p.n;
+  plan.k_blocks = CeilDiv(p.k, plan.kc);
+  plan.row_tail = p.m % plan.mr;
+  plan.col_tail = p.n % plan.tc;
+  plan.col_tail_vecs = CeilDiv(plan.col_tail, vw);
+  if (plan.row_block * plan.kc > (int64_t{1} << 20) || plan.kc * plan.tc > (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError("matmul blocks exceed the 4 MiB local buffer limit");
+  }
+  return plan;
+}
+
+namespace {
+
+class FmaMatMulSketch final : public LoopSketch {
+ public:
+  explicit FmaMatMulSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
+
+  const FmaMappingSpec& spec() const { return spec_; }
+  const char* Name() const override { return spec_.sketch_name; }
+  std::vector<std::string> KnobNames() const override {
+    return {"mr", "nr", "kc", "mc", "nc", "par", "unroll_k", "pack_a", "pack_b"};
+  }
+  bool AppliesTo(const ir::Workload& w) const override {
+    return w.anchor == ir::AnchorKind::kMatMul;
+  }
+
+  std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    const ir::MatMulParams& p = w.matmul;
+    const int cores = std::max(hw.cores, 1);
+    const bool parallel = cores > 1 && 2 * p.batch * p.m * p.n * p.k >= kMinParallelFlops;
+    std::vector<int64_t> unroll_k_values;
+    for (int64_t unroll : kUnrollKChoices) {
+      if (unroll == 1 || unroll <= p.k) unroll_k_values.push_back(unroll);
+    }
+    return {{"mr", MrValues(spec_, p.m)},
+            {"nr", NrValues(spec_, p.n)},
+            {"kc", KcValues(p.k)},
+            {"mc", McValues(p.m, cores)},
+            {"nc", NcValues(p.n, cores, spec_.vw)},
+            {"par", parallel ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},
+            {"unroll_k", unroll_k_values},
+            {"pack_a", {0, 1}},
+            {"pack_b", {0, 1}}};
+  }
+
+  const char* PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
+                        const KnobValues& values) const override;
+
+  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
+              const KnobValues& values) const override {
+    return PruneRule(w, hw, values) == nullptr;
+  }
+
+  absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
+                                        const std::string& func_name) const override {
+    GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(w, values, spec_.vw));
+    GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, EpilogueBuilder::Create(w));
+    return ir::LoweredFunc{func_name, KernelParams(w), LowerBlockedPlan(plan, epilogue)};
+  }
+
+ private:
+  FmaMappingSpec spec_;
+};
+
+const char* FmaMatMulSketch::PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
+                                       const KnobValues& values) const {
+  const ir::MatMulParams& p = w.matmul;
+  const int64_t mr = std::min(values[kMr], p.m), nr = values[kNr], tc = nr * spec_.vw;
+  const int64_t kc = std::min(values[kKc], p.k);
+  const int64_t mc = std::min(values[kMc], p.m), nc = std::min(values[kNc], p.n);
+  // mr x nr accumulators, nr B vectors and one broadcast A value live in vector registers.
+  if (mr * nr + nr + 1 > spec_.registers) return "register_file";
+  // The kc x tc B micro-panel and the mr x kc A micro-panel are the micro-kernel's working set.
+  if ((kc * tc + mr * kc) * 4 > kL1Slack * hw.l1d_bytes) return "l1_tile";
+  // The mc x kc A block is re-read for every column panel; with the kc x nc B block it should
+  // share the L2 cache.
+  if ((mc * kc + kc * nc) * 4 > hw.l2_bytes) return "l2_panel";
+  // N blocks must hold whole register tiles so that vectors stay aligned to the block start.
+  if (nc < p.n && nc % tc != 0) return "alignment";
+  if (values[kPar] == 1) {
+    const int64_t tasks = p.batch * CeilDiv(p.m, mc) * CeilDiv(p.n, nc);
+    const int64_t flops = 2 * p.batch * p.m * p.n * p.k;
+    if (tasks < std::max(hw.cores, 1) || flops < kMinParallelFlops) {
+      return "too_small_to_parallelize";
+    }
+  }
+  // Degenerate combinations: an M block smaller than one row tile, an unroll longer than the
+  // K block, or a tile whose last vector lies entirely past N.
+  if ((mc < mr && mc < p.m) || values[kUnrollK] > kc || (nr > 1 && (nr - 1) * spec_.vw >= p.n)) {
+    return "exceeds_shape";
+  }
+  return nullptr;
+}
+
+/// The mapping of one FMA sketch: needs the sketch's CPU features and f32 operands.
+class FmaMatMulMapping final : public MappingSketch {
+ public:
+  explicit FmaMatMulMapping(FmaMappingSpec spec) : sketch_(std::move(spec)) {}
+  const char* Name() const override { return sketch_.spec().mapping; }
+  const Sketch& sketch() const override { return sketch_; }
+  MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    std::string reason = MissingCpuFeatures(hw, sketch_.spec().features);
+    if (reason.empty()) reason = NonF32Operands(w);
+    if (!reason.empty()) return {Name(), false, reason};
+    return {Name(), true,
+            absl::StrCat(absl::StrJoin(sketch_.spec().features, "+"),
+                         " present: ", sketch_.spec().vw, "-lane FMA micro-kernels over ",
+                         sketch_.spec().registers, " vector registers, f32 operands")};
+  }
+
+ private:
+  FmaMatMulSketch sketch_;
+};
+
+}  // namespace
+}  // namespace internal
+
+const MappingSketch& Avx512FmaMatMulMapping() {
+  static const internal::FmaMatMulMapping* const mapping = new internal::FmaMatMulMapping(
+      {"mm_avx512_fma/v1", "avx512_fma", {"avx512f"}, 16, 32, {4, 6, 8, 12, 14}, {1, 2, 3, 4}});
+  return *mapping;
+}
+
+const MappingSketch& Avx2FmaMatMulMapping() {
+  static const internal::FmaMatMulMapping* const mapping = new internal::FmaMatMulMapping(
+      {"mm_avx2_fma/v1", "avx2_fma", {"avx2", "fma"}, 8, 16, {2, 3, 4, 6}, {1, 2, 3}});
+  return *mapping;
+}
+
+}  // namespace gtco::kernels

@@ -1,0 +1,434 @@
+// Loop nest of the low-precision matmul sketches. Per task (batch, N block[, M block]): pack
+// the B panel into 32-bit words ([column tile][k_group][tile_cols]: each tile's words are
+// contiguous; zero-padded in K and N), with the
+// column sums integer corrections need), then for each row tile of mr rows sweep the panel's
+// column tiles with an accumulator tile of mr x nr x 16 lanes: each K group broadcasts one
+// A word per row (a 32-bit load of 2 bf16 / 4 int8 values) and issues one dot-product per
+// (row, vector). Write-back applies the integer corrections, or the epilogue / bf16 rounding.
+#include "common/kernels/cpu/matmul_lowp/matmul_lowp_lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/kernels/family.h"
+#include "common/schedule/epilogue.h"
+#include "common/schedule/lower_util.h"
+#include "common/util/status.h"
+
+namespace gtco::kernels::internal {
+namespace {
+
+using ir::Expr;
+using ir::ExprKind;
+using ir::ForKind;
+using ir::MakeInt;
+using ir::MakeVar;
+using ir::ScalarType;
+using ir::Stmt;
+
+constexpr char kPanel[] = "bpack";
+constexpr char kColSum[] = "colsum";
+constexpr char kRowSum[] = "rowsum";
+constexpr int32_t kFlipBytes = static_cast<int32_t>(0x80808080u);
+
+Expr I32(int64_t value) {
+  return ir::MakeTypedInt(static_cast<int32_t>(static_cast<uint32_t>(value)), ScalarType::kI32);
+}
+Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ExprKind::kLt, a, b); }
+
+ScalarType StorageType(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kBF16:
+      return ScalarType::kBF16;
+    case ir::DType::kI8:
+      return ScalarType::kI8;
+    case ir::DType::kU8:
+      return ScalarType::kU8;
+    case ir::DType::kI32:
+      return ScalarType::kI32;
+    default:
+      return ScalarType::kF32;
+  }
+}
+
+class LowpLowering {
+ public:
+  LowpLowering(const ir::Workload& w, const LowpPlan& plan, const EpilogueBuilder& epilogue)
+      : w_(w), plan_(plan), p_(plan.p), epilogue_(epilogue) {}
+
+  Stmt Build() const;
+
+ private:
+  ScalarType AccType() const { return plan_.bf16 ? ScalarType::kF32 : ScalarType::kI32; }
+  Expr AElement(const Expr& b, const Expr& row, int64_t k) const;
+  Expr AWord(const Expr& b, const Expr& row, const Expr& group, bool full) const;
+  Expr BElement(const Expr& b, int64_t k_offset, const Expr& group, const Expr& col) const;
+  /// Word index in the packed panel of K group `group` at column `tile_col` + `within` of the
+  /// panel (`tile_col` a multiple of tile_cols, 0 <= within < tile_cols).
+  Expr PanelIndex(const Expr& tile_col, const Expr& group, const Expr& within) const {
+    return tile_col * MakeInt(plan_.k_groups) + group * MakeInt(plan_.tile_cols) + within;
+  }
+  Stmt PackPanel(const Expr& b, const Expr& col0) const;
+  Stmt RowSums(const Expr& b, const Expr& i0) const;
+  Stmt Tile(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
+  Stmt TileLoops(const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& make) const;
+  Stmt KUpdate(const Expr& b, const Expr& i0, const Expr& panel_col, const Expr& group,
+               bool full) const;
+  Stmt WriteBack(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
+  Stmt RowTiles(const Expr& b, const Expr& mb, const Expr& col0, const Expr& col_tiles) const;
+
+  const ir::Workload& w_;
+  const LowpPlan& plan_;
+  const ir::MatMulParams& p_;
+  const EpilogueBuilder& epilogue_;
+};
+
+Expr LowpLowering::AElement(const Expr& b, const Expr& row, int64_t k) const {
+  const Expr base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
+  return ir::MakeTypedLoad(InputName(0), base + row * MakeInt(p_.k) + MakeInt(k),
+                           StorageType(w_.inputs[0].dtype));
+}
+
+Expr LowpLowering::AWord(const Expr& b, const Expr& row, const Expr& group, bool full) const {
+  Expr word;
+  if (full) {
+    const Expr base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
+    word = ir::MakeTypedLoad(
+        InputName(0), base + row * MakeInt(p_.k) + group * MakeInt(plan_.group), ScalarType::kI32);
+  } else {  // the last, partial group: real elements then zeros
+    const int64_t k0 = plan_.full_groups * plan_.group;
+    std::vector<Expr> parts;
+    for (int64_t q = 0; q < plan_.group; ++q) {
+      const bool real = k0 + q < p_.k;
+      if (plan_.bf16) {
+        parts.push_back(real ? ir::MakeCast(ScalarType::kF32, AElement(b, row, k0 + q))
+                             : ir::MakeFloat(0.0));
+      } else {
+        parts.push_back(real ? ir::MakeCast(ScalarType::kI32, AElement(b, row, k0 + q)) : I32(0));
+      }
+    }
+    word = ir::MakeTypedCall(plan_.bf16 ? "pack_bf16x2" : "pack_i8x4", ScalarType::kI32, parts);
+  }
+  // i8 A becomes u8 A + 128 by flipping each byte's sign bit.
+  if (plan_.a_signed) word = ir::MakeTypedCall("bitxor", ScalarType::kI32, {word, I32(kFlipBytes)});
+  return word;
+}
+
+Expr LowpLowering::BElement(const Expr& b, int64_t k_offset, const Expr& group,
+                            const Expr& col) const {
+  const Expr base = p_.b_batched ? b * MakeInt(p_.k * p_.n) : MakeInt(0);
+  const Expr k = group * MakeInt(plan_.group) + MakeInt(k_offset);
+  const Expr offset = p_.trans_b ? col * MakeInt(p_.k) + k : k * MakeInt(p_.n) + col;
+  return ir::MakeTypedLoad(InputName(1), base + offset, StorageType(w_.inputs[1].dtype));
+}
+
+Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
+  const Expr g = MakeVar("pg"), j = MakeVar("pj") * MakeInt(kLowpLanes) + MakeVar("pv");
+  const Expr word_index =
+      PanelIndex(MakeVar("pj") / MakeInt(plan_.nr) * MakeInt(plan_.tile_cols), g,
+                 MakeVar("pj") % MakeInt(plan_.nr) * MakeInt(kLowpLanes) + MakeVar("pv"));
+  const bool sums = !plan_.bf16 && plan_.za_eff != 0;
+  auto pack_group = [&](bool full) {
+    std::vector<Expr> parts;
+    Expr sum = I32(0);
+    for (int64_t q = 0; q < plan_.group; ++q) {
+      const bool real = full || plan_.full_groups * plan_.group + q < p_.k;
+      if (plan_.bf16) {
+        parts.push_back(real ? ir::MakeCast(ScalarType::kF32, BElement(b, q, g, col0 + j))
+                             : ir::MakeFloat(0.0));
+        continue;
+      }
+      Expr value = real ? ir::MakeCast(ScalarType::kI32, BElement(b, q, g, col0 + j)) : I32(0);
+      if (real && plan_.b_unsigned) value = value - I32(128);  // u8 B becomes s8 B - 128
+      parts.push_back(value);
+      if (real) sum = sum + value;
+    }
+    const Expr word =
+        ir::MakeTypedCall(plan_.bf16 ? "pack_bf16x2" : "pack_i8x4", ScalarType::kI32, parts);
+    Stmt store = ir::MakeStore(kPanel, word_index, word);
+    if (sums) {
+      store = ir::MakeBlock(
+          {store,
+           ir::MakeStore(kColSum, j, ir::MakeTypedLoad(kColSum, j, ScalarType::kI32) + sum)});
+    }
+    if (!plan_.pad_cols) return store;
+    return ir::MakeIf(Lt(col0 + j, MakeInt(p_.n)), store,
+                      ir::MakeStore(kPanel, word_index, I32(0)));
+  };
+  auto over_columns = [&](Stmt body) {
+    body = ir::MakeFor("pv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized, body);
+    return ir::MakeFor("pj", MakeInt(0), MakeInt(plan_.panel_cols / kLowpLanes), ForKind::kSerial,
+                       body);
+  };
+  std::vector<Stmt> steps;
+  if (sums) {
+    steps.push_back(ir::MakeFor("cz", MakeInt(0), MakeInt(plan_.panel_cols), ForKind::kSerial,
+                                ir::MakeStore(kColSum, MakeVar("cz"), I32(0))));
+  }
+  steps.push_back(LoopOrSkip("pg", MakeInt(0), MakeInt(plan_.full_groups), ForKind::kSerial,
+                             over_columns(pack_group(true))));
+  if (plan_.k_tail) {
+    steps.push_back(ir::MakeLet("pg", MakeInt(plan_.full_groups), over_columns(pack_group(false))));
+  }
+  return ir::MakeBlock(steps);
+}
+
+Stmt LowpLowering::RowSums(const Expr& b, const Expr& i0) const {
+  // rowsum[r] = sum_k A'[row, k] over the real K elements (A' = A + 128 for i8 A).
+  const Expr r = MakeVar("sr"), k = MakeVar("sk");
+  const Expr row = plan_.clamp_rows ? Min(i0 + r, MakeInt(p_.m - 1)) : i0 + r;
+  const Expr base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
+  Expr value =
+      ir::MakeCast(ScalarType::kI32, ir::MakeTypedLoad(InputName(0), base + row * MakeInt(p_.k) + k,
+                                                       StorageType(w_.inputs[0].dtype)));
+  if (plan_.a_signed) value = value + I32(128);
+  Stmt zero = ir::MakeFor("sr", MakeInt(0), MakeInt(plan_.mr), ForKind::kUnrolled,
+                          ir::MakeStore(kRowSum, r, I32(0)));
+  Stmt add = ir::MakeFor(
+      "sk", MakeInt(0), MakeInt(p_.k), ForKind::kSerial,
+      ir::MakeFor(
+          "sr", MakeInt(0), MakeInt(plan_.mr), ForKind::kUnrolled,
+          ir::MakeStore(kRowSum, r, ir::MakeTypedLoad(kRowSum, r, ScalarType::kI32) + value)));
+  return ir::MakeBlock({zero, add});
+}
+
+Stmt LowpLowering::TileLoops(
+    const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& make) const {
+  const Expr r = plan_.mr > 1 ? MakeVar("tr") : MakeInt(0);
+  const Expr c = plan_.nr > 1 ? MakeVar("tc") : MakeInt(0);
+  Stmt body = ir::MakeFor("tv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized,
+                          make(r, c, MakeVar("tv")));
+  if (plan_.nr > 1)
+    body = ir::MakeFor("tc", MakeInt(0), MakeInt(plan_.nr), ForKind::kUnrolled, body);
+  if (plan_.mr > 1)
+    body = ir::MakeFor("tr", MakeInt(0), MakeInt(plan_.mr), ForKind::kUnrolled, body);
+  return body;
+}
+
+Stmt LowpLowering::KUpdate(const Expr& b, const Expr& i0, const Expr& panel_col, const Expr& group,
+                           bool full) const {
+  return TileLoops([&](const Expr& r, const Expr& c, const Expr& v) {
+    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(kLowpLanes) + v;
+    const Expr row = plan_.clamp_rows ? Min(i0 + r, MakeInt(p_.m - 1)) : i0 + r;
+    const Expr b_word = ir::MakeTypedLoad(
+        kPanel, PanelIndex(panel_col, group, c * MakeInt(kLowpLanes) + v), ScalarType::kI32);
+    const Expr acc = ir::MakeTypedLoad("acc", slot, AccType());
+    const Expr dot = ir::MakeTypedCall(plan_.bf16 ? "dot_bf16x2" : "dot_u8s8x4", AccType(),
+                                       {acc, AWord(b, row, group, full), b_word});
+    return ir::MakeStore("acc", slot, dot);
+  });
+}
+
+Stmt LowpLowering::WriteBack(const Expr& b, const Expr& i0, const Expr& col0,
+                             const Expr& panel_col) const {
+  return TileLoops([&](const Expr& r, const Expr& c, const Expr& v) {
+    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(kLowpLanes) + v;
+    const Expr in_panel = panel_col + c * MakeInt(kLowpLanes) + v;
+    const Expr row = i0 + r, col = col0 + in_panel;
+    Expr value = ir::MakeTypedLoad("acc", slot, AccType());
+    if (!plan_.bf16) {
+      if (plan_.za_eff != 0) {
+        value = value - I32(plan_.za_eff) * ir::MakeTypedLoad(kColSum, in_panel, ScalarType::kI32);
+      }
+      if (plan_.zb_eff != 0) {
+        value = value - I32(plan_.zb_eff) * ir::MakeTypedLoad(kRowSum, r, ScalarType::kI32);
+      }
+      const int64_t constant = p_.k * plan_.za_eff * plan_.zb_eff;
+      if (constant != 0) value = value + I32(constant);
+    } else if (plan_.out_dtype == ir::DType::kBF16) {
+      value = ir::MakeCast(ScalarType::kBF16, value);
+    } else {
+      value = epilogue_.Apply(value, b * MakeInt(p_.m) + row, col);
+    }
+    Stmt store = ir::MakeStore(kOutputName, (b * MakeInt(p_.m) + row) * MakeInt(p_.n) + col, value);
+    Expr guard;
+    if (plan_.clamp_rows) guard = Lt(row, MakeInt(p_.m));
+    if (plan_.pad_cols) {
+      const Expr col_ok = Lt(col, MakeInt(p_.n));
+      guard = guard ? ir::MakeBinary(ExprKind::kAnd, guard, col_ok) : col_ok;
+    }
+    return guard ? ir::MakeIf(guard, store) : store;
+  });
+}
+
+Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
+                        const Expr& panel_col) const {
+  Stmt zero = TileLoops([&](const Expr& r, const Expr& c, const Expr& v) {
+    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(kLowpLanes) + v;
+    return ir::MakeStore("acc", slot, plan_.bf16 ? ir::MakeFloat(0.0) : I32(0));
+  });
+  const int64_t unroll = plan_.unroll_k;
+  const int64_t main_steps = plan_.full_groups / unroll;
+  const Expr kq = MakeVar("kq"), kk = MakeVar("kk");
+  Stmt main_body = unroll > 1
+                       ? ir::MakeFor("kk", MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
+                                     KUpdate(b, i0, panel_col, kq * MakeInt(unroll) + kk, true))
+                       : KUpdate(b, i0, panel_col, kq, true);
+  std::vector<Stmt> steps = {
+      zero, LoopOrSkip("kq", MakeInt(0), MakeInt(main_steps), ForKind::kSerial, main_body),
+      LoopOrSkip("kr", MakeInt(main_steps * unroll),
+                 MakeInt(plan_.full_groups - main_steps * unroll), ForKind::kSerial,
+                 KUpdate(b, i0, panel_col, MakeVar("kr"), true))};
+  if (plan_.k_tail) steps.push_back(KUpdate(b, i0, panel_col, MakeInt(plan_.full_groups), false));
+  steps.push_back(WriteBack(b, i0, col0, panel_col));
+  return ir::MakeTypedAllocate("acc", plan_.mr * plan_.nr * kLowpLanes, AccType(),
+                               ir::MakeBlock(steps));
+}
+
+Stmt LowpLowering::RowTiles(const Expr& b, const Expr& mb, const Expr& col0,
+                            const Expr& col_tiles) const {
+  const Expr i_begin = mb * MakeInt(plan_.row_block);
+  const Expr row_tiles = plan_.m_blocks == 1
+                             ? MakeInt(CeilDiv(p_.m, plan_.mr))
+                             : Min(MakeInt(plan_.row_block / plan_.mr),
+                                   (MakeInt(p_.m + plan_.mr - 1) - i_begin) / MakeInt(plan_.mr));
+  const Expr i0 = i_begin + MakeVar("it") * MakeInt(plan_.mr);
+  Stmt tiles = LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial,
+                          Tile(b, i0, col0, MakeVar("jt") * MakeInt(plan_.tile_cols)));
+  if (!plan_.bf16 && plan_.zb_eff != 0) {
+    tiles = ir::MakeTypedAllocate(kRowSum, plan_.mr, ScalarType::kI32,
+                                  ir::MakeBlock({RowSums(b, i0), tiles}));
+  }
+  return LoopOrSkip("it", MakeInt(0), row_tiles, ForKind::kSerial, tiles);
+}
+
+Stmt LowpLowering::Build() const {
+  // Tasks: (batch, N block) or, with par == 2, (batch, N block, M block).
+  const bool per_m_block = plan_.par == 2;
+  const int64_t m_tasks = per_m_block ? plan_.m_blocks : 1;
+  const Expr task = MakeVar("task"), b = MakeVar("b"), nb = MakeVar("nb");
+  const Expr col0 = nb * MakeInt(plan_.panel_cols);
+  const int64_t panel_tiles = plan_.panel_cols / plan_.tile_cols;
+  // Column tiles with at least one real column (the last N block may be partial).
+  const Expr col_tiles =
+      plan_.n_blocks == 1 ? MakeInt(std::min(panel_tiles, CeilDiv(p_.n, plan_.tile_cols)))
+                          : Min(MakeInt(panel_tiles), (MakeInt(p_.n + plan_.tile_cols - 1) - col0) /
+                                                          MakeInt(plan_.tile_cols));
+  Stmt rows = per_m_block ? RowTiles(b, MakeVar("mb"), col0, col_tiles)
+                          : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
+                                       RowTiles(b, MakeVar("mb"), col0, col_tiles));
+  Stmt body = ir::MakeBlock({PackPanel(b, col0), rows});
+  if (!plan_.bf16 && plan_.za_eff != 0) {
+    body = ir::MakeTypedAllocate(kColSum, plan_.panel_cols, ScalarType::kI32, body);
+  }
+  body = ir::MakeTypedAllocate(kPanel, plan_.k_groups * plan_.panel_cols, ScalarType::kI32, body);
+  if (per_m_block) body = ir::MakeLet("mb", task % MakeInt(m_tasks), body);
+  body = ir::MakeLet("nb", (task / MakeInt(m_tasks)) % MakeInt(plan_.n_blocks), body);
+  body = ir::MakeLet("b", task / MakeInt(m_tasks * plan_.n_blocks), body);
+  return ir::MakeFor("task", MakeInt(0), MakeInt(p_.batch * plan_.n_blocks * m_tasks),
+                     plan_.par == 0 ? ForKind::kSerial : ForKind::kParallel, body);
+}
+
+}  // namespace
+
+absl::Status CheckLowpWorkload(const ir::Workload& w) {
+  const ir::MatMulParams& p = w.matmul;
+  if (w.anchor != ir::AnchorKind::kMatMul || w.inputs.size() < 2) {
+    return absl::InvalidArgumentError("not a matmul workload");
+  }
+  const ir::DType a = w.inputs[0].dtype, b = w.inputs[1].dtype, out = w.output.dtype;
+  const auto is_int8 = [](ir::DType t) { return t == ir::DType::kU8 || t == ir::DType::kI8; };
+  const bool bf16 = a == ir::DType::kBF16 && b == ir::DType::kBF16;
+  const bool int8 = is_int8(a) && is_int8(b);
+  if (!bf16 && !int8) {
+    return absl::InvalidArgumentError(absl::StrCat("inputs are ", ir::DTypeName(a), " x ",
+                                                   ir::DTypeName(b),
+                                                   ", not bf16 x bf16 or u8|i8 x u8|i8"));
+  }
+  // Element types, zero points and epilogue as workload.h allows them.
+  const bool out_ok =
+      bf16 ? (out == ir::DType::kF32 || out == ir::DType::kBF16) : out == ir::DType::kI32;
+  if (!out_ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output dtype ", ir::DTypeName(out), " does not fit the inputs"));
+  }
+  if (!w.epilogue.empty() && out != ir::DType::kF32) {
+    return absl::InvalidArgumentError("an epilogue needs an f32 output");
+  }
+  auto zero_point_ok = [](int32_t zero_point, ir::DType t) {
+    return t == ir::DType::kU8 ? zero_point >= 0 && zero_point <= 255
+                               : zero_point >= -128 && zero_point <= 127;
+  };
+  if (bf16 ? (p.a_zero_point != 0 || p.b_zero_point != 0)
+           : !(zero_point_ok(p.a_zero_point, a) && zero_point_ok(p.b_zero_point, b))) {
+    return absl::InvalidArgumentError("zero points out of range for the input dtypes");
+  }
+  for (size_t i = 2; i < w.inputs.size(); ++i) {
+    if (w.inputs[i].dtype != ir::DType::kF32) {
+      return absl::InvalidArgumentError("epilogue inputs must be f32");
+    }
+  }
+  const bool sizes_ok = p.batch >= 1 && p.m >= 1 && p.n >= 1 && p.k >= 1 &&
+                        NumElements(w.inputs[0].shape) == (p.a_batched ? p.batch : 1) * p.m * p.k &&
+                        NumElements(w.inputs[1].shape) == (p.b_batched ? p.batch : 1) * p.k * p.n &&
+                        NumElements(w.output.shape) == p.batch * p.m * p.n &&
+                        (w.output.shape.empty() || w.output.shape.back() == p.n);
+  if (!sizes_ok) return absl::InvalidArgumentError("matmul shapes disagree with its params");
+  if (p.trans_a) {
+    return absl::InvalidArgumentError("A is transposed (trans_a), which these kernels do not read");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions& d) {
+  GTCO_RETURN_IF_ERROR(CheckLowpWorkload(w));
+  GTCO_RETURN_IF_ERROR(CheckRange("mr", d.mr, 1, 8));
+  GTCO_RETURN_IF_ERROR(CheckRange("nr", d.nr, 1, 4));
+  GTCO_RETURN_IF_ERROR(CheckRange("nc", d.nc, 1, 1 << 20));
+  GTCO_RETURN_IF_ERROR(CheckRange("mc", d.mc, 1, 1 << 20));
+  GTCO_RETURN_IF_ERROR(CheckRange("par", d.par, 0, 2));
+  GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", d.unroll_k, {1, 2, 4, 8}));
+  LowpPlan plan;
+  plan.p = w.matmul;
+  const ir::DType a = w.inputs[0].dtype, b = w.inputs[1].dtype;
+  plan.bf16 = a == ir::DType::kBF16;
+  plan.group = plan.bf16 ? 2 : 4;
+  plan.full_groups = plan.p.k / plan.group;
+  plan.k_tail = plan.p.k % plan.group != 0;
+  plan.k_groups = plan.full_groups + (plan.k_tail ? 1 : 0);
+  plan.mr = d.mr;
+  plan.nr = d.nr;
+  plan.tile_cols = plan.nr * kLowpLanes;
+  const int64_t n_rounded = CeilDiv(plan.p.n, plan.tile_cols) * plan.tile_cols;
+  plan.panel_cols = std::min(CeilDiv(d.nc, plan.tile_cols) * plan.tile_cols, n_rounded);
+  plan.n_blocks = CeilDiv(plan.p.n, plan.panel_cols);
+  plan.pad_cols = plan.n_blocks * plan.panel_cols > plan.p.n;
+  const int64_t m_rounded = CeilDiv(plan.p.m, plan.mr) * plan.mr;
+  plan.row_block = std::min(CeilDiv(d.mc, plan.mr) * plan.mr, m_rounded);
+  plan.m_blocks = CeilDiv(plan.p.m, plan.row_block);
+  plan.clamp_rows = plan.p.m % plan.mr != 0;
+  plan.par = d.par;
+  plan.unroll_k = d.unroll_k;
+  plan.out_dtype = w.output.dtype;
+  if (!plan.bf16) {
+    plan.a_signed = a == ir::DType::kI8;
+    plan.b_unsigned = b == ir::DType::kU8;
+    plan.za_eff = (plan.a_signed ? 128 : 0) + plan.p.a_zero_point;
+    plan.zb_eff = plan.p.b_zero_point - (plan.b_unsigned ? 128 : 0);
+  }
+  if (PanelBytes(plan) > kMaxPanelBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("knob 'nc' = ", d.nc, ": a packed B panel of ",
+                                                   PanelBytes(plan), " bytes exceeds ",
+                                                   kMaxPanelBytes));
+  }
+  return plan;
+}
+
+int64_t PanelBytes(const LowpPlan& plan) { return plan.k_groups * plan.panel_cols * 4; }
+
+absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const LowpPlan& plan,
+                                                const std::string& func_name) {
+  GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, EpilogueBuilder::Create(w));
+  std::vector<ir::BufferParam> params;
+  for (size_t input_idx = 0; input_idx < w.inputs.size(); ++input_idx) {
+    params.push_back({InputName(static_cast<int>(input_idx)),
+                      NumElements(w.inputs[input_idx].shape),
+                      StorageType(w.inputs[input_idx].dtype)});
+  }
+  params.push_back({kOutputName, NumElements(w.output.shape), StorageType(w.output.dtype)});
+  return ir::LoweredFunc{func_name, params, LowpLowering(w, plan, epilogue).Build()};
+}
+
+}  // namespace gtco::kernels::internal

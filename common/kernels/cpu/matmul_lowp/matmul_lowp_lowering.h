@@ -1,0 +1,62 @@
+// Internal to the low-precision matmul sketches: the plan of one (workload, decisions) pair and
+// the loop nest built from it (B panels packed into 32-bit words of 2 bf16 / 4 int8 values, a
+// register tile of mr rows x nr 16-lane vectors updated by dot_bf16x2 / dot_u8s8x4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/ir/loop_ir.h"
+#include "common/ir/workload.h"
+#include "common/kernels/family.h"
+
+namespace gtco::kernels::internal {
+
+/// Lanes of the 512-bit accumulator vectors (16 x f32 or 16 x i32).
+inline constexpr int64_t kLowpLanes = 16;
+/// Largest packed B panel (a stack allocation of each task).
+inline constexpr int64_t kMaxPanelBytes = int64_t{2} << 20;
+
+/// Decisions of the low-precision sketches, in knob order.
+struct LowpDecisions {
+  int64_t mr = 1, nr = 1, nc = 16, mc = 16, par = 0, unroll_k = 1;
+};
+
+/// Every derived size of one (workload, decisions) pair.
+struct LowpPlan {
+  ir::MatMulParams p;
+  bool bf16 = false;        ///< bf16 x bf16 (else u8|i8 x u8|i8)
+  int64_t group = 4;        ///< K elements per 32-bit word: 2 (bf16) or 4 (int8)
+  int64_t full_groups = 0;  ///< K / group
+  bool k_tail = false;      ///< K % group != 0: one zero-padded group at the end
+  int64_t k_groups = 0;     ///< full_groups + k_tail
+  int64_t mr = 1, nr = 1, tile_cols = 16;
+  int64_t panel_cols = 16;  ///< columns per N block (multiple of tile_cols)
+  int64_t n_blocks = 1, row_block = 1, m_blocks = 1;
+  int64_t par = 0, unroll_k = 1;
+  bool clamp_rows = false;  ///< M % mr != 0: the last row tile reads a clamped row
+  bool pad_cols = false;    ///< n_blocks * panel_cols > N: stores and packing are guarded
+  // Integer matmuls run on u8 A' = A + sa and s8 B' = B - sb (sa = 128 for i8 A, sb = 128 for
+  // u8 B); then out = dot(A', B') - za_eff * colsum(B') - zb_eff * rowsum(A') + K*za_eff*zb_eff
+  // with za_eff = sa + a_zero_point and zb_eff = b_zero_point - sb.
+  bool a_signed = false, b_unsigned = false;
+  int64_t za_eff = 0, zb_eff = 0;
+  ir::DType out_dtype = ir::DType::kF32;
+};
+
+/// OK when `w` is a bf16 or 8-bit integer matmul these kernels compute (dtypes, zero points,
+/// epilogue and shapes consistent, A not transposed); INVALID_ARGUMENT saying why not.
+absl::Status CheckLowpWorkload(const ir::Workload& w);
+
+/// Checks shapes and decisions (INVALID_ARGUMENT naming the knob) and derives the plan.
+absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions& decisions);
+
+/// Bytes of the packed B panel of `plan`.
+int64_t PanelBytes(const LowpPlan& plan);
+
+/// The kernel for (w, plan): params are the workload's inputs then the output, typed.
+absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const LowpPlan& plan,
+                                                const std::string& func_name);
+
+}  // namespace gtco::kernels::internal

@@ -1,0 +1,203 @@
+// The "avx512_bf16" and "avx512_vnni" matmul mappings: verdicts, knobs and pruning; the loop
+// nest itself is built by matmul_lowp_lowering.cc.
+#include "common/kernels/cpu/matmul_lowp/matmul_lowp_sketch.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/kernels/cpu/matmul_lowp/matmul_lowp_lowering.h"
+#include "common/kernels/family.h"
+#include "common/schedule/lower_util.h"
+#include "common/util/status.h"
+
+namespace gtco::kernels {
+namespace {
+
+using internal::kLowpLanes;
+using internal::LowpDecisions;
+
+enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kNumKnobs };
+
+bool IsInt8(ir::DType dtype) { return dtype == ir::DType::kU8 || dtype == ir::DType::kI8; }
+
+/// Values below `limit` from `choices`, then `limit` itself.
+std::vector<int64_t> BlockChoices(const std::vector<int64_t>& choices, int64_t limit) {
+  std::vector<int64_t> values;
+  for (int64_t choice : choices) {
+    if (choice < limit) values.push_back(choice);
+  }
+  values.push_back(limit);
+  return values;
+}
+
+/// The workload half of a verdict: empty when `w` is a matmul this mapping computes.
+std::string WorkloadMismatch(const ir::Workload& w, bool bf16) {
+  if (w.anchor != ir::AnchorKind::kMatMul || w.inputs.size() < 2) return "not a matmul workload";
+  const ir::DType a = w.inputs[0].dtype, b = w.inputs[1].dtype;
+  if (bf16 && (a != ir::DType::kBF16 || b != ir::DType::kBF16)) {
+    return absl::StrCat("inputs are ", ir::DTypeName(a), " x ", ir::DTypeName(b),
+                        ", not bf16 x bf16");
+  }
+  if (!bf16 && !(IsInt8(a) && IsInt8(b))) {
+    return absl::StrCat("inputs are ", ir::DTypeName(a), " x ", ir::DTypeName(b),
+                        ", not 8-bit integers (u8|i8 x u8|i8)");
+  }
+  if (absl::Status valid = internal::CheckLowpWorkload(w); !valid.ok()) {
+    return std::string(valid.message());
+  }
+  const int64_t group = bf16 ? 2 : 4;
+  const int64_t min_panel = (w.matmul.k + group - 1) / group * kLowpLanes * 4;
+  if (min_panel > internal::kMaxPanelBytes) {
+    return absl::StrCat("K = ", w.matmul.k, " is too large for a ", internal::kMaxPanelBytes,
+                        "-byte packed B panel");
+  }
+  return "";
+}
+
+MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, bool bf16) {
+  const char* name = bf16 ? kAvx512Bf16Mapping : kAvx512VnniMapping;
+  const std::string mismatch = WorkloadMismatch(w, bf16);
+  if (!mismatch.empty()) return {name, false, mismatch};
+  if (hw.target != target::Target::kCpu) {
+    return {name, false, absl::StrCat("target '", target::TargetName(hw.target), "' is not a CPU")};
+  }
+  const std::string missing =
+      MissingCpuFeatures(hw, {"avx512f", bf16 ? "avx512_bf16" : "avx512_vnni"});
+  if (!missing.empty()) return {name, false, missing};
+  return {
+      name, true,
+      bf16 ? "bf16 x bf16, avx512_bf16 present: vdpbf16ps on bf16 pairs of a packed B panel"
+           : absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ", ir::DTypeName(w.inputs[1].dtype),
+                          ", avx512_vnni present: vpdpbusd on u8 x s8 quads of a packed B "
+                          "panel with sign/zero-point corrections")};
+}
+
+LowpDecisions ToDecisions(const KnobValues& values) {
+  LowpDecisions d;
+  d.mr = values[kMr];
+  d.nr = values[kNr];
+  d.nc = values[kNc];
+  d.mc = values[kMc];
+  d.par = values[kPar];
+  d.unroll_k = values[kUnrollK];
+  return d;
+}
+
+class LowpMatMulSketch final : public LoopSketch {
+ public:
+  explicit LowpMatMulSketch(bool bf16) : bf16_(bf16) {}
+
+  const char* Name() const override { return bf16_ ? "mm_avx512_bf16/v1" : "mm_avx512_vnni/v1"; }
+  std::vector<std::string> KnobNames() const override {
+    return {"mr", "nr", "nc", "mc", "par", "unroll_k"};
+  }
+  bool AppliesTo(const ir::Workload& w) const override {
+    return WorkloadMismatch(w, bf16_).empty();
+  }
+
+  std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    const ir::MatMulParams& p = w.matmul;
+    std::vector<int64_t> mr_values;
+    for (int64_t mr = 1; mr <= std::min<int64_t>(8, p.m); ++mr) mr_values.push_back(mr);
+    std::vector<int64_t> par_values = {0};
+    if (hw.cores > 1 && p.batch * p.m * p.n * p.k >= (1 << 16)) par_values = {0, 1, 2};
+    // The first nc (16 columns) always fits the panel limit, so the default trace is valid.
+    return {{"mr", mr_values},
+            {"nr", {1, 2, 3, 4}},
+            {"nc", BlockChoices({16, 64, 128, 256, 512, 1024}, p.n)},
+            {"mc", BlockChoices({16, 32, 64, 128, 256}, p.m)},
+            {"par", par_values},
+            {"unroll_k", {1, 2, 4}}};
+  }
+
+  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
+              const KnobValues& values) const override {
+    const ir::MatMulParams& p = w.matmul;
+    const int64_t mr = values[kMr], nr = values[kNr], tile_cols = nr * kLowpLanes;
+    // mr x nr accumulators, nr B vectors and one broadcast A word in the 32 zmm registers.
+    if (mr * nr + nr + 1 > 32) return false;
+    const int64_t n_rounded16 = (p.n + kLowpLanes - 1) / kLowpLanes * kLowpLanes;
+    if (tile_cols > n_rounded16 && nr > 1) return false;  // wasted columns
+    if (values[kNc] < tile_cols && values[kNc] != p.n) return false;
+    if (values[kMc] < mr && values[kMc] != p.m) return false;
+    auto plan = internal::MakeLowpPlan(w, ToDecisions(values));
+    if (!plan.ok()) return false;
+    if (values[kPar] == 2 && plan->m_blocks == 1) return false;  // same as par 1
+    if (values[kUnrollK] > std::max<int64_t>(plan->full_groups, 1)) return false;
+    // The packed panel should stay in the L2 cache while the row tiles sweep it.
+    return internal::PanelBytes(*plan) <= std::max<int64_t>(hw.l2_bytes, 256 * 1024) ||
+           plan->panel_cols == tile_cols;
+  }
+
+  absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
+                                        const std::string& func_name) const override {
+    if (values.size() != kNumKnobs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Name(), " takes ", static_cast<int>(kNumKnobs), " decisions"));
+    }
+    if (const std::string mismatch = WorkloadMismatch(w, bf16_); !mismatch.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Name(), ": ", mismatch));
+    }
+    GTCO_ASSIGN_OR_RETURN(const internal::LowpPlan plan,
+                          internal::MakeLowpPlan(w, ToDecisions(values)));
+    return internal::LowerLowpMatMul(w, plan, func_name);
+  }
+
+ private:
+  const bool bf16_;
+};
+
+/// The registry entry of one low-precision mapping.
+class LowpMapping final : public MappingSketch {
+ public:
+  LowpMapping(bool bf16, const Sketch& sketch) : bf16_(bf16), sketch_(sketch) {}
+  const char* Name() const override { return bf16_ ? kAvx512Bf16Mapping : kAvx512VnniMapping; }
+  const Sketch& sketch() const override { return sketch_; }
+  /// Every matmul whose inputs are of this mapping's family (so a transposed or oversized one
+  /// is explained, not silently skipped).
+  bool Considers(const ir::Workload& w) const override {
+    if (w.anchor != ir::AnchorKind::kMatMul || w.inputs.size() < 2) return false;
+    const ir::DType a = w.inputs[0].dtype, b = w.inputs[1].dtype;
+    return bf16_ ? a == ir::DType::kBF16 && b == ir::DType::kBF16 : IsInt8(a) && IsInt8(b);
+  }
+  MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    return Verdict(w, hw, bf16_);
+  }
+
+ private:
+  const bool bf16_;
+  const Sketch& sketch_;
+};
+
+}  // namespace
+
+MappingVerdict Avx512Bf16Verdict(const ir::Workload& w, const target::HardwareInfo& hw) {
+  return Verdict(w, hw, /*bf16=*/true);
+}
+
+MappingVerdict Avx512VnniVerdict(const ir::Workload& w, const target::HardwareInfo& hw) {
+  return Verdict(w, hw, /*bf16=*/false);
+}
+
+const LoopSketch& MatMulBf16Sketch() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(/*bf16=*/true);
+  return *sketch;
+}
+
+const LoopSketch& MatMulVnniSketch() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(/*bf16=*/false);
+  return *sketch;
+}
+
+const MappingSketch& Avx512Bf16MatMulMapping() {
+  static const LowpMapping* const mapping = new LowpMapping(/*bf16=*/true, MatMulBf16Sketch());
+  return *mapping;
+}
+
+const MappingSketch& Avx512VnniMatMulMapping() {
+  static const LowpMapping* const mapping = new LowpMapping(/*bf16=*/false, MatMulVnniSketch());
+  return *mapping;
+}
+
+}  // namespace gtco::kernels

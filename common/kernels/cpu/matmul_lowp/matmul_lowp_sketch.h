@@ -1,0 +1,44 @@
+// Low-precision matmul mappings on AVX-512: "avx512_bf16" (vdpbf16ps on bf16 x bf16 matmuls)
+// and "avx512_vnni" (vpdpbusd on 8-bit integer matmuls, ONNX MatMulInteger). Each is a sketch
+// plus a verdict saying whether it applies to a (workload, machine) pair and why not.
+//
+// When they apply:
+//  - avx512_bf16: a matmul with bf16 A and B (f32 output with any epilogue, or bf16 output),
+//    A not transposed, on a CPU with avx512f and avx512_bf16.
+//  - avx512_vnni: a matmul with u8|i8 A and u8|i8 B, i32 output, per-tensor zero points, A not
+//    transposed, on a CPU with avx512f and avx512_vnni.
+//  - Any M, N, K >= 1: K is padded to a multiple of 2 (bf16) / 4 (int8) in the packed B panel,
+//    N to the column tile, M by clamped row tiles; the smallest B panel (16 columns of K) must fit
+//    the 2 MiB panel limit (K <= 65536 for bf16, 131072 for int8).
+#pragma once
+
+#include <string>
+
+#include "common/ir/workload.h"
+#include "common/kernels/family.h"
+#include "common/schedule/mapping.h"
+#include "common/schedule/sketch.h"
+#include "common/target/target.h"
+
+namespace gtco::kernels {
+
+/// Mapping names (the registry's keys).
+inline constexpr char kAvx512Bf16Mapping[] = "avx512_bf16";
+inline constexpr char kAvx512VnniMapping[] = "avx512_vnni";
+
+/// Verdict of the "avx512_bf16" mapping (the same as Avx512Bf16MatMulMapping().Explain, and
+/// also defined for workloads the mapping does not consider, with the reason).
+MappingVerdict Avx512Bf16Verdict(const ir::Workload& w, const target::HardwareInfo& hw);
+/// Verdict of the "avx512_vnni" mapping.
+MappingVerdict Avx512VnniVerdict(const ir::Workload& w, const target::HardwareInfo& hw);
+
+/// "mm_avx512_bf16/v1": knobs mr, nr, nc, mc, par, unroll_k. AppliesTo checks the workload part
+/// of Avx512Bf16Verdict only (Sketch has no hardware); gate on the verdict before using it.
+const LoopSketch& MatMulBf16Sketch();
+/// "mm_avx512_vnni/v1": same knobs and caveat, for Avx512VnniVerdict.
+const LoopSketch& MatMulVnniSketch();
+
+// The registry entries (declared in mapping.h through mappings.def): Avx512Bf16MatMulMapping()
+// and Avx512VnniMatMulMapping(), named kAvx512Bf16Mapping / kAvx512VnniMapping.
+
+}  // namespace gtco::kernels

@@ -1,0 +1,156 @@
+// The kernel registry: the table of kernels.def, mapping verdicts, search spaces per mapping,
+// sketch lookup by name, and loop-IR and CUDA-plan replay of traces.
+#include "common/kernels/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/util/status.h"
+
+namespace gtco::kernels {
+namespace {
+
+using schedule::CudaSketch;
+using schedule::KnobValues;
+using schedule::LoopSketch;
+using schedule::MappingSketch;
+using schedule::MappingVerdict;
+using schedule::SearchSpace;
+using schedule::Sketch;
+
+/// Sketches no mapping offers any more; kept so that their stored traces replay.
+const std::vector<const Sketch*>& ReplayOnlySketches() {
+  static const std::vector<const Sketch*>* const sketches = new std::vector<const Sketch*>{
+#define GTCO_MAPPING(function)
+#define GTCO_REPLAY_ONLY(function) &function(),
+#include "common/kernels/kernels.def"
+#undef GTCO_REPLAY_ONLY
+#undef GTCO_MAPPING
+  };
+  return *sketches;
+}
+
+/// The first mapping in registry order that applies to (w, hw); INVALID_ARGUMENT listing every
+/// verdict otherwise.
+absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& w,
+                                                            const target::HardwareInfo& hw) {
+  std::vector<std::string> reasons;
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (!schedule::MappingConsiders(*mapping, w, hw)) continue;
+    const MappingVerdict verdict = mapping->Explain(w, hw);
+    if (verdict.applies) return mapping;
+    reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
+  }
+  if (reasons.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("no schedule sketch for anchor '",
+                                                   ir::AnchorKindName(w.anchor), "' on target '",
+                                                   target::TargetName(hw.target), "'"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no intrinsic mapping applies to ", w.Description(), ": ", absl::StrJoin(reasons, "; ")));
+}
+
+/// The sketch `t` names, checked to apply to `w`.
+absl::StatusOr<const Sketch*> SketchOfTrace(const ir::Workload& w, const schedule::Trace& t) {
+  const Sketch* sketch = SketchByName(t.sketch);
+  if (sketch == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown schedule sketch '", t.sketch, "'"));
+  }
+  if (!sketch->AppliesTo(w)) {
+    return absl::InvalidArgumentError(absl::StrCat("sketch ", t.sketch, " does not apply to a '",
+                                                   ir::AnchorKindName(w.anchor), "' workload"));
+  }
+  return sketch;
+}
+
+}  // namespace
+
+const std::vector<const MappingSketch*>& MappingRegistry() {
+  static const std::vector<const MappingSketch*>* const registry =
+      new std::vector<const MappingSketch*>{
+#define GTCO_MAPPING(function) &function(),
+#define GTCO_REPLAY_ONLY(function)
+#include "common/kernels/kernels.def"
+#undef GTCO_REPLAY_ONLY
+#undef GTCO_MAPPING
+      };
+  return *registry;
+}
+
+const Sketch* SketchByName(const std::string& name) {
+  for (const Sketch* sketch : ReplayOnlySketches()) {
+    if (name == sketch->Name()) return sketch;
+  }
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (name == mapping->sketch().Name()) return &mapping->sketch();
+  }
+  return nullptr;
+}
+
+std::vector<MappingVerdict> ExplainMappings(const ir::Workload& w, const target::HardwareInfo& hw) {
+  std::vector<MappingVerdict> verdicts;
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (schedule::MappingConsiders(*mapping, w, hw)) verdicts.push_back(mapping->Explain(w, hw));
+  }
+  return verdicts;
+}
+
+absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(const ir::Workload& w,
+                                                             const target::HardwareInfo& hw) {
+  GTCO_RETURN_IF_ERROR(FirstApplicableMapping(w, hw).status());
+  std::vector<SearchSpace> spaces;
+  for (const MappingSketch* mapping : MappingRegistry()) {
+    if (!schedule::MappingConsiders(*mapping, w, hw) || !mapping->Explain(w, hw).applies) {
+      continue;
+    }
+    GTCO_ASSIGN_OR_RETURN(SearchSpace space, SearchSpace::CreateFromMapping(w, hw, *mapping));
+    spaces.push_back(std::move(space));
+  }
+  return spaces;
+}
+
+absl::StatusOr<SearchSpace> CreateSpace(const ir::Workload& w, const target::HardwareInfo& hw) {
+  GTCO_ASSIGN_OR_RETURN(const MappingSketch* mapping, FirstApplicableMapping(w, hw));
+  return SearchSpace::CreateFromMapping(w, hw, *mapping);
+}
+
+absl::StatusOr<SearchSpace> CreateSpaceForMapping(const ir::Workload& w,
+                                                  const target::HardwareInfo& hw,
+                                                  const std::string& mapping) {
+  for (const MappingSketch* candidate : MappingRegistry()) {
+    if (candidate->Name() != mapping || !schedule::MappingConsiders(*candidate, w, hw)) continue;
+    const MappingVerdict verdict = candidate->Explain(w, hw);
+    if (!verdict.applies) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mapping '", mapping, "' does not apply: ", verdict.reason));
+    }
+    return SearchSpace::CreateFromMapping(w, hw, *candidate);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no mapping '", mapping, "' for a '",
+                                                 ir::AnchorKindName(w.anchor), "' workload"));
+}
+
+absl::StatusOr<ir::LoweredFunc> LowerSchedule(const ir::Workload& w, const schedule::Trace& t,
+                                              const std::string& func_name) {
+  GTCO_ASSIGN_OR_RETURN(const Sketch* sketch, SketchOfTrace(w, t));
+  const auto* loop_sketch = dynamic_cast<const LoopSketch*>(sketch);
+  if (loop_sketch == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sketch ", t.sketch, " generates CUDA C, not loop IR"));
+  }
+  GTCO_ASSIGN_OR_RETURN(const KnobValues values, schedule::KnobValuesOf(*sketch, t));
+  return loop_sketch->Lower(w, values, func_name);
+}
+
+absl::StatusOr<schedule::CudaPlan> PlanCudaSchedule(const ir::Workload& w,
+                                                    const schedule::Trace& t) {
+  const auto* cuda_sketch = dynamic_cast<const CudaSketch*>(SketchByName(t.sketch));
+  if (cuda_sketch == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", t.sketch, "' is not a CUDA schedule sketch"));
+  }
+  GTCO_ASSIGN_OR_RETURN(const Sketch* sketch, SketchOfTrace(w, t));
+  GTCO_ASSIGN_OR_RETURN(const KnobValues values, schedule::KnobValuesOf(*sketch, t));
+  return cuda_sketch->Plan(w, values);
+}
+
+}  // namespace gtco::kernels

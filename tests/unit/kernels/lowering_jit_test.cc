@@ -1,0 +1,274 @@
+// End-to-end tests of the sketches: random traces of every workload class are lowered, compiled
+// by the LLVM JIT and run on random inputs; the outputs must match the reference evaluator.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "common/codegen/llvm/jit.h"
+#include "common/codegen/llvm/llvm_codegen.h"
+#include "common/ir/reference.h"
+#include "common/kernels/family.h"
+#include "common/kernels/registry.h"
+#include "common/schedule/space.h"
+#include "tests/unit/schedule/test_workloads.h"
+
+namespace gtco::kernels {
+namespace {
+
+using schedule::testing::Elementwise;
+using schedule::testing::MatMul;
+using schedule::testing::MatMulBiasGelu;
+using schedule::testing::RowWorkload;
+
+class ScheduleJitTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<codegen::CpuJit>> jit = codegen::CpuJit::Create();
+    if (jit.ok()) {
+      jit_ = jit->release();
+    } else {
+      jit_error_ = new std::string(jit.status().ToString());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete jit_;
+    jit_ = nullptr;
+    delete jit_error_;
+    jit_error_ = nullptr;
+  }
+  // Every x86-64 host GTCO runs on has an LLVM JIT: failing to create one is a bug, not a skip.
+  void SetUp() override { ASSERT_NE(jit_, nullptr) << "no LLVM JIT: " << *jit_error_; }
+
+  /// Lowers, compiles and runs (w, trace) on `inputs`; returns the output.
+  static absl::StatusOr<std::vector<float>> Run(const ir::Workload& w, const Trace& trace,
+                                                std::vector<std::vector<float>>& inputs) {
+    absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, trace, "kernel");
+    if (!func.ok()) return func.status();
+    absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+    if (!llvm_ir.ok()) return llvm_ir.status();
+    absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(*llvm_ir, "kernel");
+    if (!entry.ok()) return entry.status();
+    std::vector<float> output(w.output.NumElements(), NAN);
+    std::vector<void*> args;
+    for (auto& input : inputs) args.push_back(input.data());
+    args.push_back(output.data());
+    (*entry)(args.data());
+    return output;
+  }
+
+  /// Checks `samples` random traces (plus the default trace) of `w` against the reference.
+  static void CheckRandomTraces(const ir::Workload& w, int samples, uint64_t seed) {
+    absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, target::DetectHostCpu());
+    ASSERT_TRUE(space.ok()) << space.status();
+    CheckSpace(*space, w, samples, seed);
+  }
+
+  /// Checks `samples` random traces (plus the default trace) of `space` against the reference.
+  static void CheckSpace(const SearchSpace& space, const ir::Workload& w, int samples,
+                         uint64_t seed) {
+    const SearchSpace* const space_ptr = &space;
+    std::vector<std::vector<float>> inputs = ir::RandomInputs(w, seed);
+    const std::vector<float> expected = ir::ComputeReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    std::mt19937_64 rng(seed);
+    for (int sample = 0; sample <= samples; ++sample) {
+      const Trace trace = sample == 0 ? space_ptr->DefaultTrace() : space_ptr->Sample(rng);
+      absl::StatusOr<std::vector<float>> output = Run(w, trace, inputs);
+      ASSERT_TRUE(output.ok()) << trace.ToString() << ": " << output.status();
+      absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
+      EXPECT_TRUE(match.ok()) << trace.ToString() << ": " << match;
+    }
+    ASSERT_TRUE(jit_->Reset().ok());
+  }
+
+  static codegen::CpuJit* jit_;
+  static std::string* jit_error_;  ///< why Create() failed, when it did
+};
+
+codegen::CpuJit* ScheduleJitTest::jit_ = nullptr;
+std::string* ScheduleJitTest::jit_error_ = nullptr;
+
+TEST_F(ScheduleJitTest, MatMulTinyAndOddShapes) {
+  CheckRandomTraces(MatMul(1, 1, 1, 1), 10, 1);
+  CheckRandomTraces(MatMul(1, 3, 5, 7), 20, 2);
+  CheckRandomTraces(MatMul(1, 77, 197, 64), 20, 3);
+}
+
+TEST_F(ScheduleJitTest, MatMulBatchedHeadsWithBiasGelu) {
+  CheckRandomTraces(MatMulBiasGelu(2, 197, 64, 197), 20, 4);
+}
+
+TEST_F(ScheduleJitTest, MatMulTransposedOperands) {
+  CheckRandomTraces(MatMulBiasGelu(2, 197, 197, 64, /*trans_b=*/true), 12, 5);
+  CheckRandomTraces(MatMul(1, 33, 40, 19, /*trans_a=*/true, /*trans_b=*/false), 12, 6);
+  // One shared (unbatched) B across 3 batches of A.
+  CheckRandomTraces(MatMul(3, 9, 35, 70, false, false, true, /*b_batched=*/false), 12, 7);
+}
+
+TEST_F(ScheduleJitTest, MatMulResidualAndRowBroadcastEpilogue) {
+  ir::Workload w = MatMul(2, 19, 45, 300);
+  w.inputs.push_back(schedule::testing::Tensor({2, 19, 45}));  // residual, full shape
+  w.inputs.push_back(schedule::testing::Tensor({19, 1}));      // per-row scale
+  w.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
+                {ir::EwOp::kMul, {schedule::testing::Val(0), schedule::testing::In(3)}},
+                {ir::EwOp::kTanh, {schedule::testing::Val(1)}}};
+  CheckRandomTraces(w, 16, 8);
+}
+
+/// The host, and on an AVX-512 host also the host without AVX-512 (so the avx2_fma mapping's
+/// code runs here too).
+std::vector<target::HardwareInfo> HostsToCheck() {
+  std::vector<target::HardwareInfo> hosts = {target::DetectHostCpu()};
+  if (hosts[0].HasFeature("avx512f")) {
+    target::HardwareInfo avx2 = hosts[0];
+    avx2.cpu_features.clear();
+    for (const std::string& feature : hosts[0].cpu_features) {
+      if (feature.rfind("avx512", 0) != 0) avx2.cpu_features.push_back(feature);
+    }
+    hosts.push_back(avx2);
+  }
+  return hosts;
+}
+
+TEST_F(ScheduleJitTest, EveryMatMulMappingSpaceMatchesTheReference) {
+  ir::Workload residual = MatMul(2, 19, 45, 300);  // K blocked, full-shape epilogue input
+  residual.inputs.push_back(schedule::testing::Tensor({2, 19, 45}));
+  residual.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}}};
+  const std::vector<ir::Workload> workloads = {
+      MatMul(1, 1, 1, 1),
+      MatMul(1, 3, 5, 7),
+      MatMul(1, 77, 197, 64),
+      MatMulBiasGelu(2, 197, 64, 197),
+      MatMulBiasGelu(2, 197, 197, 64, /*trans_b=*/true),
+      MatMul(1, 33, 40, 19, /*trans_a=*/true, /*trans_b=*/false),
+      MatMul(3, 9, 35, 70, false, false, true, /*b_batched=*/false),
+      residual};
+  uint64_t seed = 100;
+  std::set<std::string> mappings_seen;
+  for (const target::HardwareInfo& hw : HostsToCheck()) {
+    for (const ir::Workload& w : workloads) {
+      absl::StatusOr<std::vector<SearchSpace>> spaces = CreateMappingSpaces(w, hw);
+      ASSERT_TRUE(spaces.ok()) << spaces.status();
+      for (const SearchSpace& space : *spaces) {
+        SCOPED_TRACE(space.mapping() + " " + w.Description());
+        mappings_seen.insert(space.mapping());
+        CheckSpace(space, w, 5, ++seed);
+      }
+    }
+  }
+  EXPECT_TRUE(mappings_seen.count("vector"));
+  if (target::DetectHostCpu().HasFeature("avx2")) EXPECT_TRUE(mappings_seen.count("avx2_fma"));
+}
+
+TEST_F(ScheduleJitTest, FmaTilesWithRowAndColumnTailsMatchTheReference) {
+  // Exact row tails (197 = 14 * 14 + 1, 6 * 32 + 5), masked column tails (197 = 3 * 64 + 5),
+  // K blocks with partial sums, packed and unpacked A and B, split M and N blocks.
+  const ir::Workload w = MatMulBiasGelu(1, 197, 197, 200);
+  const bool avx512 = target::DetectHostCpu().HasFeature("avx512f");
+  const std::string sketch = avx512 ? "mm_avx512_fma/v1" : "mm_avx2_fma/v1";
+  std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 5);
+  const std::vector<float> expected = ir::ComputeReference(w, inputs);
+  double rtol, atol;
+  ir::DefaultTolerance(w, &rtol, &atol);
+  for (const char* decisions : {"mr=14;nr=2;kc=64;mc=99;nc=96;par=1;unroll_k=4;pack_a=1;pack_b=1",
+                                "mr=6;nr=4;kc=200;mc=197;nc=197;par=0;unroll_k=1;pack_a=0;pack_b=0",
+                                "mr=4;nr=3;kc=104;mc=50;nc=128;par=1;unroll_k=4;pack_a=1;pack_b=0",
+                                "mr=3;nr=1;kc=8;mc=6;nc=16;par=1;unroll_k=4;pack_a=0;pack_b=1"}) {
+    absl::StatusOr<Trace> trace = Trace::Parse(sketch + ";" + decisions);
+    ASSERT_TRUE(trace.ok());
+    absl::StatusOr<std::vector<float>> output = Run(w, *trace, inputs);
+    ASSERT_TRUE(output.ok()) << trace->ToString() << ": " << output.status();
+    EXPECT_TRUE(ir::CompareOutputs(expected, *output, rtol, atol).ok()) << trace->ToString();
+  }
+}
+
+TEST_F(ScheduleJitTest, Softmax) {
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kSoftmax, 3, 77), 20, 9);
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kSoftmax, 12, 197), 20, 10);
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kSoftmax, 1, 1), 6, 11);
+  ir::Workload scaled = RowWorkload(ir::AnchorKind::kSoftmax, 64, 130);
+  scaled.epilogue = {{ir::EwOp::kMul, {schedule::testing::Acc(), schedule::testing::Const(3.0f)}}};
+  CheckRandomTraces(scaled, 10, 12);
+}
+
+TEST_F(ScheduleJitTest, LayerNorm) {
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kLayerNorm, 197, 768), 12, 13);
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kLayerNorm, 5, 3), 12, 14);
+  ir::Workload residual = RowWorkload(ir::AnchorKind::kLayerNorm, 10, 37);
+  residual.inputs.push_back(schedule::testing::Tensor({10, 37}));
+  residual.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(3)}},
+                       {ir::EwOp::kSigmoid, {schedule::testing::Val(0)}}};
+  CheckRandomTraces(residual, 10, 15);
+}
+
+TEST_F(ScheduleJitTest, ReduceMean) {
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kReduceMean, 7, 197), 12, 16);
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kReduceMean, 1, 1000), 8, 17);
+  CheckRandomTraces(RowWorkload(ir::AnchorKind::kReduceMean, 300, 3), 8, 18);
+}
+
+TEST_F(ScheduleJitTest, ElementwiseBroadcasting) {
+  CheckRandomTraces(Elementwise({2, 3, 77}), 16, 19);
+  CheckRandomTraces(Elementwise({5}), 8, 20);
+  CheckRandomTraces(Elementwise({64, 1000}), 12, 21);
+  // Full-shape inputs collapse to one flat dimension; [2,1,77] needs general index math.
+  ir::Workload w;
+  w.anchor = ir::AnchorKind::kNone;
+  w.inputs = {schedule::testing::Tensor({2, 3, 7000}), schedule::testing::Tensor({2, 1, 7000}),
+              schedule::testing::Tensor({1, 3, 1})};
+  w.output = schedule::testing::Tensor({2, 3, 7000});
+  w.epilogue = {{ir::EwOp::kMul, {schedule::testing::In(0), schedule::testing::In(1)}},
+                {ir::EwOp::kMax, {schedule::testing::Val(0), schedule::testing::In(2)}},
+                {ir::EwOp::kExp, {schedule::testing::Val(1)}}};
+  CheckRandomTraces(w, 12, 22);
+}
+
+/// Checks a hand-picked trace of `w` and prints its best-of-10 GFLOP/s (informative only).
+void CheckAndTime(codegen::CpuJit* jit, const ir::Workload& w, const std::string& text) {
+  absl::StatusOr<Trace> trace = Trace::Parse(text);
+  ASSERT_TRUE(trace.ok());
+  std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 99);
+  absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, *trace, "mm");
+  ASSERT_TRUE(func.ok()) << func.status();
+  absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+  ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+  absl::StatusOr<codegen::KernelEntry> entry = jit->Compile(*llvm_ir, "mm");
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  std::vector<float> output(w.output.NumElements());
+  std::vector<void*> args = {inputs[0].data(), inputs[1].data(), output.data()};
+  (*entry)(args.data());
+  double rtol, atol;
+  ir::DefaultTolerance(w, &rtol, &atol);
+  EXPECT_TRUE(ir::CompareOutputs(ir::ComputeReference(w, inputs), output, rtol, atol).ok());
+  double best_seconds = 1e9;
+  for (int run = 0; run < 10; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    (*entry)(args.data());
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    best_seconds = std::min(best_seconds, elapsed.count());
+  }
+  std::printf("%s %s: %.1f GFLOP/s\n", w.matmul.trans_b ? "matmul^T" : "matmul", text.c_str(),
+              2.0 * w.matmul.m * w.matmul.n * w.matmul.k / best_seconds * 1e-9);
+}
+
+TEST_F(ScheduleJitTest, MatMul512HandPickedTraces) {
+  const bool avx512 = target::DetectHostCpu().MaxFloatLanes() >= 16;
+  const std::string tile = avx512 ? "mr=6;nr=4;vw=16" : "mr=6;nr=2;vw=8";
+  for (bool trans_b : {false, true}) {
+    const ir::Workload w = MatMul(1, 512, 512, 512, false, trans_b);
+    for (const char* pack : {"0", "1"}) {
+      CheckAndTime(
+          jit_, w,
+          "mm_tiled/v1;mc=64;nc=512;kc=256;" + tile + ";par=2;order=0;unroll_k=4;pack_b=" + pack);
+    }
+    // The FMA mapping's sketch: two N blocks, one per core.
+    const std::string fma = avx512 ? "mm_avx512_fma/v1;mr=6;nr=4" : "mm_avx2_fma/v1;mr=6;nr=2";
+    CheckAndTime(jit_, w, fma + ";kc=256;mc=512;nc=256;par=1;unroll_k=4;pack_a=0;pack_b=1");
+  }
+}
+
+}  // namespace
+}  // namespace gtco::kernels

@@ -1,0 +1,408 @@
+// Tests of the "avx512_bf16" and "avx512_vnni" matmul mappings: verdicts and their reasons,
+// knob pruning, the intrinsics in the generated IR, and JIT'd kernels on ordinary and awkward
+// shapes compared with the typed reference (skipped where the host lacks the CPU feature).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/codegen/llvm/jit.h"
+#include "common/codegen/llvm/llvm_codegen.h"
+#include "common/ir/reference.h"
+#include "common/kernels/cpu/matmul_lowp/matmul_lowp_sketch.h"
+#include "common/kernels/family.h"
+#include "common/kernels/registry.h"
+#include "common/schedule/space.h"
+#include "common/target/target.h"
+
+namespace gtco::kernels {
+namespace {
+
+using ir::DType;
+
+/// A matmul with canonical 3-D shapes and the given element types.
+ir::Workload LowpMatMul(int64_t batch, int64_t m, int64_t n, int64_t k, DType a, DType b, DType out,
+                        int32_t za = 0, int32_t zb = 0, bool trans_b = false,
+                        bool b_batched = true) {
+  ir::Workload w;
+  w.anchor = ir::AnchorKind::kMatMul;
+  w.matmul.batch = batch;
+  w.matmul.m = m;
+  w.matmul.n = n;
+  w.matmul.k = k;
+  w.matmul.a_batched = batch > 1;
+  w.matmul.b_batched = batch > 1 && b_batched;
+  w.matmul.trans_b = trans_b;
+  w.matmul.a_zero_point = za;
+  w.matmul.b_zero_point = zb;
+  const int64_t b_batch = w.matmul.b_batched ? batch : 1;
+  w.inputs = {
+      {a, {batch, m, k}},
+      {b, trans_b ? std::vector<int64_t>{b_batch, n, k} : std::vector<int64_t>{b_batch, k, n}}};
+  w.num_anchor_inputs = 2;
+  w.output = {out, {batch, m, n}};
+  return w;
+}
+
+target::HardwareInfo Machine(std::vector<std::string> features) {
+  target::HardwareInfo hw;
+  hw.cpu_model = "test cpu";
+  hw.cpu_features = std::move(features);
+  hw.cores = 2;
+  return hw;
+}
+
+TEST(LowpVerdictTest, AppliesOnlyWithTheFeatureAndTheRightDtypes) {
+  const target::HardwareInfo avx512 =
+      Machine({"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"});
+  const target::HardwareInfo avx2 = Machine({"avx2", "fma"});
+  const ir::Workload bf16 = LowpMatMul(1, 8, 8, 8, DType::kBF16, DType::kBF16, DType::kF32);
+  const ir::Workload int8 = LowpMatMul(1, 8, 8, 8, DType::kU8, DType::kI8, DType::kI32, 3, 0);
+
+  MappingVerdict verdict = Avx512Bf16Verdict(bf16, avx512);
+  EXPECT_TRUE(verdict.applies) << verdict.reason;
+  EXPECT_TRUE(Avx512VnniVerdict(int8, avx512).applies);
+
+  verdict = Avx512Bf16Verdict(bf16, avx2);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_EQ(verdict.mapping, kAvx512Bf16Mapping);
+  EXPECT_NE(verdict.reason.find("needs CPU features avx512f, avx512_bf16"), std::string::npos)
+      << verdict.reason;
+  verdict = Avx512VnniVerdict(int8, Machine({"avx512f", "avx512_bf16"}));
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("needs CPU feature avx512_vnni"), std::string::npos)
+      << verdict.reason;
+
+  verdict = Avx512Bf16Verdict(int8, avx512);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("not bf16 x bf16"), std::string::npos) << verdict.reason;
+  verdict = Avx512VnniVerdict(bf16, avx512);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("not 8-bit integers"), std::string::npos) << verdict.reason;
+  const ir::Workload f32 = LowpMatMul(1, 8, 8, 8, DType::kF32, DType::kF32, DType::kF32);
+  EXPECT_FALSE(Avx512Bf16Verdict(f32, avx512).applies);
+  EXPECT_FALSE(MatMulBf16Sketch().AppliesTo(f32));
+  EXPECT_FALSE(MatMulVnniSketch().AppliesTo(f32));
+
+  ir::Workload transposed = bf16;
+  transposed.matmul.trans_a = true;
+  verdict = Avx512Bf16Verdict(transposed, avx512);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("trans_a"), std::string::npos) << verdict.reason;
+
+  ir::Workload wrong_out = int8;
+  wrong_out.output.dtype = DType::kF32;
+  EXPECT_FALSE(Avx512VnniVerdict(wrong_out, avx512).applies);
+  ir::Workload bad_zero = int8;
+  bad_zero.matmul.a_zero_point = 300;  // outside u8
+  EXPECT_FALSE(Avx512VnniVerdict(bad_zero, avx512).applies);
+
+  ir::Workload huge_k = LowpMatMul(1, 1, 16, 200000, DType::kBF16, DType::kBF16, DType::kF32);
+  verdict = Avx512Bf16Verdict(huge_k, avx512);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("too large"), std::string::npos) << verdict.reason;
+}
+
+TEST(LowpSketchTest, DefaultTraceIsAdmittedAndRegisterPressureIsPruned) {
+  const target::HardwareInfo hw = Machine({"avx512f", "avx512_bf16", "avx512_vnni"});
+  for (const LoopSketch* sketch : {&MatMulBf16Sketch(), &MatMulVnniSketch()}) {
+    const bool bf16 = sketch == &MatMulBf16Sketch();
+    const ir::Workload w =
+        bf16 ? LowpMatMul(1, 197, 77, 513, DType::kBF16, DType::kBF16, DType::kF32)
+             : LowpMatMul(1, 197, 77, 513, DType::kI8, DType::kI8, DType::kI32);
+    ASSERT_TRUE(sketch->AppliesTo(w));
+    const std::vector<Knob> knobs = sketch->Knobs(w, hw);
+    ASSERT_EQ(knobs.size(), sketch->KnobNames().size());
+    KnobValues defaults;
+    for (const Knob& knob : knobs) defaults.push_back(knob.values.front());
+    EXPECT_TRUE(sketch->Admits(w, hw, defaults));
+    KnobValues crowded = defaults;
+    crowded[0] = 8;  // mr
+    crowded[1] = 4;  // nr: 32 accumulators + 4 B vectors do not fit 32 registers
+    EXPECT_FALSE(sketch->Admits(w, hw, crowded));
+    EXPECT_TRUE(sketch->Lower(w, defaults, "k").ok());
+    KnobValues bad = defaults;
+    bad[0] = 9;
+    EXPECT_FALSE(sketch->Lower(w, bad, "k").ok());
+  }
+}
+
+TEST(LowpSketchTest, KernelsCallTheDotProductIntrinsics) {
+  const target::HardwareInfo hw = Machine({"avx512f", "avx512_bf16", "avx512_vnni"});
+  struct Case {
+    const LoopSketch* sketch;
+    ir::Workload w;
+    const char* intrinsic;
+  };
+  const std::vector<Case> cases = {
+      {&MatMulBf16Sketch(), LowpMatMul(1, 4, 32, 6, DType::kBF16, DType::kBF16, DType::kBF16),
+       "@llvm.x86.avx512bf16.dpbf16ps.512"},
+      {&MatMulVnniSketch(), LowpMatMul(1, 4, 32, 6, DType::kU8, DType::kI8, DType::kI32),
+       "@llvm.x86.avx512.vpdpbusd.512"}};
+  for (const Case& test_case : cases) {
+    KnobValues defaults;
+    for (const Knob& knob : test_case.sketch->Knobs(test_case.w, hw)) {
+      defaults.push_back(knob.values.front());
+    }
+    absl::StatusOr<ir::LoweredFunc> func = test_case.sketch->Lower(test_case.w, defaults, "k");
+    ASSERT_TRUE(func.ok()) << func.status();
+    EXPECT_NE(ir::ToString(*func).find(":i32"), std::string::npos);  // typed params/buffers
+    absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+    ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+    EXPECT_NE(llvm_ir->find(test_case.intrinsic), std::string::npos) << test_case.intrinsic;
+  }
+}
+
+TEST(LowpRegistryTest, LowPrecisionWorkloadsGetTheirMappingsFromTheRegistry) {
+  const target::HardwareInfo avx512 =
+      Machine({"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"});
+  const ir::Workload bf16 = LowpMatMul(1, 64, 48, 40, DType::kBF16, DType::kBF16, DType::kF32);
+  const ir::Workload int8 = LowpMatMul(1, 64, 48, 40, DType::kI8, DType::kU8, DType::kI32, 2, 3);
+  struct Case {
+    const ir::Workload* w;
+    const char* mapping;
+    const char* intrinsic;
+  };
+  for (const Case& c : {Case{&bf16, kAvx512Bf16Mapping, "llvm.x86.avx512bf16.dpbf16ps.512"},
+                        Case{&int8, kAvx512VnniMapping, "llvm.x86.avx512.vpdpbusd.512"}}) {
+    absl::StatusOr<SearchSpace> space = kernels::CreateSpace(*c.w, avx512);
+    ASSERT_TRUE(space.ok()) << space.status();
+    EXPECT_EQ(space->mapping(), c.mapping);
+    std::mt19937_64 rng(3);
+    const Trace trace = space->Sample(rng);
+    absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(*c.w, trace, "k");  // replay by name
+    ASSERT_TRUE(func.ok()) << trace.ToString() << ": " << func.status();
+    absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+    ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+    EXPECT_NE(llvm_ir->find(c.intrinsic), std::string::npos);
+    // The fp32 mappings decline low-precision operands.
+    for (const MappingVerdict& verdict : ExplainMappings(*c.w, avx512)) {
+      EXPECT_EQ(verdict.applies, verdict.mapping == c.mapping)
+          << verdict.mapping << ": " << verdict.reason;
+    }
+    // An AVX2-only machine has no space for it, and says why.
+    absl::StatusOr<SearchSpace> none = kernels::CreateSpace(*c.w, Machine({"avx2", "fma"}));
+    ASSERT_FALSE(none.ok());
+    EXPECT_NE(none.status().message().find("needs CPU feature"), std::string::npos)
+        << none.status();
+  }
+  // An f32 matmul never lands on a low-precision mapping.
+  absl::StatusOr<SearchSpace> f32 = kernels::CreateSpace(
+      LowpMatMul(1, 64, 48, 40, DType::kF32, DType::kF32, DType::kF32), avx512);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_NE(f32->mapping(), kAvx512Bf16Mapping);
+  EXPECT_NE(f32->mapping(), kAvx512VnniMapping);
+}
+
+class LowpJitTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    hw_ = new target::HardwareInfo(target::DetectHostCpu());
+    absl::StatusOr<std::unique_ptr<codegen::CpuJit>> jit = codegen::CpuJit::Create();
+    if (jit.ok()) jit_ = jit->release();
+  }
+  static void TearDownTestSuite() {
+    delete jit_;
+    jit_ = nullptr;
+    delete hw_;
+  }
+
+  /// Skips unless the host can run `mapping`'s kernels.
+  bool HostRuns(const ir::Workload& w, bool bf16) {
+    if (jit_ == nullptr) return false;
+    const MappingVerdict verdict = bf16 ? Avx512Bf16Verdict(w, *hw_) : Avx512VnniVerdict(w, *hw_);
+    return verdict.applies;
+  }
+
+  /// A random admitted knob vector (the defaults for sample 0).
+  static KnobValues SampleKnobs(const Sketch& sketch, const ir::Workload& w, std::mt19937_64& rng,
+                                bool defaults) {
+    const std::vector<Knob> knobs = sketch.Knobs(w, *hw_);
+    KnobValues values;
+    for (const Knob& knob : knobs) values.push_back(knob.values.front());
+    for (int attempt = 0; attempt < 10000 && !defaults; ++attempt) {
+      KnobValues candidate;
+      for (const Knob& knob : knobs) {
+        std::uniform_int_distribution<size_t> pick(0, knob.values.size() - 1);
+        candidate.push_back(knob.values[pick(rng)]);
+      }
+      if (sketch.Admits(w, *hw_, candidate)) return candidate;
+    }
+    return values;
+  }
+
+  /// Lowers `samples` + 1 knob vectors of `w`, runs them and compares with the reference.
+  static void CheckKernels(const LoopSketch& sketch, const ir::Workload& w, int samples,
+                           uint64_t seed) {
+    const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, seed);
+    const ir::TypedBuffer expected = ir::ComputeTypedReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    std::mt19937_64 rng(seed);
+    for (int sample = 0; sample <= samples; ++sample) {
+      const KnobValues values = SampleKnobs(sketch, w, rng, sample == 0);
+      std::string knob_text;
+      for (int64_t value : values) knob_text += std::to_string(value) + " ";
+      SCOPED_TRACE(w.Description() + " knobs " + knob_text);
+      absl::StatusOr<ir::LoweredFunc> func = sketch.Lower(w, values, "kernel");
+      ASSERT_TRUE(func.ok()) << func.status();
+      absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+      ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+      absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(*llvm_ir, "kernel");
+      ASSERT_TRUE(entry.ok()) << entry.status();
+      std::vector<ir::TypedBuffer> buffers = inputs;
+      ir::TypedBuffer output(w.output.dtype, w.output.NumElements());
+      for (int64_t idx = 0; idx < output.size(); ++idx) {  // a sentinel no kernel writes
+        output.Set(idx, w.output.dtype == DType::kI32 ? -1234567.0 : NAN);
+      }
+      std::vector<void*> args;
+      for (ir::TypedBuffer& buffer : buffers) args.push_back(buffer.data());
+      args.push_back(output.data());
+      (*entry)(args.data());
+      const absl::Status match = ir::CompareTypedOutputs(expected, output, rtol, atol);
+      EXPECT_TRUE(match.ok()) << match;
+    }
+    ASSERT_TRUE(jit_->Reset().ok());
+  }
+
+  static codegen::CpuJit* jit_;
+  static target::HardwareInfo* hw_;
+};
+
+codegen::CpuJit* LowpJitTest::jit_ = nullptr;
+target::HardwareInfo* LowpJitTest::hw_ = nullptr;
+
+struct Shape {
+  int64_t batch, m, n, k;
+};
+const std::vector<Shape> kAwkwardShapes = {{1, 1, 1, 1},      {1, 3, 5, 7},    {1, 77, 197, 33},
+                                           {1, 197, 77, 130}, {1, 16, 64, 64}, {3, 5, 33, 9}};
+
+TEST_F(LowpJitTest, Bf16KernelsMatchTheReference) {
+  uint64_t seed = 1;
+  for (DType out : {DType::kF32, DType::kBF16}) {
+    for (const Shape& s : kAwkwardShapes) {
+      const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, out);
+      if (!HostRuns(w, true)) GTEST_SKIP() << "host lacks avx512_bf16: " << hw_->Summary();
+      CheckKernels(MatMulBf16Sketch(), w, 6, seed++);
+    }
+  }
+}
+
+TEST_F(LowpJitTest, Bf16KernelsWithEpilogueTransposedBAndSharedB) {
+  ir::Workload w = LowpMatMul(1, 45, 70, 99, DType::kBF16, DType::kBF16, DType::kF32);
+  w.inputs.push_back({DType::kF32, {70}});  // bias, then relu
+  w.epilogue.push_back(
+      {ir::EwOp::kAdd, {{ir::Operand::Kind::kAcc, 0, 0}, {ir::Operand::Kind::kInput, 2, 0}}});
+  w.epilogue.push_back({ir::EwOp::kRelu, {{ir::Operand::Kind::kValue, 0, 0}}});
+  if (!HostRuns(w, true)) GTEST_SKIP() << "host lacks avx512_bf16: " << hw_->Summary();
+  CheckKernels(MatMulBf16Sketch(), w, 6, 11);
+  CheckKernels(MatMulBf16Sketch(),
+               LowpMatMul(1, 31, 50, 21, DType::kBF16, DType::kBF16, DType::kF32, 0, 0, true), 6,
+               12);
+  CheckKernels(MatMulBf16Sketch(),
+               LowpMatMul(4, 9, 40, 17, DType::kBF16, DType::kBF16, DType::kF32, 0, 0, false,
+                          /*b_batched=*/false),
+               6, 13);
+}
+
+TEST_F(LowpJitTest, VnniKernelsMatchTheReferenceExactly) {
+  struct Types {
+    DType a, b;
+    int32_t za, zb;
+  };
+  // u8 x s8 is vpdpbusd's own form; the others exercise the sign and zero-point corrections.
+  const std::vector<Types> types = {{DType::kU8, DType::kI8, 0, 0},
+                                    {DType::kU8, DType::kI8, 3, 0},
+                                    {DType::kI8, DType::kI8, -5, 7},
+                                    {DType::kU8, DType::kU8, 128, 2},
+                                    {DType::kI8, DType::kU8, 0, 255}};
+  uint64_t seed = 100;
+  for (const Types& t : types) {
+    for (const Shape& s : kAwkwardShapes) {
+      const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, t.a, t.b, DType::kI32, t.za, t.zb);
+      if (!HostRuns(w, false)) GTEST_SKIP() << "host lacks avx512_vnni: " << hw_->Summary();
+      CheckKernels(MatMulVnniSketch(), w, 4, seed++);
+    }
+  }
+}
+
+TEST_F(LowpJitTest, VnniKernelsWithTransposedAndSharedB) {
+  const ir::Workload transposed =
+      LowpMatMul(1, 19, 45, 67, DType::kI8, DType::kI8, DType::kI32, 1, -1, true);
+  if (!HostRuns(transposed, false)) GTEST_SKIP() << "host lacks avx512_vnni: " << hw_->Summary();
+  CheckKernels(MatMulVnniSketch(), transposed, 6, 200);
+  CheckKernels(MatMulVnniSketch(),
+               LowpMatMul(3, 10, 20, 30, DType::kU8, DType::kI8, DType::kI32, 9, 0, false,
+                          /*b_batched=*/false),
+               6, 201);
+}
+
+/// Median seconds of `entry` on `args` over a few runs after a warm-up.
+double MedianSeconds(codegen::KernelEntry entry, std::vector<void*>& args) {
+  entry(args.data());
+  std::vector<double> samples;
+  for (int run = 0; run < 15; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    entry(args.data());
+    samples.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Informative only (no assertion on time): GFLOP/s (GOP/s for int8) of the best of a few random
+// traces of 512^3 per mapping, next to the fp32 mappings. Run with
+// --gtest_also_run_disabled_tests --gtest_filter=*Throughput*.
+TEST_F(LowpJitTest, DISABLED_Throughput512) {
+  std::vector<ir::Workload> workloads = {
+      LowpMatMul(1, 512, 512, 512, DType::kF32, DType::kF32, DType::kF32),
+      LowpMatMul(1, 512, 512, 512, DType::kBF16, DType::kBF16, DType::kF32),
+      LowpMatMul(1, 512, 512, 512, DType::kU8, DType::kI8, DType::kI32)};
+  for (const ir::Workload& w : workloads) {
+    absl::StatusOr<std::vector<SearchSpace>> spaces = CreateMappingSpaces(w, *hw_);
+    if (!spaces.ok()) {
+      std::printf("%-28s no mapping on this host: %s\n", w.Description().c_str(),
+                  std::string(spaces.status().message()).c_str());
+      continue;
+    }
+    const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, 5);
+    for (const SearchSpace& space : *spaces) {
+      std::mt19937_64 rng(17);
+      double best = 1e30;
+      std::string best_trace;
+      for (int sample = 0; sample < 24; ++sample) {
+        const Trace trace = sample == 0 ? space.DefaultTrace() : space.Sample(rng);
+        absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, trace, "kernel");
+        ASSERT_TRUE(func.ok()) << func.status();
+        absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+        ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+        absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(*llvm_ir, "kernel");
+        ASSERT_TRUE(entry.ok()) << entry.status();
+        std::vector<ir::TypedBuffer> buffers = inputs;
+        ir::TypedBuffer output(w.output.dtype, w.output.NumElements());
+        std::vector<void*> args;
+        for (ir::TypedBuffer& buffer : buffers) args.push_back(buffer.data());
+        args.push_back(output.data());
+        const double seconds = MedianSeconds(*entry, args);
+        if (seconds < best) {
+          best = seconds;
+          best_trace = trace.ToString();
+        }
+      }
+      std::printf("%-44s %-12s %8.1f G%s/s  %s\n", w.Description().c_str(), space.mapping().c_str(),
+                  w.Flops() / best / 1e9, w.inputs[0].dtype == DType::kU8 ? "OP" : "FLOP",
+                  best_trace.c_str());
+      ASSERT_TRUE(jit_->Reset().ok());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gtco::kernels
