@@ -1,7 +1,6 @@
 // FarmCore: jobs, tasks and their status; resuming unfinished jobs from the database.
 #include "server/farm_core.h"
 
-#include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,15 +24,14 @@ namespace {
 /// arithmetic (SplitBudget, budget left) cannot overflow.
 constexpr int64_t kMaxBudget = int64_t{1} << 40;
 
-/// The target named by a request, if this server can generate programs for it.
-absl::StatusOr<target::Target> ValidateTarget(const std::string& name) {
-  GTCO_ASSIGN_OR_RETURN(target::Target target, target::ParseTarget(name));
+/// OK when this server can generate programs for `target`.
+absl::Status CheckCanBuild(target::Target target) {
   if (!kernels::CanBuildFor(target)) {
     return absl::FailedPreconditionError(
         "this gtco-server was built without LLVM and cannot generate CPU programs; submit with "
         "--target cuda or use a server built with LLVM");
   }
-  return target;
+  return absl::OkStatus();
 }
 
 /// UNIMPLEMENTED naming the first task that no mapping of `target` covers even on its most
@@ -73,14 +71,6 @@ graph::PlanOptions PlanOptionsFor(target::Target target) {
   return options;
 }
 
-onnx::ShapeOverrides OverridesFrom(const gtco::v1::SubmitHeader& header) {
-  onnx::ShapeOverrides overrides;
-  for (const auto& shape : header.shapes()) {
-    overrides[shape.input()] = std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
-  }
-  return overrides;
-}
-
 /// Splits `budget` over tasks in proportion to their shares (largest remainder), at least one
 /// trial each: the even split a job starts from; the dual-task scheduler then moves trials.
 std::vector<int64_t> SplitBudget(int64_t budget, const std::vector<double>& shares) {
@@ -105,24 +95,24 @@ std::vector<int64_t> SplitBudget(int64_t budget, const std::vector<double>& shar
   return allotted;
 }
 
-gtco::v1::ScheduleRecord RecordFrom(const db::MeasurementRow& row, const std::string& description,
-                                    int64_t flops) {
-  gtco::v1::ScheduleRecord record;
-  record.set_workload_key(row.workload_key);
-  record.set_description(description);
-  record.set_target(row.target);
-  record.set_trace(row.trace);
-  record.set_program_hash(row.program_hash);
-  record.set_median_seconds(row.median_seconds);
-  record.set_min_seconds(row.min_seconds);
-  record.set_max_seconds(row.max_seconds);
-  record.set_stddev_seconds(row.stddev_seconds);
-  record.set_repeats(row.repeats);
-  if (row.median_seconds > 0) record.set_gflops(flops / row.median_seconds * 1e-9);
-  record.set_worker_id(row.worker_id);
-  record.set_hardware(row.hardware);
-  record.set_measured_unix_seconds(row.measured_unix_ms / 1000.0);
-  record.set_tuned(true);
+ScheduleRecordInfo RecordFrom(const db::MeasurementRow& row, target::Target target,
+                              const std::string& description, int64_t flops) {
+  ScheduleRecordInfo record;
+  record.workload_key = row.workload_key;
+  record.description = description;
+  record.target = target;
+  record.trace = row.trace;
+  record.program_hash = row.program_hash;
+  record.median_seconds = row.median_seconds;
+  record.min_seconds = row.min_seconds;
+  record.max_seconds = row.max_seconds;
+  record.stddev_seconds = row.stddev_seconds;
+  record.repeats = row.repeats;
+  if (row.median_seconds > 0) record.gflops = flops / row.median_seconds * 1e-9;
+  record.worker_id = row.worker_id;
+  record.hardware = row.hardware;
+  record.measured_unix_seconds = row.measured_unix_ms / 1000.0;
+  record.tuned = true;
   return record;
 }
 
@@ -161,7 +151,7 @@ std::string FarmCore::NewId(const std::string& prefix) {
 
 absl::Status FarmCore::ResumeJobs() {
   std::lock_guard<std::mutex> lock(mutex_);
-  GTCO_ASSIGN_OR_RETURN(std::vector<db::JobRow> running, db_->ListJobs("", "running"));
+  GTCO_ASSIGN_OR_RETURN(std::vector<db::JobRow> running, db_->ListJobs("", db::JobState::kRunning));
   for (const db::JobRow& job_row : running) {
     GTCO_RETURN_IF_ERROR(LoadJobLocked(job_row));
     GTCO_LOG(kInfo, "resumed job " << job_row.job_id << " (" << job_row.model_name << ")");
@@ -196,14 +186,19 @@ absl::Status FarmCore::CheckTeamQuotaLocked(const std::string& team_name) {
 }
 
 absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
-  auto job = std::make_unique<JobState>();
+  auto job = std::make_unique<Job>();
   job->row = job_row;
   job->resumed_ms = NowMs();
-  if (!job_row.options.empty() &&
-      !google::protobuf::util::JsonStringToMessage(job_row.options, &job->options).ok()) {
-    GTCO_LOG(kWarning, "job " << job_row.job_id << ": unreadable options, using defaults");
+  if (!job_row.options.empty()) {
+    absl::StatusOr<JobOptions> options = DecodeJobOptions(job_row.options);
+    if (options.ok()) {
+      job->options = *std::move(options);
+    } else {
+      GTCO_LOG(kWarning, "job " << job_row.job_id << ": unreadable options (" << options.status()
+                                << "), using defaults");
+    }
   }
-  if (job->options.round_size() <= 0) job->options.set_round_size(options_.default_round_size);
+  if (job->options.round_size <= 0) job->options.round_size = options_.default_round_size;
   absl::StatusOr<db::TeamRow> team = db_->GetTeam(job_row.team);
   if (team.ok()) {
     job->team_share = team->share;
@@ -211,10 +206,10 @@ absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
   } else if (team.status().code() != absl::StatusCode::kNotFound) {
     return team.status();
   }
-  ParseSchedulerKind(job->options.scheduler(), &job->scheduler.kind);
+  ParseSchedulerKind(job->options.scheduler, &job->scheduler.kind);
   GTCO_ASSIGN_OR_RETURN(std::vector<db::TaskRow> task_rows, db_->ListTasks(job_row.job_id));
   for (const db::TaskRow& task_row : task_rows) {
-    auto task = std::make_unique<TaskState>();
+    auto task = std::make_unique<Task>();
     task->row = task_row;
     GTCO_ASSIGN_OR_RETURN(std::optional<db::WorkloadRow> workload_row,
                           db_->GetWorkload(task_row.workload_key));
@@ -230,15 +225,15 @@ absl::Status FarmCore::LoadJobLocked(const db::JobRow& job_row) {
     tasks_[task_row.task_id] = task.get();
     job->tasks.push_back(std::move(task));
   }
-  JobState& job_ref = *job;
+  Job& job_ref = *job;
   jobs_[job_row.job_id] = std::move(job);
   for (auto& task : job_ref.tasks) UpdateTaskCompletionLocked(job_ref, *task);
   UpdateJobCompletionLocked(job_ref);
   return absl::OkStatus();
 }
 
-absl::Status FarmCore::LoadTaskHistoryLocked(TaskState& task) {
-  if (task.row.state == "from_database") {
+absl::Status FarmCore::LoadTaskHistoryLocked(Task& task) {
+  if (task.row.state == db::TaskState::kFromDatabase) {
     GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(task.row.workload_key, task.row.target));
     if (best) task.best_seconds = best->median_seconds;
     return absl::OkStatus();
@@ -254,60 +249,60 @@ absl::Status FarmCore::LoadTaskHistoryLocked(TaskState& task) {
     }
     task.best_history.push_back(task.best_seconds);
   }
-  for (const char* state : {"pending", "leased"}) {
+  for (db::CandidateState state : {db::CandidateState::kPending, db::CandidateState::kLeased}) {
     GTCO_ASSIGN_OR_RETURN(std::vector<db::CandidateRow> candidates,
                           db_->ListCandidates(task.row.task_id, state));
     for (const db::CandidateRow& candidate : candidates) {
       task.outstanding[candidate.candidate_id] = candidate.trace;
-      if (candidate.state == "pending") task.pending.push_back(candidate.candidate_id);
+      if (candidate.state == db::CandidateState::kPending) task.pending.push_back(candidate.candidate_id);
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeader& header,
-                                                     const std::string& model_bytes) {
-  GTCO_ASSIGN_OR_RETURN(const target::Target target, ValidateTarget(header.target()));
+absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string& model_bytes) {
+  const target::Target target = spec.target;
+  GTCO_RETURN_IF_ERROR(CheckCanBuild(target));
   SchedulerKind scheduler_kind;
-  if (!ParseSchedulerKind(header.scheduler(), &scheduler_kind)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown scheduler '", header.scheduler(),
+  if (!ParseSchedulerKind(spec.scheduler, &scheduler_kind)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown scheduler '", spec.scheduler,
                                                    "'; expected 'gradient' or 'even'"));
   }
-  if (header.rounds() < 0 || header.rounds() > 256) {
+  if (spec.rounds < 0 || spec.rounds > 256) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--rounds must be between 1 and 256 candidates (got ", header.rounds(), ")"));
+        absl::StrCat("--rounds must be between 1 and 256 candidates (got ", spec.rounds, ")"));
   }
-  if (header.budget() <= 0 || header.budget() > kMaxBudget) {
+  if (spec.budget <= 0 || spec.budget > kMaxBudget) {
     return absl::InvalidArgumentError(
         absl::StrCat("budget must be a positive number of trials, at most ", kMaxBudget, " (got ",
-                     header.budget(), "); pass --budget N"));
+                     spec.budget, "); pass --budget N"));
   }
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
   GTCO_ASSIGN_OR_RETURN(
       onnx::ModelAnalysis analysis,
-      onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header), PlanOptionsFor(target)));
+      onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
   GTCO_RETURN_IF_ERROR(CheckTargetCovers(analysis, target));
 
   std::lock_guard<std::mutex> lock(mutex_);
-  GTCO_RETURN_IF_ERROR(CheckTeamQuotaLocked(header.team().empty() ? "default" : header.team()));
+  GTCO_RETURN_IF_ERROR(CheckTeamQuotaLocked(spec.team.empty() ? "default" : spec.team));
   int64_t now = NowMs();
   db::JobRow job_row;
   job_row.job_id = NewId("j");
-  job_row.team = header.team().empty() ? "default" : header.team();
-  job_row.model_name = header.model_name().empty() ? "model.onnx" : header.model_name();
+  job_row.team = spec.team.empty() ? "default" : spec.team;
+  job_row.model_name = spec.model_name.empty() ? "model.onnx" : spec.model_name;
   job_row.model_sha = util::HexDigest128(model_bytes);
-  job_row.target = header.target();
-  job_row.state = "running";
-  job_row.budget = header.budget();
+  job_row.target = target::TargetName(target);
+  job_row.state = db::JobState::kRunning;
+  job_row.budget = spec.budget;
   job_row.created_unix_ms = job_row.updated_unix_ms = now;
-  gtco::v1::JobOptions job_options;
-  job_options.set_round_size(header.rounds() > 0 ? header.rounds() : options_.default_round_size);
-  job_options.set_scheduler(SchedulerKindName(scheduler_kind));
-  *job_options.mutable_shapes() = header.shapes();
-  (void)google::protobuf::util::MessageToJsonString(job_options, &job_row.options);
+  JobOptions job_options;
+  job_options.round_size = spec.rounds > 0 ? spec.rounds : options_.default_round_size;
+  job_options.scheduler = SchedulerKindName(scheduler_kind);
+  job_options.shapes = spec.shapes;
+  job_row.options = EncodeJobOptions(job_options);
 
   std::vector<db::TaskRow> task_rows;
   std::vector<double> shares;
@@ -323,24 +318,24 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
     task_row.job_id = job_row.job_id;
     task_row.ordinal = static_cast<int>(index);
     task_row.workload_key = model_task.key;
-    task_row.target = header.target();
+    task_row.target = job_row.target;
     task_row.weight = model_task.weight;
-    GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(model_task.key, header.target()));
+    GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(model_task.key, job_row.target));
     if (best) {
-      task_row.state = "from_database";
+      task_row.state = db::TaskState::kFromDatabase;
     } else {
-      task_row.state = "pending";
+      task_row.state = db::TaskState::kPending;
       to_tune.push_back(index);
       shares.push_back(model_task.weight);
     }
     task_rows.push_back(task_row);
   }
-  if (header.budget() < static_cast<int64_t>(to_tune.size())) {
+  if (spec.budget < static_cast<int64_t>(to_tune.size())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("budget ", header.budget(), " is smaller than the ", to_tune.size(),
+        absl::StrCat("budget ", spec.budget, " is smaller than the ", to_tune.size(),
                      " tasks this model needs tuned; pass --budget ", to_tune.size(), " or more"));
   }
-  std::vector<int64_t> allotted = SplitBudget(header.budget(), shares);
+  std::vector<int64_t> allotted = SplitBudget(spec.budget, shares);
   for (size_t rank = 0; rank < to_tune.size(); ++rank) {
     task_rows[to_tune[rank]].trials_allotted = allotted[rank];
   }
@@ -350,83 +345,86 @@ absl::StatusOr<gtco::v1::JobStatus> FarmCore::Submit(const gtco::v1::SubmitHeade
                          << job_row.team << "): " << task_rows.size() << " tasks, "
                          << to_tune.size() << " to tune, budget " << job_row.budget);
   changed_.notify_all();
-  return JobStatusLocked(*jobs_.at(job_row.job_id));
+  return JobInfoLocked(*jobs_.at(job_row.job_id));
 }
 
-absl::StatusOr<gtco::v1::JobStatus> FarmCore::GetJob(const std::string& job_id) {
+absl::StatusOr<JobInfo> FarmCore::GetJob(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = jobs_.find(job_id);
-  if (found != jobs_.end()) return JobStatusLocked(*found->second);
+  if (found != jobs_.end()) return JobInfoLocked(*found->second);
   GTCO_ASSIGN_OR_RETURN(db::JobRow job_row, db_->GetJob(job_id));
   GTCO_RETURN_IF_ERROR(LoadJobLocked(job_row));  // finished job: load for display
-  return JobStatusLocked(*jobs_.at(job_id));
+  return JobInfoLocked(*jobs_.at(job_id));
 }
 
-absl::StatusOr<gtco::v1::ListJobsReply> FarmCore::ListJobs(const std::string& team,
-                                                           const std::string& state) {
+absl::StatusOr<std::vector<JobInfo>> FarmCore::ListJobs(const std::string& team,
+                                                        std::optional<db::JobState> state) {
   std::vector<db::JobRow> rows;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     GTCO_ASSIGN_OR_RETURN(rows, db_->ListJobs(team, state));
   }
-  gtco::v1::ListJobsReply reply;
+  std::vector<JobInfo> jobs;
   for (const db::JobRow& row : rows) {
-    GTCO_ASSIGN_OR_RETURN(*reply.add_jobs(), GetJob(row.job_id));
+    GTCO_ASSIGN_OR_RETURN(JobInfo job, GetJob(row.job_id));
+    jobs.push_back(std::move(job));
   }
-  return reply;
+  return jobs;
 }
 
-absl::StatusOr<gtco::v1::JobStatus> FarmCore::CancelJob(const std::string& job_id) {
+absl::StatusOr<JobInfo> FarmCore::CancelJob(const std::string& job_id) {
   GTCO_RETURN_IF_ERROR(GetJob(job_id).status());  // loads it, NOT_FOUND when unknown
   std::lock_guard<std::mutex> lock(mutex_);
-  JobState& job = *jobs_.at(job_id);
+  Job& job = *jobs_.at(job_id);
   if (job.Terminal()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " already ended (", job.row.state, ")"));
+        absl::StrCat("job ", job_id, " already ended (", db::JobStateName(job.row.state), ")"));
   }
   for (auto& task : job.tasks) {
     if (task->Finished()) continue;
-    task->row.state = "cancelled";
+    task->row.state = db::TaskState::kCancelled;
     task->pending.clear();
-    GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task->row.task_id, "cancelled"));
+    GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task->row.task_id, db::TaskState::kCancelled));
   }
-  job.row.state = "cancelled";
+  job.row.state = db::JobState::kCancelled;
   job.row.updated_unix_ms = NowMs();
-  GTCO_RETURN_IF_ERROR(db_->UpdateJobState(job_id, "cancelled", "", job.row.updated_unix_ms));
+  GTCO_RETURN_IF_ERROR(db_->UpdateJobState(job_id, db::JobState::kCancelled, "", job.row.updated_unix_ms));
   TouchJobLocked(job);
-  return JobStatusLocked(job);
+  return JobInfoLocked(job);
 }
 
-absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryModel(const gtco::v1::SubmitHeader& header,
-                                                          const std::string& model_bytes) {
-  GTCO_ASSIGN_OR_RETURN(const target::Target target, ValidateTarget(header.target()));
+absl::StatusOr<QueryResult> FarmCore::QueryModel(const JobSpec& spec,
+                                                 const std::string& model_bytes) {
+  const target::Target target = spec.target;
+  GTCO_RETURN_IF_ERROR(CheckCanBuild(target));
   GTCO_ASSIGN_OR_RETURN(
       onnx::ModelAnalysis analysis,
-      onnx::AnalyzeOnnxModel(model_bytes, OverridesFrom(header), PlanOptionsFor(target)));
+      onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
   std::lock_guard<std::mutex> lock(mutex_);
-  gtco::v1::QueryReply reply;
-  double total = 0;
+  QueryResult result;
   for (const onnx::ModelTask& model_task : analysis.tasks) {
-    GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(model_task.key, header.target()));
-    gtco::v1::ScheduleRecord record;
+    GTCO_ASSIGN_OR_RETURN(auto best,
+                          db_->BestMeasurement(model_task.key, target::TargetName(target)));
+    ScheduleRecordInfo record;
     if (best) {
-      record = RecordFrom(*best, model_task.workload.Description(), model_task.workload.Flops());
-      total += model_task.weight * best->median_seconds;
+      record = RecordFrom(*best, target, model_task.workload.Description(),
+                          model_task.workload.Flops());
+      result.estimated_latency_seconds += model_task.weight * best->median_seconds;
     } else {
-      record.set_workload_key(model_task.key);
-      record.set_description(model_task.workload.Description());
-      record.set_target(header.target());
+      record.workload_key = model_task.key;
+      record.description = model_task.workload.Description();
+      record.target = target;
     }
-    record.set_weight(model_task.weight);
-    *reply.add_records() = record;
+    record.weight = model_task.weight;
+    result.records.push_back(std::move(record));
   }
-  reply.set_estimated_latency_seconds(total);
-  return reply;
+  return result;
 }
 
-absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryWorkload(const std::string& workload_key,
-                                                             const std::string& target, int limit) {
-  GTCO_RETURN_IF_ERROR(ValidateTarget(target).status());
+absl::StatusOr<QueryResult> FarmCore::QueryWorkload(const std::string& workload_key,
+                                                    target::Target target, int limit) {
+  GTCO_RETURN_IF_ERROR(CheckCanBuild(target));
+  const std::string target_name = target::TargetName(target);
   std::lock_guard<std::mutex> lock(mutex_);
   GTCO_ASSIGN_OR_RETURN(std::optional<db::WorkloadRow> workload, db_->GetWorkload(workload_key));
   if (!workload) {
@@ -434,29 +432,29 @@ absl::StatusOr<gtco::v1::QueryReply> FarmCore::QueryWorkload(const std::string& 
         absl::StrCat("workload '", workload_key, "' is not in the schedule database"));
   }
   GTCO_ASSIGN_OR_RETURN(std::vector<db::MeasurementRow> rows,
-                        db_->TopMeasurements(workload_key, target, std::max(1, limit)));
+                        db_->TopMeasurements(workload_key, target_name, std::max(1, limit)));
   if (rows.empty()) {
     return absl::NotFoundError(absl::StrCat("workload '", workload_key,
-                                            "' has no successful measurement on target '", target,
+                                            "' has no successful measurement on target '", target_name,
                                             "' yet"));
   }
-  gtco::v1::QueryReply reply;
+  QueryResult result;
   for (const db::MeasurementRow& row : rows) {
-    *reply.add_records() = RecordFrom(row, workload->description, workload->flops);
+    result.records.push_back(RecordFrom(row, target, workload->description, workload->flops));
   }
-  reply.set_estimated_latency_seconds(rows.front().median_seconds);
-  return reply;
+  result.estimated_latency_seconds = rows.front().median_seconds;
+  return result;
 }
 
-absl::StatusOr<gtco::v1::JobStatus> FarmCore::WaitForJobChange(const std::string& job_id,
-                                                               int64_t* version, int timeout_ms) {
+absl::StatusOr<JobInfo> FarmCore::WaitForJobChange(const std::string& job_id, int64_t* version,
+                                                    int timeout_ms) {
   GTCO_RETURN_IF_ERROR(GetJob(job_id).status());
   std::unique_lock<std::mutex> lock(mutex_);
-  JobState& job = *jobs_.at(job_id);
+  Job& job = *jobs_.at(job_id);
   changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                     [&] { return shutting_down_ || job.version != *version; });
   *version = job.version;
-  return JobStatusLocked(job);
+  return JobInfoLocked(job);
 }
 
 void FarmCore::Shutdown() {
@@ -471,12 +469,12 @@ void FarmCore::Shutdown() {
   if (preparer_.joinable() && preparer_.get_id() != std::this_thread::get_id()) preparer_.join();
 }
 
-void FarmCore::TouchJobLocked(JobState& job) {
+void FarmCore::TouchJobLocked(Job& job) {
   ++job.version;
   changed_.notify_all();
 }
 
-int FarmCore::TaskState::MappingOfTrace(const std::string& trace_text) const {
+int FarmCore::Task::MappingOfTrace(const std::string& trace_text) const {
   std::string sketch = trace_text.substr(0, trace_text.find(';'));
   for (size_t index = 0; index < mappings.size(); ++index) {
     if (mappings[index].space->sketch_name() == sketch) return static_cast<int>(index);
@@ -484,7 +482,7 @@ int FarmCore::TaskState::MappingOfTrace(const std::string& trace_text) const {
   return -1;
 }
 
-int64_t FarmCore::JobState::TrialsSpent() const {
+int64_t FarmCore::Job::TrialsSpent() const {
   int64_t spent = 0;
   for (const auto& task : tasks) {
     spent += task->trials_done + static_cast<int64_t>(task->outstanding.size());
@@ -492,41 +490,43 @@ int64_t FarmCore::JobState::TrialsSpent() const {
   return spent;
 }
 
-void FarmCore::UpdateTaskCompletionLocked(JobState& job, TaskState& task) {
-  if (task.Finished() || job.row.state != "running") return;
+void FarmCore::UpdateTaskCompletionLocked(Job& job, Task& task) {
+  if (task.Finished() || job.row.state != db::JobState::kRunning) return;
   bool no_more = job.BudgetLeft() <= 0 || task.Exhausted();
   bool nothing_left = task.outstanding.empty() && no_more;
-  std::string state = nothing_left ? "done" : (task.trials_done > 0 ? "running" : "pending");
+  const db::TaskState state = nothing_left            ? db::TaskState::kDone
+                              : task.trials_done > 0 ? db::TaskState::kRunning
+                                                     : db::TaskState::kPending;
   if (state == task.row.state) return;
   task.row.state = state;
   absl::Status status = db_->UpdateTaskState(task.row.task_id, state);
   if (!status.ok()) GTCO_LOG(kError, "task " << task.row.task_id << ": " << status);
 }
 
-void FarmCore::UpdateJobCompletionLocked(JobState& job) {
-  if (job.row.state != "running") return;
+void FarmCore::UpdateJobCompletionLocked(Job& job) {
+  if (job.row.state != db::JobState::kRunning) return;
   for (auto& task : job.tasks) UpdateTaskCompletionLocked(job, *task);
   std::string failed_tasks;
   for (const auto& task : job.tasks) {
     if (!task->Finished()) return;
-    if (task->row.state == "done" && task->best_seconds == 0) {
+    if (task->row.state == db::TaskState::kDone && task->best_seconds == 0) {
       absl::StrAppend(&failed_tasks, failed_tasks.empty() ? "" : "; ", task->row.task_id, " (",
                       task->description, "): ",
                       task->trials_done == 0 ? "no trial was run"
                                              : "every candidate failed: " + task->first_error);
     }
   }
-  job.row.state = failed_tasks.empty() ? "done" : "failed";
+  job.row.state = failed_tasks.empty() ? db::JobState::kDone : db::JobState::kFailed;
   job.row.error = failed_tasks;
   job.row.updated_unix_ms = NowMs();
   absl::Status status =
       db_->UpdateJobState(job.row.job_id, job.row.state, job.row.error, job.row.updated_unix_ms);
   if (!status.ok()) GTCO_LOG(kError, "job " << job.row.job_id << ": " << status);
-  GTCO_LOG(kInfo, "job " << job.row.job_id << " " << job.row.state);
+  GTCO_LOG(kInfo, "job " << job.row.job_id << " " << db::JobStateName(job.row.state));
   TouchJobLocked(job);
 }
 
-std::vector<TaskCurve> FarmCore::CurvesLocked(const JobState& job) const {
+std::vector<TaskCurve> FarmCore::CurvesLocked(const Job& job) const {
   std::vector<TaskCurve> curves;
   for (const auto& task : job.tasks) {
     TaskCurve curve;
@@ -540,85 +540,80 @@ std::vector<TaskCurve> FarmCore::CurvesLocked(const JobState& job) const {
   return curves;
 }
 
-gtco::v1::TaskStatus FarmCore::TaskStatusLocked(const JobState& job, const TaskState& task) const {
-  gtco::v1::TaskStatus status;
-  status.set_task_id(task.row.task_id);
-  status.set_workload_key(task.row.workload_key);
-  status.set_kind(ir::AnchorKindName(task.workload.anchor));
-  status.set_description(task.description);
-  status.set_weight(task.row.weight);
-  status.set_trials_allotted(task.row.trials_allotted);
-  status.set_trials_done(task.trials_done);
-  status.set_trials_failed(task.trials_failed);
-  status.set_best_seconds(task.best_seconds);
-  if (task.best_seconds > 0) status.set_gflops(task.flops / task.best_seconds * 1e-9);
-  status.set_state(task.row.state);
-  status.set_eta_seconds(-1);
-  status.set_expected_gain_seconds(task.last_gain);
-  int64_t pruned = 0;
+TaskInfo FarmCore::TaskInfoLocked(const Job& job, const Task& task) const {
+  TaskInfo info;
+  info.task_id = task.row.task_id;
+  info.workload_key = task.row.workload_key;
+  info.kind = ir::AnchorKindName(task.workload.anchor);
+  info.description = task.description;
+  info.weight = task.row.weight;
+  info.trials_allotted = task.row.trials_allotted;
+  info.trials_done = task.trials_done;
+  info.trials_failed = task.trials_failed;
+  info.best_seconds = task.best_seconds;
+  if (task.best_seconds > 0) info.gflops = task.flops / task.best_seconds * 1e-9;
+  info.state = task.row.state;
+  info.eta_seconds = -1;
+  info.expected_gain_seconds = task.last_gain;
   for (const schedule::MappingVerdict& verdict : task.verdicts) {
-    gtco::v1::MappingStatus* mapping = status.add_mappings();
-    mapping->set_name(verdict.mapping);
-    mapping->set_applies(verdict.applies);
-    mapping->set_reason(verdict.reason);
+    MappingInfo mapping;
+    mapping.name = verdict.mapping;
+    mapping.applies = verdict.applies;
+    mapping.reason = verdict.reason;
     for (const MappingState& state : task.mappings) {
       if (state.space->mapping() != verdict.mapping) continue;
-      mapping->set_trials(state.trials);
-      mapping->set_in_flight(state.in_flight);
-      mapping->set_best_seconds(state.best_seconds);
+      mapping.trials = state.trials;
+      mapping.in_flight = state.in_flight;
+      mapping.best_seconds = state.best_seconds;
       const schedule::PruneStats& stats = state.space->prune_stats();
-      mapping->set_considered(stats.considered);
-      mapping->set_admitted(stats.admitted);
+      mapping.considered = stats.considered;
+      mapping.admitted = stats.admitted;
       for (const auto& [rule, count] : stats.pruned_by_rule) {
-        gtco::v1::PrunedRule* pruned_rule = mapping->add_pruned();
-        pruned_rule->set_rule(rule);
-        pruned_rule->set_count(count);
-        pruned += count;
+        mapping.pruned_by_rule[rule] += count;
+        info.pruned += count;
       }
     }
+    info.mappings.push_back(std::move(mapping));
   }
-  status.set_pruned(pruned);
-  return status;
+  return info;
 }
 
-gtco::v1::JobStatus FarmCore::JobStatusLocked(const JobState& job) const {
-  gtco::v1::JobStatus status;
-  status.set_job_id(job.row.job_id);
-  status.set_team(job.row.team);
-  status.set_model_name(job.row.model_name);
-  status.set_target(job.row.target);
-  status.set_state(job.row.state);
-  status.set_error(job.row.error);
-  status.set_budget(job.row.budget);
-  status.set_created_unix_seconds(job.row.created_unix_ms / 1000.0);
-  status.set_updated_unix_seconds(job.row.updated_unix_ms / 1000.0);
-  status.set_scheduler(SchedulerKindName(job.scheduler.kind));
-  status.set_round_size(job.options.round_size());
-  for (const std::string& decision : job.decisions) status.add_decisions(decision);
-  int64_t done = 0, failed = 0;
+JobInfo FarmCore::JobInfoLocked(const Job& job) const {
+  JobInfo info;
+  info.job_id = job.row.job_id;
+  info.team = job.row.team;
+  info.model_name = job.row.model_name;
+  info.target = target::ParseTarget(job.row.target).value_or(target::Target::kCpu);
+  info.state = job.row.state;
+  info.error = job.row.error;
+  info.budget = job.row.budget;
+  info.created_unix_seconds = job.row.created_unix_ms / 1000.0;
+  info.updated_unix_seconds = job.row.updated_unix_ms / 1000.0;
+  info.scheduler = SchedulerKindName(job.scheduler.kind);
+  info.round_size = job.options.round_size;
+  info.decisions.assign(job.decisions.begin(), job.decisions.end());
   double latency = 0;
   for (const auto& task : job.tasks) {
-    done += task->trials_done;
-    failed += task->trials_failed;
+    info.trials_done += task->trials_done;
+    info.trials_failed += task->trials_failed;
     latency += task->row.weight * task->best_seconds;
   }
-  status.set_trials_done(done);
-  status.set_trials_failed(failed);
-  status.set_estimated_latency_seconds(latency);
+  info.estimated_latency_seconds = latency;
   // ETA from this server's throughput on the job since it started driving it.
+  const int64_t done = info.trials_done;
   double elapsed = (NowMs() - job.resumed_ms) / 1000.0;
   int64_t progressed = done - job.trials_at_resume;
   double rate = (elapsed > 0.5 && progressed > 0) ? progressed / elapsed : 0;
   int64_t budget_left = std::max<int64_t>(0, job.BudgetLeft());
   double job_eta = rate > 0 ? (budget_left + job.TrialsSpent() - done) / rate : -1;
-  status.set_eta_seconds(job.Terminal() ? 0 : job_eta);
+  info.eta_seconds = job.Terminal() ? 0 : job_eta;
   // Each task's allotment: what it has spent plus its share of the budget left, in proportion
   // to the scheduler's current expected gains (evenly while they are unknown).
   std::vector<TaskCurve> curves = CurvesLocked(job);
   std::vector<double> shares;
   double share_total = 0;
   for (size_t index = 0; index < job.tasks.size(); ++index) {
-    const TaskState& task = *job.tasks[index];
+    const Task& task = *job.tasks[index];
     double share = 0;
     if (!task.Finished() && !task.Exhausted()) {
       share = job.scheduler.kind == SchedulerKind::kEven || task.trials_done < 2
@@ -629,23 +624,24 @@ gtco::v1::JobStatus FarmCore::JobStatusLocked(const JobState& job) const {
     share_total += share;
   }
   for (size_t index = 0; index < job.tasks.size(); ++index) {
-    const TaskState& task = *job.tasks[index];
-    gtco::v1::TaskStatus* task_status = status.add_tasks();
-    *task_status = TaskStatusLocked(job, task);
+    const Task& task = *job.tasks[index];
+    TaskInfo task_info = TaskInfoLocked(job, task);
     int64_t spent = task.trials_done + static_cast<int64_t>(task.outstanding.size());
-    if (task.row.state == "from_database") continue;
-    int64_t projected =
-        share_total > 0
-            ? static_cast<int64_t>(std::llround(budget_left * shares[index] / share_total))
-            : 0;
-    task_status->set_trials_allotted(job.Terminal() ? task.trials_done : spent + projected);
-    if (task.Finished()) {
-      task_status->set_eta_seconds(0);
-    } else if (!job.Terminal()) {
-      task_status->set_eta_seconds(projected > 0 ? job_eta : (rate > 0 ? 0 : -1));
+    if (task.row.state != db::TaskState::kFromDatabase) {
+      int64_t projected =
+          share_total > 0
+              ? static_cast<int64_t>(std::llround(budget_left * shares[index] / share_total))
+              : 0;
+      task_info.trials_allotted = job.Terminal() ? task.trials_done : spent + projected;
+      if (task.Finished()) {
+        task_info.eta_seconds = 0;
+      } else if (!job.Terminal()) {
+        task_info.eta_seconds = projected > 0 ? job_eta : (rate > 0 ? 0 : -1);
+      }
     }
+    info.tasks.push_back(std::move(task_info));
   }
-  return status;
+  return info;
 }
 
 }  // namespace gtco::server

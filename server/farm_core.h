@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -18,8 +19,8 @@
 #include "common/ir/workload.h"
 #include "common/search/search_strategy.h"
 #include "common/target/target.h"
-#include "gtco/v1/gtco.pb.h"
 #include "server/farm_metrics.h"
+#include "server/farm_types.h"
 #include "server/task_scheduler.h"
 
 namespace gtco::server {
@@ -51,26 +52,37 @@ class FarmCore {
   ~FarmCore();
 
   // Client side.
-  absl::StatusOr<gtco::v1::JobStatus> Submit(const gtco::v1::SubmitHeader& header,
-                                             const std::string& model_bytes);
-  absl::StatusOr<gtco::v1::JobStatus> GetJob(const std::string& job_id);
-  absl::StatusOr<gtco::v1::ListJobsReply> ListJobs(const std::string& team,
-                                                   const std::string& state);
-  absl::StatusOr<gtco::v1::JobStatus> CancelJob(const std::string& job_id);
-  absl::StatusOr<gtco::v1::QueryReply> QueryModel(const gtco::v1::SubmitHeader& header,
-                                                  const std::string& model_bytes);
-  absl::StatusOr<gtco::v1::QueryReply> QueryWorkload(const std::string& workload_key,
-                                                     const std::string& target, int limit);
+  /// Analyzes the model, plans its tasks and starts tuning them. INVALID_ARGUMENT for a bad
+  /// model or request, UNIMPLEMENTED when no mapping of the target covers a task,
+  /// RESOURCE_EXHAUSTED at the team's quota.
+  absl::StatusOr<JobInfo> Submit(const JobSpec& spec, const std::string& model_bytes);
+  /// NOT_FOUND when unknown.
+  absl::StatusOr<JobInfo> GetJob(const std::string& job_id);
+  /// Jobs of `team` (every team when empty) in `state` (every state when none), newest first.
+  absl::StatusOr<std::vector<JobInfo>> ListJobs(const std::string& team,
+                                                std::optional<db::JobState> state);
+  absl::StatusOr<JobInfo> CancelJob(const std::string& job_id);
+  /// The best record of each task of the model on spec.target (nothing is tuned).
+  absl::StatusOr<QueryResult> QueryModel(const JobSpec& spec, const std::string& model_bytes);
+  /// Up to `limit` (at least 1) best records of the workload on `target`.
+  absl::StatusOr<QueryResult> QueryWorkload(const std::string& workload_key,
+                                            target::Target target, int limit);
   /// Blocks until the job changed after `*version` or `timeout_ms` passed; updates `*version`.
-  absl::StatusOr<gtco::v1::JobStatus> WaitForJobChange(const std::string& job_id,
-                                                       int64_t* version, int timeout_ms);
+  absl::StatusOr<JobInfo> WaitForJobChange(const std::string& job_id, int64_t* version,
+                                           int timeout_ms);
 
   // Worker side.
-  absl::StatusOr<gtco::v1::RegisterReply> Register(const gtco::v1::RegisterRequest& request);
-  /// Hands out up to max_candidates under a lease; waits up to wait_ms when nothing is ready.
-  absl::StatusOr<gtco::v1::LeaseReply> Lease(const gtco::v1::LeaseRequest& request);
-  absl::StatusOr<gtco::v1::ReportReply> Report(const gtco::v1::ReportRequest& request);
-  absl::Status Heartbeat(const gtco::v1::HeartbeatRequest& request);
+  absl::StatusOr<WorkerTerms> Register(const WorkerHello& hello);
+  /// Hands out up to `max_candidates` (1..64) under a lease; waits up to `wait_ms` (0..30000)
+  /// when nothing is ready. NOT_FOUND for a worker that has not registered.
+  absl::StatusOr<std::vector<LeasedCandidate>> Lease(const std::string& worker_id,
+                                                     int max_candidates, int wait_ms);
+  /// Stores the results (idempotently on the candidate id); results for candidates the worker
+  /// does not hold are counted as rejected.
+  absl::StatusOr<ReportTally> Report(const std::string& worker_id,
+                                     const std::vector<TrialResult>& results);
+  /// Marks the worker alive and extends the leases of the candidates it holds among `held`.
+  absl::Status Heartbeat(const std::string& worker_id, const std::vector<std::string>& held);
 
   /// Periodic housekeeping: expires leases, refreshes gauges. Called by the server's ticker.
   void Tick();
@@ -78,14 +90,14 @@ class FarmCore {
   void Shutdown();
 
  private:
-  struct TaskState;
-  struct JobState;
-  struct WorkerState;
+  struct Task;
+  struct Job;
+  struct Worker;
   struct TargetModel;
   /// A candidate lowered ahead of its lease, waiting in its target's ready queue.
   struct Prepared {
-    TaskState* task;
-    gtco::v1::Candidate candidate;
+    Task* task;
+    LeasedCandidate candidate;
   };
 
   FarmCore(std::unique_ptr<db::Database> database, FarmOptions options, FarmMetrics* metrics);
@@ -95,44 +107,44 @@ class FarmCore {
   absl::Status CheckTeamQuotaLocked(const std::string& team);
   /// Trials the job's team may still start under its trials-per-day limit: the limit less what
   /// it measured in the last 24 hours and what it has in flight (max int64 without a limit).
-  absl::StatusOr<int64_t> TeamTrialsLeftLocked(const JobState& job);
+  absl::StatusOr<int64_t> TeamTrialsLeftLocked(const Job& job);
   /// Running jobs with budget left on `target`, in weighted-fair-share order: the team with the
   /// least trials per unit of share first, then its job with the fewest trials proposed.
-  std::vector<JobState*> FairShareOrderLocked(const std::string& target);
-  absl::Status LoadTaskHistoryLocked(TaskState& task);
-  gtco::v1::JobStatus JobStatusLocked(const JobState& job) const;
-  gtco::v1::TaskStatus TaskStatusLocked(const JobState& job, const TaskState& task) const;
-  std::vector<TaskCurve> CurvesLocked(const JobState& job) const;
+  std::vector<Job*> FairShareOrderLocked(const std::string& target);
+  absl::Status LoadTaskHistoryLocked(Task& task);
+  JobInfo JobInfoLocked(const Job& job) const;
+  TaskInfo TaskInfoLocked(const Job& job, const Task& task) const;
+  std::vector<TaskCurve> CurvesLocked(const Job& job) const;
 
   // Scheduling (farm_scheduling.cc).
-  absl::StatusOr<std::vector<gtco::v1::Candidate>> TakeCandidatesLocked(const WorkerState& worker,
-                                                                        int max_candidates);
+  absl::StatusOr<std::vector<LeasedCandidate>> TakeCandidatesLocked(const Worker& worker,
+                                                                     int max_candidates);
   /// A task with a candidate waiting to be leased again (its lease expired); nullptr if none.
-  TaskState* TaskWithPendingLocked(const WorkerState& worker);
+  Task* TaskWithPendingLocked(const Worker& worker);
   /// Runs the dual-task scheduler on the next job with budget left and proposes one round.
   /// Returns false when no job can take trials now.
-  absl::StatusOr<bool> ScheduleRoundLocked(const WorkerState& worker);
-  absl::Status CreateSpacesLocked(TaskState& task, const WorkerState& worker);
-  absl::Status ProposeLocked(JobState& job, TaskState& task, int mapping_index, int64_t count);
-  std::vector<double> ScoreTracesLocked(const TaskState& task,
+  absl::StatusOr<bool> ScheduleRoundLocked(const Worker& worker);
+  absl::Status CreateSpacesLocked(Task& task, const Worker& worker);
+  absl::Status ProposeLocked(Job& job, Task& task, int mapping_index, int64_t count);
+  std::vector<double> ScoreTracesLocked(const Task& task,
                                         const std::vector<schedule::Trace>& traces) const;
   /// A task of `worker`'s target with a candidate waiting to be lowered, its spaces created;
   /// proposes a new round when none waits. nullptr when no job can take trials now.
-  absl::StatusOr<TaskState*> NextPendingLocked(const WorkerState& worker);
+  absl::StatusOr<Task*> NextPendingLocked(const Worker& worker);
   /// Records a candidate the generator could not lower as a failed trial of `worker`.
-  absl::Status RecordLoweringFailureLocked(const WorkerState& worker,
+  absl::Status RecordLoweringFailureLocked(const Worker& worker,
                                            const std::string& candidate_id,
                                            const absl::Status& error);
   /// Lowers `trace_text` of `task` to its candidate program (LLVM bitcode for "cpu", CUDA C
   /// with its launch for "cuda") with its features on the task's hardware. Reads only what does
   /// not change once the task's spaces exist, so the preparer calls it without the lock.
-  static absl::StatusOr<BuiltCandidate> BuildCandidate(const TaskState& task,
+  static absl::StatusOr<BuiltCandidate> BuildCandidate(const Task& task,
                                                        const std::string& candidate_id,
                                                        const std::string& trace_text);
-  absl::StatusOr<gtco::v1::Candidate> MakeCandidateLocked(TaskState& task,
+  absl::StatusOr<LeasedCandidate> MakeCandidateLocked(Task& task,
                                                           const std::string& candidate_id,
                                                           const std::string& trace_text);
-  void LogDecisionLocked(JobState& job, const std::string& decision);
+  void LogDecisionLocked(Job& job, const std::string& decision);
 
   // Preparation ahead of leases (farm_prepare.cc).
   /// The preparer thread: keeps each target's ready queue at ReadyWantLocked() candidates.
@@ -140,26 +152,26 @@ class FarmCore {
   /// Proposes up to `count` candidates for `worker`'s target and lowers them with `lock`
   /// released, then queues them in ready_. Returns how many it took from the search.
   absl::StatusOr<int> PrepareBatchLocked(std::unique_lock<std::mutex>& lock,
-                                         const WorkerState& worker, int count);
+                                         const Worker& worker, int count);
   /// Leases up to `max_candidates` prepared candidates of `worker`'s target to it.
-  absl::StatusOr<std::vector<gtco::v1::Candidate>> LeaseReadyLocked(const WorkerState& worker,
-                                                                    int max_candidates);
+  absl::StatusOr<std::vector<LeasedCandidate>> LeaseReadyLocked(const Worker& worker,
+                                                                 int max_candidates);
   /// Ready candidates wanted for `target`: two per live worker of it (the pipeline depth).
   size_t ReadyWantLocked(const std::string& target) const;
   /// The live worker of `target` seen last (its hardware shapes the spaces); nullptr if none.
-  const WorkerState* ReferenceWorkerLocked(const std::string& target) const;
-  bool WorkerAliveLocked(const WorkerState& worker, int64_t now_ms) const;
+  const Worker* ReferenceWorkerLocked(const std::string& target) const;
+  bool WorkerAliveLocked(const Worker& worker, int64_t now_ms) const;
 
   // Results (farm_workers.cc).
-  absl::StatusOr<bool> RecordResultLocked(const WorkerState& worker,
-                                          const gtco::v1::MeasureResult& result);
-  void UpdateTaskCompletionLocked(JobState& job, TaskState& task);
-  void UpdateJobCompletionLocked(JobState& job);
-  void TouchJobLocked(JobState& job);
+  absl::StatusOr<bool> RecordResultLocked(const Worker& worker,
+                                          const TrialResult& result);
+  void UpdateTaskCompletionLocked(Job& job, Task& task);
+  void UpdateJobCompletionLocked(Job& job);
+  void TouchJobLocked(Job& job);
 
   // Cost model (farm_costmodel.cc).
   TargetModel& ModelForLocked(const std::string& target);
-  absl::Status WarmStartModelLocked(const std::string& target, const WorkerState& worker);
+  absl::Status WarmStartModelLocked(const std::string& target, const Worker& worker);
   /// Retrains models that gained enough samples; called from Tick without the lock held.
   void TrainModels();
   std::string ModelPath(const std::string& target) const;
@@ -181,9 +193,9 @@ class FarmCore {
   std::thread preparer_;
   bool shutting_down_ = false;
   std::mt19937_64 rng_;
-  std::map<std::string, std::unique_ptr<JobState>> jobs_;
-  std::map<std::string, TaskState*> tasks_;  ///< task id -> task (owned by its job)
-  std::map<std::string, std::unique_ptr<WorkerState>> workers_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::map<std::string, Task*> tasks_;  ///< task id -> task (owned by its job)
+  std::map<std::string, std::unique_ptr<Worker>> workers_;
   std::map<std::string, std::unique_ptr<TargetModel>> models_;  ///< by target
   /// Trials proposed per team since start, divided by the team's share (fair-share clock).
   std::map<std::string, double> team_clock_;

@@ -39,7 +39,7 @@ FarmCore::TargetModel& FarmCore::ModelForLocked(const std::string& target) {
   return *model;
 }
 
-absl::Status FarmCore::WarmStartModelLocked(const std::string& target, const WorkerState& worker) {
+absl::Status FarmCore::WarmStartModelLocked(const std::string& target, const Worker& worker) {
   TargetModel& model = ModelForLocked(target);
   if (model.warm_started) return absl::OkStatus();
   model.warm_started = true;

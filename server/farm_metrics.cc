@@ -3,7 +3,8 @@
 
 namespace gtco::server {
 namespace {
-const char* const kJobStates[] = {"running", "done", "failed", "cancelled"};
+constexpr db::JobState kJobStates[] = {db::JobState::kRunning, db::JobState::kDone,
+                                       db::JobState::kFailed, db::JobState::kCancelled};
 }  // namespace
 
 FarmMetrics::FarmMetrics(metrics::Registry& registry)
@@ -28,14 +29,14 @@ FarmMetrics::FarmMetrics(metrics::Registry& registry)
           "gtco_database_errors_total",
           "Schedule-database statements that failed, by status code (UNAVAILABLE: the database "
           "was unreachable, full or failing)")) {
-  for (const char* state : kJobStates) jobs_.Add({{"state", state}});
+  for (db::JobState state : kJobStates) jobs_.Add({{"state", db::JobStateName(state)}});
   database_errors_.Add({{"code", "UNAVAILABLE"}});
 }
 
-void FarmMetrics::SetJobsByState(const std::map<std::string, int64_t>& counts) {
-  for (const char* state : kJobStates) {
+void FarmMetrics::SetJobsByState(const std::map<db::JobState, int64_t>& counts) {
+  for (db::JobState state : kJobStates) {
     auto found = counts.find(state);
-    jobs_.Add({{"state", state}}).Set(found == counts.end() ? 0 : found->second);
+    jobs_.Add({{"state", db::JobStateName(state)}}).Set(found == counts.end() ? 0 : found->second);
   }
 }
 

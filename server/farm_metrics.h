@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/db/states.h"
 #include "common/metrics/registry.h"
 
 namespace gtco::server {
@@ -16,7 +17,7 @@ class FarmMetrics {
   explicit FarmMetrics(metrics::Registry& registry);
 
   /// Sets the jobs-by-state gauges; states missing from `counts` read 0.
-  void SetJobsByState(const std::map<std::string, int64_t>& counts);
+  void SetJobsByState(const std::map<db::JobState, int64_t>& counts);
   /// outcome: "ok" | "compile" | "runtime" | "timeout" | "wrong_result" | "crash".
   void CountTrial(const std::string& target, const std::string& outcome);
   /// reason: "unknown_candidate" | "duplicate".

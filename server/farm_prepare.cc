@@ -24,12 +24,12 @@ size_t LoweringThreads() { return std::max(1u, std::thread::hardware_concurrency
 constexpr auto kPreparerBackoff = std::chrono::milliseconds(500);
 }  // namespace
 
-bool FarmCore::WorkerAliveLocked(const WorkerState& worker, int64_t now_ms) const {
+bool FarmCore::WorkerAliveLocked(const Worker& worker, int64_t now_ms) const {
   return now_ms - worker.last_seen_ms < 3000LL * options_.heartbeat_seconds;
 }
 
-const FarmCore::WorkerState* FarmCore::ReferenceWorkerLocked(const std::string& target) const {
-  const WorkerState* newest = nullptr;
+const FarmCore::Worker* FarmCore::ReferenceWorkerLocked(const std::string& target) const {
+  const Worker* newest = nullptr;
   const int64_t now = NowMs();
   for (const auto& [worker_id, worker] : workers_) {
     if (worker->row.target != target || !WorkerAliveLocked(*worker, now)) continue;
@@ -58,7 +58,7 @@ void FarmCore::PrepareLoop() {
       }
     }
     for (const std::string& target : targets) {
-      const WorkerState* worker = ReferenceWorkerLocked(target);
+      const Worker* worker = ReferenceWorkerLocked(target);
       if (worker == nullptr) continue;
       const size_t want = ReadyWantLocked(target);
       const size_t have = ready_[target].size();
@@ -82,16 +82,16 @@ void FarmCore::PrepareLoop() {
 }
 
 absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& lock,
-                                                 const WorkerState& worker, int count) {
+                                                 const Worker& worker, int count) {
   struct Item {
-    TaskState* task;
+    Task* task;
     std::string candidate_id;
     std::string trace;
   };
   GTCO_RETURN_IF_ERROR(WarmStartModelLocked(worker.row.target, worker));
   std::vector<Item> batch;
   while (static_cast<int>(batch.size()) < count) {
-    GTCO_ASSIGN_OR_RETURN(TaskState * task, NextPendingLocked(worker));
+    GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));
     if (task == nullptr) break;
     std::string candidate_id = task->pending.front();
     task->pending.pop_front();
@@ -123,7 +123,7 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
 
   std::deque<Prepared>& queue = ready_[worker.row.target];
   for (size_t index = 0; index < batch.size(); ++index) {
-    TaskState& task = *batch[index].task;
+    Task& task = *batch[index].task;
     const std::string& candidate_id = batch[index].candidate_id;
     // Cancelled, or its job ended, while it was being lowered.
     if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
@@ -139,17 +139,17 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
   return static_cast<int>(batch.size());
 }
 
-absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::LeaseReadyLocked(
-    const WorkerState& worker, int max_candidates) {
-  std::vector<gtco::v1::Candidate> taken;
+absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::LeaseReadyLocked(
+    const Worker& worker, int max_candidates) {
+  std::vector<LeasedCandidate> taken;
   std::deque<Prepared>& queue = ready_[worker.row.target];
   const int64_t now = NowMs();
   const int64_t deadline = now + options_.lease_seconds * 1000LL;
   while (static_cast<int>(taken.size()) < max_candidates && !queue.empty()) {
     Prepared item = std::move(queue.front());
     queue.pop_front();
-    TaskState& task = *item.task;
-    const std::string& candidate_id = item.candidate.candidate_id();
+    Task& task = *item.task;
+    const std::string& candidate_id = item.candidate.candidate_id;
     if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
     absl::Status leased = db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline);
     if (!leased.ok()) {
@@ -158,7 +158,7 @@ absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::LeaseReadyLocked(
       break;
     }
     task.leased_at_ms[candidate_id] = now;
-    item.candidate.set_lease_deadline_unix_ms(deadline);
+    item.candidate.lease_deadline_unix_ms = deadline;
     taken.push_back(std::move(item.candidate));
   }
   if (queue.size() < ReadyWantLocked(worker.row.target)) prepare_cv_.notify_one();

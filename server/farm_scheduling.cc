@@ -21,14 +21,14 @@ constexpr size_t kMaxDecisions = 40;
 constexpr size_t kMaxScoredFeatures = 8192;
 }  // namespace
 
-void FarmCore::LogDecisionLocked(JobState& job, const std::string& decision) {
+void FarmCore::LogDecisionLocked(Job& job, const std::string& decision) {
   job.decisions.push_back(decision);
   while (job.decisions.size() > kMaxDecisions) job.decisions.pop_front();
 }
 
-FarmCore::TaskState* FarmCore::TaskWithPendingLocked(const WorkerState& worker) {
+FarmCore::Task* FarmCore::TaskWithPendingLocked(const Worker& worker) {
   for (auto& [job_id, job] : jobs_) {
-    if (job->row.state != "running" || job->row.target != worker.row.target) continue;
+    if (job->row.state != db::JobState::kRunning || job->row.target != worker.row.target) continue;
     for (auto& task : job->tasks) {
       if (!task->Finished() && !task->pending.empty()) return task.get();
     }
@@ -36,7 +36,7 @@ FarmCore::TaskState* FarmCore::TaskWithPendingLocked(const WorkerState& worker) 
   return nullptr;
 }
 
-absl::Status FarmCore::CreateSpacesLocked(TaskState& task, const WorkerState& worker) {
+absl::Status FarmCore::CreateSpacesLocked(Task& task, const Worker& worker) {
   task.hardware = worker.hardware;
   task.verdicts = kernels::ExplainMappings(task.workload, worker.hardware);
   GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
@@ -50,7 +50,7 @@ absl::Status FarmCore::CreateSpacesLocked(TaskState& task, const WorkerState& wo
     mapping.space = std::make_unique<schedule::SearchSpace>(std::move(space));
     search::EvolutionaryOptions search_options;
     search_options.seed = rng_();
-    TaskState* task_pointer = &task;
+    Task* task_pointer = &task;
     search_options.scorer = [this, task_pointer](const std::vector<schedule::Trace>& traces) {
       return ScoreTracesLocked(*task_pointer, traces);
     };
@@ -83,7 +83,7 @@ absl::Status FarmCore::CreateSpacesLocked(TaskState& task, const WorkerState& wo
   return absl::OkStatus();
 }
 
-std::vector<double> FarmCore::ScoreTracesLocked(const TaskState& task,
+std::vector<double> FarmCore::ScoreTracesLocked(const Task& task,
                                                 const std::vector<schedule::Trace>& traces) const {
   auto found = models_.find(task.row.target);
   if (found == models_.end() || !found->second->model || !found->second->model->trained()) {
@@ -110,7 +110,7 @@ std::vector<double> FarmCore::ScoreTracesLocked(const TaskState& task,
   return std::vector<double>(scores->begin(), scores->end());
 }
 
-absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const JobState& job) {
+absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const Job& job) {
   if (job.team_max_trials_per_day <= 0) return std::numeric_limits<int64_t>::max();
   GTCO_ASSIGN_OR_RETURN(int64_t measured,
                         db_->CountTrialsSince(job.row.team, NowMs() - 24LL * 3600 * 1000));
@@ -123,11 +123,11 @@ absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const JobState& job) {
   return std::max<int64_t>(0, job.team_max_trials_per_day - measured - in_flight);
 }
 
-std::vector<FarmCore::JobState*> FarmCore::FairShareOrderLocked(const std::string& target) {
-  std::vector<JobState*> running;
+std::vector<FarmCore::Job*> FarmCore::FairShareOrderLocked(const std::string& target) {
+  std::vector<Job*> running;
   std::map<std::string, double> share;
   for (auto& [job_id, job] : jobs_) {
-    if (job->row.state == "running" && job->row.target == target && job->BudgetLeft() > 0) {
+    if (job->row.state == db::JobState::kRunning && job->row.target == target && job->BudgetLeft() > 0) {
       running.push_back(job.get());
       share[job->row.team] = job->team_share;
     }
@@ -143,7 +143,7 @@ std::vector<FarmCore::JobState*> FarmCore::FairShareOrderLocked(const std::strin
     auto [clock, inserted] = team_clock_.emplace(team, std::max(0.0, least));
     if (!inserted && least >= 0 && clock->second < least) clock->second = least;
   }
-  std::stable_sort(running.begin(), running.end(), [this](const JobState* a, const JobState* b) {
+  std::stable_sort(running.begin(), running.end(), [this](const Job* a, const Job* b) {
     const double clock_a = team_clock_[a->row.team], clock_b = team_clock_[b->row.team];
     if (clock_a != clock_b) return clock_a < clock_b;
     return a->proposed < b->proposed;
@@ -151,12 +151,12 @@ std::vector<FarmCore::JobState*> FarmCore::FairShareOrderLocked(const std::strin
   return running;
 }
 
-absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
-  std::vector<JobState*> running = FairShareOrderLocked(worker.row.target);
+absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const Worker& worker) {
+  std::vector<Job*> running = FairShareOrderLocked(worker.row.target);
   // Weighted fair share across teams, then across a team's jobs; within a job the dual-task
   // scheduler picks the task, then the mapping.
   for (size_t attempt = 0; attempt < running.size(); ++attempt) {
-    JobState& job = *running[attempt];
+    Job& job = *running[attempt];
     GTCO_ASSIGN_OR_RETURN(int64_t team_trials_left, TeamTrialsLeftLocked(job));
     if (team_trials_left <= 0) continue;
     for (auto& task : job.tasks) {
@@ -170,7 +170,7 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
       job.tasks[index]->last_gain = ExpectedGain(curves[index], job.scheduler);
     }
     if (task_choice.task < 0) continue;
-    TaskState& task = *job.tasks[task_choice.task];
+    Task& task = *job.tasks[task_choice.task];
     std::vector<MappingArm> arms;
     for (const MappingState& mapping : task.mappings) {
       arms.push_back(MappingArm{mapping.space->mapping(), mapping.trials + mapping.in_flight,
@@ -184,7 +184,7 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
       if (other.get() != &task && !other->Finished() && idle) ++untouched;
     }
     int64_t count = std::max<int64_t>(
-        1, std::min<int64_t>(job.options.round_size(), job.BudgetLeft() - untouched));
+        1, std::min<int64_t>(job.options.round_size, job.BudgetLeft() - untouched));
     count = std::min(count, team_trials_left);
     // The bandit places the round's candidates one by one, so a round can explore several
     // mappings; the reason logged is the first placement's.
@@ -220,7 +220,7 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const WorkerState& worker) {
   return false;
 }
 
-absl::Status FarmCore::ProposeLocked(JobState& job, TaskState& task, int mapping_index,
+absl::Status FarmCore::ProposeLocked(Job& job, Task& task, int mapping_index,
                                      int64_t count) {
   MappingState& mapping = task.mappings[mapping_index];
   std::vector<schedule::Trace> traces = mapping.search->Propose(static_cast<int>(count));
@@ -238,65 +238,56 @@ absl::Status FarmCore::ProposeLocked(JobState& job, TaskState& task, int mapping
     row.workload_key = task.row.workload_key;
     row.target = task.row.target;
     row.trace = trace.ToString();
-    row.state = "pending";
+    row.state = db::CandidateState::kPending;
     row.created_unix_ms = now;
     GTCO_RETURN_IF_ERROR(db_->PutCandidate(row));
     task.outstanding[row.candidate_id] = row.trace;
     task.pending.push_back(row.candidate_id);
     ++mapping.in_flight;
   }
-  if (task.row.state == "pending") {
-    task.row.state = "running";
-    GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task.row.task_id, "running"));
+  if (task.row.state == db::TaskState::kPending) {
+    task.row.state = db::TaskState::kRunning;
+    GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task.row.task_id, db::TaskState::kRunning));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const TaskState& task,
+absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const Task& task,
                                                         const std::string& candidate_id,
                                                         const std::string& trace_text) {
   const ir::Workload& workload = task.workload;
   const target::HardwareInfo& hardware = task.hardware;
   GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(trace_text));
   BuiltCandidate built;
-  gtco::v1::Candidate& candidate = built.candidate;
   GTCO_ASSIGN_OR_RETURN(kernels::Program program,
                         kernels::BuildProgram(workload, trace, hardware, kKernelName));
   built.features = std::move(program.features);
-  candidate.set_language(program.language);
-  if (program.target == target::Target::kCuda) {
-    gtco::v1::CudaLaunch& launch = *candidate.mutable_launch();
-    launch.set_grid_x(program.launch.grid_x);
-    launch.set_grid_y(program.launch.grid_y);
-    launch.set_grid_z(program.launch.grid_z);
-    launch.set_block_x(program.launch.block_x);
-    launch.set_block_y(program.launch.block_y);
-    launch.set_block_z(program.launch.block_z);
-    launch.set_dynamic_shared_bytes(program.launch.dynamic_shared_bytes);
-    launch.set_arch(program.launch.arch);
-  }
-  candidate.set_candidate_id(candidate_id);
-  candidate.set_task_id(task.row.task_id);
-  candidate.set_workload_key(task.row.workload_key);
-  candidate.set_workload(workload.CanonicalString());
-  candidate.set_trace(trace_text);
-  candidate.set_entry(kKernelName);
-  candidate.set_program_hash(util::HexDigest128(program.code));
-  candidate.set_program(std::move(program.code));
+  LeasedCandidate& candidate = built.candidate;
+  candidate.candidate_id = candidate_id;
+  candidate.task_id = task.row.task_id;
+  candidate.workload_key = task.row.workload_key;
+  candidate.workload = workload.CanonicalString();
+  candidate.trace = trace_text;
+  candidate.target = program.target;
+  candidate.language = std::move(program.language);
+  candidate.entry = std::move(program.entry);
+  candidate.launch = program.launch;
+  candidate.program_hash = util::HexDigest128(program.code);
+  candidate.program = std::move(program.code);
   return built;
 }
 
-absl::StatusOr<gtco::v1::Candidate> FarmCore::MakeCandidateLocked(TaskState& task,
-                                                                  const std::string& candidate_id,
-                                                                  const std::string& trace_text) {
+absl::StatusOr<LeasedCandidate> FarmCore::MakeCandidateLocked(Task& task,
+                                                               const std::string& candidate_id,
+                                                               const std::string& trace_text) {
   GTCO_ASSIGN_OR_RETURN(BuiltCandidate built, BuildCandidate(task, candidate_id, trace_text));
   task.features[candidate_id] = std::move(built.features);
   return std::move(built.candidate);
 }
 
-absl::StatusOr<FarmCore::TaskState*> FarmCore::NextPendingLocked(const WorkerState& worker) {
+absl::StatusOr<FarmCore::Task*> FarmCore::NextPendingLocked(const Worker& worker) {
   while (true) {
-    TaskState* task = TaskWithPendingLocked(worker);
+    Task* task = TaskWithPendingLocked(worker);
     if (task != nullptr) {
       if (!task->SpacesReady()) GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
       return task;
@@ -306,31 +297,31 @@ absl::StatusOr<FarmCore::TaskState*> FarmCore::NextPendingLocked(const WorkerSta
   }
 }
 
-absl::Status FarmCore::RecordLoweringFailureLocked(const WorkerState& worker,
+absl::Status FarmCore::RecordLoweringFailureLocked(const Worker& worker,
                                                    const std::string& candidate_id,
                                                    const absl::Status& error) {
-  gtco::v1::MeasureResult failed;
-  failed.set_candidate_id(candidate_id);
-  failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
-  failed.set_error(absl::StrCat("lowering failed: ", error.message()));
+  TrialResult failed;
+  failed.candidate_id = candidate_id;
+  failed.error_kind = TrialError::kCompile;
+  failed.error = absl::StrCat("lowering failed: ", error.message());
   // Recorded as this worker's result, so it takes the lease first.
   GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id,
                                            NowMs() + options_.lease_seconds * 1000LL));
   return RecordResultLocked(worker, failed).status();
 }
 
-absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::TakeCandidatesLocked(
-    const WorkerState& worker, int max_candidates) {
-  std::vector<gtco::v1::Candidate> taken;
+absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::TakeCandidatesLocked(
+    const Worker& worker, int max_candidates) {
+  std::vector<LeasedCandidate> taken;
   int64_t now = NowMs();
   int64_t deadline = now + options_.lease_seconds * 1000LL;
   GTCO_RETURN_IF_ERROR(WarmStartModelLocked(worker.row.target, worker));
   while (static_cast<int>(taken.size()) < max_candidates) {
-    GTCO_ASSIGN_OR_RETURN(TaskState * task, NextPendingLocked(worker));
+    GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));
     if (task == nullptr) break;
     std::string candidate_id = task->pending.front();
     task->pending.pop_front();
-    absl::StatusOr<gtco::v1::Candidate> candidate =
+    absl::StatusOr<LeasedCandidate> candidate =
         MakeCandidateLocked(*task, candidate_id, task->outstanding.at(candidate_id));
     if (!candidate.ok()) {
       // A schedule the generator cannot lower is a failed trial, recorded like any other.
@@ -344,7 +335,7 @@ absl::StatusOr<std::vector<gtco::v1::Candidate>> FarmCore::TakeCandidatesLocked(
       break;
     }
     task->leased_at_ms[candidate_id] = now;
-    candidate->set_lease_deadline_unix_ms(deadline);
+    candidate->lease_deadline_unix_ms = deadline;
     taken.push_back(std::move(*candidate));
   }
   return taken;

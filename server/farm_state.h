@@ -16,6 +16,7 @@
 #include "common/search/search_strategy.h"
 #include "common/target/target.h"
 #include "server/farm_core.h"
+#include "server/job_options.h"
 #include "server/task_scheduler.h"
 
 namespace gtco::server {
@@ -30,7 +31,7 @@ struct MappingState {
   bool exhausted = false;
 };
 
-struct FarmCore::TaskState {
+struct FarmCore::Task {
   db::TaskRow row;
   ir::Workload workload;
   std::string description;
@@ -54,7 +55,7 @@ struct FarmCore::TaskState {
   double last_gain = 0;     ///< the scheduler's latest estimate, for status
 
   bool Finished() const {
-    return row.state == "done" || row.state == "from_database" || row.state == "cancelled";
+    return db::IsFinished(row.state);
   }
   bool SpacesReady() const { return !mappings.empty(); }
   bool Exhausted() const {
@@ -68,11 +69,11 @@ struct FarmCore::TaskState {
   int MappingOfTrace(const std::string& trace_text) const;
 };
 
-struct FarmCore::JobState {
+struct FarmCore::Job {
   db::JobRow row;
-  gtco::v1::JobOptions options;
+  JobOptions options;
   SchedulerOptions scheduler;
-  std::vector<std::unique_ptr<TaskState>> tasks;
+  std::vector<std::unique_ptr<Task>> tasks;
   std::deque<std::string> decisions;  ///< latest scheduler decisions, newest last
   int64_t rounds = 0;
   int64_t version = 1;
@@ -84,14 +85,14 @@ struct FarmCore::JobState {
   int64_t proposed = 0;  ///< trials this server proposed for the job (fair share within a team)
 
   bool Terminal() const {
-    return row.state == "done" || row.state == "failed" || row.state == "cancelled";
+    return db::IsTerminal(row.state);
   }
   /// Trials measured or in flight across tasks.
   int64_t TrialsSpent() const;
   int64_t BudgetLeft() const { return row.budget - TrialsSpent(); }
 };
 
-struct FarmCore::WorkerState {
+struct FarmCore::Worker {
   db::WorkerRow row;
   target::HardwareInfo hardware;
   int64_t last_seen_ms = 0;
@@ -108,7 +109,7 @@ struct FarmCore::TargetModel {
 
 /// A candidate's program lowered from its trace, and the cost-model features of that program.
 struct BuiltCandidate {
-  gtco::v1::Candidate candidate;
+  LeasedCandidate candidate;
   costmodel::Features features;
 };
 

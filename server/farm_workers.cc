@@ -1,6 +1,4 @@
 // FarmCore, worker side: registration, leasing candidates, recording results, lease expiry.
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -12,104 +10,71 @@
 #include "server/farm_state.h"
 
 namespace gtco::server {
-namespace {
 
-target::HardwareInfo HardwareFrom(const gtco::v1::Hardware& proto, target::Target target) {
-  target::HardwareInfo info;
-  info.target = target;
-  info.cpu_model = proto.cpu_model();
-  info.cpu_features.assign(proto.cpu_features().begin(), proto.cpu_features().end());
-  info.cores = std::max(1, proto.cores());
-  if (proto.l1d_bytes() > 0) info.l1d_bytes = proto.l1d_bytes();
-  if (proto.l2_bytes() > 0) info.l2_bytes = proto.l2_bytes();
-  if (proto.l3_bytes() > 0) info.l3_bytes = proto.l3_bytes();
-  info.memory_bytes = proto.memory_bytes();
-  info.sm_major = proto.sm_major();
-  info.sm_minor = proto.sm_minor();
-  info.sm_count = proto.sm_count();
-  info.shared_bytes_per_block = proto.shared_bytes_per_block();
-  info.shared_bytes_per_sm = proto.shared_bytes_per_sm();
-  info.registers_per_block = proto.registers_per_block();
-  info.registers_per_sm = proto.registers_per_sm();
-  info.max_threads_per_block = proto.max_threads_per_block();
-  info.max_threads_per_sm = proto.max_threads_per_sm();
-  info.max_blocks_per_sm = proto.max_blocks_per_sm();
-  return info;
+const char* TrialErrorName(TrialError error) {
+  switch (error) {
+    case TrialError::kCompile: return "compile";
+    case TrialError::kRuntime: return "runtime";
+    case TrialError::kTimeout: return "timeout";
+    case TrialError::kWrongResult: return "wrong_result";
+    case TrialError::kCrash: return "crash";
+    case TrialError::kNone: break;
+  }
+  return "";
 }
 
-const char* ErrorKindName(gtco::v1::ErrorKind kind) {
-  switch (kind) {
-    case gtco::v1::ERROR_KIND_COMPILE: return "compile";
-    case gtco::v1::ERROR_KIND_RUNTIME: return "runtime";
-    case gtco::v1::ERROR_KIND_TIMEOUT: return "timeout";
-    case gtco::v1::ERROR_KIND_WRONG_RESULT: return "wrong_result";
-    case gtco::v1::ERROR_KIND_CRASH: return "crash";
-    default: return "";
-  }
-}
-
-}  // namespace
-
-absl::StatusOr<gtco::v1::RegisterReply> FarmCore::Register(
-    const gtco::v1::RegisterRequest& request) {
-  absl::StatusOr<target::Target> target = target::ParseTarget(request.hardware().target());
-  if (!target.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("worker registration: ", target.status().message()));
-  }
-  if (*target == target::Target::kCuda &&
-      (request.hardware().sm_major() <= 0 || request.hardware().sm_count() <= 0)) {
+absl::StatusOr<WorkerTerms> FarmCore::Register(const WorkerHello& hello) {
+  const target::HardwareInfo& hardware = hello.hardware;
+  if (hardware.target == target::Target::kCuda &&
+      (hardware.sm_major <= 0 || hardware.sm_count <= 0)) {
     return absl::InvalidArgumentError(
         "a cuda worker must report its GPU's compute capability and SM count at registration");
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  auto worker = std::make_unique<WorkerState>();
-  worker->row.worker_id = request.worker_id().empty() ? NewId("w") : request.worker_id();
-  worker->row.target = target::TargetName(*target);
-  worker->row.hostname = request.hostname();
-  std::string hardware_json;
-  (void)google::protobuf::util::MessageToJsonString(request.hardware(), &hardware_json);
-  worker->row.hardware = hardware_json;
+  auto worker = std::make_unique<Worker>();
+  worker->row.worker_id = hello.worker_id.empty() ? NewId("w") : hello.worker_id;
+  worker->row.target = target::TargetName(hardware.target);
+  worker->row.hostname = hello.hostname;
+  worker->row.hardware = hello.hardware_text;
   worker->row.registered_unix_ms = worker->row.last_seen_unix_ms = NowMs();
-  worker->hardware = HardwareFrom(request.hardware(), *target);
+  worker->hardware = hardware;
   worker->last_seen_ms = NowMs();
   GTCO_RETURN_IF_ERROR(db_->PutWorker(worker->row));
-  GTCO_LOG(kInfo, "worker " << worker->row.worker_id << " registered from "
-                            << request.hostname() << ": " << worker->hardware.Summary());
-  gtco::v1::RegisterReply reply;
-  reply.set_worker_id(worker->row.worker_id);
-  reply.set_lease_seconds(options_.lease_seconds);
-  reply.set_heartbeat_seconds(options_.heartbeat_seconds);
+  GTCO_LOG(kInfo, "worker " << worker->row.worker_id << " registered from " << hello.hostname
+                            << ": " << worker->hardware.Summary());
+  WorkerTerms terms;
+  terms.worker_id = worker->row.worker_id;
+  terms.lease_seconds = options_.lease_seconds;
+  terms.heartbeat_seconds = options_.heartbeat_seconds;
   workers_[worker->row.worker_id] = std::move(worker);
   changed_.notify_all();
-  return reply;
+  return terms;
 }
 
-absl::StatusOr<gtco::v1::LeaseReply> FarmCore::Lease(const gtco::v1::LeaseRequest& request) {
+absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& worker_id,
+                                                               int max_candidates, int wait_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
-  auto found = workers_.find(request.worker_id());
+  auto found = workers_.find(worker_id);
   if (found == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("worker '", request.worker_id(),
+    return absl::NotFoundError(absl::StrCat("worker '", worker_id,
                                             "' is not registered with this server; register"));
   }
-  WorkerState& worker = *found->second;
-  int max_candidates = std::clamp(request.max_candidates(), 1, 64);
+  Worker& worker = *found->second;
+  max_candidates = std::clamp(max_candidates, 1, 64);
   auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(std::clamp(request.wait_ms(), 0, 30000));
+                  std::chrono::milliseconds(std::clamp(wait_ms, 0, 30000));
   // With the preparer running, a lease that may wait takes only prepared candidates (the
   // search and the lowering stay off the request path); one that may not wait, or a farm
   // without the preparer, prepares what the ready queue lacks itself.
-  const bool from_queue_only = preparer_.joinable() && request.wait_ms() > 0;
-  gtco::v1::LeaseReply reply;
+  const bool from_queue_only = preparer_.joinable() && wait_ms > 0;
+  std::vector<LeasedCandidate> leased;
   while (true) {
     worker.last_seen_ms = NowMs();
-    GTCO_ASSIGN_OR_RETURN(std::vector<gtco::v1::Candidate> candidates,
-                          LeaseReadyLocked(worker, max_candidates));
-    if (candidates.empty() && !from_queue_only) {
-      GTCO_ASSIGN_OR_RETURN(candidates, TakeCandidatesLocked(worker, max_candidates));
+    GTCO_ASSIGN_OR_RETURN(leased, LeaseReadyLocked(worker, max_candidates));
+    if (leased.empty() && !from_queue_only) {
+      GTCO_ASSIGN_OR_RETURN(leased, TakeCandidatesLocked(worker, max_candidates));
     }
-    for (auto& candidate : candidates) *reply.add_candidates() = std::move(candidate);
-    if (reply.candidates_size() > 0 || shutting_down_) break;
+    if (!leased.empty() || shutting_down_) break;
     if (!from_queue_only && preparing_ > 0) {
       // The work there is may be in the preparer's hands: a caller that cannot wait still gets
       // it once the batch is lowered, rather than an empty reply.
@@ -121,27 +86,28 @@ absl::StatusOr<gtco::v1::LeaseReply> FarmCore::Lease(const gtco::v1::LeaseReques
     std::condition_variable& wake = from_queue_only ? ready_cv_ : changed_;
     if (wake.wait_until(lock, deadline) == std::cv_status::timeout) break;
   }
-  return reply;
+  return leased;
 }
 
-absl::StatusOr<gtco::v1::ReportReply> FarmCore::Report(const gtco::v1::ReportRequest& request) {
+absl::StatusOr<ReportTally> FarmCore::Report(const std::string& worker_id,
+                                             const std::vector<TrialResult>& results) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto found = workers_.find(request.worker_id());
+  auto found = workers_.find(worker_id);
   if (found == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("worker '", request.worker_id(),
+    return absl::NotFoundError(absl::StrCat("worker '", worker_id,
                                             "' is not registered with this server; register"));
   }
-  WorkerState& worker = *found->second;
+  Worker& worker = *found->second;
   worker.last_seen_ms = NowMs();
-  gtco::v1::ReportReply reply;
-  for (const gtco::v1::MeasureResult& result : request.results()) {
+  ReportTally tally;
+  for (const TrialResult& result : results) {
     absl::StatusOr<bool> stored = RecordResultLocked(worker, result);
     if (!stored.ok()) {
       const absl::StatusCode code = stored.status().code();
       if (code != absl::StatusCode::kNotFound && code != absl::StatusCode::kPermissionDenied) {
         return stored.status();
       }
-      reply.set_rejected(reply.rejected() + 1);
+      ++tally.rejected;
       GTCO_LOG(kWarning, "rejected a result from " << worker.row.worker_id << ": "
                                                     << stored.status().message());
       if (metrics_) {
@@ -151,41 +117,41 @@ absl::StatusOr<gtco::v1::ReportReply> FarmCore::Report(const gtco::v1::ReportReq
       continue;
     }
     if (*stored) {
-      reply.set_stored(reply.stored() + 1);
+      ++tally.stored;
     } else {
-      reply.set_duplicates(reply.duplicates() + 1);
+      ++tally.duplicates;
       if (metrics_) metrics_->CountRejectedResult("duplicate");
     }
   }
-  return reply;
+  return tally;
 }
 
-absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
-                                                  const gtco::v1::MeasureResult& result) {
+absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker,
+                                                  const TrialResult& result) {
   GTCO_ASSIGN_OR_RETURN(std::optional<db::CandidateRow> candidate,
-                        db_->GetCandidate(result.candidate_id()));
+                        db_->GetCandidate(result.candidate_id));
   if (!candidate) {
-    return absl::NotFoundError(absl::StrCat("unknown candidate '", result.candidate_id(), "'"));
+    return absl::NotFoundError(absl::StrCat("unknown candidate '", result.candidate_id, "'"));
   }
   // Only the lease holder may report a candidate, and only for its own target; a measured
   // candidate falls through to the duplicate check.
-  if (candidate->state != "measured" &&
-      (candidate->state != "leased" || candidate->worker_id != worker.row.worker_id)) {
+  if (candidate->state != db::CandidateState::kMeasured &&
+      (candidate->state != db::CandidateState::kLeased || candidate->worker_id != worker.row.worker_id)) {
     return absl::PermissionDeniedError(
-        absl::StrCat("candidate '", result.candidate_id(), "' is not leased to worker '",
+        absl::StrCat("candidate '", result.candidate_id, "' is not leased to worker '",
                      worker.row.worker_id, "'"));
   }
   if (candidate->target != worker.row.target) {
-    return absl::PermissionDeniedError(absl::StrCat("candidate '", result.candidate_id(),
+    return absl::PermissionDeniedError(absl::StrCat("candidate '", result.candidate_id,
                                                     "' is for target ", candidate->target));
   }
   // Timings a worker could not have measured (NaN, infinite, negative) make a failed trial and
   // are stored as 0: the database refuses NaN, and the cost model must never learn from them.
   const bool finite_times =
-      std::isfinite(result.median_seconds()) && std::isfinite(result.min_seconds()) &&
-      std::isfinite(result.max_seconds()) && std::isfinite(result.stddev_seconds()) &&
-      std::isfinite(result.compile_seconds());
-  bool ok = result.ok() && result.verified() && finite_times && result.median_seconds() > 0;
+      std::isfinite(result.median_seconds) && std::isfinite(result.min_seconds) &&
+      std::isfinite(result.max_seconds) && std::isfinite(result.stddev_seconds) &&
+      std::isfinite(result.compile_seconds);
+  bool ok = result.ok && result.verified && finite_times && result.median_seconds > 0;
   db::MeasurementRow row;
   row.candidate_id = candidate->candidate_id;
   row.task_id = candidate->task_id;
@@ -194,17 +160,17 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
   row.trace = candidate->trace;
   row.program_hash = candidate->program_hash;
   row.ok = ok;
-  row.error_kind = ok ? "" : ErrorKindName(result.error_kind());
+  row.error_kind = ok ? "" : TrialErrorName(result.error_kind);
   if (!ok && row.error_kind.empty()) row.error_kind = "runtime";
-  row.error = ok ? "" : (result.error().empty() ? "result not verified" : result.error());
-  if (result.ok() && !finite_times) row.error = "the worker reported a timing that is not finite";
+  row.error = ok ? "" : (result.error.empty() ? "result not verified" : result.error);
+  if (result.ok && !finite_times) row.error = "the worker reported a timing that is not finite";
   auto timing = [finite_times](double seconds) { return finite_times ? seconds : 0.0; };
-  row.median_seconds = timing(result.median_seconds());
-  row.min_seconds = timing(result.min_seconds());
-  row.max_seconds = timing(result.max_seconds());
-  row.stddev_seconds = timing(result.stddev_seconds());
-  row.repeats = result.repeats();
-  row.compile_seconds = timing(result.compile_seconds());
+  row.median_seconds = timing(result.median_seconds);
+  row.min_seconds = timing(result.min_seconds);
+  row.max_seconds = timing(result.max_seconds);
+  row.stddev_seconds = timing(result.stddev_seconds);
+  row.repeats = result.repeats;
+  row.compile_seconds = timing(result.compile_seconds);
   row.worker_id = worker.row.worker_id;
   row.hardware = worker.hardware.Summary();
   row.measured_unix_ms = NowMs();
@@ -214,7 +180,7 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
 
   auto task_found = tasks_.find(row.task_id);
   if (task_found == tasks_.end()) return true;  // job not driven by this server
-  TaskState& task = *task_found->second;
+  Task& task = *task_found->second;
   task.outstanding.erase(row.candidate_id);
   task.pending.erase(std::remove(task.pending.begin(), task.pending.end(), row.candidate_id),
                      task.pending.end());
@@ -252,26 +218,27 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const WorkerState& worker,
   } else if (!task.SpacesReady()) {
     task.history.push_back(row);
   }
-  JobState& job = *jobs_.at(task.row.job_id);
+  Job& job = *jobs_.at(task.row.job_id);
   UpdateTaskCompletionLocked(job, task);
   UpdateJobCompletionLocked(job);
   TouchJobLocked(job);
   return true;
 }
 
-absl::Status FarmCore::Heartbeat(const gtco::v1::HeartbeatRequest& request) {
+absl::Status FarmCore::Heartbeat(const std::string& worker_id,
+                                 const std::vector<std::string>& held) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto found = workers_.find(request.worker_id());
+  auto found = workers_.find(worker_id);
   if (found == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("worker '", request.worker_id(),
+    return absl::NotFoundError(absl::StrCat("worker '", worker_id,
                                             "' is not registered with this server; register"));
   }
   found->second->last_seen_ms = NowMs();
   int64_t deadline = NowMs() + options_.lease_seconds * 1000LL;
-  for (const std::string& candidate_id : request.candidate_ids()) {
+  for (const std::string& candidate_id : held) {
     GTCO_ASSIGN_OR_RETURN(auto candidate, db_->GetCandidate(candidate_id));
-    if (candidate && candidate->state == "leased" && candidate->worker_id == request.worker_id()) {
-      GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, request.worker_id(), deadline));
+    if (candidate && candidate->state == db::CandidateState::kLeased && candidate->worker_id == worker_id) {
+      GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker_id, deadline));
     }
   }
   return absl::OkStatus();
@@ -289,7 +256,7 @@ void FarmCore::Tick() {
       std::string task_id = candidate_id.substr(0, candidate_id.rfind(".c"));
       auto found = tasks_.find(task_id);
       if (found == tasks_.end()) continue;
-      TaskState& task = *found->second;
+      Task& task = *found->second;
       if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
       task.pending.push_front(candidate_id);
       task.leased_at_ms.erase(candidate_id);
@@ -298,11 +265,11 @@ void FarmCore::Tick() {
     if (!expired->empty()) changed_.notify_all();
   }
   if (!metrics_) return;
-  std::map<std::string, int64_t> jobs_by_state;
+  std::map<db::JobState, int64_t> jobs_by_state;
   std::map<std::string, int64_t> queue_by_target;
   for (auto& [job_id, job] : jobs_) {
     ++jobs_by_state[job->row.state];
-    if (job->row.state == "running") queue_by_target[job->row.target] += std::max<int64_t>(0, job->BudgetLeft());
+    if (job->row.state == db::JobState::kRunning) queue_by_target[job->row.target] += std::max<int64_t>(0, job->BudgetLeft());
     for (auto& task : job->tasks) {
       if (!task->Finished()) {
         queue_by_target[task->row.target] += task->pending.size();

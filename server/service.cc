@@ -1,7 +1,11 @@
 // gRPC handlers: translation only; all logic lives in FarmCore.
 #include "server/service.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "common/db/states.h"
+#include "server/proto_convert.h"
 #include "server/rpc_status.h"
 
 namespace gtco::server {
@@ -15,11 +19,11 @@ using auth::Role;
   if (!principal##_or.ok()) return ToGrpcStatus(principal##_or.status()); \
   const auth::Principal& principal = *principal##_or
 
-/// Copies a StatusOr's value into `reply` or returns its error as a grpc::Status.
-template <typename T>
-grpc::Status Reply(absl::StatusOr<T> result, T* reply) {
+/// Translates a StatusOr's core value into `reply` or returns its error as a grpc::Status.
+template <typename T, typename Proto>
+grpc::Status Reply(absl::StatusOr<T> result, Proto* reply) {
   if (!result.ok()) return ToGrpcStatus(result.status());
-  *reply = std::move(*result);
+  *reply = ToProto(*result);
   return grpc::Status::OK;
 }
 
@@ -65,13 +69,15 @@ grpc::Status ClientServiceImpl::Submit(grpc::ServerContext* context,
   if (!read.ok()) return read;
   // A submitter's jobs belong to its token's team, whatever the request says.
   if (principal.role == Role::kSubmitter) header.set_team(principal.team);
-  return Reply(core_->Submit(header, bytes), reply->mutable_job());
+  absl::StatusOr<JobSpec> spec = JobSpecFromProto(header);
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  return Reply(core_->Submit(*spec, bytes), reply->mutable_job());
 }
 
-absl::StatusOr<gtco::v1::JobStatus> ClientServiceImpl::VisibleJob(
-    const auth::Principal& principal, const std::string& job_id) {
-  absl::StatusOr<gtco::v1::JobStatus> status = core_->GetJob(job_id);
-  if (status.ok() && HiddenFrom(principal, status->team())) {
+absl::StatusOr<JobInfo> ClientServiceImpl::VisibleJob(const auth::Principal& principal,
+                                                      const std::string& job_id) {
+  absl::StatusOr<JobInfo> status = core_->GetJob(job_id);
+  if (status.ok() && HiddenFrom(principal, status->team)) {
     return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
   }
   return status;
@@ -88,16 +94,14 @@ grpc::Status ClientServiceImpl::WatchJob(grpc::ServerContext* context,
                                          const gtco::v1::WatchJobRequest* request,
                                          grpc::ServerWriter<gtco::v1::JobStatus>* writer) {
   GTCO_AUTHORIZE(principal, gate_->Authorize(*context, {Role::kSubmitter, Role::kAdmin}));
-  absl::StatusOr<gtco::v1::JobStatus> visible = VisibleJob(principal, request->job_id());
+  absl::StatusOr<JobInfo> visible = VisibleJob(principal, request->job_id());
   if (!visible.ok()) return ToGrpcStatus(visible.status());
   int64_t version = -1;
   while (!context->IsCancelled()) {
-    absl::StatusOr<gtco::v1::JobStatus> status =
-        core_->WaitForJobChange(request->job_id(), &version, 1000);
+    absl::StatusOr<JobInfo> status = core_->WaitForJobChange(request->job_id(), &version, 1000);
     if (!status.ok()) return ToGrpcStatus(status.status());
-    if (!writer->Write(*status)) break;
-    const std::string& state = status->state();
-    if (state == "done" || state == "failed" || state == "cancelled") break;
+    if (!writer->Write(ToProto(*status))) break;
+    if (db::IsTerminal(status->state)) break;
   }
   return grpc::Status::OK;
 }
@@ -108,14 +112,23 @@ grpc::Status ClientServiceImpl::ListJobs(grpc::ServerContext* context,
   GTCO_AUTHORIZE(principal, gate_->Authorize(*context, {Role::kSubmitter, Role::kAdmin}));
   const std::string& team =
       principal.role == Role::kSubmitter ? principal.team : request->team();
-  return Reply(core_->ListJobs(team, request->state()), reply);
+  std::optional<db::JobState> state;
+  if (!request->state().empty()) {
+    absl::StatusOr<db::JobState> parsed = db::ParseJobState(request->state());
+    if (!parsed.ok()) return ToGrpcStatus(parsed.status());
+    state = *parsed;
+  }
+  absl::StatusOr<std::vector<JobInfo>> jobs = core_->ListJobs(team, state);
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (const JobInfo& job : *jobs) *reply->add_jobs() = ToProto(job);
+  return grpc::Status::OK;
 }
 
 grpc::Status ClientServiceImpl::CancelJob(grpc::ServerContext* context,
                                           const gtco::v1::CancelJobRequest* request,
                                           gtco::v1::JobStatus* reply) {
   GTCO_AUTHORIZE(principal, gate_->Authorize(*context, {Role::kSubmitter, Role::kAdmin}));
-  absl::StatusOr<gtco::v1::JobStatus> visible = VisibleJob(principal, request->job_id());
+  absl::StatusOr<JobInfo> visible = VisibleJob(principal, request->job_id());
   if (!visible.ok()) return ToGrpcStatus(visible.status());
   return Reply(core_->CancelJob(request->job_id()), reply);
 }
@@ -133,7 +146,9 @@ grpc::Status ClientServiceImpl::QueryModel(grpc::ServerContext* context,
   std::string bytes;
   grpc::Status read = ReadModel(reader, &header, &bytes);
   if (!read.ok()) return read;
-  return Reply(core_->QueryModel(header, bytes), reply);
+  absl::StatusOr<JobSpec> spec = JobSpecFromProto(header);
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  return Reply(core_->QueryModel(*spec, bytes), reply);
 }
 
 grpc::Status ClientServiceImpl::QueryWorkload(grpc::ServerContext* context,
@@ -144,8 +159,9 @@ grpc::Status ClientServiceImpl::QueryWorkload(grpc::ServerContext* context,
       !authorized.ok()) {
     return ToGrpcStatus(authorized.status());
   }
-  return Reply(core_->QueryWorkload(request->workload_key(), request->target(), request->limit()),
-               reply);
+  absl::StatusOr<target::Target> target = target::ParseTarget(request->target());
+  if (!target.ok()) return ToGrpcStatus(target.status());
+  return Reply(core_->QueryWorkload(request->workload_key(), *target, request->limit()), reply);
 }
 
 grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* context,
@@ -153,7 +169,9 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* context,
                                          gtco::v1::RegisterReply* reply) {
   grpc::Status authorized = Authorize(*context);
   if (!authorized.ok()) return authorized;
-  return Reply(core_->Register(*request), reply);
+  absl::StatusOr<WorkerHello> hello = WorkerHelloFromProto(*request);
+  if (!hello.ok()) return ToGrpcStatus(hello.status());
+  return Reply(core_->Register(*hello), reply);
 }
 
 grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext* context,
@@ -161,7 +179,11 @@ grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext* context,
                                       gtco::v1::LeaseReply* reply) {
   grpc::Status authorized = Authorize(*context);
   if (!authorized.ok()) return authorized;
-  return Reply(core_->Lease(*request), reply);
+  absl::StatusOr<std::vector<LeasedCandidate>> leased =
+      core_->Lease(request->worker_id(), request->max_candidates(), request->wait_ms());
+  if (!leased.ok()) return ToGrpcStatus(leased.status());
+  for (const LeasedCandidate& candidate : *leased) *reply->add_candidates() = ToProto(candidate);
+  return grpc::Status::OK;
 }
 
 grpc::Status WorkerServiceImpl::Report(grpc::ServerContext* context,
@@ -169,7 +191,7 @@ grpc::Status WorkerServiceImpl::Report(grpc::ServerContext* context,
                                        gtco::v1::ReportReply* reply) {
   grpc::Status authorized = Authorize(*context);
   if (!authorized.ok()) return authorized;
-  return Reply(core_->Report(*request), reply);
+  return Reply(core_->Report(request->worker_id(), TrialResultsFromProto(*request)), reply);
 }
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
@@ -177,7 +199,9 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           gtco::v1::HeartbeatReply* reply) {
   grpc::Status authorized = Authorize(*context);
   if (!authorized.ok()) return authorized;
-  return ToGrpcStatus(core_->Heartbeat(*request));
+  return ToGrpcStatus(core_->Heartbeat(
+      request->worker_id(),
+      std::vector<std::string>(request->candidate_ids().begin(), request->candidate_ids().end())));
 }
 
 grpc::Status WorkerServiceImpl::Authorize(const grpc::ServerContext& context) const {

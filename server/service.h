@@ -37,7 +37,7 @@ class ClientServiceImpl final : public gtco::v1::ClientService::Service {
                          gtco::v1::SubmitHeader* header, std::string* bytes);
   /// The caller's job `job_id` (its status) when the caller may see it; NOT_FOUND, exactly as
   /// for a job that does not exist, when it belongs to another team.
-  absl::StatusOr<gtco::v1::JobStatus> VisibleJob(const auth::Principal& principal,
+  absl::StatusOr<JobInfo> VisibleJob(const auth::Principal& principal,
                                                  const std::string& job_id);
 
   FarmCore* core_;

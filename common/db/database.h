@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/db/states.h"
 
 namespace gtco::db {
 
@@ -40,7 +41,7 @@ struct JobRow {
   std::string model_name;
   std::string model_sha;  ///< hex digest of the model bytes
   std::string target;
-  std::string state;  ///< "running" | "done" | "failed" | "cancelled"
+  JobState state = JobState::kRunning;
   std::string error;
   int64_t budget = 0;
   std::string options;  ///< free-form JSON (shape overrides, search settings)
@@ -56,7 +57,7 @@ struct TaskRow {
   std::string target;
   int weight = 1;
   int64_t trials_allotted = 0;
-  std::string state;  ///< "pending" | "running" | "done" | "from_database" | "cancelled"
+  TaskState state = TaskState::kPending;
 };
 
 struct CandidateRow {
@@ -66,7 +67,7 @@ struct CandidateRow {
   std::string target;
   std::string trace;  ///< replayable schedule trace
   std::string program_hash;
-  std::string state;  ///< "pending" | "leased" | "measured"
+  CandidateState state = CandidateState::kPending;
   std::string worker_id;          ///< holder of the lease ("" when pending)
   int64_t lease_deadline_unix_ms = 0;
   int64_t created_unix_ms = 0;
@@ -146,15 +147,15 @@ class JobStore {
   /// job id is INVALID_ARGUMENT.
   virtual absl::Status CreateJob(const JobRow& job, const std::vector<TaskRow>& tasks) = 0;
   /// NOT_FOUND "job 'X' not found" when unknown.
-  virtual absl::Status UpdateJobState(const std::string& job_id, const std::string& state,
+  virtual absl::Status UpdateJobState(const std::string& job_id, JobState state,
                                       const std::string& error, int64_t now_unix_ms) = 0;
   /// NOT_FOUND "task 'X' not found" when unknown.
-  virtual absl::Status UpdateTaskState(const std::string& task_id, const std::string& state) = 0;
+  virtual absl::Status UpdateTaskState(const std::string& task_id, TaskState state) = 0;
   /// NOT_FOUND "job 'X' not found" when unknown.
   virtual absl::StatusOr<JobRow> GetJob(const std::string& job_id) = 0;
-  /// Newest first; `team` empty means every team; `state` empty means every state.
+  /// Newest first; `team` empty means every team; no `state` means every state.
   virtual absl::StatusOr<std::vector<JobRow>> ListJobs(const std::string& team,
-                                                       const std::string& state) = 0;
+                                                       std::optional<JobState> state) = 0;
   /// Ordered by ordinal; NOT_FOUND when the job is unknown.
   virtual absl::StatusOr<std::vector<TaskRow>> ListTasks(const std::string& job_id) = 0;
 };
@@ -175,9 +176,9 @@ class LeaseStore {
   /// Returns every "leased" candidate whose deadline is before `now` to "pending" (no holder)
   /// and returns their ids, earliest deadline first.
   virtual absl::StatusOr<std::vector<std::string>> ExpireLeases(int64_t now_unix_ms) = 0;
-  /// Candidates of a task in a given state ("pending", "leased"), oldest first.
+  /// Candidates of a task in `state`, oldest first.
   virtual absl::StatusOr<std::vector<CandidateRow>> ListCandidates(const std::string& task_id,
-                                                                   const std::string& state) = 0;
+                                                                   CandidateState state) = 0;
 };
 
 /// Measurements: the tuning records.

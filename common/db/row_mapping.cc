@@ -42,20 +42,43 @@ std::string Table<Row>::UpsertSql(std::initializer_list<std::string_view> kept) 
   return sql;
 }
 
+namespace {
+
+SqlValue ToSql(JobState state) { return SqlValue(JobStateName(state)); }
+SqlValue ToSql(TaskState state) { return SqlValue(TaskStateName(state)); }
+SqlValue ToSql(CandidateState state) { return SqlValue(CandidateStateName(state)); }
+template <typename Value>
+SqlValue ToSql(const Value& value) {
+  return SqlValue(value);
+}
+
+absl::StatusOr<JobState> ParseState(std::string_view text, JobState*) {
+  return ParseJobState(text);
+}
+absl::StatusOr<TaskState> ParseState(std::string_view text, TaskState*) {
+  return ParseTaskState(text);
+}
+absl::StatusOr<CandidateState> ParseState(std::string_view text, CandidateState*) {
+  return ParseCandidateState(text);
+}
+
+}  // namespace
+
 template <typename Row>
 SqlParams Table<Row>::Params(const Row& row) const {
   SqlParams params;
   params.reserve(members_.size());
   for (const Member& member : members_) {
-    std::visit([&](auto pointer) { params.emplace_back(row.*pointer); }, member);
+    std::visit([&](auto pointer) { params.push_back(ToSql(row.*pointer)); }, member);
   }
   return params;
 }
 
 template <typename Row>
-Row Table<Row>::Read(const SqlRow& cells) const {
+absl::StatusOr<Row> Table<Row>::Read(const SqlRow& cells) const {
   Row row;
-  for (size_t index = 0; index < members_.size(); ++index) {
+  absl::Status status;
+  for (size_t index = 0; index < members_.size() && status.ok(); ++index) {
     const int column = static_cast<int>(index);
     std::visit(
         [&](auto member) {
@@ -66,20 +89,34 @@ Row Table<Row>::Read(const SqlRow& cells) const {
             row.*member = cells.ColumnDouble(column);
           } else if constexpr (std::is_same_v<Value, bool>) {
             row.*member = cells.ColumnInt64(column) != 0;
+          } else if constexpr (std::is_enum_v<Value>) {
+            absl::StatusOr<Value> state =
+                ParseState(cells.ColumnText(column), static_cast<Value*>(nullptr));
+            if (state.ok()) {
+              row.*member = *state;
+            } else {
+              status = absl::DataLossError(absl::StrCat("table ", name_, ", column ",
+                                                        columns_[index], ": ",
+                                                        state.status().message()));
+            }
           } else {
             row.*member = static_cast<Value>(cells.ColumnInt64(column));
           }
         },
         members_[index]);
   }
+  if (!status.ok()) return status;
   return row;
 }
 
 template <typename Row>
-std::vector<Row> Table<Row>::ReadAll(const SqlRows& result) const {
+absl::StatusOr<std::vector<Row>> Table<Row>::ReadAll(const SqlRows& result) const {
   std::vector<Row> rows;
   rows.reserve(result.size());
-  for (const SqlRow& cells : result) rows.push_back(Read(cells));
+  for (const SqlRow& cells : result) {
+    GTCO_ASSIGN_OR_RETURN(Row row, Read(cells));
+    rows.push_back(std::move(row));
+  }
   return rows;
 }
 

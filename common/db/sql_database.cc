@@ -158,23 +158,23 @@ absl::Status SqlDatabase::CreateJob(const JobRow& job, const std::vector<TaskRow
   return transaction.Commit();
 }
 
-absl::Status SqlDatabase::UpdateJobState(const std::string& job_id, const std::string& state,
+absl::Status SqlDatabase::UpdateJobState(const std::string& job_id, JobState state,
                                          const std::string& error, int64_t now_unix_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   GTCO_ASSIGN_OR_RETURN(
       const int64_t updated,
       connection_->Execute(
           "UPDATE jobs SET state = $1, error = $2, updated_unix_ms = $3 WHERE job_id = $4",
-          {state, error, now_unix_ms, job_id}, absl::StrCat("update job '", job_id, "'")));
+          {JobStateName(state), error, now_unix_ms, job_id}, absl::StrCat("update job '", job_id, "'")));
   if (updated == 0) return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
   return absl::OkStatus();
 }
 
-absl::Status SqlDatabase::UpdateTaskState(const std::string& task_id, const std::string& state) {
+absl::Status SqlDatabase::UpdateTaskState(const std::string& task_id, TaskState state) {
   std::lock_guard<std::mutex> lock(mu_);
   GTCO_ASSIGN_OR_RETURN(
       const int64_t updated,
-      connection_->Execute("UPDATE tasks SET state = $1 WHERE task_id = $2", {state, task_id},
+      connection_->Execute("UPDATE tasks SET state = $1 WHERE task_id = $2", {TaskStateName(state), task_id},
                            absl::StrCat("update task '", task_id, "'")));
   if (updated == 0) return absl::NotFoundError(absl::StrCat("task '", task_id, "' not found"));
   return absl::OkStatus();
@@ -190,7 +190,7 @@ absl::StatusOr<JobRow> SqlDatabase::GetJob(const std::string& job_id) {
 }
 
 absl::StatusOr<std::vector<JobRow>> SqlDatabase::ListJobs(const std::string& team,
-                                                          const std::string& state) {
+                                                          std::optional<JobState> state) {
   // One statement per filter combination, so that each can use its index.
   std::string where;
   SqlParams params;
@@ -198,8 +198,8 @@ absl::StatusOr<std::vector<JobRow>> SqlDatabase::ListJobs(const std::string& tea
     params.push_back(team);
     where = "WHERE team = $1 ";
   }
-  if (!state.empty()) {
-    params.push_back(state);
+  if (state.has_value()) {
+    params.push_back(JobStateName(*state));
     where += absl::StrCat(team.empty() ? "WHERE" : "AND", " state = $", params.size(), " ");
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -35,12 +35,12 @@ class SqlDatabase final : public Database {
   absl::Status PutWorker(const WorkerRow& row) override;
   absl::StatusOr<std::optional<WorkerRow>> GetWorker(const std::string& worker_id) override;
   absl::Status CreateJob(const JobRow& job, const std::vector<TaskRow>& tasks) override;
-  absl::Status UpdateJobState(const std::string& job_id, const std::string& state,
+  absl::Status UpdateJobState(const std::string& job_id, JobState state,
                               const std::string& error, int64_t now_unix_ms) override;
-  absl::Status UpdateTaskState(const std::string& task_id, const std::string& state) override;
+  absl::Status UpdateTaskState(const std::string& task_id, TaskState state) override;
   absl::StatusOr<JobRow> GetJob(const std::string& job_id) override;
   absl::StatusOr<std::vector<JobRow>> ListJobs(const std::string& team,
-                                               const std::string& state) override;
+                                               std::optional<JobState> state) override;
   absl::StatusOr<std::vector<TaskRow>> ListTasks(const std::string& job_id) override;
 
   absl::Status PutCandidate(const CandidateRow& row) override;
@@ -50,7 +50,7 @@ class SqlDatabase final : public Database {
                               int64_t deadline_unix_ms) override;
   absl::StatusOr<std::vector<std::string>> ExpireLeases(int64_t now_unix_ms) override;
   absl::StatusOr<std::vector<CandidateRow>> ListCandidates(const std::string& task_id,
-                                                           const std::string& state) override;
+                                                           CandidateState state) override;
 
   absl::StatusOr<bool> RecordMeasurement(const MeasurementRow& row) override;
   absl::StatusOr<std::vector<MeasurementRow>> ListMeasurementsForTask(

@@ -10,9 +10,9 @@
 namespace gtco::db {
 namespace {
 
-constexpr char kLeased[] = "leased";
-constexpr char kMeasured[] = "measured";
-constexpr char kPending[] = "pending";
+const char* const kLeased = CandidateStateName(CandidateState::kLeased);
+const char* const kMeasured = CandidateStateName(CandidateState::kMeasured);
+const char* const kPending = CandidateStateName(CandidateState::kPending);
 
 absl::Status CheckLimit(int limit, const char* what) {
   if (limit >= 0) return absl::OkStatus();
@@ -94,13 +94,13 @@ absl::StatusOr<std::vector<std::string>> SqlDatabase::ExpireLeases(int64_t now_u
 }
 
 absl::StatusOr<std::vector<CandidateRow>> SqlDatabase::ListCandidates(const std::string& task_id,
-                                                                      const std::string& state) {
+                                                                      CandidateState state) {
   std::lock_guard<std::mutex> lock(mu_);
   return rows::Select(*connection_, rows::Candidates(),
                       "WHERE task_id = $1 AND state = $2 "
                       "ORDER BY created_unix_ms, candidate_id COLLATE \"C\"",
-                      {task_id, state},
-                      absl::StrCat("list ", state, " candidates of task '", task_id, "'"));
+                      {task_id, CandidateStateName(state)},
+                      absl::StrCat("list ", CandidateStateName(state), " candidates of task '", task_id, "'"));
 }
 
 // ---------------------------------------------------------------------------------------------

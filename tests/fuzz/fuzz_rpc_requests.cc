@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "gtco/v1/gtco.pb.h"
 #include "server/farm_core.h"
 #include "server/farm_metrics.h"
+#include "server/proto_convert.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/rpc_script.h"
 
@@ -126,17 +128,20 @@ void FarmDriver::EndModelStream(bool submit) {
     }
   }
   if (!have_header) return;
+  absl::StatusOr<gtco::server::JobSpec> spec = gtco::server::JobSpecFromProto(header);
+  Check(spec.status(), submit ? "Submit" : "QueryModel");
+  if (!spec.ok()) return;
   if (submit) {
-    absl::StatusOr<v1::JobStatus> job = core_->Submit(header, model_bytes);
+    absl::StatusOr<gtco::server::JobInfo> job = core_->Submit(*spec, model_bytes);
     Check(job.status(), "Submit");
-    if (job.ok()) ObserveJob(*job);
+    if (job.ok()) ObserveJob(gtco::server::ToProto(*job));
     return;
   }
-  absl::StatusOr<v1::QueryReply> reply = core_->QueryModel(header, model_bytes);
+  absl::StatusOr<gtco::server::QueryResult> reply = core_->QueryModel(*spec, model_bytes);
   Check(reply.status(), "QueryModel");
   if (!reply.ok()) return;
-  for (const v1::ScheduleRecord& record : reply->records()) {
-    Remember(workload_keys_, record.workload_key());
+  for (const gtco::server::ScheduleRecordInfo& record : reply->records) {
+    Remember(workload_keys_, record.workload_key);
   }
 }
 
@@ -147,11 +152,13 @@ void FarmDriver::RunLease(const RpcCall& call) {
                              request.worker_id()));
   request.set_max_candidates(std::min(request.max_candidates(), kMaxLeaseCandidates));
   request.set_wait_ms(0);
-  absl::StatusOr<v1::LeaseReply> reply = core_->Lease(request);
-  Check(reply.status(), "Lease");
-  if (!reply.ok()) return;
-  Check(absl::OkStatus(), absl::StrCat("Lease: ", reply->candidates_size(), " candidates").c_str());
-  for (const v1::Candidate& candidate : reply->candidates()) {
+  absl::StatusOr<std::vector<gtco::server::LeasedCandidate>> leased =
+      core_->Lease(request.worker_id(), request.max_candidates(), request.wait_ms());
+  Check(leased.status(), "Lease");
+  if (!leased.ok()) return;
+  Check(absl::OkStatus(), absl::StrCat("Lease: ", leased->size(), " candidates").c_str());
+  for (const gtco::server::LeasedCandidate& leased_candidate : *leased) {
+    const v1::Candidate candidate = gtco::server::ToProto(leased_candidate);
     Remember(candidate_ids_, candidate.candidate_id());
     absl::StatusOr<gtco::ir::Workload> workload = gtco::ir::ParseWorkload(candidate.workload());
     FUZZ_CHECK(workload.ok() && workload->Validate().ok() &&
@@ -173,7 +180,8 @@ void FarmDriver::RunReport(const RpcCall& call) {
     result->set_candidate_id(Pick(candidate_ids_, call.flags, gtco::fuzz::kUseKnownNested,
                                   result->candidate_id(), index));
   }
-  Check(core_->Report(request).status(), "Report");
+  Check(core_->Report(request.worker_id(), gtco::server::TrialResultsFromProto(request)).status(),
+        "Report");
 }
 
 void FarmDriver::RunHeartbeat(const RpcCall& call) {
@@ -186,7 +194,10 @@ void FarmDriver::RunHeartbeat(const RpcCall& call) {
                                           gtco::fuzz::kUseKnownNested,
                                           request.candidate_ids(index), index));
   }
-  Check(core_->Heartbeat(request), "Heartbeat");
+  Check(core_->Heartbeat(request.worker_id(),
+                         std::vector<std::string>(request.candidate_ids().begin(),
+                                                  request.candidate_ids().end())),
+        "Heartbeat");
 }
 
 void FarmDriver::Run(const RpcCall& call) {
@@ -208,10 +219,10 @@ void FarmDriver::Run(const RpcCall& call) {
     case RpcOp::kGetJob: {
       v1::GetJobRequest request;
       if (!request.ParseFromString(call.payload)) return;
-      absl::StatusOr<v1::JobStatus> job =
+      absl::StatusOr<gtco::server::JobInfo> job =
           core_->GetJob(Pick(job_ids_, flags, kId, request.job_id()));
       Check(job.status(), "GetJob");
-      if (job.ok()) ObserveJob(*job);
+      if (job.ok()) ObserveJob(gtco::server::ToProto(*job));
       return;
     }
     case RpcOp::kWatchJob: {
@@ -226,10 +237,18 @@ void FarmDriver::Run(const RpcCall& call) {
     case RpcOp::kListJobs: {
       v1::ListJobsRequest request;
       if (!request.ParseFromString(call.payload)) return;
-      absl::StatusOr<v1::ListJobsReply> reply = core_->ListJobs(request.team(), request.state());
-      Check(reply.status(), "ListJobs");
-      if (reply.ok()) {
-        for (const v1::JobStatus& job : reply->jobs()) ObserveJob(job);
+      std::optional<gtco::db::JobState> state;
+      if (!request.state().empty()) {
+        absl::StatusOr<gtco::db::JobState> parsed = gtco::db::ParseJobState(request.state());
+        Check(parsed.status(), "ListJobs");
+        if (!parsed.ok()) return;
+        state = *parsed;
+      }
+      absl::StatusOr<std::vector<gtco::server::JobInfo>> jobs =
+          core_->ListJobs(request.team(), state);
+      Check(jobs.status(), "ListJobs");
+      if (jobs.ok()) {
+        for (const gtco::server::JobInfo& job : *jobs) ObserveJob(gtco::server::ToProto(job));
       }
       return;
     }
@@ -243,8 +262,11 @@ void FarmDriver::Run(const RpcCall& call) {
     case RpcOp::kQueryWorkload: {
       v1::QueryWorkloadRequest request;
       if (!request.ParseFromString(call.payload)) return;
+      absl::StatusOr<gtco::target::Target> target = gtco::target::ParseTarget(request.target());
+      Check(target.status(), "QueryWorkload");
+      if (!target.ok()) return;
       Check(core_->QueryWorkload(Pick(workload_keys_, flags, kId, request.workload_key()),
-                                 request.target(), request.limit())
+                                 *target, request.limit())
                 .status(),
             "QueryWorkload");
       return;
@@ -253,9 +275,12 @@ void FarmDriver::Run(const RpcCall& call) {
       v1::RegisterRequest request;
       if (!request.ParseFromString(call.payload)) return;
       request.set_worker_id(Pick(worker_ids_, flags, kId, request.worker_id()));
-      absl::StatusOr<v1::RegisterReply> reply = core_->Register(request);
-      Check(reply.status(), "Register");
-      if (reply.ok()) Remember(worker_ids_, reply->worker_id());
+      absl::StatusOr<gtco::server::WorkerHello> hello = gtco::server::WorkerHelloFromProto(request);
+      Check(hello.status(), "Register");
+      if (!hello.ok()) return;
+      absl::StatusOr<gtco::server::WorkerTerms> terms = core_->Register(*hello);
+      Check(terms.status(), "Register");
+      if (terms.ok()) Remember(worker_ids_, terms->worker_id);
       return;
     }
     case RpcOp::kLease:

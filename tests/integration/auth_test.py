@@ -72,6 +72,15 @@ class AuthTest(unittest.TestCase):
         self.refused("NOT_FOUND", "watch", job, token=self.nlp)
         listed = self.farm.client_json("jobs", token=self.nlp)
         self.assertNotIn(job, str(listed))
+        self.assertIn(job, str(self.farm.client_json("jobs", "--state", "running",
+                                                     token=self.vision)))
+        self.assertNotIn(job, str(self.farm.client_json("jobs", "--state", "done",
+                                                        token=self.vision)))
+        # A state filter no job can have is a usage error naming the states, not an empty list.
+        message = self.refused("INVALID_ARGUMENT", "jobs", "--state", "finished",
+                               token=self.vision)
+        self.assertIn("unknown job state 'finished' (one of running, done, failed, cancelled)",
+                      message)
 
         # max-concurrent-jobs 1: a second running job of the team is refused with the limit.
         message = self.refused("RESOURCE_EXHAUSTED", "submit", MODEL, "--budget", "6",

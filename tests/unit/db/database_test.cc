@@ -151,15 +151,15 @@ TEST_P(DatabaseTest, JobAndTaskRoundTrip) {
   EXPECT_EQ(tasks[1].trials_allotted, 64);
   EXPECT_TRUE(database->ListTasks("j2")->empty());
 
-  EXPECT_EQ(JobIds(*database->ListJobs("", "")), (std::vector<std::string>{"j3", "j2", "j1"}));
-  EXPECT_EQ(JobIds(*database->ListJobs("team-a", "")), (std::vector<std::string>{"j3", "j1"}));
+  EXPECT_EQ(JobIds(*database->ListJobs("", std::nullopt)), (std::vector<std::string>{"j3", "j2", "j1"}));
+  EXPECT_EQ(JobIds(*database->ListJobs("team-a", std::nullopt)), (std::vector<std::string>{"j3", "j1"}));
 
-  ASSERT_TRUE(database->UpdateJobState("j3", "done", "", 400).ok());
-  ASSERT_TRUE(database->UpdateTaskState("j1.t0", "done").ok());
-  EXPECT_EQ(JobIds(*database->ListJobs("team-a", "running")), (std::vector<std::string>{"j1"}));
-  EXPECT_EQ(JobIds(*database->ListJobs("", "done")), (std::vector<std::string>{"j3"}));
+  ASSERT_TRUE(database->UpdateJobState("j3", JobState::kDone, "", 400).ok());
+  ASSERT_TRUE(database->UpdateTaskState("j1.t0", TaskState::kDone).ok());
+  EXPECT_EQ(JobIds(*database->ListJobs("team-a", JobState::kRunning)), (std::vector<std::string>{"j1"}));
+  EXPECT_EQ(JobIds(*database->ListJobs("", JobState::kDone)), (std::vector<std::string>{"j3"}));
   EXPECT_EQ(database->GetJob("j3")->updated_unix_ms, 400);
-  EXPECT_EQ((*database->ListTasks("j1"))[0].state, "done");
+  EXPECT_EQ((*database->ListTasks("j1"))[0].state, TaskState::kDone);
 }
 
 TEST_P(DatabaseTest, UnknownAndDuplicateJobs) {
@@ -168,9 +168,9 @@ TEST_P(DatabaseTest, UnknownAndDuplicateJobs) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(), "job 'nope' not found");
-  EXPECT_EQ(database->UpdateJobState("nope", "done", "", 1).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(database->UpdateJobState("nope", JobState::kDone, "", 1).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(database->ListTasks("nope").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(database->UpdateTaskState("nope.t0", "done").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(database->UpdateTaskState("nope.t0", TaskState::kDone).code(), absl::StatusCode::kNotFound);
 
   CreateTwoTaskJob(*database);
   absl::Status duplicate = database->CreateJob(MakeJob("j", "team-b", 5), {MakeTask("j", 7, "x")});
@@ -209,7 +209,7 @@ TEST_P(DatabaseTest, MeasurementOfUnknownTaskIsRejected) {
   ASSERT_FALSE(stored.ok());
   EXPECT_EQ(stored.status().code(), absl::StatusCode::kFailedPrecondition) << stored.status();
   // Nothing of the failed transaction remains, and the connection is usable afterwards.
-  EXPECT_EQ(database->GetCandidate("c1")->value().state, "pending");
+  EXPECT_EQ(database->GetCandidate("c1")->value().state, CandidateState::kPending);
   EXPECT_EQ(*database->CountMeasurements("nope"), 0);
   EXPECT_TRUE(*database->RecordMeasurement(MakeMeasurement("c1", "j.t0", true, 1)));
 }
@@ -229,10 +229,10 @@ TEST_P(DatabaseTest, LeasesExpireBackToPending) {
 
   std::optional<CandidateRow> leased = *database->GetCandidate("c2");
   ASSERT_TRUE(leased.has_value());
-  EXPECT_EQ(leased->state, "leased");
+  EXPECT_EQ(leased->state, CandidateState::kLeased);
   EXPECT_EQ(leased->worker_id, "w2");
   EXPECT_EQ(leased->lease_deadline_unix_ms, 5000);
-  EXPECT_EQ(database->ListCandidates("j.t0", "leased")->size(), 3u);
+  EXPECT_EQ(database->ListCandidates("j.t0", CandidateState::kLeased)->size(), 3u);
 
   // A deadline equal to `now` has not passed yet.
   std::vector<std::string> expired = *database->ExpireLeases(1000);
@@ -242,11 +242,11 @@ TEST_P(DatabaseTest, LeasesExpireBackToPending) {
   EXPECT_TRUE(database->ExpireLeases(2000)->empty());
 
   std::optional<CandidateRow> returned = *database->GetCandidate("c1");
-  EXPECT_EQ(returned->state, "pending");
+  EXPECT_EQ(returned->state, CandidateState::kPending);
   EXPECT_EQ(returned->worker_id, "");
   EXPECT_EQ(returned->lease_deadline_unix_ms, 0);
-  EXPECT_EQ(database->GetCandidate("c2")->value().state, "leased");
-  EXPECT_EQ(CandidateIds(*database->ListCandidates("j.t0", "pending")),
+  EXPECT_EQ(database->GetCandidate("c2")->value().state, CandidateState::kLeased);
+  EXPECT_EQ(CandidateIds(*database->ListCandidates("j.t0", CandidateState::kPending)),
             (std::vector<std::string>{"c1", "c3", "c4"}));
 }
 
@@ -287,7 +287,7 @@ TEST_P(DatabaseTest, RecordMeasurementIsIdempotentAndMarksCandidate) {
   EXPECT_EQ(*database->CountMeasurements("j.t0"), 1);
 
   std::optional<CandidateRow> candidate = *database->GetCandidate("c1");
-  EXPECT_EQ(candidate->state, "measured");
+  EXPECT_EQ(candidate->state, CandidateState::kMeasured);
   EXPECT_EQ(candidate->lease_deadline_unix_ms, 0);
   // A measured candidate neither expires nor can be leased again.
   EXPECT_TRUE(database->ExpireLeases(1'000'000)->empty());
@@ -429,13 +429,13 @@ TEST_P(DatabaseTest, TextOrderIsBytewise) {
   for (const char* id : {"a", "B", "_c"}) {
     ASSERT_TRUE(database->CreateJob(MakeJob(id, "team", 7), {}).ok());
   }
-  EXPECT_EQ(JobIds(*database->ListJobs("", "")), (std::vector<std::string>{"a", "_c", "B"}));
+  EXPECT_EQ(JobIds(*database->ListJobs("", std::nullopt)), (std::vector<std::string>{"a", "_c", "B"}));
   CreateTwoTaskJob(*database);
   for (const char* id : {"a", "B", "_c"}) {
     ASSERT_TRUE(database->PutCandidate(MakeCandidate(id, "j.t0", 5)).ok());
     ASSERT_TRUE(database->LeaseCandidate(id, "w", 50).ok());
   }
-  EXPECT_EQ(CandidateIds(*database->ListCandidates("j.t0", "leased")),
+  EXPECT_EQ(CandidateIds(*database->ListCandidates("j.t0", CandidateState::kLeased)),
             (std::vector<std::string>{"B", "_c", "a"}));
   EXPECT_EQ(*database->ExpireLeases(100), (std::vector<std::string>{"B", "_c", "a"}));
   for (const char* id : {"a", "B", "_c"}) {
@@ -511,7 +511,7 @@ TEST_P(DatabaseTest, ConcurrentRecordMeasurementAcrossConnections) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(inserted.load(), kCandidates);
   EXPECT_EQ(*second->CountMeasurements("j.t0"), kCandidates);
-  EXPECT_TRUE(second->ListCandidates("j.t0", "pending")->empty());
+  EXPECT_TRUE(second->ListCandidates("j.t0", CandidateState::kPending)->empty());
 }
 
 TEST_P(DatabaseTest, SecondDatabaseObjectSeesDataAcrossRestart) {

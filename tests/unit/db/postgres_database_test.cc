@@ -164,7 +164,7 @@ TEST_F(PostgresServerTest, ReconnectsAfterTheServerDropsTheConnection) {
   absl::StatusOr<std::vector<std::string>> expired = database.ExpireLeases(1000);
   ASSERT_TRUE(expired.ok()) << expired.status();
   EXPECT_TRUE(expired->empty());
-  EXPECT_EQ(database.GetCandidate("c1")->value().state, "measured");
+  EXPECT_EQ(database.GetCandidate("c1")->value().state, CandidateState::kMeasured);
 }
 
 TEST_F(PostgresServerTest, ErrorsCarryTheSqlState) {

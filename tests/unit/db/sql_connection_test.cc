@@ -1,5 +1,5 @@
-// The shared SQL layer: SQLite's placeholder rewrite, SqlValue conversions, and one statement
-// text run on every backend with parameters of every type.
+// The shared SQL layer: SQLite's placeholder rewrite, SqlValue conversions, the row mapping of
+// states, and one statement text run on every backend with parameters of every type.
 #include "common/db/sql_connection.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 #include "common/db/row_mapping.h"
 #include "common/db/sql_value.h"
 #include "common/db/sqlite_connection.h"
+#include "common/db/states.h"
 #include "tests/unit/db/database_fixture.h"
 
 namespace gtco::db {
@@ -103,12 +104,53 @@ TEST(RowMappingTest, ParamsAndReadAreInverse) {
   const SqlParams params = rows::Measurements().Params(row);
   ASSERT_EQ(params.size(), 18u);
   EXPECT_EQ(params[6], SqlValue(int64_t{1}));  // ok: an INTEGER flag
-  const MeasurementRow read = rows::Measurements().Read(SqlRow(params));
+  const MeasurementRow read = *rows::Measurements().Read(SqlRow(params));
   EXPECT_EQ(read.candidate_id, "c");
   EXPECT_TRUE(read.ok);
   EXPECT_EQ(read.median_seconds, 0.1 + 0.2);
   EXPECT_EQ(read.repeats, -7);
   EXPECT_EQ(read.measured_unix_ms, std::numeric_limits<int64_t>::min());
+}
+
+TEST(RowMappingTest, StatesAreStoredByNameAndAnUnknownNameIsDataLoss) {
+  JobRow job;
+  job.job_id = "j";
+  job.state = JobState::kCancelled;
+  SqlParams params = rows::Jobs().Params(job);
+  EXPECT_EQ(params[5], SqlValue("cancelled"));  // the state column holds the name
+  absl::StatusOr<JobRow> read = rows::Jobs().Read(SqlRow(params));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->state, JobState::kCancelled);
+
+  params[5] = SqlValue("paused");  // a row a newer server (or a bad hand edit) wrote
+  read = rows::Jobs().Read(SqlRow(params));
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(read.status().message().find("table jobs, column state: unknown job state 'paused'"),
+            std::string::npos)
+      << read.status();
+}
+
+TEST(StatesTest, EveryStateRoundTripsThroughItsName) {
+  for (JobState state :
+       {JobState::kRunning, JobState::kDone, JobState::kFailed, JobState::kCancelled}) {
+    EXPECT_EQ(*ParseJobState(JobStateName(state)), state);
+  }
+  for (TaskState state : {TaskState::kPending, TaskState::kRunning, TaskState::kDone,
+                          TaskState::kFromDatabase, TaskState::kCancelled}) {
+    EXPECT_EQ(*ParseTaskState(TaskStateName(state)), state);
+  }
+  for (CandidateState state :
+       {CandidateState::kPending, CandidateState::kLeased, CandidateState::kMeasured}) {
+    EXPECT_EQ(*ParseCandidateState(CandidateStateName(state)), state);
+  }
+  const absl::Status unknown = ParseJobState("Running").status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown.message(),
+            "unknown job state 'Running' (one of running, done, failed, cancelled)");
+  EXPECT_TRUE(IsTerminal(JobState::kFailed));
+  EXPECT_FALSE(IsTerminal(JobState::kRunning));
+  EXPECT_TRUE(IsFinished(TaskState::kFromDatabase));
+  EXPECT_FALSE(IsFinished(TaskState::kRunning));
 }
 
 // One statement text, on a raw connection of each backend.

@@ -226,11 +226,11 @@ TEST_P(TeamsTokensTest, CountRunningJobsOfTeam) {
   ASSERT_TRUE(database->CreateJob(MakeJob("v2", "vision", 2), {}).ok());
   ASSERT_TRUE(database->CreateJob(MakeJob("v3", "vision", 3), {}).ok());
   ASSERT_TRUE(database->CreateJob(MakeJob("s1", "speech", 4), {}).ok());
-  ASSERT_TRUE(database->UpdateJobState("v3", "done", "", 10).ok());
+  ASSERT_TRUE(database->UpdateJobState("v3", JobState::kDone, "", 10).ok());
   EXPECT_EQ(*database->CountRunningJobs("vision"), 2);
   EXPECT_EQ(*database->CountRunningJobs("speech"), 1);
   EXPECT_EQ(*database->CountRunningJobs("nobody"), 0);
-  ASSERT_TRUE(database->UpdateJobState("v1", "cancelled", "", 11).ok());
+  ASSERT_TRUE(database->UpdateJobState("v1", JobState::kCancelled, "", 11).ok());
   EXPECT_EQ(*database->CountRunningJobs("vision"), 1);
 }
 

@@ -14,7 +14,7 @@ JobRow MakeJob(const std::string& job_id, const std::string& team, int64_t creat
   job.model_name = "resnet";
   job.model_sha = "abc123";
   job.target = "cpu";
-  job.state = "running";
+  job.state = JobState::kRunning;
   job.budget = 1000;
   job.options = R"({"batch": 1})";
   job.created_unix_ms = created_unix_ms;
@@ -31,7 +31,7 @@ TaskRow MakeTask(const std::string& job_id, int ordinal, const std::string& work
   task.target = "cpu";
   task.weight = ordinal + 1;
   task.trials_allotted = 64;
-  task.state = "pending";
+  task.state = TaskState::kPending;
   return task;
 }
 
@@ -44,7 +44,7 @@ CandidateRow MakeCandidate(const std::string& candidate_id, const std::string& t
   candidate.target = "cpu";
   candidate.trace = "split(i, 32)";
   candidate.program_hash = "h" + candidate_id;
-  candidate.state = "pending";
+  candidate.state = CandidateState::kPending;
   candidate.created_unix_ms = created_unix_ms;
   return candidate;
 }

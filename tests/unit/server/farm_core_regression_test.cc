@@ -33,11 +33,11 @@ std::unique_ptr<FarmCore> MemoryFarm() {
   return std::move(*core);
 }
 
-gtco::v1::SubmitHeader Header(int64_t budget) {
-  gtco::v1::SubmitHeader header;
-  header.set_target("cpu");
-  header.set_budget(budget);
-  return header;
+JobSpec Header(int64_t budget) {
+  JobSpec spec;
+  spec.target = target::Target::kCpu;
+  spec.budget = budget;
+  return spec;
 }
 
 // A budget near INT64_MAX overflowed int64 while it was split over the tasks (undefined
@@ -55,9 +55,10 @@ TEST(FarmCoreRegressionTest, HugeBudgetsAreRejectedNotOverflowed) {
   auto largest = core->Submit(Header(int64_t{1} << 40), model);
   ASSERT_TRUE(largest.ok()) << largest.status();
   int64_t allotted = 0;
-  for (const auto& task : largest->tasks()) allotted += task.trials_allotted();
+  for (const TaskInfo& task : largest->tasks) allotted += task.trials_allotted;
   // Each task's share is rounded on its own.
-  EXPECT_LE(std::llabs(allotted - (int64_t{1} << 40)), largest->tasks_size());
+  EXPECT_LE(std::llabs(allotted - (int64_t{1} << 40)),
+            static_cast<int64_t>(largest->tasks.size()));
 }
 
 // A worker that reported NaN timings made the database refuse the measurement, so the Report
@@ -66,34 +67,29 @@ TEST(FarmCoreRegressionTest, NonFiniteTimingsAreAFailedTrial) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
   auto job = core->Submit(Header(4), ReadModel("mlp.onnx"));
   ASSERT_TRUE(job.ok()) << job.status();
-  gtco::v1::RegisterRequest registration;
-  registration.set_worker_id("nan-worker");
-  registration.mutable_hardware()->set_target("cpu");
-  registration.mutable_hardware()->set_cores(1);
-  ASSERT_TRUE(core->Register(registration).ok());
-  gtco::v1::LeaseRequest lease;
-  lease.set_worker_id("nan-worker");
-  lease.set_max_candidates(1);
-  auto leased = core->Lease(lease);
+  WorkerHello hello;
+  hello.worker_id = "nan-worker";
+  hello.hardware.target = target::Target::kCpu;
+  hello.hardware.cores = 1;
+  ASSERT_TRUE(core->Register(hello).ok());
+  auto leased = core->Lease("nan-worker", /*max_candidates=*/1, /*wait_ms=*/0);
   ASSERT_TRUE(leased.ok()) << leased.status();
-  ASSERT_EQ(leased->candidates_size(), 1);
-  gtco::v1::ReportRequest report;
-  report.set_worker_id("nan-worker");
-  gtco::v1::MeasureResult& result = *report.add_results();
-  result.set_candidate_id(leased->candidates(0).candidate_id());
-  result.set_ok(true);
-  result.set_verified(true);
-  result.set_median_seconds(std::numeric_limits<double>::quiet_NaN());
-  result.set_min_seconds(1e-6);
-  auto reply = core->Report(report);
+  ASSERT_EQ(leased->size(), 1u);
+  TrialResult result;
+  result.candidate_id = leased->front().candidate_id;
+  result.ok = true;
+  result.verified = true;
+  result.median_seconds = std::numeric_limits<double>::quiet_NaN();
+  result.min_seconds = 1e-6;
+  auto reply = core->Report("nan-worker", {result});
   ASSERT_TRUE(reply.ok()) << reply.status();
-  EXPECT_EQ(reply->stored(), 1);
-  auto status = core->GetJob(job->job_id());
+  EXPECT_EQ(reply->stored, 1);
+  auto status = core->GetJob(job->job_id);
   ASSERT_TRUE(status.ok()) << status.status();
   int64_t done = 0, failed = 0;
-  for (const auto& task : status->tasks()) {
-    done += task.trials_done();
-    failed += task.trials_failed();
+  for (const TaskInfo& task : status->tasks) {
+    done += task.trials_done;
+    failed += task.trials_failed;
   }
   EXPECT_EQ(done, 1);
   EXPECT_EQ(failed, 1);

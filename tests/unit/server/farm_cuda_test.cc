@@ -16,6 +16,7 @@
 #include "common/db/database.h"
 #include "common/target/target.h"
 #include "server/farm_core.h"
+#include "server/proto_convert.h"
 
 namespace gtco::server {
 namespace {
@@ -37,7 +38,8 @@ std::unique_ptr<FarmCore> MemoryFarm() {
   return std::move(*core);
 }
 
-gtco::v1::RegisterRequest CudaWorker(const target::HardwareInfo& gpu) {
+/// A CUDA worker's registration as it arrives over gRPC, translated as the handler does.
+WorkerHello CudaWorker(const target::HardwareInfo& gpu, int sm_major = -1) {
   gtco::v1::RegisterRequest request;
   request.set_hostname("gpu-host");
   gtco::v1::Hardware& hardware = *request.mutable_hardware();
@@ -55,22 +57,28 @@ gtco::v1::RegisterRequest CudaWorker(const target::HardwareInfo& gpu) {
   hardware.set_max_blocks_per_sm(gpu.max_blocks_per_sm);
   hardware.set_l2_bytes(gpu.l2_bytes);
   hardware.set_memory_bytes(gpu.memory_bytes);
-  return request;
+  if (sm_major >= 0) hardware.set_sm_major(sm_major);
+  absl::StatusOr<WorkerHello> hello = WorkerHelloFromProto(request);
+  EXPECT_TRUE(hello.ok()) << hello.status();
+  return *hello;
+}
+
+JobSpec Spec(target::Target target, int64_t budget) {
+  JobSpec spec;
+  spec.target = target;
+  spec.budget = budget;
+  return spec;
 }
 
 /// A deterministic stand-in latency: work over the launched threads, so plans differ.
-double SimulatedSeconds(const gtco::v1::Candidate& candidate) {
-  const gtco::v1::CudaLaunch& launch = candidate.launch();
-  const double threads = static_cast<double>(launch.grid_x() * launch.grid_y() * launch.grid_z()) *
-                         launch.block_x() * launch.block_y() * launch.block_z();
-  return 1e-6 + 1e-3 / (1.0 + threads / 1e5) + (candidate.program().size() % 97) * 1e-8;
+double SimulatedSeconds(const LeasedCandidate& candidate) {
+  const double threads = static_cast<double>(candidate.launch.Blocks() * candidate.launch.Threads());
+  return 1e-6 + 1e-3 / (1.0 + threads / 1e5) + (candidate.program.size() % 97) * 1e-8;
 }
 
 TEST(FarmCudaTest, CudaWorkerWithoutComputeCapabilityIsRefused) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
-  gtco::v1::RegisterRequest request = CudaWorker(target::CudaArchPreset(90));
-  request.mutable_hardware()->set_sm_major(0);
-  auto reply = core->Register(request);
+  auto reply = core->Register(CudaWorker(target::CudaArchPreset(90), /*sm_major=*/0));
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -84,54 +92,47 @@ TEST(FarmCudaTest, TransformerBlockTunesWithCudaCandidates) {
   ASSERT_TRUE(registered.ok()) << registered.status();
   const std::string model = ReadModel("transformer_block.onnx");
   ASSERT_FALSE(model.empty());
-  gtco::v1::SubmitHeader header;
-  header.set_target("cuda");
-  header.set_budget(48);
-  auto submitted = core->Submit(header, model);
+  auto submitted = core->Submit(Spec(target::Target::kCuda, 48), model);
   ASSERT_TRUE(submitted.ok()) << submitted.status();
 
   std::set<std::string> mappings_seen;
   int compiled = 0;
   for (int round = 0; round < 40; ++round) {
-    gtco::v1::LeaseRequest lease;
-    lease.set_worker_id(registered->worker_id());
-    lease.set_max_candidates(8);
-    auto leased = core->Lease(lease);
+    auto leased = core->Lease(registered->worker_id, /*max_candidates=*/8, /*wait_ms=*/0);
     ASSERT_TRUE(leased.ok()) << leased.status();
-    if (leased->candidates().empty()) break;
-    gtco::v1::ReportRequest report;
-    report.set_worker_id(registered->worker_id());
-    for (const gtco::v1::Candidate& candidate : leased->candidates()) {
-      EXPECT_EQ(candidate.language(), "cuda-c");
-      EXPECT_GT(candidate.launch().block_x(), 0);
-      EXPECT_NE(candidate.program().find("__global__"), std::string::npos);
-      mappings_seen.insert(candidate.trace().substr(0, candidate.trace().find(';')));
+    if (leased->empty()) break;
+    std::vector<TrialResult> results;
+    for (const LeasedCandidate& candidate : *leased) {
+      EXPECT_EQ(candidate.language, "cuda-c");
+      EXPECT_GT(candidate.launch.block_x, 0);
+      EXPECT_NE(candidate.program.find("__global__"), std::string::npos);
+      mappings_seen.insert(candidate.trace.substr(0, candidate.trace.find(';')));
       if (codegen::NvrtcBuilt() && compiled < 12) {
-        const std::string arch = candidate.launch().arch().empty()
+        const std::string arch = candidate.launch.arch.empty()
                                      ? absl::StrCat("sm_", gpu.SmVersion())
-                                     : candidate.launch().arch();
-        auto binary = codegen::CompileCuda(candidate.program(), candidate.entry(), arch);
-        ASSERT_TRUE(binary.ok()) << candidate.trace() << ": " << binary.status();
-        EXPECT_LE(int64_t{binary->usage.registers} * candidate.launch().block_x() *
-                      candidate.launch().block_y() * candidate.launch().block_z(),
+                                     : candidate.launch.arch;
+        auto binary = codegen::CompileCuda(candidate.program, candidate.entry, arch);
+        ASSERT_TRUE(binary.ok()) << candidate.trace << ": " << binary.status();
+        EXPECT_LE(int64_t{binary->usage.registers} * candidate.launch.Threads(),
                   gpu.registers_per_block);
         ++compiled;
       }
-      gtco::v1::MeasureResult& result = *report.add_results();
-      result.set_candidate_id(candidate.candidate_id());
-      result.set_ok(true);
-      result.set_verified(true);
-      result.set_median_seconds(SimulatedSeconds(candidate));
-      result.set_min_seconds(result.median_seconds());
-      result.set_max_seconds(result.median_seconds());
-      result.set_repeats(10);
+      TrialResult result;
+      result.candidate_id = candidate.candidate_id;
+      result.ok = true;
+      result.verified = true;
+      result.median_seconds = SimulatedSeconds(candidate);
+      result.min_seconds = result.median_seconds;
+      result.max_seconds = result.median_seconds;
+      result.repeats = 10;
+      results.push_back(result);
     }
-    ASSERT_TRUE(core->Report(report).ok());
+    ASSERT_TRUE(core->Report(registered->worker_id, results).ok());
   }
-  auto status = core->GetJob(submitted->job_id());
+  auto status = core->GetJob(submitted->job_id);
   ASSERT_TRUE(status.ok());
-  EXPECT_EQ(status->state(), "done") << status->DebugString();
-  EXPECT_GE(status->trials_done(), 40);
+  EXPECT_EQ(status->state, db::JobState::kDone) << status->error;
+  EXPECT_GE(status->trials_done, 40);
   // Matmul and row-wise tasks both got CUDA schedules.
   bool matmul_sketch = false, row_sketch = false;
   for (const std::string& sketch : mappings_seen) {
@@ -146,10 +147,7 @@ TEST(FarmCudaTest, TransformerBlockTunesWithCudaCandidates) {
 TEST(FarmCudaTest, IntegerModelOnCudaIsRefusedWithTheVerdict) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
   ASSERT_TRUE(core->Register(CudaWorker(target::CudaArchPreset(80))).ok());
-  gtco::v1::SubmitHeader header;
-  header.set_target("cuda");
-  header.set_budget(8);
-  auto submitted = core->Submit(header, ReadModel("matmul_integer.onnx"));
+  auto submitted = core->Submit(Spec(target::Target::kCuda, 8), ReadModel("matmul_integer.onnx"));
   ASSERT_FALSE(submitted.ok());
   EXPECT_EQ(submitted.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(std::string(submitted.status().message()).find("try --target cpu"), std::string::npos)
@@ -158,16 +156,12 @@ TEST(FarmCudaTest, IntegerModelOnCudaIsRefusedWithTheVerdict) {
 
 TEST(FarmCudaTest, F16ModelRunsOnCudaAndIsRefusedForCpu) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
-  gtco::v1::SubmitHeader header;
-  header.set_budget(8);
-  header.set_target("cpu");
-  auto on_cpu = core->Submit(header, ReadModel("matmul_f16.onnx"));
+  auto on_cpu = core->Submit(Spec(target::Target::kCpu, 8), ReadModel("matmul_f16.onnx"));
   ASSERT_FALSE(on_cpu.ok());
   EXPECT_EQ(on_cpu.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(std::string(on_cpu.status().message()).find("try --target cuda"), std::string::npos)
       << on_cpu.status();
-  header.set_target("cuda");
-  auto on_cuda = core->Submit(header, ReadModel("matmul_f16.onnx"));
+  auto on_cuda = core->Submit(Spec(target::Target::kCuda, 8), ReadModel("matmul_f16.onnx"));
   EXPECT_TRUE(on_cuda.ok()) << on_cuda.status();
 }
 

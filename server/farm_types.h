@@ -1,0 +1,166 @@
+// The farm core's own vocabulary: what FarmCore takes and returns. The gRPC handlers
+// (service.cc) alone translate these to and from gtco.v1 protos (proto_convert.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/db/states.h"
+#include "common/onnx/onnx_import.h"
+#include "common/schedule/cuda_sketch.h"
+#include "common/target/target.h"
+
+namespace gtco::server {
+
+/// A model to tune (Submit) or to look up (QueryModel).
+struct JobSpec {
+  std::string model_name;  ///< shown in listings ("model.onnx" when empty)
+  target::Target target = target::Target::kCpu;
+  int64_t budget = 0;  ///< trials for the whole job (Submit only)
+  std::string team;    ///< "default" when empty
+  onnx::ShapeOverrides shapes;
+  int rounds = 0;         ///< candidates per search round; 0: the server's default
+  std::string scheduler;  ///< "gradient" (also when empty) | "even"
+};
+
+/// One intrinsic mapping of a task: its verdict and, once its space exists, its progress.
+struct MappingInfo {
+  std::string name;
+  bool applies = false;
+  std::string reason;
+  int64_t trials = 0;
+  int64_t in_flight = 0;
+  double best_seconds = 0;
+  int64_t considered = 0;  ///< schedules before pruning
+  int64_t admitted = 0;    ///< after pruning
+  std::map<std::string, int64_t> pruned_by_rule;
+};
+
+/// A task of a job as users see it.
+struct TaskInfo {
+  std::string task_id;
+  std::string workload_key;
+  std::string kind;
+  std::string description;
+  int weight = 1;
+  int64_t trials_allotted = 0;
+  int64_t trials_done = 0;
+  int64_t trials_failed = 0;
+  double best_seconds = 0;  ///< 0 when none yet
+  double eta_seconds = -1;  ///< -1 when unknown
+  db::TaskState state = db::TaskState::kPending;
+  double gflops = 0;
+  double expected_gain_seconds = 0;
+  std::vector<MappingInfo> mappings;
+  int64_t pruned = 0;  ///< schedules pruned over every mapping
+};
+
+/// A job as users see it.
+struct JobInfo {
+  std::string job_id;
+  std::string team;
+  std::string model_name;
+  target::Target target = target::Target::kCpu;
+  db::JobState state = db::JobState::kRunning;
+  std::string error;
+  int64_t budget = 0;
+  int64_t trials_done = 0;
+  int64_t trials_failed = 0;
+  double created_unix_seconds = 0;
+  double updated_unix_seconds = 0;
+  double eta_seconds = -1;
+  double estimated_latency_seconds = 0;  ///< sum of weight x best latency over tasks
+  std::vector<TaskInfo> tasks;
+  std::string scheduler;
+  int round_size = 0;
+  std::vector<std::string> decisions;  ///< the scheduler's latest decisions, newest last
+};
+
+/// The best (or one of the best) measured schedules of a workload.
+struct ScheduleRecordInfo {
+  std::string workload_key;
+  std::string description;
+  target::Target target = target::Target::kCpu;
+  std::string trace;
+  std::string program_hash;
+  double median_seconds = 0, min_seconds = 0, max_seconds = 0, stddev_seconds = 0;
+  int repeats = 0;
+  double gflops = 0;
+  std::string worker_id;
+  std::string hardware;
+  double measured_unix_seconds = 0;
+  int weight = 0;      ///< occurrences in the queried model
+  bool tuned = false;  ///< false: nothing measured yet for this workload and target
+};
+
+struct QueryResult {
+  std::vector<ScheduleRecordInfo> records;
+  double estimated_latency_seconds = 0;
+};
+
+/// A worker introducing itself.
+struct WorkerHello {
+  std::string hostname;
+  target::HardwareInfo hardware;
+  std::string hardware_text;  ///< the hardware as the worker reported it (stored as is)
+  std::string worker_id;      ///< re-registration keeps the id; empty: a new id
+};
+
+/// What a registered worker is told.
+struct WorkerTerms {
+  std::string worker_id;
+  int lease_seconds = 0;
+  int heartbeat_seconds = 0;
+};
+
+/// A candidate program handed to a worker under a lease.
+struct LeasedCandidate {
+  std::string candidate_id;
+  std::string task_id;
+  std::string workload_key;
+  std::string workload;  ///< ir::Workload canonical text
+  std::string trace;
+  target::Target target = target::Target::kCpu;
+  std::string language;  ///< "llvm-bc" | "cuda-c"
+  std::string program;
+  std::string entry;
+  std::string program_hash;
+  schedule::CudaPlan launch;  ///< CUDA: how to launch `entry`
+  int64_t lease_deadline_unix_ms = 0;
+};
+
+/// Why a trial failed. The values are gtco.v1.ErrorKind's.
+enum class TrialError {
+  kNone = 0,
+  kCompile = 1,
+  kRuntime = 2,
+  kTimeout = 3,
+  kWrongResult = 4,
+  kCrash = 5
+};
+
+/// "compile" | "runtime" | "timeout" | "wrong_result" | "crash"; "" for kNone.
+const char* TrialErrorName(TrialError error);
+
+/// A worker's measurement of one candidate.
+struct TrialResult {
+  std::string candidate_id;
+  bool ok = false;
+  TrialError error_kind = TrialError::kNone;
+  std::string error;
+  double median_seconds = 0, min_seconds = 0, max_seconds = 0, stddev_seconds = 0;
+  int repeats = 0;
+  double compile_seconds = 0;
+  bool verified = false;  ///< the output matched the reference before timing
+};
+
+/// What became of a worker's report.
+struct ReportTally {
+  int stored = 0;
+  int duplicates = 0;
+  int rejected = 0;
+};
+
+}  // namespace gtco::server

@@ -1,0 +1,110 @@
+// The jobs table's options column, written and read through protobuf's JSON support for
+// google.protobuf.Struct (a JSON library the server already links; no RPC type involved).
+#include "server/job_options.h"
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace gtco::server {
+namespace {
+
+using google::protobuf::ListValue;
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+/// An integer written as a JSON number or a decimal string (protobuf's int64 mapping).
+bool IntegerOf(const Value& value, int64_t* out) {
+  if (value.kind_case() == Value::kNumberValue) {
+    const double number = value.number_value();
+    if (!std::isfinite(number) || number != std::floor(number)) return false;
+    *out = static_cast<int64_t>(number);
+    return true;
+  }
+  if (value.kind_case() == Value::kStringValue) return absl::SimpleAtoi(value.string_value(), out);
+  return false;
+}
+
+const Value* Field(const Struct& object, const char* json_name, const char* proto_name) {
+  auto found = object.fields().find(json_name);
+  if (found == object.fields().end()) found = object.fields().find(proto_name);
+  return found == object.fields().end() ? nullptr : &found->second;
+}
+
+}  // namespace
+
+std::string EncodeJobOptions(const JobOptions& options) {
+  Struct object;
+  auto& fields = *object.mutable_fields();
+  if (options.round_size != 0) fields["roundSize"].set_number_value(options.round_size);
+  if (!options.scheduler.empty()) fields["scheduler"].set_string_value(options.scheduler);
+  if (!options.shapes.empty()) {
+    ListValue& shapes = *fields["shapes"].mutable_list_value();
+    for (const auto& [input, dims] : options.shapes) {
+      Struct& shape = *shapes.add_values()->mutable_struct_value();
+      (*shape.mutable_fields())["input"].set_string_value(input);
+      ListValue& dim_list = *(*shape.mutable_fields())["dims"].mutable_list_value();
+      for (int64_t dim : dims) dim_list.add_values()->set_string_value(absl::StrCat(dim));
+    }
+  }
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(object, &json);
+  return json;
+}
+
+absl::StatusOr<JobOptions> DecodeJobOptions(const std::string& json) {
+  Struct object;
+  if (!google::protobuf::util::JsonStringToMessage(json, &object).ok()) {
+    return absl::InvalidArgumentError("job options are not a JSON object");
+  }
+  JobOptions options;
+  if (const Value* round_size = Field(object, "roundSize", "round_size")) {
+    int64_t value = 0;
+    if (!IntegerOf(*round_size, &value) || value < 0 || value > (1 << 20)) {
+      return absl::InvalidArgumentError("job options: roundSize is not a round size");
+    }
+    options.round_size = static_cast<int>(value);
+  }
+  if (const Value* scheduler = Field(object, "scheduler", "scheduler")) {
+    if (scheduler->kind_case() != Value::kStringValue) {
+      return absl::InvalidArgumentError("job options: scheduler is not a string");
+    }
+    options.scheduler = scheduler->string_value();
+  }
+  if (const Value* shapes = Field(object, "shapes", "shapes")) {
+    if (shapes->kind_case() != Value::kListValue) {
+      return absl::InvalidArgumentError("job options: shapes is not a list");
+    }
+    for (const Value& shape : shapes->list_value().values()) {
+      const Value* input = shape.kind_case() == Value::kStructValue
+                               ? Field(shape.struct_value(), "input", "input")
+                               : nullptr;
+      const Value* dims = shape.kind_case() == Value::kStructValue
+                              ? Field(shape.struct_value(), "dims", "dims")
+                              : nullptr;
+      if (input == nullptr || input->kind_case() != Value::kStringValue) {
+        return absl::InvalidArgumentError("job options: a shape names no input");
+      }
+      std::vector<int64_t>& out = options.shapes[input->string_value()];
+      if (dims == nullptr) continue;
+      if (dims->kind_case() != Value::kListValue) {
+        return absl::InvalidArgumentError("job options: a shape's dims are not a list");
+      }
+      for (const Value& dim : dims->list_value().values()) {
+        int64_t value = 0;
+        if (!IntegerOf(dim, &value)) {
+          return absl::InvalidArgumentError("job options: a shape's dim is not an integer");
+        }
+        out.push_back(value);
+      }
+    }
+  }
+  return options;
+}
+
+}  // namespace gtco::server

@@ -1,0 +1,52 @@
+// The jobs table's options column: what earlier servers wrote still reads, what this one writes
+// reads back the same, and text that is not options is an error rather than defaults.
+#include "server/job_options.h"
+
+#include <gtest/gtest.h>
+
+namespace gtco::server {
+namespace {
+
+TEST(JobOptionsTest, ReadsTheLayoutEarlierServersStored) {
+  // MessageToJsonString of the former gtco.v1.JobOptions: camelCase, int64 dims as strings.
+  absl::StatusOr<JobOptions> options = DecodeJobOptions(
+      R"({"roundSize":16,"scheduler":"even","shapes":[{"input":"x","dims":["2","3","224"]}]})");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->round_size, 16);
+  EXPECT_EQ(options->scheduler, "even");
+  ASSERT_EQ(options->shapes.size(), 1u);
+  EXPECT_EQ(options->shapes.at("x"), (std::vector<int64_t>{2, 3, 224}));
+  // Field names as in the .proto, and numbers for dims, read too.
+  options = DecodeJobOptions(R"({"round_size":4,"shapes":[{"input":"y","dims":[1,8]}]})");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->round_size, 4);
+  EXPECT_EQ(options->shapes.at("y"), (std::vector<int64_t>{1, 8}));
+}
+
+TEST(JobOptionsTest, WhatIsWrittenReadsBack) {
+  JobOptions written;
+  written.round_size = 8;
+  written.scheduler = "gradient";
+  written.shapes["input_ids"] = {1, 128};
+  written.shapes["pixels"] = {4, 3, 224, 224};
+  const std::string json = EncodeJobOptions(written);
+  EXPECT_NE(json.find("\"roundSize\":8"), std::string::npos) << json;
+  absl::StatusOr<JobOptions> read = DecodeJobOptions(json);
+  ASSERT_TRUE(read.ok()) << read.status() << " in " << json;
+  EXPECT_EQ(read->round_size, 8);
+  EXPECT_EQ(read->scheduler, "gradient");
+  EXPECT_EQ(read->shapes, written.shapes);
+  EXPECT_EQ(DecodeJobOptions(EncodeJobOptions(JobOptions()))->round_size, 0);
+}
+
+TEST(JobOptionsTest, TextThatIsNotOptionsIsInvalid) {
+  for (const char* bad :
+       {"not json", "[1,2]", R"({"roundSize":"eight"})", R"({"roundSize":1.5})",
+        R"({"scheduler":3})", R"({"shapes":{"input":"x"}})", R"({"shapes":[{"dims":["1"]}]})",
+        R"({"shapes":[{"input":"x","dims":["a"]}]})"}) {
+    EXPECT_EQ(DecodeJobOptions(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gtco::server
