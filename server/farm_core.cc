@@ -120,7 +120,11 @@ ScheduleRecordInfo RecordFrom(const db::MeasurementRow& row, target::Target targ
 
 FarmCore::FarmCore(std::unique_ptr<db::Database> database, FarmOptions options,
                    FarmMetrics* metrics)
-    : db_(std::move(database)), options_(options), metrics_(metrics) {
+    : db_(std::move(database)),
+      options_(options),
+      metrics_(metrics),
+      models_(db_.get(), CostModelOptions{options.model_dir, options.model_update_every,
+                                          options.model_growth_to_retrain}) {
   uint64_t seed = options_.seed;
   if (seed == 0) seed = std::random_device{}() ^ static_cast<uint64_t>(NowMs());
   rng_.seed(seed);

@@ -19,6 +19,7 @@
 #include "common/ir/workload.h"
 #include "common/search/search_strategy.h"
 #include "common/target/target.h"
+#include "server/cost_models.h"
 #include "server/farm_metrics.h"
 #include "server/farm_types.h"
 #include "server/task_scheduler.h"
@@ -93,7 +94,6 @@ class FarmCore {
   struct Task;
   struct Job;
   struct Worker;
-  struct TargetModel;
   /// A candidate lowered ahead of its lease, waiting in its target's ready queue.
   struct Prepared {
     Task* task;
@@ -169,12 +169,6 @@ class FarmCore {
   void UpdateJobCompletionLocked(Job& job);
   void TouchJobLocked(Job& job);
 
-  // Cost model (farm_costmodel.cc).
-  TargetModel& ModelForLocked(const std::string& target);
-  absl::Status WarmStartModelLocked(const std::string& target, const Worker& worker);
-  /// Retrains models that gained enough samples; called from Tick without the lock held.
-  void TrainModels();
-  std::string ModelPath(const std::string& target) const;
 
   std::string NewId(const std::string& prefix);
   int64_t NowMs() const;
@@ -182,6 +176,8 @@ class FarmCore {
   std::unique_ptr<db::Database> db_;
   FarmOptions options_;
   FarmMetrics* metrics_;
+  /// The cost models: their own concept and lock (taken after mutex_ when both are held).
+  CostModels models_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;  ///< any job changed or work arrived
   std::condition_variable ready_cv_;    ///< a candidate was queued in ready_ (leases wait here)
@@ -196,7 +192,6 @@ class FarmCore {
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::map<std::string, Task*> tasks_;  ///< task id -> task (owned by its job)
   std::map<std::string, std::unique_ptr<Worker>> workers_;
-  std::map<std::string, std::unique_ptr<TargetModel>> models_;  ///< by target
   /// Trials proposed per team since start, divided by the team's share (fair-share clock).
   std::map<std::string, double> team_clock_;
 };

@@ -88,7 +88,7 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
     std::string candidate_id;
     std::string trace;
   };
-  GTCO_RETURN_IF_ERROR(WarmStartModelLocked(worker.row.target, worker));
+  GTCO_RETURN_IF_ERROR(models_.WarmStart(worker.hardware.target, worker.hardware));
   std::vector<Item> batch;
   while (static_cast<int>(batch.size()) < count) {
     GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));

@@ -85,10 +85,8 @@ absl::Status FarmCore::CreateSpacesLocked(Task& task, const Worker& worker) {
 
 std::vector<double> FarmCore::ScoreTracesLocked(const Task& task,
                                                 const std::vector<schedule::Trace>& traces) const {
-  auto found = models_.find(task.row.target);
-  if (found == models_.end() || !found->second->model || !found->second->model->trained()) {
-    return {};
-  }
+  const target::Target target = task.hardware.target;
+  if (!models_.Trained(target)) return {};
   std::vector<costmodel::Features> batch;
   batch.reserve(traces.size());
   for (const schedule::Trace& trace : traces) {
@@ -105,9 +103,7 @@ std::vector<double> FarmCore::ScoreTracesLocked(const Task& task,
     }
     batch.push_back(cached->second);
   }
-  absl::StatusOr<std::vector<float>> scores = found->second->model->Predict(batch);
-  if (!scores.ok()) return {};
-  return std::vector<double>(scores->begin(), scores->end());
+  return models_.Score(target, batch);
 }
 
 absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const Job& job) {
@@ -315,7 +311,7 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::TakeCandidatesLocked(
   std::vector<LeasedCandidate> taken;
   int64_t now = NowMs();
   int64_t deadline = now + options_.lease_seconds * 1000LL;
-  GTCO_RETURN_IF_ERROR(WarmStartModelLocked(worker.row.target, worker));
+  GTCO_RETURN_IF_ERROR(models_.WarmStart(worker.hardware.target, worker.hardware));
   while (static_cast<int>(taken.size()) < max_candidates) {
     GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));
     if (task == nullptr) break;

@@ -98,15 +98,6 @@ struct FarmCore::Worker {
   int64_t last_seen_ms = 0;
 };
 
-/// The cost model of one target, trained from every measurement on it.
-struct FarmCore::TargetModel {
-  std::unique_ptr<costmodel::CostModel> model;
-  std::vector<costmodel::Sample> samples;
-  size_t samples_at_last_update = 0;
-  bool warm_started = false;
-  bool training = false;
-};
-
 /// A candidate's program lowered from its trace, and the cost-model features of that program.
 struct BuiltCandidate {
   LeasedCandidate candidate;

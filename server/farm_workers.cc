@@ -200,8 +200,9 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker,
   auto features = task.features.find(row.candidate_id);
   if (features != task.features.end()) {
     if (ok) {
-      ModelForLocked(row.target).samples.push_back(
-          costmodel::Sample{std::move(features->second), row.workload_key, row.median_seconds});
+      models_.AddSample(worker.hardware.target, costmodel::Sample{std::move(features->second),
+                                                                 row.workload_key,
+                                                                 row.median_seconds});
     }
     task.features.erase(features);
   }
@@ -245,7 +246,7 @@ absl::Status FarmCore::Heartbeat(const std::string& worker_id,
 }
 
 void FarmCore::Tick() {
-  TrainModels();
+  models_.TrainDue();
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t now = NowMs();
   absl::StatusOr<std::vector<std::string>> expired = db_->ExpireLeases(now);

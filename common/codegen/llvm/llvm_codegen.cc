@@ -75,11 +75,15 @@ void EmitEntry(ModuleState* state, llvm::Function* kernel) {
 
 }  // namespace
 
-/// Builds and verifies the module of `func`, then hands it to `write` (text or bitcode).
+/// Builds and verifies the module of `func`, then hands it to `write` (text or bitcode). With
+/// `discard_value_names` the module's local values stay unnamed (functions keep their names):
+/// bitcode for workers needs no names, and naming every value is a good part of building it.
 template <typename Write>
-absl::StatusOr<std::string> EmitModule(const ir::LoweredFunc& func, Write write) {
+absl::StatusOr<std::string> EmitModule(const ir::LoweredFunc& func, bool discard_value_names,
+                                       Write write) {
   GTCO_RETURN_IF_ERROR(ValidateSignature(func));
   llvm::LLVMContext context;
+  context.setDiscardValueNames(discard_value_names);
   llvm::Module module(func.name, context);
   ModuleState state;
   state.context = &context;
@@ -104,15 +108,17 @@ absl::StatusOr<std::string> EmitModule(const ir::LoweredFunc& func, Write write)
 }
 
 absl::StatusOr<std::string> EmitLlvmIr(const ir::LoweredFunc& func) {
-  return EmitModule(func, [](const llvm::Module& module, llvm::raw_string_ostream& stream) {
-    module.print(stream, nullptr);
-  });
+  return EmitModule(func, /*discard_value_names=*/false,
+                    [](const llvm::Module& module, llvm::raw_string_ostream& stream) {
+                      module.print(stream, nullptr);
+                    });
 }
 
 absl::StatusOr<std::string> EmitLlvmBitcode(const ir::LoweredFunc& func) {
-  return EmitModule(func, [](const llvm::Module& module, llvm::raw_string_ostream& stream) {
-    llvm::WriteBitcodeToFile(module, stream);
-  });
+  return EmitModule(func, /*discard_value_names=*/true,
+                    [](const llvm::Module& module, llvm::raw_string_ostream& stream) {
+                      llvm::WriteBitcodeToFile(module, stream);
+                    });
 }
 
 }  // namespace gtco::codegen

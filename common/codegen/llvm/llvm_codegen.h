@@ -22,8 +22,8 @@ namespace gtco::codegen {
 absl::StatusOr<std::string> EmitLlvmIr(const ir::LoweredFunc& func);
 
 /// The same module as EmitLlvmIr, as LLVM bitcode: what the server sends CPU workers
-/// (language "llvm-bc"), several times cheaper to write and to read than the text. CpuJit
-/// accepts either form.
+/// (language "llvm-bc"), several times cheaper to write and to read than the text. Local values
+/// are unnamed (only the functions keep their names). CpuJit accepts either form.
 absl::StatusOr<std::string> EmitLlvmBitcode(const ir::LoweredFunc& func);
 
 }  // namespace gtco::codegen
