@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/kernels/family.h"
+#include "common/kernels/broadcast.h"
 #include "common/schedule/epilogue.h"
 #include "common/schedule/lower_util.h"
 #include "common/schedule/sketch.h"
@@ -21,52 +22,6 @@ using ir::Stmt;
 enum KnobIdx { kVw, kUnroll, kParChunk };
 const std::vector<int64_t> kUnrolls = {1, 2, 4};
 const std::vector<int64_t> kChunks = {4096, 16384, 65536};
-
-/// The output and input shapes with size-1 output dims dropped and adjacent dims merged
-/// when every used input either spans both or broadcasts over both.
-struct CollapsedView {
-  std::vector<int64_t> out_shape;
-  std::vector<std::vector<int64_t>> input_shapes;
-};
-
-CollapsedView Collapse(const ir::Workload& w) {
-  const std::vector<int64_t>& out = w.output.shape;
-  const size_t rank = out.size();
-  // full[p][d]: input p spans output dim d (after right alignment); false when broadcast.
-  std::vector<std::vector<bool>> full(w.inputs.size(), std::vector<bool>(rank, false));
-  for (size_t input_idx = 0; input_idx < w.inputs.size(); ++input_idx) {
-    const std::vector<int64_t>& shape = w.inputs[input_idx].shape;
-    for (size_t dim = 0; dim < rank; ++dim) {
-      const int64_t offset = static_cast<int64_t>(dim + shape.size()) - static_cast<int64_t>(rank);
-      full[input_idx][dim] = offset >= 0 && shape[offset] == out[dim] && out[dim] != 1;
-    }
-  }
-  CollapsedView view;
-  view.input_shapes.assign(w.inputs.size(), {});
-  std::vector<bool> previous_pattern;
-  for (size_t dim = 0; dim < rank; ++dim) {
-    if (out[dim] == 1) continue;
-    std::vector<bool> pattern;
-    for (const auto& input_full : full) pattern.push_back(input_full[dim]);
-    if (!view.out_shape.empty() && pattern == previous_pattern) {
-      view.out_shape.back() *= out[dim];
-      for (size_t input_idx = 0; input_idx < pattern.size(); ++input_idx) {
-        if (pattern[input_idx]) view.input_shapes[input_idx].back() *= out[dim];
-      }
-    } else {
-      view.out_shape.push_back(out[dim]);
-      for (size_t input_idx = 0; input_idx < pattern.size(); ++input_idx) {
-        view.input_shapes[input_idx].push_back(pattern[input_idx] ? out[dim] : 1);
-      }
-    }
-    previous_pattern = pattern;
-  }
-  if (view.out_shape.empty()) {
-    view.out_shape = {1};
-    for (auto& shape : view.input_shapes) shape = {1};
-  }
-  return view;
-}
 
 absl::Status CheckBroadcasts(const ir::Workload& w) {
   // Validated on the real shapes; the collapsed view is then broadcast-equivalent.
@@ -90,7 +45,7 @@ class ElementwiseSketchImpl final : public LoopSketch {
 
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {
-    const int64_t last = Collapse(w).out_shape.back();
+    const int64_t last = CollapseBroadcastDims(w).out.back();
     const bool narrowest =
         values[kUnroll] == 1 && values[kVw] == VectorWidths(hw.MaxFloatLanes()).front();
     return narrowest || values[kVw] * values[kUnroll] <= last;
@@ -104,11 +59,11 @@ class ElementwiseSketchImpl final : public LoopSketch {
       GTCO_RETURN_IF_ERROR(CheckOneOf("par_chunk", values[kParChunk], kChunks));
     }
     GTCO_RETURN_IF_ERROR(CheckBroadcasts(w));
-    CollapsedView view = Collapse(w);
+    CollapsedShapes view = CollapseBroadcastDims(w);
     GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue,
-                          EpilogueBuilder::Create(w, view.out_shape, view.input_shapes));
-    const int64_t last = view.out_shape.back();
-    const int64_t rows = NumElements(view.out_shape) / last;
+                          EpilogueBuilder::Create(w, view.out, view.inputs));
+    const int64_t last = view.out.back();
+    const int64_t rows = NumElements(view.out) / last;
     const int64_t vw = values[kVw], unroll = values[kUnroll];
     auto row_range = [&](const Expr& row, const Expr& begin, const Expr& length) {
       return EmitVectorRange("e", begin, length, vw, unroll, [&](const Expr& col, const Expr&) {

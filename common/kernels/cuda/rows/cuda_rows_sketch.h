@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/ir/workload.h"
+#include "common/kernels/broadcast.h"
 #include "common/kernels/family.h"
 #include "common/schedule/sketch.h"
 
@@ -76,14 +77,6 @@ CudaRowReductions RowReductions(const CudaRowsConfig& config);
 /// cluster's other blocks read (cluster step). 0 when a row fits one warp and one block.
 int64_t RowSharedFloats(const CudaRowsConfig& config);
 
-/// The element-wise output viewed with size-1 output dims dropped and adjacent dims merged when
-/// every input either spans both or broadcasts over both (numpy broadcasting preserved).
-/// `inputs[k]` has the rank of `out`; a dim is out[d] or 1.
-struct CollapsedShapes {
-  std::vector<int64_t> out;
-  std::vector<std::vector<int64_t>> inputs;
-};
-CollapsedShapes CollapseBroadcastDims(const ir::Workload& w);
 
 /// The knobs of "cuda_elementwise/v1" (block, vw, ept, iters) decoded against a workload.
 struct CudaElementwiseConfig {
