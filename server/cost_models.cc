@@ -63,10 +63,19 @@ absl::Status CostModels::WarmStart(target::Target target, const target::Hardware
   std::lock_guard<std::mutex> lock(mutex_);
   TargetModel& model = ModelLocked(target);
   if (model.warm_started) return absl::OkStatus();
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (now_ms < model.warm_start_retry_ms) return absl::OkStatus();
+  absl::StatusOr<std::vector<costmodel::Sample>> samples = ReadWarmStartSamples(target, hardware);
+  if (!samples.ok()) {
+    model.warm_start_retry_ms = now_ms + kWarmStartRetrySeconds * 1000LL;
+    return samples.status();
+  }
+  model.warm_started = true;
+  model.samples.insert(model.samples.begin(), std::make_move_iterator(samples->begin()),
+                       std::make_move_iterator(samples->end()));
   const std::string target_name = target::TargetName(target);
-  GTCO_ASSIGN_OR_RETURN(std::vector<db::MeasurementRow> records,
-                        db_->RecentMeasurements(target_name, kWarmStartRecords));
-  model.warm_started = true;  // after the database answered: a failed read is tried again
   const std::string path = ModelPath(target);
   if (!path.empty() && std::ifstream(path).good()) {
     absl::Status loaded = model.model->Load(path);
@@ -76,6 +85,18 @@ absl::Status CostModels::WarmStart(target::Target target, const target::Hardware
       GTCO_LOG(kWarning, "cost model " << path << " not loaded: " << loaded);
     }
   }
+  if (!samples->empty()) {
+    GTCO_LOG(kInfo, "cost model for " << target_name << ": warm start from " << samples->size()
+                                      << " earlier measurements");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<costmodel::Sample>> CostModels::ReadWarmStartSamples(
+    target::Target target, const target::HardwareInfo& hardware) const {
+  GTCO_ASSIGN_OR_RETURN(std::vector<db::MeasurementRow> records,
+                        db_->RecentMeasurements(target, kWarmStartRecords));
+  std::vector<costmodel::Sample> samples;
   std::map<std::string, std::optional<ir::Workload>> workloads;
   for (const db::MeasurementRow& record : records) {
     std::optional<ir::Workload>& workload = workloads[record.workload_key];
@@ -92,14 +113,10 @@ absl::Status CostModels::WarmStart(target::Target target, const target::Hardware
     absl::StatusOr<costmodel::Features> features =
         kernels::ProgramFeatures(*workload, *trace, hardware);
     if (!features.ok()) continue;  // a sketch this release no longer replays
-    model.samples.push_back(
+    samples.push_back(
         costmodel::Sample{std::move(*features), record.workload_key, record.median_seconds});
   }
-  if (!model.samples.empty()) {
-    GTCO_LOG(kInfo, "cost model for " << target_name << ": warm start from " << model.samples.size()
-                                      << " earlier measurements");
-  }
-  return absl::OkStatus();
+  return samples;
 }
 
 void CostModels::AddSample(target::Target target, costmodel::Sample sample) {

@@ -35,8 +35,11 @@ class CostModels {
   CostModels(db::Database* database, CostModelOptions options);
 
   /// Once per target: loads its saved model and the features of its recent measurements
-  /// (replayed on `hardware`); later calls return at once. Errors are the database's.
+  /// (replayed on `hardware`); later calls return at once. A warm start the database failed
+  /// (its error is returned) leaves nothing half-loaded and is tried again at the next call at
+  /// least kWarmStartRetrySeconds later; until then calls return OK (the farm tunes without it).
   absl::Status WarmStart(target::Target target, const target::HardwareInfo& hardware);
+  static constexpr int kWarmStartRetrySeconds = 30;
   /// One measured program of `target`.
   void AddSample(target::Target target, costmodel::Sample sample);
   /// Whether `target`'s model is trained (Score answers).
@@ -59,10 +62,14 @@ class CostModels {
     std::vector<costmodel::Sample> samples;
     size_t samples_at_last_update = 0;
     bool warm_started = false;
+    int64_t warm_start_retry_ms = 0;  ///< steady-clock ms before which no retry is made
     bool training = false;
   };
 
   TargetModel& ModelLocked(target::Target target);
+  /// The features of `target`'s recent measurements, replayed on `hardware`.
+  absl::StatusOr<std::vector<costmodel::Sample>> ReadWarmStartSamples(
+      target::Target target, const target::HardwareInfo& hardware) const;
   std::string ModelPath(target::Target target) const;
 
   db::Database* const db_;

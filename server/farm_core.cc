@@ -1,7 +1,6 @@
 // FarmCore: jobs, tasks and their status; resuming unfinished jobs from the database.
 #include "server/farm_core.h"
 
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -157,7 +156,13 @@ absl::Status FarmCore::ResumeJobs() {
   std::lock_guard<std::mutex> lock(mutex_);
   GTCO_ASSIGN_OR_RETURN(std::vector<db::JobRow> running, db_->ListJobs("", db::JobState::kRunning));
   for (const db::JobRow& job_row : running) {
-    GTCO_RETURN_IF_ERROR(LoadJobLocked(job_row));
+    absl::Status loaded = LoadJobLocked(job_row);
+    if (loaded.code() == absl::StatusCode::kDataLoss) {
+      // A corrupt row (or one a newer server wrote) stops that job, not the whole farm.
+      GTCO_LOG(kError, "job " << job_row.job_id << " not resumed: " << loaded);
+      continue;
+    }
+    GTCO_RETURN_IF_ERROR(loaded);
     GTCO_LOG(kInfo, "resumed job " << job_row.job_id << " (" << job_row.model_name << ")");
   }
   return absl::OkStatus();
@@ -258,7 +263,8 @@ absl::Status FarmCore::LoadTaskHistoryLocked(Task& task) {
                           db_->ListCandidates(task.row.task_id, state));
     for (const db::CandidateRow& candidate : candidates) {
       task.outstanding[candidate.candidate_id] = candidate.trace;
-      if (candidate.state == db::CandidateState::kPending) task.pending.push_back(candidate.candidate_id);
+      if (candidate.state == db::CandidateState::kPending)
+        task.pending.push_back(candidate.candidate_id);
     }
   }
   return absl::OkStatus();
@@ -269,8 +275,8 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
   GTCO_RETURN_IF_ERROR(CheckCanBuild(target));
   SchedulerKind scheduler_kind;
   if (!ParseSchedulerKind(spec.scheduler, &scheduler_kind)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown scheduler '", spec.scheduler,
-                                                   "'; expected 'gradient' or 'even'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown scheduler '", spec.scheduler, "'; expected 'gradient' or 'even'"));
   }
   if (spec.rounds < 0 || spec.rounds > 256) {
     return absl::InvalidArgumentError(
@@ -282,9 +288,8 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
                      spec.budget, "); pass --budget N"));
   }
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
-  GTCO_ASSIGN_OR_RETURN(
-      onnx::ModelAnalysis analysis,
-      onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
+  GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
+                        onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
@@ -298,7 +303,7 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
   job_row.team = spec.team.empty() ? "default" : spec.team;
   job_row.model_name = spec.model_name.empty() ? "model.onnx" : spec.model_name;
   job_row.model_sha = util::HexDigest128(model_bytes);
-  job_row.target = target::TargetName(target);
+  job_row.target = target;
   job_row.state = db::JobState::kRunning;
   job_row.budget = spec.budget;
   job_row.created_unix_ms = job_row.updated_unix_ms = now;
@@ -392,7 +397,8 @@ absl::StatusOr<JobInfo> FarmCore::CancelJob(const std::string& job_id) {
   }
   job.row.state = db::JobState::kCancelled;
   job.row.updated_unix_ms = NowMs();
-  GTCO_RETURN_IF_ERROR(db_->UpdateJobState(job_id, db::JobState::kCancelled, "", job.row.updated_unix_ms));
+  GTCO_RETURN_IF_ERROR(
+      db_->UpdateJobState(job_id, db::JobState::kCancelled, "", job.row.updated_unix_ms));
   TouchJobLocked(job);
   return JobInfoLocked(job);
 }
@@ -401,18 +407,16 @@ absl::StatusOr<QueryResult> FarmCore::QueryModel(const JobSpec& spec,
                                                  const std::string& model_bytes) {
   const target::Target target = spec.target;
   GTCO_RETURN_IF_ERROR(CheckCanBuild(target));
-  GTCO_ASSIGN_OR_RETURN(
-      onnx::ModelAnalysis analysis,
-      onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
+  GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
+                        onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
   std::lock_guard<std::mutex> lock(mutex_);
   QueryResult result;
   for (const onnx::ModelTask& model_task : analysis.tasks) {
-    GTCO_ASSIGN_OR_RETURN(auto best,
-                          db_->BestMeasurement(model_task.key, target::TargetName(target)));
+    GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(model_task.key, target));
     ScheduleRecordInfo record;
     if (best) {
-      record = RecordFrom(*best, target, model_task.workload.Description(),
-                          model_task.workload.Flops());
+      record =
+          RecordFrom(*best, target, model_task.workload.Description(), model_task.workload.Flops());
       result.estimated_latency_seconds += model_task.weight * best->median_seconds;
     } else {
       record.workload_key = model_task.key;
@@ -436,11 +440,11 @@ absl::StatusOr<QueryResult> FarmCore::QueryWorkload(const std::string& workload_
         absl::StrCat("workload '", workload_key, "' is not in the schedule database"));
   }
   GTCO_ASSIGN_OR_RETURN(std::vector<db::MeasurementRow> rows,
-                        db_->TopMeasurements(workload_key, target_name, std::max(1, limit)));
+                        db_->TopMeasurements(workload_key, target, std::max(1, limit)));
   if (rows.empty()) {
     return absl::NotFoundError(absl::StrCat("workload '", workload_key,
-                                            "' has no successful measurement on target '", target_name,
-                                            "' yet"));
+                                            "' has no successful measurement on target '",
+                                            target_name, "' yet"));
   }
   QueryResult result;
   for (const db::MeasurementRow& row : rows) {
@@ -451,7 +455,7 @@ absl::StatusOr<QueryResult> FarmCore::QueryWorkload(const std::string& workload_
 }
 
 absl::StatusOr<JobInfo> FarmCore::WaitForJobChange(const std::string& job_id, int64_t* version,
-                                                    int timeout_ms) {
+                                                   int timeout_ms) {
   GTCO_RETURN_IF_ERROR(GetJob(job_id).status());
   std::unique_lock<std::mutex> lock(mutex_);
   Job& job = *jobs_.at(job_id);
@@ -498,7 +502,7 @@ void FarmCore::UpdateTaskCompletionLocked(Job& job, Task& task) {
   if (task.Finished() || job.row.state != db::JobState::kRunning) return;
   bool no_more = job.BudgetLeft() <= 0 || task.Exhausted();
   bool nothing_left = task.outstanding.empty() && no_more;
-  const db::TaskState state = nothing_left            ? db::TaskState::kDone
+  const db::TaskState state = nothing_left           ? db::TaskState::kDone
                               : task.trials_done > 0 ? db::TaskState::kRunning
                                                      : db::TaskState::kPending;
   if (state == task.row.state) return;
@@ -587,7 +591,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   info.job_id = job.row.job_id;
   info.team = job.row.team;
   info.model_name = job.row.model_name;
-  info.target = target::ParseTarget(job.row.target).value_or(target::Target::kCpu);
+  info.target = job.row.target;
   info.state = job.row.state;
   info.error = job.row.error;
   info.budget = job.row.budget;

@@ -110,7 +110,7 @@ class FarmCore {
   absl::StatusOr<int64_t> TeamTrialsLeftLocked(const Job& job);
   /// Running jobs with budget left on `target`, in weighted-fair-share order: the team with the
   /// least trials per unit of share first, then its job with the fewest trials proposed.
-  std::vector<Job*> FairShareOrderLocked(const std::string& target);
+  std::vector<Job*> FairShareOrderLocked(target::Target target);
   absl::Status LoadTaskHistoryLocked(Task& task);
   JobInfo JobInfoLocked(const Job& job) const;
   TaskInfo TaskInfoLocked(const Job& job, const Task& task) const;
@@ -145,6 +145,9 @@ class FarmCore {
                                                           const std::string& candidate_id,
                                                           const std::string& trace_text);
   void LogDecisionLocked(Job& job, const std::string& decision);
+  /// Warm-starts the cost model of `worker`'s target; a failure is logged and the farm tunes on
+  /// without it (CostModels retries later).
+  void WarmStartCostModelLocked(const Worker& worker);
 
   // Preparation ahead of leases (farm_prepare.cc).
   /// The preparer thread: keeps each target's ready queue at ReadyWantLocked() candidates.
@@ -157,9 +160,9 @@ class FarmCore {
   absl::StatusOr<std::vector<LeasedCandidate>> LeaseReadyLocked(const Worker& worker,
                                                                  int max_candidates);
   /// Ready candidates wanted for `target`: two per live worker of it (the pipeline depth).
-  size_t ReadyWantLocked(const std::string& target) const;
+  size_t ReadyWantLocked(target::Target target) const;
   /// The live worker of `target` seen last (its hardware shapes the spaces); nullptr if none.
-  const Worker* ReferenceWorkerLocked(const std::string& target) const;
+  const Worker* ReferenceWorkerLocked(target::Target target) const;
   bool WorkerAliveLocked(const Worker& worker, int64_t now_ms) const;
 
   // Results (farm_workers.cc).
@@ -184,7 +187,7 @@ class FarmCore {
   std::condition_variable prepare_cv_;  ///< a ready queue ran low (the preparer waits here)
   /// The preparer finished lowering a batch (a Lease that cannot wait waits here for it).
   std::condition_variable batch_lowered_;
-  std::map<std::string, std::deque<Prepared>> ready_;  ///< by target, oldest first
+  std::map<target::Target, std::deque<Prepared>> ready_;  ///< by target, oldest first
   int64_t preparing_ = 0;  ///< candidates the preparer is lowering right now (off the lock)
   std::thread preparer_;
   bool shutting_down_ = false;

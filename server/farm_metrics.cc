@@ -11,12 +11,12 @@ FarmMetrics::FarmMetrics(metrics::Registry& registry)
     : jobs_(registry.AddGauge("gtco_jobs", "Jobs known to this server, by state.")),
       trials_(registry.AddCounter("gtco_trials_total",
                                   "Measured candidates recorded, by target and outcome.")),
-      rejected_results_(registry.AddCounter(
-          "gtco_rejected_results_total", "Reported results not stored, by reason.")),
+      rejected_results_(registry.AddCounter("gtco_rejected_results_total",
+                                            "Reported results not stored, by reason.")),
       queue_depth_(registry.AddGauge(
           "gtco_queue_depth", "Trials waiting to be measured (pending + not yet proposed).")),
-      connected_workers_(registry.AddGauge(
-          "gtco_connected_workers", "Workers seen within three heartbeat periods.")),
+      connected_workers_(registry.AddGauge("gtco_connected_workers",
+                                           "Workers seen within three heartbeat periods.")),
       measurement_seconds_(registry.AddHistogram(
           "gtco_measurement_seconds", "Wall time from lease to report of a candidate.",
           {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})),
@@ -40,24 +40,25 @@ void FarmMetrics::SetJobsByState(const std::map<db::JobState, int64_t>& counts) 
   }
 }
 
-void FarmMetrics::CountTrial(const std::string& target, const std::string& outcome) {
-  trials_.Add({{"target", target}, {"outcome", outcome}}).Increment();
+void FarmMetrics::CountTrial(target::Target target, const std::string& outcome) {
+  trials_.Add({{"target", target::TargetName(target)}, {"outcome", outcome}}).Increment();
 }
 
 void FarmMetrics::CountRejectedResult(const std::string& reason) {
   rejected_results_.Add({{"reason", reason}}).Increment();
 }
 
-void FarmMetrics::SetQueueDepth(const std::string& target, int64_t depth) {
-  queue_depth_.Add({{"target", target}}).Set(static_cast<double>(depth));
+void FarmMetrics::SetQueueDepth(target::Target target, int64_t depth) {
+  queue_depth_.Add({{"target", target::TargetName(target)}}).Set(static_cast<double>(depth));
 }
 
-void FarmMetrics::SetConnectedWorkers(const std::string& target, int64_t workers) {
-  connected_workers_.Add({{"target", target}}).Set(static_cast<double>(workers));
+void FarmMetrics::SetConnectedWorkers(target::Target target, int64_t workers) {
+  connected_workers_.Add({{"target", target::TargetName(target)}})
+      .Set(static_cast<double>(workers));
 }
 
-void FarmMetrics::ObserveMeasurementSeconds(const std::string& target, double seconds) {
-  measurement_seconds_.Add({{"target", target}}).Observe(seconds);
+void FarmMetrics::ObserveMeasurementSeconds(target::Target target, double seconds) {
+  measurement_seconds_.Add({{"target", target::TargetName(target)}}).Observe(seconds);
 }
 
 void FarmMetrics::ObserveDatabaseStatement(double seconds, absl::StatusCode code) {

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "common/db/states.h"
 #include "common/metrics/registry.h"
+#include "common/target/target.h"
 
 namespace gtco::server {
 
@@ -19,13 +20,13 @@ class FarmMetrics {
   /// Sets the jobs-by-state gauges; states missing from `counts` read 0.
   void SetJobsByState(const std::map<db::JobState, int64_t>& counts);
   /// outcome: "ok" | "compile" | "runtime" | "timeout" | "wrong_result" | "crash".
-  void CountTrial(const std::string& target, const std::string& outcome);
+  void CountTrial(target::Target target, const std::string& outcome);
   /// reason: "unknown_candidate" | "duplicate".
   void CountRejectedResult(const std::string& reason);
-  void SetQueueDepth(const std::string& target, int64_t depth);
-  void SetConnectedWorkers(const std::string& target, int64_t workers);
+  void SetQueueDepth(target::Target target, int64_t depth);
+  void SetConnectedWorkers(target::Target target, int64_t workers);
   /// Wall time from lease to report of one candidate.
-  void ObserveMeasurementSeconds(const std::string& target, double seconds);
+  void ObserveMeasurementSeconds(target::Target target, double seconds);
   /// One database statement (or transaction begin/commit): its time, and its error by code.
   void ObserveDatabaseStatement(double seconds, absl::StatusCode code);
 

@@ -28,7 +28,7 @@ bool FarmCore::WorkerAliveLocked(const Worker& worker, int64_t now_ms) const {
   return now_ms - worker.last_seen_ms < 3000LL * options_.heartbeat_seconds;
 }
 
-const FarmCore::Worker* FarmCore::ReferenceWorkerLocked(const std::string& target) const {
+const FarmCore::Worker* FarmCore::ReferenceWorkerLocked(target::Target target) const {
   const Worker* newest = nullptr;
   const int64_t now = NowMs();
   for (const auto& [worker_id, worker] : workers_) {
@@ -38,7 +38,7 @@ const FarmCore::Worker* FarmCore::ReferenceWorkerLocked(const std::string& targe
   return newest;
 }
 
-size_t FarmCore::ReadyWantLocked(const std::string& target) const {
+size_t FarmCore::ReadyWantLocked(target::Target target) const {
   size_t alive = 0;
   const int64_t now = NowMs();
   for (const auto& [worker_id, worker] : workers_) {
@@ -51,13 +51,13 @@ void FarmCore::PrepareLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!shutting_down_) {
     bool worked = false, failed = false;
-    std::vector<std::string> targets;
+    std::vector<target::Target> targets;
     for (const auto& [worker_id, worker] : workers_) {
       if (std::find(targets.begin(), targets.end(), worker->row.target) == targets.end()) {
         targets.push_back(worker->row.target);
       }
     }
-    for (const std::string& target : targets) {
+    for (target::Target target : targets) {
       const Worker* worker = ReferenceWorkerLocked(target);
       if (worker == nullptr) continue;
       const size_t want = ReadyWantLocked(target);
@@ -66,7 +66,8 @@ void FarmCore::PrepareLoop() {
       absl::StatusOr<int> taken = PrepareBatchLocked(
           lock, *worker, static_cast<int>(std::min<size_t>(want - have, kMaxBatch)));
       if (!taken.ok()) {
-        GTCO_LOG(kError, "preparing " << target << " candidates: " << taken.status());
+        GTCO_LOG(kError,
+                 "preparing " << target::TargetName(target) << " candidates: " << taken.status());
         failed = true;
         continue;
       }
@@ -88,7 +89,7 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
     std::string candidate_id;
     std::string trace;
   };
-  GTCO_RETURN_IF_ERROR(models_.WarmStart(worker.hardware.target, worker.hardware));
+  WarmStartCostModelLocked(worker);
   std::vector<Item> batch;
   while (static_cast<int>(batch.size()) < count) {
     GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));
@@ -109,8 +110,8 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
   const size_t lanes = std::min<size_t>(batch.size(), LoweringThreads());
   auto lower = [&](size_t lane) {
     for (size_t index = lane; index < batch.size(); index += lanes) {
-      built[index] = BuildCandidate(*batch[index].task, batch[index].candidate_id,
-                                    batch[index].trace);
+      built[index] =
+          BuildCandidate(*batch[index].task, batch[index].candidate_id, batch[index].trace);
     }
   };
   std::vector<std::thread> helpers;
@@ -129,7 +130,8 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
     if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
     if (!built[index].ok()) {
       // A schedule the generator cannot lower is a failed trial (the reference worker's).
-      GTCO_RETURN_IF_ERROR(RecordLoweringFailureLocked(worker, candidate_id, built[index].status()));
+      GTCO_RETURN_IF_ERROR(
+          RecordLoweringFailureLocked(worker, candidate_id, built[index].status()));
       continue;
     }
     task.features[candidate_id] = std::move(built[index]->features);
@@ -139,8 +141,8 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
   return static_cast<int>(batch.size());
 }
 
-absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::LeaseReadyLocked(
-    const Worker& worker, int max_candidates) {
+absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::LeaseReadyLocked(const Worker& worker,
+                                                                        int max_candidates) {
   std::vector<LeasedCandidate> taken;
   std::deque<Prepared>& queue = ready_[worker.row.target];
   const int64_t now = NowMs();

@@ -119,11 +119,12 @@ absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const Job& job) {
   return std::max<int64_t>(0, job.team_max_trials_per_day - measured - in_flight);
 }
 
-std::vector<FarmCore::Job*> FarmCore::FairShareOrderLocked(const std::string& target) {
+std::vector<FarmCore::Job*> FarmCore::FairShareOrderLocked(target::Target target) {
   std::vector<Job*> running;
   std::map<std::string, double> share;
   for (auto& [job_id, job] : jobs_) {
-    if (job->row.state == db::JobState::kRunning && job->row.target == target && job->BudgetLeft() > 0) {
+    if (job->row.state == db::JobState::kRunning && job->row.target == target &&
+        job->BudgetLeft() > 0) {
       running.push_back(job.get());
       share[job->row.team] = job->team_share;
     }
@@ -216,8 +217,7 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const Worker& worker) {
   return false;
 }
 
-absl::Status FarmCore::ProposeLocked(Job& job, Task& task, int mapping_index,
-                                     int64_t count) {
+absl::Status FarmCore::ProposeLocked(Job& job, Task& task, int mapping_index, int64_t count) {
   MappingState& mapping = task.mappings[mapping_index];
   std::vector<schedule::Trace> traces = mapping.search->Propose(static_cast<int>(count));
   if (traces.empty()) {
@@ -274,8 +274,8 @@ absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const Task& task,
 }
 
 absl::StatusOr<LeasedCandidate> FarmCore::MakeCandidateLocked(Task& task,
-                                                               const std::string& candidate_id,
-                                                               const std::string& trace_text) {
+                                                              const std::string& candidate_id,
+                                                              const std::string& trace_text) {
   GTCO_ASSIGN_OR_RETURN(BuiltCandidate built, BuildCandidate(task, candidate_id, trace_text));
   task.features[candidate_id] = std::move(built.features);
   return std::move(built.candidate);
@@ -306,12 +306,20 @@ absl::Status FarmCore::RecordLoweringFailureLocked(const Worker& worker,
   return RecordResultLocked(worker, failed).status();
 }
 
-absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::TakeCandidatesLocked(
-    const Worker& worker, int max_candidates) {
+void FarmCore::WarmStartCostModelLocked(const Worker& worker) {
+  absl::Status warm = models_.WarmStart(worker.hardware.target, worker.hardware);
+  if (!warm.ok()) {
+    GTCO_LOG(kWarning, "cost model warm start for " << target::TargetName(worker.hardware.target)
+                                                    << " failed (retried later): " << warm);
+  }
+}
+
+absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::TakeCandidatesLocked(const Worker& worker,
+                                                                            int max_candidates) {
   std::vector<LeasedCandidate> taken;
   int64_t now = NowMs();
   int64_t deadline = now + options_.lease_seconds * 1000LL;
-  GTCO_RETURN_IF_ERROR(models_.WarmStart(worker.hardware.target, worker.hardware));
+  WarmStartCostModelLocked(worker);
   while (static_cast<int>(taken.size()) < max_candidates) {
     GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));
     if (task == nullptr) break;

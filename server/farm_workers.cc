@@ -13,12 +13,18 @@ namespace gtco::server {
 
 const char* TrialErrorName(TrialError error) {
   switch (error) {
-    case TrialError::kCompile: return "compile";
-    case TrialError::kRuntime: return "runtime";
-    case TrialError::kTimeout: return "timeout";
-    case TrialError::kWrongResult: return "wrong_result";
-    case TrialError::kCrash: return "crash";
-    case TrialError::kNone: break;
+    case TrialError::kCompile:
+      return "compile";
+    case TrialError::kRuntime:
+      return "runtime";
+    case TrialError::kTimeout:
+      return "timeout";
+    case TrialError::kWrongResult:
+      return "wrong_result";
+    case TrialError::kCrash:
+      return "crash";
+    case TrialError::kNone:
+      break;
   }
   return "";
 }
@@ -33,7 +39,7 @@ absl::StatusOr<WorkerTerms> FarmCore::Register(const WorkerHello& hello) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto worker = std::make_unique<Worker>();
   worker->row.worker_id = hello.worker_id.empty() ? NewId("w") : hello.worker_id;
-  worker->row.target = target::TargetName(hardware.target);
+  worker->row.target = hardware.target;
   worker->row.hostname = hello.hostname;
   worker->row.hardware = hello.hardware_text;
   worker->row.registered_unix_ms = worker->row.last_seen_unix_ms = NowMs();
@@ -52,17 +58,17 @@ absl::StatusOr<WorkerTerms> FarmCore::Register(const WorkerHello& hello) {
 }
 
 absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& worker_id,
-                                                               int max_candidates, int wait_ms) {
+                                                             int max_candidates, int wait_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto found = workers_.find(worker_id);
   if (found == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("worker '", worker_id,
-                                            "' is not registered with this server; register"));
+    return absl::NotFoundError(
+        absl::StrCat("worker '", worker_id, "' is not registered with this server; register"));
   }
   Worker& worker = *found->second;
   max_candidates = std::clamp(max_candidates, 1, 64);
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(std::clamp(wait_ms, 0, 30000));
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::clamp(wait_ms, 0, 30000));
   // With the preparer running, a lease that may wait takes only prepared candidates (the
   // search and the lowering stay off the request path); one that may not wait, or a farm
   // without the preparer, prepares what the ready queue lacks itself.
@@ -94,8 +100,8 @@ absl::StatusOr<ReportTally> FarmCore::Report(const std::string& worker_id,
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = workers_.find(worker_id);
   if (found == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("worker '", worker_id,
-                                            "' is not registered with this server; register"));
+    return absl::NotFoundError(
+        absl::StrCat("worker '", worker_id, "' is not registered with this server; register"));
   }
   Worker& worker = *found->second;
   worker.last_seen_ms = NowMs();
@@ -109,7 +115,7 @@ absl::StatusOr<ReportTally> FarmCore::Report(const std::string& worker_id,
       }
       ++tally.rejected;
       GTCO_LOG(kWarning, "rejected a result from " << worker.row.worker_id << ": "
-                                                    << stored.status().message());
+                                                   << stored.status().message());
       if (metrics_) {
         metrics_->CountRejectedResult(code == absl::StatusCode::kNotFound ? "unknown_candidate"
                                                                           : "not_lease_holder");
@@ -126,8 +132,7 @@ absl::StatusOr<ReportTally> FarmCore::Report(const std::string& worker_id,
   return tally;
 }
 
-absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker,
-                                                  const TrialResult& result) {
+absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker, const TrialResult& result) {
   GTCO_ASSIGN_OR_RETURN(std::optional<db::CandidateRow> candidate,
                         db_->GetCandidate(result.candidate_id));
   if (!candidate) {
@@ -136,14 +141,16 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker,
   // Only the lease holder may report a candidate, and only for its own target; a measured
   // candidate falls through to the duplicate check.
   if (candidate->state != db::CandidateState::kMeasured &&
-      (candidate->state != db::CandidateState::kLeased || candidate->worker_id != worker.row.worker_id)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("candidate '", result.candidate_id, "' is not leased to worker '",
-                     worker.row.worker_id, "'"));
+      (candidate->state != db::CandidateState::kLeased ||
+       candidate->worker_id != worker.row.worker_id)) {
+    return absl::PermissionDeniedError(absl::StrCat("candidate '", result.candidate_id,
+                                                    "' is not leased to worker '",
+                                                    worker.row.worker_id, "'"));
   }
   if (candidate->target != worker.row.target) {
     return absl::PermissionDeniedError(absl::StrCat("candidate '", result.candidate_id,
-                                                    "' is for target ", candidate->target));
+                                                    "' is for target ",
+                                                    target::TargetName(candidate->target)));
   }
   // Timings a worker could not have measured (NaN, infinite, negative) make a failed trial and
   // are stored as 0: the database refuses NaN, and the cost model must never learn from them.
@@ -200,9 +207,9 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker,
   auto features = task.features.find(row.candidate_id);
   if (features != task.features.end()) {
     if (ok) {
-      models_.AddSample(worker.hardware.target, costmodel::Sample{std::move(features->second),
-                                                                 row.workload_key,
-                                                                 row.median_seconds});
+      models_.AddSample(
+          worker.hardware.target,
+          costmodel::Sample{std::move(features->second), row.workload_key, row.median_seconds});
     }
     task.features.erase(features);
   }
@@ -231,14 +238,15 @@ absl::Status FarmCore::Heartbeat(const std::string& worker_id,
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = workers_.find(worker_id);
   if (found == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("worker '", worker_id,
-                                            "' is not registered with this server; register"));
+    return absl::NotFoundError(
+        absl::StrCat("worker '", worker_id, "' is not registered with this server; register"));
   }
   found->second->last_seen_ms = NowMs();
   int64_t deadline = NowMs() + options_.lease_seconds * 1000LL;
   for (const std::string& candidate_id : held) {
     GTCO_ASSIGN_OR_RETURN(auto candidate, db_->GetCandidate(candidate_id));
-    if (candidate && candidate->state == db::CandidateState::kLeased && candidate->worker_id == worker_id) {
+    if (candidate && candidate->state == db::CandidateState::kLeased &&
+        candidate->worker_id == worker_id) {
       GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker_id, deadline));
     }
   }
@@ -267,25 +275,24 @@ void FarmCore::Tick() {
   }
   if (!metrics_) return;
   std::map<db::JobState, int64_t> jobs_by_state;
-  std::map<std::string, int64_t> queue_by_target;
+  std::map<target::Target, int64_t> queue_by_target;
   for (auto& [job_id, job] : jobs_) {
     ++jobs_by_state[job->row.state];
-    if (job->row.state == db::JobState::kRunning) queue_by_target[job->row.target] += std::max<int64_t>(0, job->BudgetLeft());
+    if (job->row.state == db::JobState::kRunning) {
+      queue_by_target[job->row.target] += std::max<int64_t>(0, job->BudgetLeft());
+    }
     for (auto& task : job->tasks) {
-      if (!task->Finished()) {
-        queue_by_target[task->row.target] += task->pending.size();
-      }
+      if (!task->Finished()) queue_by_target[task->row.target] += task->pending.size();
     }
   }
   metrics_->SetJobsByState(jobs_by_state);
   for (const target::Target target : {target::Target::kCpu, target::Target::kCuda}) {
-    const char* name = target::TargetName(target);
-    metrics_->SetQueueDepth(name, queue_by_target[name]);
+    metrics_->SetQueueDepth(target, queue_by_target[target]);
     int64_t alive = 0;
     for (auto& [worker_id, worker] : workers_) {
       if (worker->hardware.target == target && WorkerAliveLocked(*worker, now)) ++alive;
     }
-    metrics_->SetConnectedWorkers(name, alive);
+    metrics_->SetConnectedWorkers(target, alive);
   }
 }
 

@@ -22,7 +22,11 @@ using google::protobuf::Value;
 bool IntegerOf(const Value& value, int64_t* out) {
   if (value.kind_case() == Value::kNumberValue) {
     const double number = value.number_value();
-    if (!std::isfinite(number) || number != std::floor(number)) return false;
+    // Integral and inside int64 (2^63 is exactly representable; casting beyond is undefined).
+    if (!std::isfinite(number) || number != std::floor(number) || number >= 0x1p63 ||
+        number < -0x1p63) {
+      return false;
+    }
     *out = static_cast<int64_t>(number);
     return true;
   }
@@ -65,10 +69,12 @@ absl::StatusOr<JobOptions> DecodeJobOptions(const std::string& json) {
   JobOptions options;
   if (const Value* round_size = Field(object, "roundSize", "round_size")) {
     int64_t value = 0;
-    if (!IntegerOf(*round_size, &value) || value < 0 || value > (1 << 20)) {
-      return absl::InvalidArgumentError("job options: roundSize is not a round size");
+    if (!IntegerOf(*round_size, &value)) {
+      return absl::InvalidArgumentError("job options: roundSize is not an integer");
     }
-    options.round_size = static_cast<int>(value);
+    // Out-of-range sizes read as 0, which the server replaces with its default (as it always
+    // did with a non-positive one), keeping the other options.
+    options.round_size = value > 0 && value <= (1 << 20) ? static_cast<int>(value) : 0;
   }
   if (const Value* scheduler = Field(object, "scheduler", "scheduler")) {
     if (scheduler->kind_case() != Value::kStringValue) {

@@ -197,14 +197,14 @@ gtco::v1::RegisterReply ToProto(const WorkerTerms& terms) {
   return reply;
 }
 
-gtco::v1::Candidate ToProto(const LeasedCandidate& candidate) {
+gtco::v1::Candidate ToProto(LeasedCandidate&& candidate) {
   gtco::v1::Candidate out;
   out.set_candidate_id(candidate.candidate_id);
   out.set_task_id(candidate.task_id);
   out.set_workload_key(candidate.workload_key);
   out.set_workload(candidate.workload);
   out.set_trace(candidate.trace);
-  out.set_program(candidate.program);
+  out.set_program(std::move(candidate.program));
   out.set_entry(candidate.entry);
   out.set_program_hash(candidate.program_hash);
   out.set_lease_deadline_unix_ms(candidate.lease_deadline_unix_ms);

@@ -22,7 +22,8 @@ gtco::v1::JobStatus ToProto(const JobInfo& job);
 gtco::v1::TaskStatus ToProto(const TaskInfo& task);
 gtco::v1::QueryReply ToProto(const QueryResult& result);
 gtco::v1::RegisterReply ToProto(const WorkerTerms& terms);
-gtco::v1::Candidate ToProto(const LeasedCandidate& candidate);
+/// Moves the program (it can be large) into the proto.
+gtco::v1::Candidate ToProto(LeasedCandidate&& candidate);
 gtco::v1::ReportReply ToProto(const ReportTally& tally);
 
 }  // namespace gtco::server

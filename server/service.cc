@@ -14,8 +14,8 @@ namespace {
 using auth::Role;
 
 /// Evaluates `authorized` (a StatusOr<Principal>) into `principal`, or returns its error.
-#define GTCO_AUTHORIZE(principal, authorized)                      \
-  auto principal##_or = (authorized);                              \
+#define GTCO_AUTHORIZE(principal, authorized)                             \
+  auto principal##_or = (authorized);                                     \
   if (!principal##_or.ok()) return ToGrpcStatus(principal##_or.status()); \
   const auth::Principal& principal = *principal##_or
 
@@ -46,9 +46,9 @@ grpc::Status ClientServiceImpl::ReadModel(grpc::ServerReader<gtco::v1::ModelChun
                             "the model stream must start with a header chunk");
       }
       if (static_cast<int64_t>(bytes->size() + chunk.data().size()) > max_model_bytes_) {
-        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            absl::StrCat("model larger than the server's limit of ",
-                                         max_model_bytes_, " bytes"));
+        return grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("model larger than the server's limit of ", max_model_bytes_, " bytes"));
       }
       bytes->append(chunk.data());
     }
@@ -110,8 +110,7 @@ grpc::Status ClientServiceImpl::ListJobs(grpc::ServerContext* context,
                                          const gtco::v1::ListJobsRequest* request,
                                          gtco::v1::ListJobsReply* reply) {
   GTCO_AUTHORIZE(principal, gate_->Authorize(*context, {Role::kSubmitter, Role::kAdmin}));
-  const std::string& team =
-      principal.role == Role::kSubmitter ? principal.team : request->team();
+  const std::string& team = principal.role == Role::kSubmitter ? principal.team : request->team();
   std::optional<db::JobState> state;
   if (!request->state().empty()) {
     absl::StatusOr<db::JobState> parsed = db::ParseJobState(request->state());
@@ -182,7 +181,8 @@ grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext* context,
   absl::StatusOr<std::vector<LeasedCandidate>> leased =
       core_->Lease(request->worker_id(), request->max_candidates(), request->wait_ms());
   if (!leased.ok()) return ToGrpcStatus(leased.status());
-  for (const LeasedCandidate& candidate : *leased) *reply->add_candidates() = ToProto(candidate);
+  for (LeasedCandidate& candidate : *leased)
+    *reply->add_candidates() = ToProto(std::move(candidate));
   return grpc::Status::OK;
 }
 

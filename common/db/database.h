@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/db/states.h"
+#include "common/target/target.h"
 
 namespace gtco::db {
 
@@ -28,7 +29,7 @@ struct WorkloadRow {
 
 struct WorkerRow {
   std::string worker_id;
-  std::string target;    ///< "cpu" | "cuda"
+  target::Target target = target::Target::kCpu;
   std::string hostname;
   std::string hardware;  ///< target::HardwareInfo serialized (JSON text)
   int64_t registered_unix_ms = 0;
@@ -40,7 +41,7 @@ struct JobRow {
   std::string team;
   std::string model_name;
   std::string model_sha;  ///< hex digest of the model bytes
-  std::string target;
+  target::Target target = target::Target::kCpu;
   JobState state = JobState::kRunning;
   std::string error;
   int64_t budget = 0;
@@ -54,7 +55,7 @@ struct TaskRow {
   std::string job_id;
   int ordinal = 0;  ///< position within the job
   std::string workload_key;
-  std::string target;
+  target::Target target = target::Target::kCpu;
   int weight = 1;
   int64_t trials_allotted = 0;
   TaskState state = TaskState::kPending;
@@ -64,11 +65,11 @@ struct CandidateRow {
   std::string candidate_id;  ///< unique, chosen by the server
   std::string task_id;
   std::string workload_key;
-  std::string target;
+  target::Target target = target::Target::kCpu;
   std::string trace;  ///< replayable schedule trace
   std::string program_hash;
   CandidateState state = CandidateState::kPending;
-  std::string worker_id;          ///< holder of the lease ("" when pending)
+  std::string worker_id;  ///< holder of the lease ("" when pending)
   int64_t lease_deadline_unix_ms = 0;
   int64_t created_unix_ms = 0;
 };
@@ -77,7 +78,7 @@ struct MeasurementRow {
   std::string candidate_id;  ///< primary key: recording is idempotent on it
   std::string task_id;
   std::string workload_key;
-  std::string target;
+  target::Target target = target::Target::kCpu;
   std::string trace;
   std::string program_hash;
   bool ok = false;
@@ -118,8 +119,8 @@ inline constexpr int kMinTokenPrefixLength = 11;
 
 /// Per-task aggregate over measurements.
 struct TaskProgress {
-  int64_t trials_done = 0;    ///< measurements recorded (ok or failed)
-  int64_t trials_failed = 0;  ///< of which failed
+  int64_t trials_done = 0;             ///< measurements recorded (ok or failed)
+  int64_t trials_failed = 0;           ///< of which failed
   std::optional<double> best_seconds;  ///< best ok median
 };
 
@@ -171,8 +172,8 @@ class LeaseStore {
       const std::string& candidate_id) = 0;
   /// Sets state "leased", the holder and the deadline. NOT_FOUND for an unknown candidate,
   /// FAILED_PRECONDITION for a measured one.
-  virtual absl::Status LeaseCandidate(const std::string& candidate_id,
-                                      const std::string& worker_id, int64_t deadline_unix_ms) = 0;
+  virtual absl::Status LeaseCandidate(const std::string& candidate_id, const std::string& worker_id,
+                                      int64_t deadline_unix_ms) = 0;
   /// Returns every "leased" candidate whose deadline is before `now` to "pending" (no holder)
   /// and returns their ids, earliest deadline first.
   virtual absl::StatusOr<std::vector<std::string>> ExpireLeases(int64_t now_unix_ms) = 0;
@@ -197,14 +198,14 @@ class RecordStore {
   virtual absl::StatusOr<TaskProgress> GetTaskProgress(const std::string& task_id) = 0;
   /// Best ok measurement (lowest median) for a workload on a target, across all jobs.
   virtual absl::StatusOr<std::optional<MeasurementRow>> BestMeasurement(
-      const std::string& workload_key, const std::string& target) = 0;
+      const std::string& workload_key, target::Target target) = 0;
   /// The `limit` best ok measurements for (workload, target), lowest median first.
   /// INVALID_ARGUMENT when `limit` < 0.
   virtual absl::StatusOr<std::vector<MeasurementRow>> TopMeasurements(
-      const std::string& workload_key, const std::string& target, int limit) = 0;
+      const std::string& workload_key, target::Target target, int limit) = 0;
   /// The newest `limit` ok measurements on `target` across all workloads (cost-model training).
   /// INVALID_ARGUMENT when `limit` < 0.
-  virtual absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(const std::string& target,
+  virtual absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(target::Target target,
                                                                          int limit) = 0;
   /// Counts of measurements grouped for metrics and tests.
   virtual absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) = 0;
@@ -254,8 +255,8 @@ class LeaderStore {
   /// now_unix_ms + lease_ms when it is free, expired or already `holder`'s; returns the leader
   /// after the attempt (its holder is `holder` when the claim succeeded). Atomic across servers.
   virtual absl::StatusOr<LeaderRow> ClaimLeadership(const std::string& holder,
-                                                    const std::string& address,
-                                                    int64_t now_unix_ms, int64_t lease_ms) = 0;
+                                                    const std::string& address, int64_t now_unix_ms,
+                                                    int64_t lease_ms) = 0;
   /// Gives the lease up at once (orderly shutdown) when `holder` holds it.
   virtual absl::Status ReleaseLeadership(const std::string& holder) = 0;
 };

@@ -47,6 +47,7 @@ namespace {
 SqlValue ToSql(JobState state) { return SqlValue(JobStateName(state)); }
 SqlValue ToSql(TaskState state) { return SqlValue(TaskStateName(state)); }
 SqlValue ToSql(CandidateState state) { return SqlValue(CandidateStateName(state)); }
+SqlValue ToSql(target::Target target) { return SqlValue(target::TargetName(target)); }
 template <typename Value>
 SqlValue ToSql(const Value& value) {
   return SqlValue(value);
@@ -60,6 +61,9 @@ absl::StatusOr<TaskState> ParseState(std::string_view text, TaskState*) {
 }
 absl::StatusOr<CandidateState> ParseState(std::string_view text, CandidateState*) {
   return ParseCandidateState(text);
+}
+absl::StatusOr<target::Target> ParseState(std::string_view text, target::Target*) {
+  return target::ParseTarget(text);
 }
 
 }  // namespace
@@ -95,9 +99,8 @@ absl::StatusOr<Row> Table<Row>::Read(const SqlRow& cells) const {
             if (state.ok()) {
               row.*member = *state;
             } else {
-              status = absl::DataLossError(absl::StrCat("table ", name_, ", column ",
-                                                        columns_[index], ": ",
-                                                        state.status().message()));
+              status = absl::DataLossError(absl::StrCat(
+                  "table ", name_, ", column ", columns_[index], ": ", state.status().message()));
             }
           } else {
             row.*member = static_cast<Value>(cells.ColumnInt64(column));

@@ -24,10 +24,11 @@ template <typename Row>
 class Table {
  public:
   /// The member of `Row` a column holds. A bool member is an INTEGER 1 / 0 column, an int
-  /// member an INTEGER one, a state a TEXT one holding the state's name (states.h).
+  /// member an INTEGER one, a state or a target a TEXT one holding its name (states.h,
+  /// target::TargetName).
   using Member =
       std::variant<std::string Row::*, int64_t Row::*, int Row::*, bool Row::*, double Row::*,
-                   JobState Row::*, TaskState Row::*, CandidateState Row::*>;
+                   JobState Row::*, TaskState Row::*, CandidateState Row::*, target::Target Row::*>;
 
   /// `columns` names the columns, separated by ", ", in the order of `members`; the counts must
   /// agree.
@@ -47,7 +48,7 @@ class Table {
   /// The row's members in column order.
   SqlParams Params(const Row& row) const;
   /// Reads a result row whose cells are the columns in order (a select_sql() row). DATA_LOSS
-  /// when a state column holds a name no state has (a corrupt or newer database).
+  /// when a state or target column holds a name none has (a corrupt or newer database).
   absl::StatusOr<Row> Read(const SqlRow& cells) const;
   absl::StatusOr<std::vector<Row>> ReadAll(const SqlRows& result) const;
 

@@ -165,17 +165,18 @@ absl::Status SqlDatabase::UpdateJobState(const std::string& job_id, JobState sta
       const int64_t updated,
       connection_->Execute(
           "UPDATE jobs SET state = $1, error = $2, updated_unix_ms = $3 WHERE job_id = $4",
-          {JobStateName(state), error, now_unix_ms, job_id}, absl::StrCat("update job '", job_id, "'")));
+          {JobStateName(state), error, now_unix_ms, job_id},
+          absl::StrCat("update job '", job_id, "'")));
   if (updated == 0) return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
   return absl::OkStatus();
 }
 
 absl::Status SqlDatabase::UpdateTaskState(const std::string& task_id, TaskState state) {
   std::lock_guard<std::mutex> lock(mu_);
-  GTCO_ASSIGN_OR_RETURN(
-      const int64_t updated,
-      connection_->Execute("UPDATE tasks SET state = $1 WHERE task_id = $2", {TaskStateName(state), task_id},
-                           absl::StrCat("update task '", task_id, "'")));
+  GTCO_ASSIGN_OR_RETURN(const int64_t updated,
+                        connection_->Execute("UPDATE tasks SET state = $1 WHERE task_id = $2",
+                                             {TaskStateName(state), task_id},
+                                             absl::StrCat("update task '", task_id, "'")));
   if (updated == 0) return absl::NotFoundError(absl::StrCat("task '", task_id, "' not found"));
   return absl::OkStatus();
 }

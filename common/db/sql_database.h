@@ -35,8 +35,8 @@ class SqlDatabase final : public Database {
   absl::Status PutWorker(const WorkerRow& row) override;
   absl::StatusOr<std::optional<WorkerRow>> GetWorker(const std::string& worker_id) override;
   absl::Status CreateJob(const JobRow& job, const std::vector<TaskRow>& tasks) override;
-  absl::Status UpdateJobState(const std::string& job_id, JobState state,
-                              const std::string& error, int64_t now_unix_ms) override;
+  absl::Status UpdateJobState(const std::string& job_id, JobState state, const std::string& error,
+                              int64_t now_unix_ms) override;
   absl::Status UpdateTaskState(const std::string& task_id, TaskState state) override;
   absl::StatusOr<JobRow> GetJob(const std::string& job_id) override;
   absl::StatusOr<std::vector<JobRow>> ListJobs(const std::string& team,
@@ -57,11 +57,11 @@ class SqlDatabase final : public Database {
       const std::string& task_id) override;
   absl::StatusOr<TaskProgress> GetTaskProgress(const std::string& task_id) override;
   absl::StatusOr<std::optional<MeasurementRow>> BestMeasurement(const std::string& workload_key,
-                                                                const std::string& target) override;
+                                                                target::Target target) override;
   absl::StatusOr<std::vector<MeasurementRow>> TopMeasurements(const std::string& workload_key,
-                                                              const std::string& target,
+                                                              target::Target target,
                                                               int limit) override;
-  absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(const std::string& target,
+  absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(target::Target target,
                                                                  int limit) override;
   absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) override;
 

@@ -96,11 +96,12 @@ absl::StatusOr<std::vector<std::string>> SqlDatabase::ExpireLeases(int64_t now_u
 absl::StatusOr<std::vector<CandidateRow>> SqlDatabase::ListCandidates(const std::string& task_id,
                                                                       CandidateState state) {
   std::lock_guard<std::mutex> lock(mu_);
-  return rows::Select(*connection_, rows::Candidates(),
-                      "WHERE task_id = $1 AND state = $2 "
-                      "ORDER BY created_unix_ms, candidate_id COLLATE \"C\"",
-                      {task_id, CandidateStateName(state)},
-                      absl::StrCat("list ", CandidateStateName(state), " candidates of task '", task_id, "'"));
+  return rows::Select(
+      *connection_, rows::Candidates(),
+      "WHERE task_id = $1 AND state = $2 "
+      "ORDER BY created_unix_ms, candidate_id COLLATE \"C\"",
+      {task_id, CandidateStateName(state)},
+      absl::StrCat("list ", CandidateStateName(state), " candidates of task '", task_id, "'"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,32 +155,33 @@ absl::StatusOr<TaskProgress> SqlDatabase::GetTaskProgress(const std::string& tas
 }
 
 absl::StatusOr<std::optional<MeasurementRow>> SqlDatabase::BestMeasurement(
-    const std::string& workload_key, const std::string& target) {
+    const std::string& workload_key, target::Target target) {
   GTCO_ASSIGN_OR_RETURN(std::vector<MeasurementRow> best, TopMeasurements(workload_key, target, 1));
   if (best.empty()) return std::optional<MeasurementRow>();
   return std::optional<MeasurementRow>(std::move(best.front()));
 }
 
 absl::StatusOr<std::vector<MeasurementRow>> SqlDatabase::TopMeasurements(
-    const std::string& workload_key, const std::string& target, int limit) {
+    const std::string& workload_key, target::Target target, int limit) {
   GTCO_RETURN_IF_ERROR(CheckLimit(limit, "top measurements"));
   std::lock_guard<std::mutex> lock(mu_);
-  return rows::Select(
-      *connection_, rows::Measurements(),
-      "WHERE workload_key = $1 AND target = $2 AND ok = 1 ORDER BY median_seconds, "
-      "measured_unix_ms, candidate_id COLLATE \"C\" LIMIT $3",
-      {workload_key, target, limit},
-      absl::StrCat("top measurements of workload '", workload_key, "' on ", target));
+  return rows::Select(*connection_, rows::Measurements(),
+                      "WHERE workload_key = $1 AND target = $2 AND ok = 1 ORDER BY median_seconds, "
+                      "measured_unix_ms, candidate_id COLLATE \"C\" LIMIT $3",
+                      {workload_key, target::TargetName(target), limit},
+                      absl::StrCat("top measurements of workload '", workload_key, "' on ",
+                                   target::TargetName(target)));
 }
 
-absl::StatusOr<std::vector<MeasurementRow>> SqlDatabase::RecentMeasurements(
-    const std::string& target, int limit) {
+absl::StatusOr<std::vector<MeasurementRow>> SqlDatabase::RecentMeasurements(target::Target target,
+                                                                            int limit) {
   GTCO_RETURN_IF_ERROR(CheckLimit(limit, "recent measurements"));
   std::lock_guard<std::mutex> lock(mu_);
   return rows::Select(*connection_, rows::Measurements(),
                       "WHERE target = $1 AND ok = 1 "
                       "ORDER BY measured_unix_ms DESC, candidate_id COLLATE \"C\" LIMIT $2",
-                      {target, limit}, absl::StrCat("recent measurements on ", target));
+                      {target::TargetName(target), limit},
+                      absl::StrCat("recent measurements on ", target::TargetName(target)));
 }
 
 absl::StatusOr<int64_t> SqlDatabase::CountMeasurements(const std::string& task_id) {

@@ -56,8 +56,8 @@ absl::StatusOr<const Sketch*> SketchOfTrace(const ir::Workload& w, const schedul
     return absl::InvalidArgumentError(absl::StrCat("unknown schedule sketch '", t.sketch, "'"));
   }
   if (!sketch->AppliesTo(w)) {
-    return absl::InvalidArgumentError(absl::StrCat("sketch ", t.sketch, " does not apply to a '",
-                                                   ir::AnchorKindName(w.anchor), "' workload"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sketch ", t.sketch, " does not apply to ", w.Description()));
   }
   return sketch;
 }

@@ -157,8 +157,8 @@ void FarmDriver::RunLease(const RpcCall& call) {
   Check(leased.status(), "Lease");
   if (!leased.ok()) return;
   Check(absl::OkStatus(), absl::StrCat("Lease: ", leased->size(), " candidates").c_str());
-  for (const gtco::server::LeasedCandidate& leased_candidate : *leased) {
-    const v1::Candidate candidate = gtco::server::ToProto(leased_candidate);
+  for (gtco::server::LeasedCandidate& leased_candidate : *leased) {
+    const v1::Candidate candidate = gtco::server::ToProto(std::move(leased_candidate));
     Remember(candidate_ids_, candidate.candidate_id());
     absl::StatusOr<gtco::ir::Workload> workload = gtco::ir::ParseWorkload(candidate.workload());
     FUZZ_CHECK(workload.ok() && workload->Validate().ok() &&

@@ -115,7 +115,7 @@ TEST_P(DatabaseTest, WorkloadAndWorkerUpserts) {
   EXPECT_EQ(stored->description, "updated");
   EXPECT_EQ(stored->flops, 524288);
 
-  WorkerRow worker{"w1", "cpu", "host", R"({"avx2": true})", 10, 20};
+  WorkerRow worker{"w1", target::Target::kCpu, "host", R"({"avx2": true})", 10, 20};
   ASSERT_TRUE(database->PutWorker(worker).ok());
   worker.last_seen_unix_ms = 30;
   ASSERT_TRUE(database->PutWorker(worker).ok());
@@ -299,25 +299,25 @@ TEST_P(DatabaseTest, RecordMeasurementIsIdempotentAndMarksCandidate) {
 TEST_P(DatabaseTest, BestAndTopIgnoreFailuresAndOrderByMedian) {
   std::unique_ptr<Database> database = OpenOrDie();
   CreateTwoTaskJob(*database);
-  EXPECT_FALSE(database->BestMeasurement("wk", "cpu")->has_value());
+  EXPECT_FALSE(database->BestMeasurement("wk", target::Target::kCpu)->has_value());
   ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("a", "j.t0", true, 3.0)).ok());
   ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("b", "j.t0", false, 0.0)).ok());
   ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("c", "j.t0", true, 1.0)).ok());
   ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("d", "j.t1", true, 2.0)).ok());
   MeasurementRow other_target = MakeMeasurement("e", "j.t0", true, 0.5);
-  other_target.target = "cuda";
+  other_target.target = target::Target::kCuda;
   ASSERT_TRUE(database->RecordMeasurement(other_target).ok());
 
-  std::optional<MeasurementRow> best = *database->BestMeasurement("wk", "cpu");
+  std::optional<MeasurementRow> best = *database->BestMeasurement("wk", target::Target::kCpu);
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->candidate_id, "c");
-  EXPECT_EQ(MeasurementIds(*database->TopMeasurements("wk", "cpu", 10)),
+  EXPECT_EQ(MeasurementIds(*database->TopMeasurements("wk", target::Target::kCpu, 10)),
             (std::vector<std::string>{"c", "d", "a"}));
-  EXPECT_EQ(database->TopMeasurements("wk", "cpu", 2)->size(), 2u);
-  EXPECT_TRUE(database->TopMeasurements("wk", "cpu", 0)->empty());
-  EXPECT_EQ(database->TopMeasurements("wk", "cpu", -1).status().code(),
+  EXPECT_EQ(database->TopMeasurements("wk", target::Target::kCpu, 2)->size(), 2u);
+  EXPECT_TRUE(database->TopMeasurements("wk", target::Target::kCpu, 0)->empty());
+  EXPECT_EQ(database->TopMeasurements("wk", target::Target::kCpu, -1).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(database->BestMeasurement("wk", "cuda")->value().candidate_id, "e");
+  EXPECT_EQ(database->BestMeasurement("wk", target::Target::kCuda)->value().candidate_id, "e");
 }
 
 TEST_P(DatabaseTest, RecentMeasurementsAreNewestOkOnTarget) {
@@ -334,16 +334,16 @@ TEST_P(DatabaseTest, RecentMeasurementsAreNewestOkOnTarget) {
   failed.measured_unix_ms = 400;
   ASSERT_TRUE(database->RecordMeasurement(failed).ok());
   MeasurementRow cuda = MakeMeasurement("cuda", "j.t1", true, 1.0);
-  cuda.target = "cuda";
+  cuda.target = target::Target::kCuda;
   cuda.measured_unix_ms = 500;
   ASSERT_TRUE(database->RecordMeasurement(cuda).ok());
 
-  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements("cpu", 3)),
+  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements(target::Target::kCpu, 3)),
             (std::vector<std::string>{"new", "tie", "mid"}));
-  EXPECT_EQ(database->RecentMeasurements("cpu", 100)->size(), 4u);
-  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements("cuda", 100)),
+  EXPECT_EQ(database->RecentMeasurements(target::Target::kCpu, 100)->size(), 4u);
+  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements(target::Target::kCuda, 100)),
             (std::vector<std::string>{"cuda"}));
-  EXPECT_EQ(database->RecentMeasurements("cpu", -1).status().code(),
+  EXPECT_EQ(database->RecentMeasurements(target::Target::kCpu, -1).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -443,9 +443,9 @@ TEST_P(DatabaseTest, TextOrderIsBytewise) {
   }
   EXPECT_EQ(MeasurementIds(*database->ListMeasurementsForTask("j.t0")),
             (std::vector<std::string>{"B", "_c", "a"}));
-  EXPECT_EQ(MeasurementIds(*database->TopMeasurements("wk", "cpu", 10)),
+  EXPECT_EQ(MeasurementIds(*database->TopMeasurements("wk", target::Target::kCpu, 10)),
             (std::vector<std::string>{"B", "_c", "a"}));
-  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements("cpu", 10)),
+  EXPECT_EQ(MeasurementIds(*database->RecentMeasurements(target::Target::kCpu, 10)),
             (std::vector<std::string>{"B", "_c", "a"}));
 }
 
@@ -531,7 +531,7 @@ TEST_P(DatabaseTest, SecondDatabaseObjectSeesDataAcrossRestart) {
   std::unique_ptr<Database> restarted = OpenOrDie();
   ASSERT_NE(restarted, nullptr);
   EXPECT_EQ(restarted->ListTasks("j")->size(), 2u);
-  EXPECT_EQ(restarted->BestMeasurement("wk", "cpu")->value().candidate_id, "c2");
+  EXPECT_EQ(restarted->BestMeasurement("wk", target::Target::kCpu)->value().candidate_id, "c2");
   EXPECT_EQ(*restarted->SchemaVersion(), LatestSchemaVersion());
 }
 

@@ -112,7 +112,7 @@ TEST(RowMappingTest, ParamsAndReadAreInverse) {
   EXPECT_EQ(read.measured_unix_ms, std::numeric_limits<int64_t>::min());
 }
 
-TEST(RowMappingTest, StatesAreStoredByNameAndAnUnknownNameIsDataLoss) {
+TEST(RowMappingTest, StatesAndTargetsAreStoredByNameAndAnUnknownNameIsDataLoss) {
   JobRow job;
   job.job_id = "j";
   job.state = JobState::kCancelled;
@@ -126,6 +126,15 @@ TEST(RowMappingTest, StatesAreStoredByNameAndAnUnknownNameIsDataLoss) {
   read = rows::Jobs().Read(SqlRow(params));
   EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(read.status().message().find("table jobs, column state: unknown job state 'paused'"),
+            std::string::npos)
+      << read.status();
+
+  params = rows::Jobs().Params(job);
+  EXPECT_EQ(params[4], SqlValue("cpu"));  // targets too are stored by name
+  params[4] = SqlValue("tpu");
+  read = rows::Jobs().Read(SqlRow(params));
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(read.status().message().find("table jobs, column target: unknown target 'tpu'"),
             std::string::npos)
       << read.status();
 }

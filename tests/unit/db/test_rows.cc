@@ -13,7 +13,7 @@ JobRow MakeJob(const std::string& job_id, const std::string& team, int64_t creat
   job.team = team;
   job.model_name = "resnet";
   job.model_sha = "abc123";
-  job.target = "cpu";
+  job.target = target::Target::kCpu;
   job.state = JobState::kRunning;
   job.budget = 1000;
   job.options = R"({"batch": 1})";
@@ -28,7 +28,7 @@ TaskRow MakeTask(const std::string& job_id, int ordinal, const std::string& work
   task.job_id = job_id;
   task.ordinal = ordinal;
   task.workload_key = workload_key;
-  task.target = "cpu";
+  task.target = target::Target::kCpu;
   task.weight = ordinal + 1;
   task.trials_allotted = 64;
   task.state = TaskState::kPending;
@@ -41,7 +41,7 @@ CandidateRow MakeCandidate(const std::string& candidate_id, const std::string& t
   candidate.candidate_id = candidate_id;
   candidate.task_id = task_id;
   candidate.workload_key = "wk";
-  candidate.target = "cpu";
+  candidate.target = target::Target::kCpu;
   candidate.trace = "split(i, 32)";
   candidate.program_hash = "h" + candidate_id;
   candidate.state = CandidateState::kPending;
@@ -55,7 +55,7 @@ MeasurementRow MakeMeasurement(const std::string& candidate_id, const std::strin
   row.candidate_id = candidate_id;
   row.task_id = task_id;
   row.workload_key = "wk";
-  row.target = "cpu";
+  row.target = target::Target::kCpu;
   row.trace = "trace of " + candidate_id;
   row.program_hash = "h" + candidate_id;
   row.ok = ok;

@@ -1,6 +1,8 @@
-// Regression tests for FarmCore bugs found by fuzzing (tests/fuzz/fuzz_rpc_requests), on an
-// in-memory database.
+// Regression tests for FarmCore bugs found by fuzzing (tests/fuzz/fuzz_rpc_requests) or review,
+// on an in-memory or temporary database.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/db/database.h"
 #include "server/farm_core.h"
 
@@ -57,8 +60,7 @@ TEST(FarmCoreRegressionTest, HugeBudgetsAreRejectedNotOverflowed) {
   int64_t allotted = 0;
   for (const TaskInfo& task : largest->tasks) allotted += task.trials_allotted;
   // Each task's share is rounded on its own.
-  EXPECT_LE(std::llabs(allotted - (int64_t{1} << 40)),
-            static_cast<int64_t>(largest->tasks.size()));
+  EXPECT_LE(std::llabs(allotted - (int64_t{1} << 40)), static_cast<int64_t>(largest->tasks.size()));
 }
 
 // A worker that reported NaN timings made the database refuse the measurement, so the Report
@@ -93,6 +95,48 @@ TEST(FarmCoreRegressionTest, NonFiniteTimingsAreAFailedTrial) {
   }
   EXPECT_EQ(done, 1);
   EXPECT_EQ(failed, 1);
+}
+
+// A running job whose stored task state is a name no state has (a corrupt row, or one a newer
+// server wrote) is not resumed; the server still starts and says so for that job only.
+TEST(FarmCoreRegressionTest, ACorruptJobDoesNotStopTheServer) {
+  char dir_template[] = "/tmp/gtco_farm_resume_XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string path = std::string(dir_template) + "/farm.db";
+  std::string corrupt_job, healthy_job;
+  {
+    auto database = db::OpenSqliteDatabase(path);
+    ASSERT_TRUE(database.ok()) << database.status();
+    auto core = FarmCore::Create(std::move(*database), FarmOptions{}, /*metrics=*/nullptr);
+    ASSERT_TRUE(core.ok()) << core.status();
+    auto first = (*core)->Submit(Header(8), ReadModel("mlp.onnx"));
+    auto second = (*core)->Submit(Header(8), ReadModel("matmul_integer.onnx"));
+    ASSERT_TRUE(first.ok() && second.ok());
+    corrupt_job = first->job_id;
+    healthy_job = second->job_id;
+    (*core)->Shutdown();
+  }
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &handle), SQLITE_OK);
+  const std::string sql =
+      absl::StrCat("UPDATE tasks SET state = 'paused' WHERE job_id = '", corrupt_job, "'");
+  ASSERT_EQ(sqlite3_exec(handle, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(handle);
+
+  auto database = db::OpenSqliteDatabase(path);
+  ASSERT_TRUE(database.ok()) << database.status();
+  auto core = FarmCore::Create(std::move(*database), FarmOptions{}, /*metrics=*/nullptr);
+  ASSERT_TRUE(core.ok()) << core.status();
+  auto healthy = (*core)->GetJob(healthy_job);
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_EQ(healthy->state, db::JobState::kRunning);
+  auto corrupt = (*core)->GetJob(corrupt_job);
+  EXPECT_EQ(corrupt.status().code(), absl::StatusCode::kDataLoss) << corrupt.status();
+  EXPECT_NE(corrupt.status().message().find("unknown task state 'paused'"), std::string::npos)
+      << corrupt.status();
+  (*core)->Shutdown();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  rmdir(dir_template);
 }
 
 }  // namespace

@@ -39,11 +39,19 @@ TEST(JobOptionsTest, WhatIsWrittenReadsBack) {
   EXPECT_EQ(DecodeJobOptions(EncodeJobOptions(JobOptions()))->round_size, 0);
 }
 
+TEST(JobOptionsTest, AnOutOfRangeRoundSizeKeepsTheOtherOptions) {
+  // A non-positive round size always meant "the server's default"; the scheduler stays.
+  absl::StatusOr<JobOptions> options = DecodeJobOptions(R"({"roundSize":-3,"scheduler":"even"})");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->round_size, 0);
+  EXPECT_EQ(options->scheduler, "even");
+}
+
 TEST(JobOptionsTest, TextThatIsNotOptionsIsInvalid) {
   for (const char* bad :
        {"not json", "[1,2]", R"({"roundSize":"eight"})", R"({"roundSize":1.5})",
-        R"({"scheduler":3})", R"({"shapes":{"input":"x"}})", R"({"shapes":[{"dims":["1"]}]})",
-        R"({"shapes":[{"input":"x","dims":["a"]}]})"}) {
+        R"({"roundSize":1e20})", R"({"scheduler":3})", R"({"shapes":{"input":"x"}})",
+        R"({"shapes":[{"dims":["1"]}]})", R"({"shapes":[{"input":"x","dims":["a"]}]})"}) {
     EXPECT_EQ(DecodeJobOptions(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }
