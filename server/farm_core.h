@@ -3,8 +3,8 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,12 +29,12 @@ namespace gtco::server {
 struct BuiltCandidate;
 
 struct FarmOptions {
-  int lease_seconds = 60;       ///< a candidate not reported by then goes to another worker
-  int heartbeat_seconds = 5;    ///< workers heartbeat this often (extends their leases)
-  int default_round_size = 8;   ///< candidates proposed per search round
+  int lease_seconds = 60;      ///< a candidate not reported by then goes to another worker
+  int heartbeat_seconds = 5;   ///< workers heartbeat this often (extends their leases)
+  int default_round_size = 8;  ///< candidates proposed per search round
   int64_t max_model_bytes = int64_t{1} << 31;
-  uint64_t seed = 0;            ///< 0: random
-  std::string model_dir;        ///< where cost models are saved ("" = not saved)
+  uint64_t seed = 0;      ///< 0: random
+  std::string model_dir;  ///< where cost models are saved ("" = not saved)
   /// A background preparer proposes and lowers candidates ahead of leases, so a Lease that may
   /// wait is a pop from a ready queue (off: every Lease prepares its candidates itself).
   bool prepare_ahead = true;
@@ -66,8 +66,8 @@ class FarmCore {
   /// The best record of each task of the model on spec.target (nothing is tuned).
   absl::StatusOr<QueryResult> QueryModel(const JobSpec& spec, const std::string& model_bytes);
   /// Up to `limit` (at least 1) best records of the workload on `target`.
-  absl::StatusOr<QueryResult> QueryWorkload(const std::string& workload_key,
-                                            target::Target target, int limit);
+  absl::StatusOr<QueryResult> QueryWorkload(const std::string& workload_key, target::Target target,
+                                            int limit);
   /// Blocks until the job changed after `*version` or `timeout_ms` passed; updates `*version`.
   absl::StatusOr<JobInfo> WaitForJobChange(const std::string& job_id, int64_t* version,
                                            int timeout_ms);
@@ -118,7 +118,7 @@ class FarmCore {
 
   // Scheduling (farm_scheduling.cc).
   absl::StatusOr<std::vector<LeasedCandidate>> TakeCandidatesLocked(const Worker& worker,
-                                                                     int max_candidates);
+                                                                    int max_candidates);
   /// A task with a candidate waiting to be leased again (its lease expired); nullptr if none.
   Task* TaskWithPendingLocked(const Worker& worker);
   /// Runs the dual-task scheduler on the next job with budget left and proposes one round.
@@ -132,18 +132,20 @@ class FarmCore {
   /// proposes a new round when none waits. nullptr when no job can take trials now.
   absl::StatusOr<Task*> NextPendingLocked(const Worker& worker);
   /// Records a candidate the generator could not lower as a failed trial of `worker`.
-  absl::Status RecordLoweringFailureLocked(const Worker& worker,
-                                           const std::string& candidate_id,
+  absl::Status RecordLoweringFailureLocked(const Worker& worker, const std::string& candidate_id,
                                            const absl::Status& error);
   /// Lowers `trace_text` of `task` to its candidate program (LLVM bitcode for "cpu", CUDA C
-  /// with its launch for "cuda") with its features on the task's hardware. Reads only what does
-  /// not change once the task's spaces exist, so the preparer calls it without the lock.
+  /// with its launch for "cuda") with its features on the task's hardware; with `as_trace`, a CPU
+  /// candidate carries no program (language "trace": the worker replays it) and only its
+  /// features are computed. Reads only what does not change once the task's spaces exist, so
+  /// the preparer calls it without the lock.
   static absl::StatusOr<BuiltCandidate> BuildCandidate(const Task& task,
                                                        const std::string& candidate_id,
-                                                       const std::string& trace_text);
-  absl::StatusOr<LeasedCandidate> MakeCandidateLocked(Task& task,
-                                                          const std::string& candidate_id,
-                                                          const std::string& trace_text);
+                                                       const std::string& trace_text,
+                                                       bool as_trace);
+  absl::StatusOr<LeasedCandidate> MakeCandidateLocked(Task& task, const Worker& worker,
+                                                      const std::string& candidate_id,
+                                                      const std::string& trace_text);
   void LogDecisionLocked(Job& job, const std::string& decision);
   /// Warm-starts the cost model of `worker`'s target; a failure is logged and the farm tunes on
   /// without it (CostModels retries later).
@@ -154,11 +156,11 @@ class FarmCore {
   void PrepareLoop();
   /// Proposes up to `count` candidates for `worker`'s target and lowers them with `lock`
   /// released, then queues them in ready_. Returns how many it took from the search.
-  absl::StatusOr<int> PrepareBatchLocked(std::unique_lock<std::mutex>& lock,
-                                         const Worker& worker, int count);
+  absl::StatusOr<int> PrepareBatchLocked(std::unique_lock<std::mutex>& lock, const Worker& worker,
+                                         int count);
   /// Leases up to `max_candidates` prepared candidates of `worker`'s target to it.
   absl::StatusOr<std::vector<LeasedCandidate>> LeaseReadyLocked(const Worker& worker,
-                                                                 int max_candidates);
+                                                                int max_candidates);
   /// Ready candidates wanted for `target`: two per live worker of it (the pipeline depth).
   size_t ReadyWantLocked(target::Target target) const;
   /// The live worker of `target` seen last (its hardware shapes the spaces); nullptr if none.
@@ -166,12 +168,10 @@ class FarmCore {
   bool WorkerAliveLocked(const Worker& worker, int64_t now_ms) const;
 
   // Results (farm_workers.cc).
-  absl::StatusOr<bool> RecordResultLocked(const Worker& worker,
-                                          const TrialResult& result);
+  absl::StatusOr<bool> RecordResultLocked(const Worker& worker, const TrialResult& result);
   void UpdateTaskCompletionLocked(Job& job, Task& task);
   void UpdateJobCompletionLocked(Job& job);
   void TouchJobLocked(Job& job);
-
 
   std::string NewId(const std::string& prefix);
   int64_t NowMs() const;
@@ -182,7 +182,7 @@ class FarmCore {
   /// The cost models: their own concept and lock (taken after mutex_ when both are held).
   CostModels models_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;  ///< any job changed or work arrived
+  std::condition_variable changed_;     ///< any job changed or work arrived
   std::condition_variable ready_cv_;    ///< a candidate was queued in ready_ (leases wait here)
   std::condition_variable prepare_cv_;  ///< a ready queue ran low (the preparer waits here)
   /// The preparer finished lowering a batch (a Lease that cannot wait waits here for it).

@@ -105,13 +105,16 @@ absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& l
   // Lowered on every core: with many workers, lowering is most of the server's work.
   std::vector<absl::StatusOr<BuiltCandidate>> built(batch.size(),
                                                     absl::UnknownError("not lowered"));
+  // As the reference worker takes programs; a worker that does not replay traces gets a "trace"
+  // candidate lowered to bitcode when it leases it (LeaseReadyLocked).
+  const bool as_trace = worker.replays_traces;
   preparing_ += static_cast<int64_t>(batch.size());
   lock.unlock();
   const size_t lanes = std::min<size_t>(batch.size(), LoweringThreads());
   auto lower = [&](size_t lane) {
     for (size_t index = lane; index < batch.size(); index += lanes) {
-      built[index] =
-          BuildCandidate(*batch[index].task, batch[index].candidate_id, batch[index].trace);
+      built[index] = BuildCandidate(*batch[index].task, batch[index].candidate_id,
+                                    batch[index].trace, as_trace);
     }
   };
   std::vector<std::thread> helpers;
@@ -153,6 +156,16 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::LeaseReadyLocked(const Wo
     Task& task = *item.task;
     const std::string& candidate_id = item.candidate.candidate_id;
     if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
+    if (item.candidate.language == "trace" && !worker.replays_traces) {
+      // Prepared for a worker that replays traces; this one takes the program itself.
+      absl::StatusOr<BuiltCandidate> program =
+          BuildCandidate(task, candidate_id, item.candidate.trace, /*as_trace=*/false);
+      if (!program.ok()) {
+        GTCO_RETURN_IF_ERROR(RecordLoweringFailureLocked(worker, candidate_id, program.status()));
+        continue;
+      }
+      item.candidate = std::move(program->candidate);
+    }
     absl::Status leased = db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline);
     if (!leased.ok()) {
       task.pending.push_front(candidate_id);  // lowered again by whoever takes it next

@@ -250,21 +250,32 @@ absl::Status FarmCore::ProposeLocked(Job& job, Task& task, int mapping_index, in
 
 absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const Task& task,
                                                         const std::string& candidate_id,
-                                                        const std::string& trace_text) {
+                                                        const std::string& trace_text,
+                                                        bool as_trace) {
   const ir::Workload& workload = task.workload;
   const target::HardwareInfo& hardware = task.hardware;
   GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(trace_text));
   BuiltCandidate built;
-  GTCO_ASSIGN_OR_RETURN(kernels::Program program,
-                        kernels::BuildProgram(workload, trace, hardware, kKernelName));
-  built.features = std::move(program.features);
   LeasedCandidate& candidate = built.candidate;
   candidate.candidate_id = candidate_id;
   candidate.task_id = task.row.task_id;
   candidate.workload_key = task.row.workload_key;
   candidate.workload = workload.CanonicalString();
   candidate.trace = trace_text;
-  candidate.target = program.target;
+  candidate.target = hardware.target;
+  if (as_trace && hardware.target == target::Target::kCpu) {
+    // The worker builds the program with the same kernel families; the server keeps only what
+    // the cost model needs. The trace and the workload determine the program, so they name it.
+    GTCO_ASSIGN_OR_RETURN(built.features, kernels::ProgramFeatures(workload, trace, hardware));
+    candidate.language = "trace";
+    candidate.entry = kKernelName;
+    candidate.program_hash =
+        util::HexDigest128(absl::StrCat("trace\n", candidate.workload, "\n", trace_text));
+    return built;
+  }
+  GTCO_ASSIGN_OR_RETURN(kernels::Program program,
+                        kernels::BuildProgram(workload, trace, hardware, kKernelName));
+  built.features = std::move(program.features);
   candidate.language = std::move(program.language);
   candidate.entry = std::move(program.entry);
   candidate.launch = program.launch;
@@ -273,10 +284,11 @@ absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const Task& task,
   return built;
 }
 
-absl::StatusOr<LeasedCandidate> FarmCore::MakeCandidateLocked(Task& task,
+absl::StatusOr<LeasedCandidate> FarmCore::MakeCandidateLocked(Task& task, const Worker& worker,
                                                               const std::string& candidate_id,
                                                               const std::string& trace_text) {
-  GTCO_ASSIGN_OR_RETURN(BuiltCandidate built, BuildCandidate(task, candidate_id, trace_text));
+  GTCO_ASSIGN_OR_RETURN(BuiltCandidate built,
+                        BuildCandidate(task, candidate_id, trace_text, worker.replays_traces));
   task.features[candidate_id] = std::move(built.features);
   return std::move(built.candidate);
 }
@@ -326,7 +338,7 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::TakeCandidatesLocked(cons
     std::string candidate_id = task->pending.front();
     task->pending.pop_front();
     absl::StatusOr<LeasedCandidate> candidate =
-        MakeCandidateLocked(*task, candidate_id, task->outstanding.at(candidate_id));
+        MakeCandidateLocked(*task, worker, candidate_id, task->outstanding.at(candidate_id));
     if (!candidate.ok()) {
       // A schedule the generator cannot lower is a failed trial, recorded like any other.
       GTCO_RETURN_IF_ERROR(RecordLoweringFailureLocked(worker, candidate_id, candidate.status()));

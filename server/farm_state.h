@@ -95,6 +95,9 @@ struct FarmCore::Job {
 struct FarmCore::Worker {
   db::WorkerRow row;
   target::HardwareInfo hardware;
+  /// A CPU worker that replays traces itself: it gets "trace" candidates, and the server skips
+  /// emitting their LLVM bitcode.
+  bool replays_traces = false;
   int64_t last_seen_ms = 0;
 };
 

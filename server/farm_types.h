@@ -106,6 +106,8 @@ struct WorkerHello {
   target::HardwareInfo hardware;
   std::string hardware_text;  ///< the hardware as the worker reported it (stored as is)
   std::string worker_id;      ///< re-registration keeps the id; empty: a new id
+  /// Program languages it runs besides its target's own; "trace": it replays workload + trace.
+  std::vector<std::string> languages;
 };
 
 /// What a registered worker is told.
@@ -123,7 +125,8 @@ struct LeasedCandidate {
   std::string workload;  ///< ir::Workload canonical text
   std::string trace;
   target::Target target = target::Target::kCpu;
-  std::string language;  ///< "llvm-bc" | "cuda-c"
+  /// "llvm-bc" | "cuda-c" | "trace" (no program: the worker replays `workload` + `trace`)
+  std::string language;
   std::string program;
   std::string entry;
   std::string program_hash;

@@ -44,6 +44,9 @@ absl::StatusOr<WorkerTerms> FarmCore::Register(const WorkerHello& hello) {
   worker->row.hardware = hello.hardware_text;
   worker->row.registered_unix_ms = worker->row.last_seen_unix_ms = NowMs();
   worker->hardware = hardware;
+  worker->replays_traces =
+      hardware.target == target::Target::kCpu &&
+      std::find(hello.languages.begin(), hello.languages.end(), "trace") != hello.languages.end();
   worker->last_seen_ms = NowMs();
   GTCO_RETURN_IF_ERROR(db_->PutWorker(worker->row));
   GTCO_LOG(kInfo, "worker " << worker->row.worker_id << " registered from " << hello.hostname

@@ -77,6 +77,7 @@ absl::StatusOr<WorkerHello> WorkerHelloFromProto(const gtco::v1::RegisterRequest
   WorkerHello hello;
   hello.hostname = request.hostname();
   hello.worker_id = request.worker_id();
+  hello.languages.assign(request.languages().begin(), request.languages().end());
   hello.hardware = HardwareFrom(request.hardware(), *target);
   (void)google::protobuf::util::MessageToJsonString(request.hardware(), &hello.hardware_text);
   return hello;

@@ -10,6 +10,8 @@
 
 #include "common/ir/reference.h"
 #include "common/ir/workload.h"
+#include "common/kernels/build_program.h"
+#include "common/schedule/trace.h"
 #include "common/util/status.h"
 
 namespace gtco::worker {
@@ -135,20 +137,40 @@ absl::StatusOr<const CandidateMeasurer::ReferenceData*> CandidateMeasurer::Refer
   return pointer;
 }
 
+absl::StatusOr<std::string> CandidateMeasurer::ProgramOf(const gtco::v1::Candidate& candidate) {
+  if (candidate.language() != "trace") return candidate.program();
+  // The server sent no program: replay the trace with this release's kernel families.
+  GTCO_ASSIGN_OR_RETURN(ir::Workload workload, ir::ParseWorkload(candidate.workload()));
+  GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(candidate.trace()));
+  GTCO_ASSIGN_OR_RETURN(
+      kernels::Program program,
+      kernels::BuildCode(workload, trace, target::Target::kCpu,
+                         candidate.entry().empty() ? kernels::kDefaultEntry : candidate.entry()));
+  return std::move(program.code);
+}
+
 gtco::v1::MeasureResult CandidateMeasurer::Measure(const gtco::v1::Candidate& candidate) {
   const std::string& language = candidate.language();
-  if (!language.empty() && language != "llvm-ir" && language != "llvm-bc") {
-    return FailedResult(candidate, gtco::v1::ERROR_KIND_COMPILE,
-                        absl::StrCat("this CPU worker measures LLVM IR candidates (text or bitcode), not '",
-                                     candidate.language(), "' (run gtco-worker --target cuda)"));
+  if (!language.empty() && language != "llvm-ir" && language != "llvm-bc" && language != "trace") {
+    return FailedResult(
+        candidate, gtco::v1::ERROR_KIND_COMPILE,
+        absl::StrCat("this CPU worker measures LLVM IR candidates (text or bitcode), not '",
+                     candidate.language(), "' (run gtco-worker --target cuda)"));
   }
   if (++compiled_since_reset_ > kResetEveryCompiles) {
     (void)jit_->Reset();
     compiled_since_reset_ = 1;
   }
   auto compile_start = Clock::now();
-  absl::StatusOr<codegen::KernelEntry> entry =
-      jit_->Compile(candidate.program(), candidate.entry());
+  absl::StatusOr<std::string> program = ProgramOf(candidate);
+  if (!program.ok()) {
+    auto result =
+        FailedResult(candidate, gtco::v1::ERROR_KIND_COMPILE,
+                     absl::StrCat("replaying the trace failed: ", program.status().message()));
+    result.set_compile_seconds(SecondsSince(compile_start));
+    return result;
+  }
+  absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(*program, candidate.entry());
   double compile_seconds = SecondsSince(compile_start);
   if (!entry.ok()) {
     auto result = FailedResult(candidate, gtco::v1::ERROR_KIND_COMPILE,

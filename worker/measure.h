@@ -29,6 +29,9 @@ class CandidateMeasurer final : public Measurer {
   };
   CandidateMeasurer(std::unique_ptr<codegen::CpuJit> jit, MeasureOptions options);
   absl::StatusOr<const ReferenceData*> Reference(const gtco::v1::Candidate& candidate);
+  /// The candidate's LLVM program: as sent, or for language "trace" its workload + trace
+  /// replayed with this release's kernel families (kernels::BuildCode).
+  static absl::StatusOr<std::string> ProgramOf(const gtco::v1::Candidate& candidate);
 
   std::unique_ptr<codegen::CpuJit> jit_;
   MeasureOptions options_;

@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -142,14 +142,14 @@ class WorkerLoop {
   /// `channels`: one per server address (the active server and its standbys, tried in turn
   /// while the one in use is unreachable).
   WorkerLoop(const std::vector<std::shared_ptr<grpc::Channel>>& channels, std::string token,
-             target::HardwareInfo hardware, RunnerConfig runner, int batch,
-             double timeout_seconds)
+             target::HardwareInfo hardware, RunnerConfig runner, int batch, double timeout_seconds)
       : token_(std::move(token)),
         hardware_(std::move(hardware)),
         runner_(SelfExecutable(), std::move(runner)),
         batch_(batch),
         timeout_seconds_(timeout_seconds) {
-    for (const auto& channel : channels) stubs_.push_back(gtco::v1::WorkerService::NewStub(channel));
+    for (const auto& channel : channels)
+      stubs_.push_back(gtco::v1::WorkerService::NewStub(channel));
   }
 
   int Run() {
@@ -205,6 +205,8 @@ class WorkerLoop {
     request.set_hostname(host);
     *request.mutable_hardware() = HardwareProto(hardware_);
     request.set_worker_id(previous_id_);
+    // A CPU worker replays traces itself: the server then sends no LLVM program.
+    if (hardware_.target == target::Target::kCpu) request.add_languages("trace");
     gtco::v1::RegisterReply reply;
     grpc::ClientContext context;
     Prepare(&context, 10);
@@ -214,7 +216,7 @@ class WorkerLoop {
       // Retrying cannot help: the operator must give this worker a worker token.
       std::cerr << "gtco-worker: the server refused this worker ("
                 << (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ? "UNAUTHENTICATED"
-                                                                            : "PERMISSION_DENIED")
+                                                                             : "PERMISSION_DENIED")
                 << "): " << status.error_message() << "\n";
       refused_ = true;
       return false;
@@ -336,7 +338,7 @@ class WorkerLoop {
 
   std::vector<std::unique_ptr<gtco::v1::WorkerService::Stub>> stubs_;
   std::atomic<size_t> current_{0};
-  std::string token_;           ///< bearer token sent with every call ("" sends none)
+  std::string token_;                 ///< bearer token sent with every call ("" sends none)
   std::atomic<bool> refused_{false};  ///< the server refused the credentials: exit
   target::HardwareInfo hardware_;
   RunnerProcess runner_;
@@ -417,8 +419,7 @@ int RunWorkerApp(int argc, char** argv) {
       if (!args->Has(flag)) continue;
       std::ifstream file(args->Get(flag));
       if (!file) {
-        std::cerr << "gtco-worker: cannot read --" << flag << " file '" << args->Get(flag)
-                  << "'\n";
+        std::cerr << "gtco-worker: cannot read --" << flag << " file '" << args->Get(flag) << "'\n";
         return kExitUsage;
       }
       std::ostringstream text;
@@ -442,11 +443,12 @@ int RunWorkerApp(int argc, char** argv) {
       channels.push_back(grpc::CreateCustomChannel(std::string(part), credentials, channel_args));
     }
   }
-  if (channels.empty()) channels.push_back(grpc::CreateCustomChannel(server, credentials, channel_args));
-  GTCO_LOG(kInfo, "worker for target " << target::TargetName(runner.target) << " on " << hardware->Summary()
-                                       << ", server " << server);
-  WorkerLoop loop(channels, token, *hardware, runner, static_cast<int>(std::max<int64_t>(1, *batch)),
-                  static_cast<double>(*timeout));
+  if (channels.empty())
+    channels.push_back(grpc::CreateCustomChannel(server, credentials, channel_args));
+  GTCO_LOG(kInfo, "worker for target " << target::TargetName(runner.target) << " on "
+                                       << hardware->Summary() << ", server " << server);
+  WorkerLoop loop(channels, token, *hardware, runner,
+                  static_cast<int>(std::max<int64_t>(1, *batch)), static_cast<double>(*timeout));
   return loop.Run();
 }
 

@@ -78,6 +78,9 @@ void RunWorker(const Options& options, int index, const gtco::v1::Hardware& hard
   gtco::v1::RegisterRequest register_request;
   register_request.set_hostname(absl::StrCat("scale-", index));
   *register_request.mutable_hardware() = hardware;
+  // As a gtco-worker of this release registers: a CPU worker replays traces itself (the server
+  // ignores the language for other targets).
+  register_request.add_languages("trace");
   gtco::v1::RegisterReply registered;
   grpc::ClientContext register_context;
   grpc::Status status = stub->Register(&register_context, register_request, &registered);

@@ -20,16 +20,16 @@ std::vector<ir::TensorDesc> Buffers(const ir::Workload& w) {
   return buffers;
 }
 
-/// INVALID_ARGUMENT unless `t` names a sketch of hw's target.
-absl::Status CheckTraceTarget(const schedule::Trace& t, const target::HardwareInfo& hw) {
+/// INVALID_ARGUMENT unless `t` names a sketch of `target`.
+absl::Status CheckTraceTarget(const schedule::Trace& t, target::Target target) {
   const schedule::Sketch* sketch = SketchByName(t.sketch);
   if (sketch == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unknown schedule sketch '", t.sketch, "'"));
   }
   const bool cuda_sketch = dynamic_cast<const schedule::CudaSketch*>(sketch) != nullptr;
-  if (cuda_sketch != (hw.target == target::Target::kCuda)) {
+  if (cuda_sketch != (target == target::Target::kCuda)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "sketch ", t.sketch, " is not a '", target::TargetName(hw.target), "' schedule sketch"));
+        "sketch ", t.sketch, " is not a '", target::TargetName(target), "' schedule sketch"));
   }
   return absl::OkStatus();
 }
@@ -57,26 +57,24 @@ absl::StatusOr<CudaKernel> GenerateCudaKernel(const ir::Workload& w, const sched
   return kernel;
 }
 
-absl::StatusOr<Program> BuildProgram(const ir::Workload& w, const schedule::Trace& t,
-                                     const target::HardwareInfo& hw, const std::string& entry) {
-  GTCO_RETURN_IF_ERROR(CheckTraceTarget(t, hw));
+absl::StatusOr<Program> BuildCode(const ir::Workload& w, const schedule::Trace& t,
+                                  target::Target target, const std::string& entry) {
+  GTCO_RETURN_IF_ERROR(CheckTraceTarget(t, target));
   Program program;
-  program.target = hw.target;
+  program.target = target;
   program.entry = entry;
   program.buffers = Buffers(w);
-  if (hw.target == target::Target::kCuda) {
+  if (target == target::Target::kCuda) {
     GTCO_ASSIGN_OR_RETURN(CudaKernel kernel, GenerateCudaKernel(w, t, entry));
     program.language = "cuda-c";
     program.code = std::move(kernel.source);
     program.launch = kernel.plan;
-    program.features = costmodel::ExtractCudaFeatures(w, kernel.plan, hw);
     return program;
   }
 #ifdef GTCO_KERNELS_HAVE_LLVM
-  GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func, LowerSchedule(w, t, entry));
-  GTCO_ASSIGN_OR_RETURN(program.code, codegen::EmitLlvmBitcode(func));
+  GTCO_ASSIGN_OR_RETURN(program.loop_func, LowerSchedule(w, t, entry));
+  GTCO_ASSIGN_OR_RETURN(program.code, codegen::EmitLlvmBitcode(*program.loop_func));
   program.language = "llvm-bc";
-  program.features = costmodel::ExtractFeatures(func, hw);
   return program;
 #else
   return absl::FailedPreconditionError(
@@ -84,9 +82,21 @@ absl::StatusOr<Program> BuildProgram(const ir::Workload& w, const schedule::Trac
 #endif
 }
 
+absl::StatusOr<Program> BuildProgram(const ir::Workload& w, const schedule::Trace& t,
+                                     const target::HardwareInfo& hw, const std::string& entry) {
+  GTCO_ASSIGN_OR_RETURN(Program program, BuildCode(w, t, hw.target, entry));
+  if (program.target == target::Target::kCuda) {
+    program.features = costmodel::ExtractCudaFeatures(w, program.launch, hw);
+  } else {
+    program.features = costmodel::ExtractFeatures(*program.loop_func, hw);
+  }
+  program.loop_func.reset();
+  return program;
+}
+
 absl::StatusOr<costmodel::Features> ProgramFeatures(const ir::Workload& w, const schedule::Trace& t,
                                                     const target::HardwareInfo& hw) {
-  GTCO_RETURN_IF_ERROR(CheckTraceTarget(t, hw));
+  GTCO_RETURN_IF_ERROR(CheckTraceTarget(t, hw.target));
   if (hw.target == target::Target::kCuda) {
     GTCO_ASSIGN_OR_RETURN(schedule::CudaPlan plan, PlanCudaSchedule(w, t));
     return costmodel::ExtractCudaFeatures(w, plan, hw);

@@ -8,11 +8,13 @@
 // bytes, i32 as int); on CUDA device pointers to an `extern "C" __global__` function.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/costmodel/cost_model.h"
+#include "common/ir/loop_ir.h"
 #include "common/ir/workload.h"
 #include "common/schedule/cuda_sketch.h"
 #include "common/schedule/trace.h"
@@ -35,8 +37,11 @@ struct Program {
   /// CUDA only: grid, block, dynamic shared memory, architecture and the geometry the cost model
   /// reads.
   schedule::CudaPlan launch;
-  /// The cost model's features of this program (costmodel::FeatureNames() layout of the target).
+  /// The cost model's features of this program (costmodel::FeatureNames() layout of the target);
+  /// empty from BuildCode.
   costmodel::Features features;
+  /// CPU, BuildCode only: the loop nest the code was emitted from.
+  std::optional<ir::LoweredFunc> loop_func;
 };
 
 /// Whether this build can build programs for `target`: CUDA always (CUDA C needs no toolkit), CPU
@@ -50,6 +55,11 @@ bool CanBuildFor(target::Target target);
 absl::StatusOr<Program> BuildProgram(const ir::Workload& w, const schedule::Trace& t,
                                      const target::HardwareInfo& hw,
                                      const std::string& entry = kDefaultEntry);
+
+/// BuildProgram without the features (what a worker that replays a trace needs); `target` is
+/// the program's target.
+absl::StatusOr<Program> BuildCode(const ir::Workload& w, const schedule::Trace& t,
+                                  target::Target target, const std::string& entry = kDefaultEntry);
 
 /// The cost-model features BuildProgram would return, without generating code (CUDA: from the
 /// plan; CPU: from the loop nest). INVALID_ARGUMENT when `t` does not replay for `w`.

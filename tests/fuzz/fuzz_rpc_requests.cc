@@ -165,7 +165,7 @@ void FarmDriver::RunLease(const RpcCall& call) {
                    workload->Key() == candidate.workload_key(),
                "candidate %s carries a bad workload", candidate.candidate_id().c_str());
     FUZZ_CHECK(gtco::schedule::Trace::Parse(candidate.trace()).ok() &&
-                   !candidate.program().empty(),
+                   (!candidate.program().empty() || candidate.language() == "trace"),
                "candidate %s carries a bad trace or no program", candidate.candidate_id().c_str());
   }
 }

@@ -14,6 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/db/database.h"
+#include "common/ir/workload.h"
+#include "common/kernels/build_program.h"
+#include "common/schedule/trace.h"
 #include "server/farm_core.h"
 
 namespace gtco::server {
@@ -95,6 +98,49 @@ TEST(FarmCoreRegressionTest, NonFiniteTimingsAreAFailedTrial) {
   }
   EXPECT_EQ(done, 1);
   EXPECT_EQ(failed, 1);
+}
+
+// A CPU worker that replays traces gets candidates without a program (the server skips the
+// LLVM emission) that it can build itself; a worker that does not, gets bitcode, also when the
+// candidate was prepared for the other kind.
+TEST(FarmCoreRegressionTest, TraceReplayingWorkersGetTracesOthersGetPrograms) {
+  std::unique_ptr<FarmCore> core = MemoryFarm();
+  ASSERT_TRUE(core->Submit(Header(64), ReadModel("mlp.onnx")).ok());
+  WorkerHello replaying;
+  replaying.worker_id = "replaying";
+  replaying.hardware.target = target::Target::kCpu;
+  replaying.languages = {"trace"};
+  WorkerHello older = replaying;
+  older.worker_id = "older";
+  older.languages.clear();
+  ASSERT_TRUE(core->Register(replaying).ok());
+
+  auto traces = core->Lease("replaying", 2, /*wait_ms=*/1000);
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_FALSE(traces->empty());
+  for (const LeasedCandidate& candidate : *traces) {
+    EXPECT_EQ(candidate.language, "trace");
+    EXPECT_TRUE(candidate.program.empty());
+    EXPECT_FALSE(candidate.program_hash.empty());
+    auto workload = ir::ParseWorkload(candidate.workload);
+    auto trace = schedule::Trace::Parse(candidate.trace);
+    ASSERT_TRUE(workload.ok() && trace.ok());
+    auto program = kernels::BuildCode(*workload, *trace, target::Target::kCpu, candidate.entry);
+    ASSERT_TRUE(program.ok()) << program.status();
+    EXPECT_EQ(program->language, "llvm-bc");
+    EXPECT_FALSE(program->code.empty());
+  }
+  // Candidates the preparer already made as traces are lowered for the older worker.
+  ASSERT_TRUE(core->Register(older).ok());
+  for (int lease = 0; lease < 3; ++lease) {
+    auto programs = core->Lease("older", 2, /*wait_ms=*/1000);
+    ASSERT_TRUE(programs.ok()) << programs.status();
+    for (const LeasedCandidate& candidate : *programs) {
+      EXPECT_EQ(candidate.language, "llvm-bc");
+      EXPECT_FALSE(candidate.program.empty());
+    }
+  }
+  core->Shutdown();
 }
 
 // A running job whose stored task state is a name no state has (a corrupt row, or one a newer
