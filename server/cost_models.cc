@@ -157,9 +157,10 @@ int CostModels::TrainDue() {
       // Retrain when the samples grew by a fixed fraction (at least update_every): a training
       // pass costs time linear in its samples, so this keeps the cost per measured trial
       // constant (every 16 samples made it grow linearly). Once a pass is capped at
-      // max_training_samples, every half of that many new samples retrains, at a fixed cost.
+      // max_training_samples, every that many new samples retrain, at a fixed cost: training
+      // then costs at most one sample's share of a pass per trial.
       const size_t due = std::max(static_cast<size_t>(options_.update_every),
-                                  std::min(options_.max_training_samples / 2,
+                                  std::min(options_.max_training_samples,
                                            static_cast<size_t>(model->samples_at_last_update *
                                                                options_.growth_to_retrain)));
       if ((fresh < due && !first) || fresh == 0) continue;
