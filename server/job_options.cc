@@ -34,9 +34,12 @@ bool IntegerOf(const Value& value, int64_t* out) {
   return false;
 }
 
-const Value* Field(const Struct& object, const char* json_name, const char* proto_name) {
+/// The field named `json_name`, or else `proto_name` (JSON readers accept both spellings).
+const Value* Field(const Struct& object, const char* json_name, const char* proto_name = nullptr) {
   auto found = object.fields().find(json_name);
-  if (found == object.fields().end()) found = object.fields().find(proto_name);
+  if (found == object.fields().end() && proto_name != nullptr) {
+    found = object.fields().find(proto_name);
+  }
   return found == object.fields().end() ? nullptr : &found->second;
 }
 
@@ -76,23 +79,21 @@ absl::StatusOr<JobOptions> DecodeJobOptions(const std::string& json) {
     // did with a non-positive one), keeping the other options.
     options.round_size = value > 0 && value <= (1 << 20) ? static_cast<int>(value) : 0;
   }
-  if (const Value* scheduler = Field(object, "scheduler", "scheduler")) {
+  if (const Value* scheduler = Field(object, "scheduler")) {
     if (scheduler->kind_case() != Value::kStringValue) {
       return absl::InvalidArgumentError("job options: scheduler is not a string");
     }
     options.scheduler = scheduler->string_value();
   }
-  if (const Value* shapes = Field(object, "shapes", "shapes")) {
+  if (const Value* shapes = Field(object, "shapes")) {
     if (shapes->kind_case() != Value::kListValue) {
       return absl::InvalidArgumentError("job options: shapes is not a list");
     }
     for (const Value& shape : shapes->list_value().values()) {
-      const Value* input = shape.kind_case() == Value::kStructValue
-                               ? Field(shape.struct_value(), "input", "input")
-                               : nullptr;
-      const Value* dims = shape.kind_case() == Value::kStructValue
-                              ? Field(shape.struct_value(), "dims", "dims")
-                              : nullptr;
+      const Value* input =
+          shape.kind_case() == Value::kStructValue ? Field(shape.struct_value(), "input") : nullptr;
+      const Value* dims =
+          shape.kind_case() == Value::kStructValue ? Field(shape.struct_value(), "dims") : nullptr;
       if (input == nullptr || input->kind_case() != Value::kStringValue) {
         return absl::InvalidArgumentError("job options: a shape names no input");
       }

@@ -47,13 +47,16 @@ bool CanBuildFor(target::Target target) {
 absl::StatusOr<CudaKernel> GenerateCudaKernel(const ir::Workload& w, const schedule::Trace& t,
                                               const std::string& entry) {
   GTCO_RETURN_IF_ERROR(w.Validate());
-  GTCO_ASSIGN_OR_RETURN(schedule::CudaPlan plan, PlanCudaSchedule(w, t));
-  const auto& sketch = dynamic_cast<const schedule::CudaSketch&>(*SketchByName(t.sketch));
-  GTCO_ASSIGN_OR_RETURN(const schedule::KnobValues values, schedule::KnobValuesOf(sketch, t));
+  const auto* sketch = dynamic_cast<const schedule::CudaSketch*>(SketchByName(t.sketch));
+  if (sketch == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", t.sketch, "' is not a CUDA schedule sketch"));
+  }
+  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
   CudaKernel kernel;
   kernel.entry = entry;
-  kernel.plan = plan;
-  GTCO_ASSIGN_OR_RETURN(kernel.source, sketch.Generator()(w, values, plan, entry));
+  kernel.plan = sketch->Plan(w, resolved.values);
+  GTCO_ASSIGN_OR_RETURN(kernel.source, sketch->Generator()(w, resolved.values, kernel.plan, entry));
   return kernel;
 }
 

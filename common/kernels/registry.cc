@@ -10,7 +10,6 @@ namespace gtco::kernels {
 namespace {
 
 using schedule::CudaSketch;
-using schedule::KnobValues;
 using schedule::LoopSketch;
 using schedule::MappingSketch;
 using schedule::MappingVerdict;
@@ -47,19 +46,6 @@ absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& 
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "no intrinsic mapping applies to ", w.Description(), ": ", absl::StrJoin(reasons, "; ")));
-}
-
-/// The sketch `t` names, checked to apply to `w`.
-absl::StatusOr<const Sketch*> SketchOfTrace(const ir::Workload& w, const schedule::Trace& t) {
-  const Sketch* sketch = SketchByName(t.sketch);
-  if (sketch == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown schedule sketch '", t.sketch, "'"));
-  }
-  if (!sketch->AppliesTo(w)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sketch ", t.sketch, " does not apply to ", w.Description()));
-  }
-  return sketch;
 }
 
 }  // namespace
@@ -129,28 +115,39 @@ absl::StatusOr<SearchSpace> CreateSpaceForMapping(const ir::Workload& w,
                                                  ir::AnchorKindName(w.anchor), "' workload"));
 }
 
+absl::StatusOr<ResolvedTrace> ResolveTrace(const ir::Workload& w, const schedule::Trace& t) {
+  ResolvedTrace resolved;
+  resolved.sketch = SketchByName(t.sketch);
+  if (resolved.sketch == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown schedule sketch '", t.sketch, "'"));
+  }
+  if (!resolved.sketch->AppliesTo(w)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sketch ", t.sketch, " does not apply to ", w.Description()));
+  }
+  GTCO_ASSIGN_OR_RETURN(resolved.values, schedule::KnobValuesOf(*resolved.sketch, t));
+  return resolved;
+}
+
 absl::StatusOr<ir::LoweredFunc> LowerSchedule(const ir::Workload& w, const schedule::Trace& t,
                                               const std::string& func_name) {
-  GTCO_ASSIGN_OR_RETURN(const Sketch* sketch, SketchOfTrace(w, t));
-  const auto* loop_sketch = dynamic_cast<const LoopSketch*>(sketch);
+  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
+  const auto* loop_sketch = dynamic_cast<const LoopSketch*>(resolved.sketch);
   if (loop_sketch == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("sketch ", t.sketch, " generates CUDA C, not loop IR"));
   }
-  GTCO_ASSIGN_OR_RETURN(const KnobValues values, schedule::KnobValuesOf(*sketch, t));
-  return loop_sketch->Lower(w, values, func_name);
+  return loop_sketch->Lower(w, resolved.values, func_name);
 }
 
 absl::StatusOr<schedule::CudaPlan> PlanCudaSchedule(const ir::Workload& w,
                                                     const schedule::Trace& t) {
-  const auto* cuda_sketch = dynamic_cast<const CudaSketch*>(SketchByName(t.sketch));
-  if (cuda_sketch == nullptr) {
+  if (dynamic_cast<const CudaSketch*>(SketchByName(t.sketch)) == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", t.sketch, "' is not a CUDA schedule sketch"));
   }
-  GTCO_ASSIGN_OR_RETURN(const Sketch* sketch, SketchOfTrace(w, t));
-  GTCO_ASSIGN_OR_RETURN(const KnobValues values, schedule::KnobValuesOf(*sketch, t));
-  return cuda_sketch->Plan(w, values);
+  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
+  return static_cast<const CudaSketch*>(resolved.sketch)->Plan(w, resolved.values);
 }
 
 }  // namespace gtco::kernels

@@ -46,6 +46,16 @@ absl::StatusOr<schedule::SearchSpace> CreateSpaceForMapping(const ir::Workload& 
                                                             const target::HardwareInfo& hw,
                                                             const std::string& mapping);
 
+/// A trace resolved against its workload: the sketch it names and its decision values in that
+/// sketch's knob order.
+struct ResolvedTrace {
+  const schedule::Sketch* sketch = nullptr;
+  schedule::KnobValues values;
+};
+/// INVALID_ARGUMENT when `t` names no known sketch, one that does not apply to `w`, or decisions
+/// other than the sketch's knobs in order.
+absl::StatusOr<ResolvedTrace> ResolveTrace(const ir::Workload& w, const schedule::Trace& t);
+
 /// Replays a loop-IR trace: the loop nest for (workload, trace), a kernel named `func_name` whose
 /// params are the workload's inputs in order ("in0", "in1", ...) then the output ("out").
 /// Deterministic (same inputs => same IR text). INVALID_ARGUMENT when the trace does not belong
