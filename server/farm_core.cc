@@ -123,7 +123,8 @@ FarmCore::FarmCore(std::unique_ptr<db::Database> database, FarmOptions options,
       options_(options),
       metrics_(metrics),
       models_(db_.get(), CostModelOptions{options.model_dir, options.model_update_every,
-                                          options.model_growth_to_retrain}) {
+                                          options.model_growth_to_retrain}),
+      workers_(db_.get(), options.heartbeat_seconds) {
   uint64_t seed = options_.seed;
   if (seed == 0) seed = std::random_device{}() ^ static_cast<uint64_t>(NowMs());
   rng_.seed(seed);
@@ -136,9 +137,7 @@ absl::StatusOr<std::unique_ptr<FarmCore>> FarmCore::Create(std::unique_ptr<db::D
                                                            FarmMetrics* metrics) {
   std::unique_ptr<FarmCore> core(new FarmCore(std::move(database), options, metrics));
   GTCO_RETURN_IF_ERROR(core->ResumeJobs());
-  if (core->options_.prepare_ahead) {
-    core->preparer_ = std::thread([raw = core.get()] { raw->PrepareLoop(); });
-  }
+  core->preparer_ = std::thread([raw = core.get()] { raw->PrepareLoop(); });
   return core;
 }
 
@@ -149,7 +148,13 @@ int64_t FarmCore::NowMs() const {
 }
 
 std::string FarmCore::NewId(const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(ids_mutex_);
   return prefix + util::Hex64(rng_()).substr(0, 10);
+}
+
+uint64_t FarmCore::NewSeed() {
+  std::lock_guard<std::mutex> lock(ids_mutex_);
+  return rng_();
 }
 
 absl::Status FarmCore::ResumeJobs() {
@@ -354,6 +359,7 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
                          << job_row.team << "): " << task_rows.size() << " tasks, "
                          << to_tune.size() << " to tune, budget " << job_row.budget);
   changed_.notify_all();
+  leases_.Demand();
   return JobInfoLocked(*jobs_.at(job_row.job_id));
 }
 
@@ -393,6 +399,7 @@ absl::StatusOr<JobInfo> FarmCore::CancelJob(const std::string& job_id) {
     if (task->Finished()) continue;
     task->row.state = db::TaskState::kCancelled;
     task->pending.clear();
+    if (task->build) task->build->withdrawn = true;  // its ready candidates are not leased
     GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task->row.task_id, db::TaskState::kCancelled));
   }
   job.row.state = db::JobState::kCancelled;
@@ -470,10 +477,8 @@ void FarmCore::Shutdown() {
     std::lock_guard<std::mutex> lock(mutex_);
     shutting_down_ = true;
     changed_.notify_all();
-    ready_cv_.notify_all();
-    prepare_cv_.notify_all();
-    batch_lowered_.notify_all();
   }
+  leases_.Shutdown();
   if (preparer_.joinable() && preparer_.get_id() != std::this_thread::get_id()) preparer_.join();
 }
 
@@ -493,7 +498,7 @@ int FarmCore::Task::MappingOfTrace(const std::string& trace_text) const {
 int64_t FarmCore::Job::TrialsSpent() const {
   int64_t spent = 0;
   for (const auto& task : tasks) {
-    spent += task->trials_done + static_cast<int64_t>(task->outstanding.size());
+    spent += task->trials_done + task->InFlight();
   }
   return spent;
 }
@@ -501,12 +506,13 @@ int64_t FarmCore::Job::TrialsSpent() const {
 void FarmCore::UpdateTaskCompletionLocked(Job& job, Task& task) {
   if (task.Finished() || job.row.state != db::JobState::kRunning) return;
   bool no_more = job.BudgetLeft() <= 0 || task.Exhausted();
-  bool nothing_left = task.outstanding.empty() && no_more;
+  bool nothing_left = task.InFlight() == 0 && no_more;
   const db::TaskState state = nothing_left           ? db::TaskState::kDone
                               : task.trials_done > 0 ? db::TaskState::kRunning
                                                      : db::TaskState::kPending;
   if (state == task.row.state) return;
   task.row.state = state;
+  if (task.build && task.Finished()) task.build->withdrawn = true;
   absl::Status status = db_->UpdateTaskState(task.row.task_id, state);
   if (!status.ok()) GTCO_LOG(kError, "task " << task.row.task_id << ": " << status);
 }
@@ -540,7 +546,7 @@ std::vector<TaskCurve> FarmCore::CurvesLocked(const Job& job) const {
     TaskCurve curve;
     curve.weight = task->row.weight;
     curve.best_history = task->best_history;
-    curve.in_flight = static_cast<int64_t>(task->outstanding.size());
+    curve.in_flight = task->InFlight();
     curve.exhausted = task->Exhausted();
     curve.finished = task->Finished();
     curves.push_back(std::move(curve));
@@ -573,7 +579,7 @@ TaskInfo FarmCore::TaskInfoLocked(const Job& job, const Task& task) const {
       mapping.trials = state.trials;
       mapping.in_flight = state.in_flight;
       mapping.best_seconds = state.best_seconds;
-      const schedule::PruneStats& stats = state.space->prune_stats();
+      const schedule::PruneStats& stats = state.prune_stats;
       mapping.considered = stats.considered;
       mapping.admitted = stats.admitted;
       for (const auto& [rule, count] : stats.pruned_by_rule) {
@@ -634,7 +640,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   for (size_t index = 0; index < job.tasks.size(); ++index) {
     const Task& task = *job.tasks[index];
     TaskInfo task_info = TaskInfoLocked(job, task);
-    int64_t spent = task.trials_done + static_cast<int64_t>(task.outstanding.size());
+    int64_t spent = task.trials_done + task.InFlight();
     if (task.row.state != db::TaskState::kFromDatabase) {
       int64_t projected =
           share_total > 0

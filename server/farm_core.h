@@ -1,5 +1,7 @@
-// FarmCore: the server's state and logic (jobs, tasks, search, leases, results) with no gRPC
-// types. The RPC services in service.cc only translate requests to these calls.
+// FarmCore: the server's state and logic with no gRPC types (the RPC services in service.cc only
+// translate requests to these calls), split by concept: jobs and quotas with the scheduler's
+// bookkeeping (FarmCore's own lock), the search (owned by the preparer thread), workers
+// (WorkerRegistry), leases (LeaseQueue) and the cost models (CostModels), each with its own lock.
 #pragma once
 
 #include <condition_variable>
@@ -22,7 +24,9 @@
 #include "server/cost_models.h"
 #include "server/farm_metrics.h"
 #include "server/farm_types.h"
+#include "server/lease_queue.h"
 #include "server/task_scheduler.h"
+#include "server/worker_registry.h"
 
 namespace gtco::server {
 
@@ -35,9 +39,6 @@ struct FarmOptions {
   int64_t max_model_bytes = int64_t{1} << 31;
   uint64_t seed = 0;      ///< 0: random
   std::string model_dir;  ///< where cost models are saved ("" = not saved)
-  /// A background preparer proposes and lowers candidates ahead of leases, so a Lease that may
-  /// wait is a pop from a ready queue (off: every Lease prepares its candidates itself).
-  bool prepare_ahead = true;
   int model_update_every = 16;  ///< retrain after at least this many new samples
   /// ... and after the samples grew by this fraction since the last training.
   double model_growth_to_retrain = 0.25;
@@ -93,11 +94,26 @@ class FarmCore {
  private:
   struct Task;
   struct Job;
-  struct Worker;
-  /// A candidate lowered ahead of its lease, waiting in its target's ready queue.
-  struct Prepared {
+  using Worker = RegisteredWorker;
+  /// A candidate taken for lowering: a new proposal or one waiting to be leased again.
+  struct BatchItem {
     Task* task;
-    LeasedCandidate candidate;
+    std::string candidate_id;
+    std::string trace;
+  };
+  /// Trials of one mapping the scheduler placed in a round; the search proposes them off the lock.
+  struct Placement {
+    Job* job;
+    Task* task;
+    int mapping_index;
+    int64_t count;
+  };
+  /// A measurement that reached the task while the preparer owned its search.
+  struct Observation {
+    int mapping_index;
+    std::string trace;
+    bool ok;
+    double seconds;
   };
 
   FarmCore(std::unique_ptr<db::Database> database, FarmOptions options, FarmMetrics* metrics);
@@ -116,85 +132,78 @@ class FarmCore {
   TaskInfo TaskInfoLocked(const Job& job, const Task& task) const;
   std::vector<TaskCurve> CurvesLocked(const Job& job) const;
 
-  // Scheduling (farm_scheduling.cc).
-  absl::StatusOr<std::vector<LeasedCandidate>> TakeCandidatesLocked(const Worker& worker,
-                                                                    int max_candidates);
-  /// A task with a candidate waiting to be leased again (its lease expired); nullptr if none.
+  // Scheduling (farm_scheduling.cc): under mutex_, cheap; the search runs off the lock.
+  /// A task of `worker`'s target with a candidate waiting to be leased again; nullptr if none.
   Task* TaskWithPendingLocked(const Worker& worker);
-  /// Runs the dual-task scheduler on the next job with budget left and proposes one round.
-  /// Returns false when no job can take trials now.
-  absl::StatusOr<bool> ScheduleRoundLocked(const Worker& worker);
+  /// Runs the dual-task scheduler on the next job with budget left and reserves one round of
+  /// trials there (the placements, searched later off the lock). Empty when no job can take
+  /// trials now.
+  absl::StatusOr<std::vector<Placement>> ScheduleRoundLocked(const Worker& worker);
   absl::Status CreateSpacesLocked(Task& task, const Worker& worker);
-  absl::Status ProposeLocked(Job& job, Task& task, int mapping_index, int64_t count);
-  std::vector<double> ScoreTracesLocked(const Task& task,
-                                        const std::vector<schedule::Trace>& traces) const;
-  /// A task of `worker`'s target with a candidate waiting to be lowered, its spaces created;
-  /// proposes a new round when none waits. nullptr when no job can take trials now.
-  absl::StatusOr<Task*> NextPendingLocked(const Worker& worker);
-  /// Records a candidate the generator could not lower as a failed trial of `worker`.
-  absl::Status RecordLoweringFailureLocked(const Worker& worker, const std::string& candidate_id,
-                                           const absl::Status& error);
-  /// Lowers `trace_text` of `task` to its candidate program (LLVM bitcode for "cpu", CUDA C
-  /// with its launch for "cuda") with its features on the task's hardware; with `as_trace`, a CPU
+  /// The cost model's scores of `traces` (empty while it is untrained). Preparer thread only.
+  std::vector<double> ScoreTraces(Task& task, const std::vector<schedule::Trace>& traces) const;
+  /// Lowers `trace_text` of `task` to its candidate program (LLVM bitcode for CPU, CUDA C with
+  /// its launch for CUDA) with its features on the task's hardware; with `as_trace`, a CPU
   /// candidate carries no program (language "trace": the worker replays it) and only its
-  /// features are computed. Reads only what does not change once the task's spaces exist, so
-  /// the preparer calls it without the lock.
-  static absl::StatusOr<BuiltCandidate> BuildCandidate(const Task& task,
+  /// features are computed. Reads only the task's immutable build context: no lock.
+  static absl::StatusOr<BuiltCandidate> BuildCandidate(const TaskBuild& task,
                                                        const std::string& candidate_id,
                                                        const std::string& trace_text,
                                                        bool as_trace);
-  absl::StatusOr<LeasedCandidate> MakeCandidateLocked(Task& task, const Worker& worker,
-                                                      const std::string& candidate_id,
-                                                      const std::string& trace_text);
   void LogDecisionLocked(Job& job, const std::string& decision);
   /// Warm-starts the cost model of `worker`'s target; a failure is logged and the farm tunes on
   /// without it (CostModels retries later).
-  void WarmStartCostModelLocked(const Worker& worker);
+  void WarmStartCostModel(const Worker& worker);
 
   // Preparation ahead of leases (farm_prepare.cc).
-  /// The preparer thread: keeps each target's ready queue at ReadyWantLocked() candidates.
+  /// The preparer thread: keeps each target's ready queue at ReadyWant() candidates. It alone
+  /// runs the searches (they need no lock).
   void PrepareLoop();
-  /// Proposes up to `count` candidates for `worker`'s target and lowers them with `lock`
-  /// released, then queues them in ready_. Returns how many it took from the search.
-  absl::StatusOr<int> PrepareBatchLocked(std::unique_lock<std::mutex>& lock, const Worker& worker,
-                                         int count);
-  /// Leases up to `max_candidates` prepared candidates of `worker`'s target to it.
-  absl::StatusOr<std::vector<LeasedCandidate>> LeaseReadyLocked(const Worker& worker,
-                                                                int max_candidates);
+  /// Takes up to `count` candidates for `worker`'s target (waiting ones first, then new rounds
+  /// of the scheduler and the search), lowers them and queues them in leases_. Takes mutex_
+  /// only for the bookkeeping. Returns how many it took.
+  absl::StatusOr<int> PrepareBatch(const Worker& worker, int count);
+  /// Runs the searches of `placements` (off the lock) and records their candidates in the
+  /// database; appends them to `batch`.
+  absl::Status ProposePlacements(const std::vector<Placement>& placements,
+                                 std::vector<BatchItem>* batch);
+  /// Feeds the measurements queued in `task`'s inbox to its searches. Preparer thread only.
+  void ApplyObservations(Task& task, std::vector<Observation> observations);
   /// Ready candidates wanted for `target`: two per live worker of it (the pipeline depth).
-  size_t ReadyWantLocked(target::Target target) const;
-  /// The live worker of `target` seen last (its hardware shapes the spaces); nullptr if none.
-  const Worker* ReferenceWorkerLocked(target::Target target) const;
-  bool WorkerAliveLocked(const Worker& worker, int64_t now_ms) const;
+  size_t ReadyWant(target::Target target) const;
 
-  // Results (farm_workers.cc).
-  absl::StatusOr<bool> RecordResultLocked(const Worker& worker, const TrialResult& result);
+  // Leases and results (farm_workers.cc).
+  /// Records a candidate the generator could not lower as a failed trial of `worker`. No lock.
+  absl::Status RecordLoweringFailure(const Worker& worker, const std::string& candidate_id,
+                                     const absl::Status& error);
+  /// Stores one result (the database write, no lock) and updates the task (under mutex_).
+  /// Returns false for a duplicate.
+  absl::StatusOr<bool> RecordResult(const Worker& worker, const TrialResult& result);
   void UpdateTaskCompletionLocked(Job& job, Task& task);
   void UpdateJobCompletionLocked(Job& job);
   void TouchJobLocked(Job& job);
 
+  /// A new id; thread-safe.
   std::string NewId(const std::string& prefix);
+  uint64_t NewSeed();
   int64_t NowMs() const;
 
   std::unique_ptr<db::Database> db_;
   FarmOptions options_;
   FarmMetrics* metrics_;
-  /// The cost models: their own concept and lock (taken after mutex_ when both are held).
+  // The farm's concepts, each with its own lock; mutex_ (jobs, tasks, quotas, fair share and
+  // the scheduler's bookkeeping) comes first when a thread takes two.
   CostModels models_;
+  WorkerRegistry workers_;
+  LeaseQueue leases_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;     ///< any job changed or work arrived
-  std::condition_variable ready_cv_;    ///< a candidate was queued in ready_ (leases wait here)
-  std::condition_variable prepare_cv_;  ///< a ready queue ran low (the preparer waits here)
-  /// The preparer finished lowering a batch (a Lease that cannot wait waits here for it).
-  std::condition_variable batch_lowered_;
-  std::map<target::Target, std::deque<Prepared>> ready_;  ///< by target, oldest first
-  int64_t preparing_ = 0;  ///< candidates the preparer is lowering right now (off the lock)
+  std::condition_variable changed_;  ///< a job changed (WaitForJobChange waits here)
   std::thread preparer_;
   bool shutting_down_ = false;
-  std::mt19937_64 rng_;
+  std::mutex ids_mutex_;
+  std::mt19937_64 rng_;  ///< under ids_mutex_
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::map<std::string, Task*> tasks_;  ///< task id -> task (owned by its job)
-  std::map<std::string, std::unique_ptr<Worker>> workers_;
   /// Trials proposed per team since start, divided by the team's share (fair-share clock).
   std::map<std::string, double> team_clock_;
 };

@@ -1,9 +1,11 @@
-// FarmCore, preparation ahead of leases: a background thread runs the scheduler and the search
-// and lowers the chosen schedules to programs (without the farm's lock) into a ready queue per
-// target, so a worker's Lease is a pop from that queue and a database write.
+// FarmCore, preparation ahead of leases: a background thread runs the scheduler (under the farm's
+// lock, cheap), the search (off the lock: the searches belong to this thread) and lowers the
+// chosen schedules to programs (off the lock, on every core) into the lease queue, so a worker's
+// Lease is a pop from that queue and a database write.
 #include <algorithm>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
 #include "server/farm_core.h"
@@ -11,7 +13,7 @@
 
 namespace gtco::server {
 namespace {
-/// Candidates taken from the search per batch: lowering them is what runs without the lock.
+/// Candidates taken per batch: lowering them is what runs on every core.
 constexpr int kMaxBatch = 16;
 /// Ready queue bounds per target (two per live worker in between).
 constexpr size_t kMinReady = 2;
@@ -22,49 +24,25 @@ constexpr auto kPreparerPoll = std::chrono::milliseconds(20);
 size_t LoweringThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
 /// How long it waits after an error (the database down or full) before it tries again.
 constexpr auto kPreparerBackoff = std::chrono::milliseconds(500);
+/// How long a Lease that may not wait waits for the preparer's pass.
+constexpr auto kMaxPassWait = std::chrono::seconds(30);
 }  // namespace
 
-bool FarmCore::WorkerAliveLocked(const Worker& worker, int64_t now_ms) const {
-  return now_ms - worker.last_seen_ms < 3000LL * options_.heartbeat_seconds;
-}
-
-const FarmCore::Worker* FarmCore::ReferenceWorkerLocked(target::Target target) const {
-  const Worker* newest = nullptr;
-  const int64_t now = NowMs();
-  for (const auto& [worker_id, worker] : workers_) {
-    if (worker->row.target != target || !WorkerAliveLocked(*worker, now)) continue;
-    if (newest == nullptr || worker->last_seen_ms > newest->last_seen_ms) newest = worker.get();
-  }
-  return newest;
-}
-
-size_t FarmCore::ReadyWantLocked(target::Target target) const {
-  size_t alive = 0;
-  const int64_t now = NowMs();
-  for (const auto& [worker_id, worker] : workers_) {
-    if (worker->row.target == target && WorkerAliveLocked(*worker, now)) ++alive;
-  }
-  return std::clamp(2 * alive, kMinReady, kMaxReady);
+size_t FarmCore::ReadyWant(target::Target target) const {
+  return std::clamp(2 * workers_.Alive(target, NowMs()), kMinReady, kMaxReady);
 }
 
 void FarmCore::PrepareLoop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!shutting_down_) {
+  while (!leases_.shutting_down()) {
     bool worked = false, failed = false;
-    std::vector<target::Target> targets;
-    for (const auto& [worker_id, worker] : workers_) {
-      if (std::find(targets.begin(), targets.end(), worker->row.target) == targets.end()) {
-        targets.push_back(worker->row.target);
-      }
-    }
-    for (target::Target target : targets) {
-      const Worker* worker = ReferenceWorkerLocked(target);
+    for (target::Target target : workers_.Targets()) {
+      std::shared_ptr<const Worker> worker = workers_.Reference(target, NowMs());
       if (worker == nullptr) continue;
-      const size_t want = ReadyWantLocked(target);
-      const size_t have = ready_[target].size();
+      const size_t want = ReadyWant(target);
+      const size_t have = leases_.Size(target);
       if (have >= want) continue;
-      absl::StatusOr<int> taken = PrepareBatchLocked(
-          lock, *worker, static_cast<int>(std::min<size_t>(want - have, kMaxBatch)));
+      absl::StatusOr<int> taken =
+          PrepareBatch(*worker, static_cast<int>(std::min<size_t>(want - have, kMaxBatch)));
       if (!taken.ok()) {
         GTCO_LOG(kError,
                  "preparing " << target::TargetName(target) << " candidates: " << taken.status());
@@ -72,112 +50,232 @@ void FarmCore::PrepareLoop() {
         continue;
       }
       worked |= *taken > 0;
-      if (shutting_down_) return;
     }
-    if (failed) {
-      prepare_cv_.wait_for(lock, kPreparerBackoff, [this] { return shutting_down_; });
-    } else if (!worked) {
-      prepare_cv_.wait_for(lock, kPreparerPoll);
-    }
+    leases_.PassDone();
+    if (failed) std::this_thread::sleep_for(kPreparerBackoff);
+    leases_.WaitForDemand(worked || failed ? std::chrono::milliseconds(0) : kPreparerPoll);
   }
 }
 
-absl::StatusOr<int> FarmCore::PrepareBatchLocked(std::unique_lock<std::mutex>& lock,
-                                                 const Worker& worker, int count) {
-  struct Item {
-    Task* task;
-    std::string candidate_id;
-    std::string trace;
-  };
-  WarmStartCostModelLocked(worker);
-  std::vector<Item> batch;
-  while (static_cast<int>(batch.size()) < count) {
-    GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));
-    if (task == nullptr) break;
-    std::string candidate_id = task->pending.front();
-    task->pending.pop_front();
-    batch.push_back(Item{task, candidate_id, task->outstanding.at(candidate_id)});
+void FarmCore::ApplyObservations(Task& task, std::vector<Observation> observations) {
+  for (const Observation& observation : observations) {
+    absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(observation.trace);
+    if (!trace.ok()) continue;
+    task.mappings[observation.mapping_index].search->Observe(*trace, observation.ok,
+                                                             observation.seconds);
   }
-  if (batch.empty()) return 0;
+}
 
-  // Lowering reads only what does not change once a task's spaces exist (its workload, its
-  // hardware and its ids), and jobs are never dropped while the server runs.
-  // Lowered on every core: with many workers, lowering is most of the server's work.
+absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placements,
+                                         std::vector<BatchItem>* batch) {
+  struct Proposed {
+    std::vector<db::CandidateRow> rows;
+    bool searched = false;
+    bool exhausted = false;
+    schedule::PruneStats prune_stats;
+  };
+  std::vector<Proposed> proposed(placements.size());
+  absl::Status written;  // the first database error; later placements are released unproposed
+  const int64_t now = NowMs();
+  for (size_t index = 0; index < placements.size() && written.ok(); ++index) {
+    const Placement& placement = placements[index];
+    MappingState& mapping = placement.task->mappings[placement.mapping_index];
+    std::vector<schedule::Trace> traces = mapping.search->Propose(static_cast<int>(placement.count));
+    proposed[index].searched = true;
+    proposed[index].exhausted = traces.empty();
+    proposed[index].prune_stats = mapping.space->prune_stats();
+    for (const schedule::Trace& trace : traces) {
+      db::CandidateRow row;
+      row.candidate_id = NewId(placement.task->row.task_id + ".c");
+      row.task_id = placement.task->row.task_id;
+      row.workload_key = placement.task->row.workload_key;
+      row.target = placement.task->row.target;
+      row.trace = trace.ToString();
+      row.state = db::CandidateState::kPending;
+      row.created_unix_ms = now;
+      written = db_->PutCandidate(row);
+      if (!written.ok()) break;
+      proposed[index].rows.push_back(std::move(row));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t index = 0; index < placements.size(); ++index) {
+    const Placement& placement = placements[index];
+    Task& task = *placement.task;
+    Job& job = *placement.job;
+    MappingState& mapping = task.mappings[placement.mapping_index];
+    const int64_t created = static_cast<int64_t>(proposed[index].rows.size());
+    task.reserved -= placement.count;
+    mapping.in_flight -= placement.count - created;
+    if (proposed[index].searched) mapping.prune_stats = proposed[index].prune_stats;
+    if (proposed[index].exhausted) {
+      mapping.exhausted = true;
+      LogDecisionLocked(job, absl::StrCat(task.row.task_id, ": mapping ", mapping.space->mapping(),
+                                          " has no untried schedule left"));
+    }
+    for (db::CandidateRow& row : proposed[index].rows) {
+      task.outstanding[row.candidate_id] = row.trace;
+      batch->push_back(BatchItem{&task, std::move(row.candidate_id), std::move(row.trace)});
+    }
+    if (created > 0 && task.row.state == db::TaskState::kPending) {
+      task.row.state = db::TaskState::kRunning;
+      GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task.row.task_id, db::TaskState::kRunning));
+    }
+    UpdateTaskCompletionLocked(job, task);
+    UpdateJobCompletionLocked(job);
+  }
+  return written;
+}
+
+absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
+  WarmStartCostModel(worker);
+  std::vector<BatchItem> batch;
+  std::vector<Placement> placements;
+  std::vector<std::pair<Task*, std::vector<Observation>>> observations;
+  absl::Status scheduled;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [task_id, task] : tasks_) {
+      if (task->inbox.empty()) continue;
+      observations.emplace_back(task, std::move(task->inbox));
+      task->inbox.clear();
+    }
+    int64_t planned = 0;
+    while (static_cast<int64_t>(batch.size()) + planned < count) {
+      if (Task* task = TaskWithPendingLocked(worker)) {
+        if (!task->SpacesReady()) {
+          scheduled = CreateSpacesLocked(*task, worker);
+          if (!scheduled.ok()) break;
+        }
+        std::string candidate_id = task->pending.front();
+        task->pending.pop_front();
+        batch.push_back(BatchItem{task, candidate_id, task->outstanding.at(candidate_id)});
+        continue;
+      }
+      absl::StatusOr<std::vector<Placement>> round = ScheduleRoundLocked(worker);
+      if (!round.ok()) {
+        scheduled = round.status();
+        break;
+      }
+      if (round->empty()) break;
+      for (const Placement& placement : *round) planned += placement.count;
+      placements.insert(placements.end(), round->begin(), round->end());
+    }
+  }
+  // The searches (and the cost model's scoring inside them) run without the farm's lock.
+  for (auto& [task, measured] : observations) ApplyObservations(*task, std::move(measured));
+  absl::Status proposed = ProposePlacements(placements, &batch);
+  if (batch.empty()) {
+    GTCO_RETURN_IF_ERROR(scheduled);
+    GTCO_RETURN_IF_ERROR(proposed);
+    return 0;
+  }
+
+  // Lowering reads only the tasks' build contexts, fixed once their spaces exist.
   std::vector<absl::StatusOr<BuiltCandidate>> built(batch.size(),
                                                     absl::UnknownError("not lowered"));
   // As the reference worker takes programs; a worker that does not replay traces gets a "trace"
-  // candidate lowered to bitcode when it leases it (LeaseReadyLocked).
+  // candidate lowered to bitcode when it leases it.
   const bool as_trace = worker.replays_traces;
-  preparing_ += static_cast<int64_t>(batch.size());
-  lock.unlock();
+  std::vector<std::shared_ptr<TaskBuild>> builds;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const BatchItem& item : batch) builds.push_back(item.task->build);
+  }
   const size_t lanes = std::min<size_t>(batch.size(), LoweringThreads());
   auto lower = [&](size_t lane) {
     for (size_t index = lane; index < batch.size(); index += lanes) {
-      built[index] = BuildCandidate(*batch[index].task, batch[index].candidate_id,
-                                    batch[index].trace, as_trace);
+      built[index] =
+          BuildCandidate(*builds[index], batch[index].candidate_id, batch[index].trace, as_trace);
     }
   };
   std::vector<std::thread> helpers;
   for (size_t lane = 1; lane < lanes; ++lane) helpers.emplace_back(lower, lane);
   lower(0);
   for (std::thread& helper : helpers) helper.join();
-  lock.lock();
-  preparing_ -= static_cast<int64_t>(batch.size());
-  batch_lowered_.notify_all();  // they run once the lock is released, after the queueing below
 
-  std::deque<Prepared>& queue = ready_[worker.row.target];
-  for (size_t index = 0; index < batch.size(); ++index) {
-    Task& task = *batch[index].task;
-    const std::string& candidate_id = batch[index].candidate_id;
-    // Cancelled, or its job ended, while it was being lowered.
-    if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
-    if (!built[index].ok()) {
-      // A schedule the generator cannot lower is a failed trial (the reference worker's).
-      GTCO_RETURN_IF_ERROR(
-          RecordLoweringFailureLocked(worker, candidate_id, built[index].status()));
-      continue;
+  std::vector<std::pair<std::string, absl::Status>> failures;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t index = 0; index < batch.size(); ++index) {
+      Task& task = *batch[index].task;
+      const std::string& candidate_id = batch[index].candidate_id;
+      // Cancelled, or its job ended, while it was being lowered.
+      if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
+      if (!built[index].ok()) {
+        failures.emplace_back(candidate_id, built[index].status());
+        continue;
+      }
+      task.features[candidate_id] = std::move(built[index]->features);
+      leases_.Push(ReadyCandidate{builds[index], std::move(built[index]->candidate)});
     }
-    task.features[candidate_id] = std::move(built[index]->features);
-    queue.push_back(Prepared{&task, std::move(built[index]->candidate)});
-    ready_cv_.notify_one();
   }
+  // A schedule the generator cannot lower is a failed trial (the reference worker's).
+  for (const auto& [candidate_id, error] : failures) {
+    GTCO_RETURN_IF_ERROR(RecordLoweringFailure(worker, candidate_id, error));
+  }
+  GTCO_RETURN_IF_ERROR(scheduled);
+  GTCO_RETURN_IF_ERROR(proposed);
   return static_cast<int>(batch.size());
 }
 
-absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::LeaseReadyLocked(const Worker& worker,
-                                                                        int max_candidates) {
-  std::vector<LeasedCandidate> taken;
-  std::deque<Prepared>& queue = ready_[worker.row.target];
-  const int64_t now = NowMs();
-  const int64_t deadline = now + options_.lease_seconds * 1000LL;
-  while (static_cast<int>(taken.size()) < max_candidates && !queue.empty()) {
-    Prepared item = std::move(queue.front());
-    queue.pop_front();
-    Task& task = *item.task;
-    const std::string& candidate_id = item.candidate.candidate_id;
-    if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
-    if (item.candidate.language == "trace" && !worker.replays_traces) {
-      // Prepared for a worker that replays traces; this one takes the program itself.
-      absl::StatusOr<BuiltCandidate> program =
-          BuildCandidate(task, candidate_id, item.candidate.trace, /*as_trace=*/false);
-      if (!program.ok()) {
-        GTCO_RETURN_IF_ERROR(RecordLoweringFailureLocked(worker, candidate_id, program.status()));
-        continue;
+absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& worker_id,
+                                                             int max_candidates, int wait_ms) {
+  GTCO_ASSIGN_OR_RETURN(std::shared_ptr<const Worker> worker, workers_.Touch(worker_id, NowMs()));
+  const target::Target target = worker->row.target;
+  max_candidates = std::clamp(max_candidates, 1, 64);
+  const auto start = LeaseQueue::Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(std::clamp(wait_ms, 0, 30000));
+  std::vector<LeasedCandidate> leased;
+  bool awaited_pass = false;
+  while (leased.empty()) {
+    std::vector<ReadyCandidate> ready =
+        leases_.Pop(target, max_candidates, wait_ms > 0 ? deadline : start);
+    if (ready.empty()) {
+      if (wait_ms > 0 || awaited_pass || leases_.shutting_down()) break;
+      // A caller that cannot wait still gets the work there is: the preparer makes one pass.
+      leases_.AwaitPass(target, start + kMaxPassWait);
+      awaited_pass = true;
+      continue;
+    }
+    const int64_t now = NowMs();
+    const int64_t lease_deadline = now + options_.lease_seconds * 1000LL;
+    for (size_t index = 0; index < ready.size(); ++index) {
+      ReadyCandidate& item = ready[index];
+      const std::string candidate_id = item.candidate.candidate_id;
+      if (item.candidate.language == "trace" && !worker->replays_traces) {
+        // Prepared for a worker that replays traces; this one takes the program itself.
+        absl::StatusOr<BuiltCandidate> program =
+            BuildCandidate(*item.task, candidate_id, item.candidate.trace, /*as_trace=*/false);
+        if (!program.ok()) {
+          absl::Status recorded = RecordLoweringFailure(*worker, candidate_id, program.status());
+          if (!recorded.ok()) {
+            leases_.Requeue(target, {std::make_move_iterator(ready.begin() + index + 1),
+                                     std::make_move_iterator(ready.end())});
+            if (leased.empty()) return recorded;
+            break;
+          }
+          continue;
+        }
+        item.candidate = std::move(program->candidate);
       }
-      item.candidate = std::move(program->candidate);
+      absl::Status written = db_->LeaseCandidate(candidate_id, worker->row.worker_id,
+                                                 lease_deadline);
+      if (!written.ok()) {
+        // The database failed: the candidates go back to the queue for the next Lease.
+        leases_.Requeue(target, {std::make_move_iterator(ready.begin() + index),
+                                 std::make_move_iterator(ready.end())});
+        if (leased.empty()) return written;
+        break;
+      }
+      leases_.MarkLeased(candidate_id, now);
+      item.candidate.lease_deadline_unix_ms = lease_deadline;
+      leased.push_back(std::move(item.candidate));
     }
-    absl::Status leased = db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline);
-    if (!leased.ok()) {
-      task.pending.push_front(candidate_id);  // lowered again by whoever takes it next
-      if (taken.empty()) return leased;
-      break;
-    }
-    task.leased_at_ms[candidate_id] = now;
-    item.candidate.lease_deadline_unix_ms = deadline;
-    taken.push_back(std::move(item.candidate));
+    if (wait_ms > 0 && LeaseQueue::Clock::now() >= deadline) break;
   }
-  if (queue.size() < ReadyWantLocked(worker.row.target)) prepare_cv_.notify_one();
-  return taken;
+  if (leases_.Size(target) < ReadyWant(target)) leases_.Demand();
+  return leased;
 }
 
 }  // namespace gtco::server

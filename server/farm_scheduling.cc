@@ -1,5 +1,6 @@
-// FarmCore, scheduling: which task and mapping the next round of trials goes to, proposing
-// candidates there (ranked by the cost model), and lowering them to programs under a lease.
+// FarmCore, scheduling: which task and mapping the next round of trials goes to (reserved under
+// the farm's lock), the search spaces of a task, scoring proposals with the cost model, and
+// lowering a schedule to its candidate program.
 #include <algorithm>
 #include <limits>
 
@@ -37,7 +38,11 @@ FarmCore::Task* FarmCore::TaskWithPendingLocked(const Worker& worker) {
 }
 
 absl::Status FarmCore::CreateSpacesLocked(Task& task, const Worker& worker) {
-  task.hardware = worker.hardware;
+  auto build = std::make_shared<TaskBuild>();
+  build->task_id = task.row.task_id;
+  build->workload_key = task.row.workload_key;
+  build->workload = task.workload;
+  build->hardware = worker.hardware;
   task.verdicts = kernels::ExplainMappings(task.workload, worker.hardware);
   GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
                         kernels::CreateMappingSpaces(task.workload, worker.hardware));
@@ -49,15 +54,17 @@ absl::Status FarmCore::CreateSpacesLocked(Task& task, const Worker& worker) {
     MappingState mapping;
     mapping.space = std::make_unique<schedule::SearchSpace>(std::move(space));
     search::EvolutionaryOptions search_options;
-    search_options.seed = rng_();
+    search_options.seed = NewSeed();
     Task* task_pointer = &task;
     search_options.scorer = [this, task_pointer](const std::vector<schedule::Trace>& traces) {
-      return ScoreTracesLocked(*task_pointer, traces);
+      return ScoreTraces(*task_pointer, traces);
     };
     mapping.search =
         std::make_unique<search::EvolutionarySearch>(*mapping.space, std::move(search_options));
+    mapping.prune_stats = mapping.space->prune_stats();
     task.mappings.push_back(std::move(mapping));
   }
+  task.build = std::move(build);
   // Replay what an earlier server measured for this task.
   for (const db::MeasurementRow& measurement : task.history) {
     int index = task.MappingOfTrace(measurement.trace);
@@ -83,9 +90,10 @@ absl::Status FarmCore::CreateSpacesLocked(Task& task, const Worker& worker) {
   return absl::OkStatus();
 }
 
-std::vector<double> FarmCore::ScoreTracesLocked(const Task& task,
-                                                const std::vector<schedule::Trace>& traces) const {
-  const target::Target target = task.hardware.target;
+std::vector<double> FarmCore::ScoreTraces(Task& task,
+                                          const std::vector<schedule::Trace>& traces) const {
+  const target::HardwareInfo& hardware = task.build->hardware;
+  const target::Target target = hardware.target;
   if (!models_.Trained(target)) return {};
   std::vector<costmodel::Features> batch;
   batch.reserve(traces.size());
@@ -96,7 +104,7 @@ std::vector<double> FarmCore::ScoreTracesLocked(const Task& task,
     auto cached = task.scored_features.find(key);
     if (cached == task.scored_features.end()) {
       absl::StatusOr<costmodel::Features> features =
-          kernels::ProgramFeatures(task.workload, trace, task.hardware);
+          kernels::ProgramFeatures(task.workload, trace, hardware);
       if (!features.ok()) return {};
       if (task.scored_features.size() >= kMaxScoredFeatures) task.scored_features.clear();
       cached = task.scored_features.emplace(std::move(key), std::move(*features)).first;
@@ -113,8 +121,7 @@ absl::StatusOr<int64_t> FarmCore::TeamTrialsLeftLocked(const Job& job) {
   int64_t in_flight = 0;  // proposed or leased, not yet measured
   for (const auto& [job_id, other] : jobs_) {
     if (other->row.team != job.row.team || other->Terminal()) continue;
-    for (const auto& task : other->tasks)
-      in_flight += static_cast<int64_t>(task->outstanding.size());
+    for (const auto& task : other->tasks) in_flight += task->InFlight();
   }
   return std::max<int64_t>(0, job.team_max_trials_per_day - measured - in_flight);
 }
@@ -148,7 +155,8 @@ std::vector<FarmCore::Job*> FarmCore::FairShareOrderLocked(target::Target target
   return running;
 }
 
-absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const Worker& worker) {
+absl::StatusOr<std::vector<FarmCore::Placement>> FarmCore::ScheduleRoundLocked(
+    const Worker& worker) {
   std::vector<Job*> running = FairShareOrderLocked(worker.row.target);
   // Weighted fair share across teams, then across a team's jobs; within a job the dual-task
   // scheduler picks the task, then the mapping.
@@ -177,7 +185,7 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const Worker& worker) {
     // every task.
     int64_t untouched = 0;
     for (const auto& other : job.tasks) {
-      bool idle = other->trials_done == 0 && other->outstanding.empty();
+      bool idle = other->trials_done == 0 && other->InFlight() == 0;
       if (other.get() != &task && !other->Finished() && idle) ++untouched;
     }
     int64_t count = std::max<int64_t>(
@@ -194,11 +202,16 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const Worker& worker) {
       ++per_arm[mapping_choice.arm];
       ++arms[mapping_choice.arm].trials;
     }
+    // Reserved now (the budget and the bandit see them); the preparer runs the search off the
+    // lock and turns the reservation into candidates.
+    std::vector<Placement> placements;
     std::string placed;
     int64_t proposed = 0;
     for (size_t arm = 0; arm < per_arm.size(); ++arm) {
       if (per_arm[arm] == 0) continue;
-      GTCO_RETURN_IF_ERROR(ProposeLocked(job, task, static_cast<int>(arm), per_arm[arm]));
+      placements.push_back(Placement{&job, &task, static_cast<int>(arm), per_arm[arm]});
+      task.mappings[arm].in_flight += per_arm[arm];
+      task.reserved += per_arm[arm];
       absl::StrAppend(&placed, placed.empty() ? "" : " + ", per_arm[arm], " ", arms[arm].name);
       proposed += per_arm[arm];
     }
@@ -210,45 +223,12 @@ absl::StatusOr<bool> FarmCore::ScheduleRoundLocked(const Worker& worker) {
                              task.description, placed, task_choice.reason, mapping_reason));
     job.proposed += proposed;
     team_clock_[job.row.team] += static_cast<double>(proposed) / std::max(1e-9, job.team_share);
-    UpdateTaskCompletionLocked(job, task);
-    UpdateJobCompletionLocked(job);
-    return true;
+    return placements;
   }
-  return false;
+  return std::vector<Placement>();
 }
 
-absl::Status FarmCore::ProposeLocked(Job& job, Task& task, int mapping_index, int64_t count) {
-  MappingState& mapping = task.mappings[mapping_index];
-  std::vector<schedule::Trace> traces = mapping.search->Propose(static_cast<int>(count));
-  if (traces.empty()) {
-    mapping.exhausted = true;
-    LogDecisionLocked(job, absl::StrCat(task.row.task_id, ": mapping ", mapping.space->mapping(),
-                                        " has no untried schedule left"));
-    return absl::OkStatus();
-  }
-  int64_t now = NowMs();
-  for (const schedule::Trace& trace : traces) {
-    db::CandidateRow row;
-    row.candidate_id = NewId(task.row.task_id + ".c");
-    row.task_id = task.row.task_id;
-    row.workload_key = task.row.workload_key;
-    row.target = task.row.target;
-    row.trace = trace.ToString();
-    row.state = db::CandidateState::kPending;
-    row.created_unix_ms = now;
-    GTCO_RETURN_IF_ERROR(db_->PutCandidate(row));
-    task.outstanding[row.candidate_id] = row.trace;
-    task.pending.push_back(row.candidate_id);
-    ++mapping.in_flight;
-  }
-  if (task.row.state == db::TaskState::kPending) {
-    task.row.state = db::TaskState::kRunning;
-    GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task.row.task_id, db::TaskState::kRunning));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const Task& task,
+absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const TaskBuild& task,
                                                         const std::string& candidate_id,
                                                         const std::string& trace_text,
                                                         bool as_trace) {
@@ -258,8 +238,8 @@ absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const Task& task,
   BuiltCandidate built;
   LeasedCandidate& candidate = built.candidate;
   candidate.candidate_id = candidate_id;
-  candidate.task_id = task.row.task_id;
-  candidate.workload_key = task.row.workload_key;
+  candidate.task_id = task.task_id;
+  candidate.workload_key = task.workload_key;
   candidate.workload = workload.CanonicalString();
   candidate.trace = trace_text;
   candidate.target = hardware.target;
@@ -284,77 +264,12 @@ absl::StatusOr<BuiltCandidate> FarmCore::BuildCandidate(const Task& task,
   return built;
 }
 
-absl::StatusOr<LeasedCandidate> FarmCore::MakeCandidateLocked(Task& task, const Worker& worker,
-                                                              const std::string& candidate_id,
-                                                              const std::string& trace_text) {
-  GTCO_ASSIGN_OR_RETURN(BuiltCandidate built,
-                        BuildCandidate(task, candidate_id, trace_text, worker.replays_traces));
-  task.features[candidate_id] = std::move(built.features);
-  return std::move(built.candidate);
-}
-
-absl::StatusOr<FarmCore::Task*> FarmCore::NextPendingLocked(const Worker& worker) {
-  while (true) {
-    Task* task = TaskWithPendingLocked(worker);
-    if (task != nullptr) {
-      if (!task->SpacesReady()) GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
-      return task;
-    }
-    GTCO_ASSIGN_OR_RETURN(bool proposed, ScheduleRoundLocked(worker));
-    if (!proposed) return nullptr;
-  }
-}
-
-absl::Status FarmCore::RecordLoweringFailureLocked(const Worker& worker,
-                                                   const std::string& candidate_id,
-                                                   const absl::Status& error) {
-  TrialResult failed;
-  failed.candidate_id = candidate_id;
-  failed.error_kind = TrialError::kCompile;
-  failed.error = absl::StrCat("lowering failed: ", error.message());
-  // Recorded as this worker's result, so it takes the lease first.
-  GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id,
-                                           NowMs() + options_.lease_seconds * 1000LL));
-  return RecordResultLocked(worker, failed).status();
-}
-
-void FarmCore::WarmStartCostModelLocked(const Worker& worker) {
+void FarmCore::WarmStartCostModel(const Worker& worker) {
   absl::Status warm = models_.WarmStart(worker.hardware.target, worker.hardware);
   if (!warm.ok()) {
     GTCO_LOG(kWarning, "cost model warm start for " << target::TargetName(worker.hardware.target)
                                                     << " failed (retried later): " << warm);
   }
-}
-
-absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::TakeCandidatesLocked(const Worker& worker,
-                                                                            int max_candidates) {
-  std::vector<LeasedCandidate> taken;
-  int64_t now = NowMs();
-  int64_t deadline = now + options_.lease_seconds * 1000LL;
-  WarmStartCostModelLocked(worker);
-  while (static_cast<int>(taken.size()) < max_candidates) {
-    GTCO_ASSIGN_OR_RETURN(Task * task, NextPendingLocked(worker));
-    if (task == nullptr) break;
-    std::string candidate_id = task->pending.front();
-    task->pending.pop_front();
-    absl::StatusOr<LeasedCandidate> candidate =
-        MakeCandidateLocked(*task, worker, candidate_id, task->outstanding.at(candidate_id));
-    if (!candidate.ok()) {
-      // A schedule the generator cannot lower is a failed trial, recorded like any other.
-      GTCO_RETURN_IF_ERROR(RecordLoweringFailureLocked(worker, candidate_id, candidate.status()));
-      continue;
-    }
-    absl::Status leased = db_->LeaseCandidate(candidate_id, worker.row.worker_id, deadline);
-    if (!leased.ok()) {
-      task->pending.push_front(candidate_id);  // the database failed: someone leases it later
-      if (taken.empty()) return leased;
-      break;
-    }
-    task->leased_at_ms[candidate_id] = now;
-    candidate->lease_deadline_unix_ms = deadline;
-    taken.push_back(std::move(*candidate));
-  }
-  return taken;
 }
 
 }  // namespace gtco::server

@@ -17,18 +17,22 @@
 #include "common/target/target.h"
 #include "server/farm_core.h"
 #include "server/job_options.h"
+#include "server/lease_queue.h"
 #include "server/task_scheduler.h"
 
 namespace gtco::server {
 
-/// One intrinsic mapping of a task: its space and the search advancing in it.
+/// One intrinsic mapping of a task: its space and the search advancing in it. The space's
+/// name and sketch are fixed; the space's statistics and the search belong to the preparer
+/// thread (no lock), the counters to FarmCore's lock.
 struct MappingState {
   std::unique_ptr<schedule::SearchSpace> space;
   std::unique_ptr<search::SearchStrategy> search;
   int64_t trials = 0;     ///< measured
-  int64_t in_flight = 0;  ///< proposed, not measured
+  int64_t in_flight = 0;  ///< reserved or proposed, not measured
   double best_seconds = 0;
   bool exhausted = false;
+  schedule::PruneStats prune_stats;  ///< the space's, copied after each proposal (for status)
 };
 
 struct FarmCore::Task {
@@ -39,15 +43,20 @@ struct FarmCore::Task {
   /// Created at the first proposal (they need the measuring machine's hardware).
   std::vector<MappingState> mappings;
   std::vector<schedule::MappingVerdict> verdicts;
-  target::HardwareInfo hardware;
+  /// What lowering reads, shared with the ready queue; set with the spaces.
+  std::shared_ptr<TaskBuild> build;
   std::vector<db::MeasurementRow> history;  ///< replayed into the searches when they are created
   std::vector<double> best_history;         ///< best-so-far after each measured trial
-  std::deque<std::string> pending;                 ///< candidate ids ready to lease
+  /// Candidate ids to lower again (their lease expired, or a restart left them unleased).
+  std::deque<std::string> pending;
   std::map<std::string, std::string> outstanding;  ///< candidate id -> trace (pending or leased)
-  std::map<std::string, int64_t> leased_at_ms;     ///< candidate id -> lease time (for metrics)
+  /// Trials the scheduler reserved that the search has not proposed yet.
+  int64_t reserved = 0;
+  /// Measurements not yet fed to the searches (the preparer drains them).
+  std::vector<FarmCore::Observation> inbox;
   std::map<std::string, costmodel::Features> features;  ///< candidate id -> program features
-  /// Trace text -> features of traces the search scored (a cache; scoring runs under the lock).
-  mutable std::unordered_map<std::string, costmodel::Features> scored_features;
+  /// Trace text -> features of traces the search scored (a cache). Preparer thread only.
+  std::unordered_map<std::string, costmodel::Features> scored_features;
   int64_t trials_done = 0;
   int64_t trials_failed = 0;
   double best_seconds = 0;  ///< 0: none yet
@@ -58,6 +67,8 @@ struct FarmCore::Task {
     return db::IsFinished(row.state);
   }
   bool SpacesReady() const { return !mappings.empty(); }
+  /// Trials proposed or reserved and not measured yet.
+  int64_t InFlight() const { return static_cast<int64_t>(outstanding.size()) + reserved; }
   bool Exhausted() const {
     if (mappings.empty()) return false;
     for (const MappingState& mapping : mappings) {
@@ -92,14 +103,6 @@ struct FarmCore::Job {
   int64_t BudgetLeft() const { return row.budget - TrialsSpent(); }
 };
 
-struct FarmCore::Worker {
-  db::WorkerRow row;
-  target::HardwareInfo hardware;
-  /// A CPU worker that replays traces itself: it gets "trace" candidates, and the server skips
-  /// emitting their LLVM bitcode.
-  bool replays_traces = false;
-  int64_t last_seen_ms = 0;
-};
 
 /// A candidate's program lowered from its trace, and the cost-model features of that program.
 struct BuiltCandidate {

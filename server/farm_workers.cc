@@ -1,4 +1,4 @@
-// FarmCore, worker side: registration, leasing candidates, recording results, lease expiry.
+// FarmCore, worker side: registration, recording results, heartbeats and lease expiry.
 #include <algorithm>
 #include <cmath>
 
@@ -36,88 +36,29 @@ absl::StatusOr<WorkerTerms> FarmCore::Register(const WorkerHello& hello) {
     return absl::InvalidArgumentError(
         "a cuda worker must report its GPU's compute capability and SM count at registration");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto worker = std::make_unique<Worker>();
-  worker->row.worker_id = hello.worker_id.empty() ? NewId("w") : hello.worker_id;
-  worker->row.target = hardware.target;
-  worker->row.hostname = hello.hostname;
-  worker->row.hardware = hello.hardware_text;
-  worker->row.registered_unix_ms = worker->row.last_seen_unix_ms = NowMs();
-  worker->hardware = hardware;
-  worker->replays_traces =
-      hardware.target == target::Target::kCpu &&
-      std::find(hello.languages.begin(), hello.languages.end(), "trace") != hello.languages.end();
-  worker->last_seen_ms = NowMs();
-  GTCO_RETURN_IF_ERROR(db_->PutWorker(worker->row));
-  GTCO_LOG(kInfo, "worker " << worker->row.worker_id << " registered from " << hello.hostname
-                            << ": " << worker->hardware.Summary());
+  const std::string worker_id = hello.worker_id.empty() ? NewId("w") : hello.worker_id;
+  GTCO_RETURN_IF_ERROR(workers_.Register(hello, worker_id, NowMs()).status());
   WorkerTerms terms;
-  terms.worker_id = worker->row.worker_id;
+  terms.worker_id = worker_id;
   terms.lease_seconds = options_.lease_seconds;
   terms.heartbeat_seconds = options_.heartbeat_seconds;
-  workers_[worker->row.worker_id] = std::move(worker);
-  changed_.notify_all();
+  leases_.Demand();
   return terms;
-}
-
-absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& worker_id,
-                                                             int max_candidates, int wait_ms) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  auto found = workers_.find(worker_id);
-  if (found == workers_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("worker '", worker_id, "' is not registered with this server; register"));
-  }
-  Worker& worker = *found->second;
-  max_candidates = std::clamp(max_candidates, 1, 64);
-  auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::clamp(wait_ms, 0, 30000));
-  // With the preparer running, a lease that may wait takes only prepared candidates (the
-  // search and the lowering stay off the request path); one that may not wait, or a farm
-  // without the preparer, prepares what the ready queue lacks itself.
-  const bool from_queue_only = preparer_.joinable() && wait_ms > 0;
-  std::vector<LeasedCandidate> leased;
-  while (true) {
-    worker.last_seen_ms = NowMs();
-    GTCO_ASSIGN_OR_RETURN(leased, LeaseReadyLocked(worker, max_candidates));
-    if (leased.empty() && !from_queue_only) {
-      GTCO_ASSIGN_OR_RETURN(leased, TakeCandidatesLocked(worker, max_candidates));
-    }
-    if (!leased.empty() || shutting_down_) break;
-    if (!from_queue_only && preparing_ > 0) {
-      // The work there is may be in the preparer's hands: a caller that cannot wait still gets
-      // it once the batch is lowered, rather than an empty reply.
-      batch_lowered_.wait(lock, [&] {
-        return shutting_down_ || preparing_ == 0 || !ready_[worker.row.target].empty();
-      });
-      continue;
-    }
-    std::condition_variable& wake = from_queue_only ? ready_cv_ : changed_;
-    if (wake.wait_until(lock, deadline) == std::cv_status::timeout) break;
-  }
-  return leased;
 }
 
 absl::StatusOr<ReportTally> FarmCore::Report(const std::string& worker_id,
                                              const std::vector<TrialResult>& results) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto found = workers_.find(worker_id);
-  if (found == workers_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("worker '", worker_id, "' is not registered with this server; register"));
-  }
-  Worker& worker = *found->second;
-  worker.last_seen_ms = NowMs();
+  GTCO_ASSIGN_OR_RETURN(std::shared_ptr<const Worker> worker, workers_.Touch(worker_id, NowMs()));
   ReportTally tally;
   for (const TrialResult& result : results) {
-    absl::StatusOr<bool> stored = RecordResultLocked(worker, result);
+    absl::StatusOr<bool> stored = RecordResult(*worker, result);
     if (!stored.ok()) {
       const absl::StatusCode code = stored.status().code();
       if (code != absl::StatusCode::kNotFound && code != absl::StatusCode::kPermissionDenied) {
         return stored.status();
       }
       ++tally.rejected;
-      GTCO_LOG(kWarning, "rejected a result from " << worker.row.worker_id << ": "
+      GTCO_LOG(kWarning, "rejected a result from " << worker_id << ": "
                                                    << stored.status().message());
       if (metrics_) {
         metrics_->CountRejectedResult(code == absl::StatusCode::kNotFound ? "unknown_candidate"
@@ -135,7 +76,9 @@ absl::StatusOr<ReportTally> FarmCore::Report(const std::string& worker_id,
   return tally;
 }
 
-absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker, const TrialResult& result) {
+absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialResult& result) {
+  // The database alone decides whether the result is new (it stores a candidate's measurement
+  // once), so two reports of one candidate racing here store it once.
   GTCO_ASSIGN_OR_RETURN(std::optional<db::CandidateRow> candidate,
                         db_->GetCandidate(result.candidate_id));
   if (!candidate) {
@@ -187,64 +130,73 @@ absl::StatusOr<bool> FarmCore::RecordResultLocked(const Worker& worker, const Tr
   GTCO_ASSIGN_OR_RETURN(bool stored, db_->RecordMeasurement(row));
   if (!stored) return false;
   if (metrics_) metrics_->CountTrial(row.target, ok ? "ok" : row.error_kind);
+  std::optional<int64_t> leased_at = leases_.TakeLeasedAt(row.candidate_id);
+  if (metrics_ && leased_at) {
+    metrics_->ObserveMeasurementSeconds(row.target, (NowMs() - *leased_at) / 1e3);
+  }
 
-  auto task_found = tasks_.find(row.task_id);
-  if (task_found == tasks_.end()) return true;  // job not driven by this server
-  Task& task = *task_found->second;
-  task.outstanding.erase(row.candidate_id);
-  task.pending.erase(std::remove(task.pending.begin(), task.pending.end(), row.candidate_id),
-                     task.pending.end());
-  auto leased = task.leased_at_ms.find(row.candidate_id);
-  if (leased != task.leased_at_ms.end()) {
-    if (metrics_) metrics_->ObserveMeasurementSeconds(row.target, (NowMs() - leased->second) / 1e3);
-    task.leased_at_ms.erase(leased);
-  }
-  ++task.trials_done;
-  if (!ok) {
-    ++task.trials_failed;
-    if (task.first_error.empty()) task.first_error = row.error;
-  } else if (task.best_seconds == 0 || row.median_seconds < task.best_seconds) {
-    task.best_seconds = row.median_seconds;
-  }
-  task.best_history.push_back(task.best_seconds);
-  auto features = task.features.find(row.candidate_id);
-  if (features != task.features.end()) {
-    if (ok) {
-      models_.AddSample(
-          worker.hardware.target,
-          costmodel::Sample{std::move(features->second), row.workload_key, row.median_seconds});
+  std::optional<costmodel::Sample> sample;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto task_found = tasks_.find(row.task_id);
+    if (task_found == tasks_.end()) return true;  // job not driven by this server
+    Task& task = *task_found->second;
+    task.outstanding.erase(row.candidate_id);
+    task.pending.erase(std::remove(task.pending.begin(), task.pending.end(), row.candidate_id),
+                       task.pending.end());
+    ++task.trials_done;
+    if (!ok) {
+      ++task.trials_failed;
+      if (task.first_error.empty()) task.first_error = row.error;
+    } else if (task.best_seconds == 0 || row.median_seconds < task.best_seconds) {
+      task.best_seconds = row.median_seconds;
     }
-    task.features.erase(features);
-  }
-  int mapping_index = task.MappingOfTrace(row.trace);
-  auto trace = schedule::Trace::Parse(row.trace);
-  if (mapping_index >= 0 && trace.ok()) {
-    MappingState& mapping = task.mappings[mapping_index];
-    mapping.search->Observe(*trace, ok, row.median_seconds);
-    ++mapping.trials;
-    mapping.in_flight = std::max<int64_t>(0, mapping.in_flight - 1);
-    if (ok && (mapping.best_seconds == 0 || row.median_seconds < mapping.best_seconds)) {
-      mapping.best_seconds = row.median_seconds;
+    task.best_history.push_back(task.best_seconds);
+    auto features = task.features.find(row.candidate_id);
+    if (features != task.features.end()) {
+      if (ok) {
+        sample = costmodel::Sample{std::move(features->second), row.workload_key,
+                                   row.median_seconds};
+      }
+      task.features.erase(features);
     }
-  } else if (!task.SpacesReady()) {
-    task.history.push_back(row);
+    const int mapping_index = task.MappingOfTrace(row.trace);
+    if (mapping_index >= 0) {
+      MappingState& mapping = task.mappings[mapping_index];
+      ++mapping.trials;
+      mapping.in_flight = std::max<int64_t>(0, mapping.in_flight - 1);
+      if (ok && (mapping.best_seconds == 0 || row.median_seconds < mapping.best_seconds)) {
+        mapping.best_seconds = row.median_seconds;
+      }
+      // The search belongs to the preparer, which feeds it before its next proposal.
+      task.inbox.push_back(Observation{mapping_index, row.trace, ok, row.median_seconds});
+    } else if (!task.SpacesReady()) {
+      task.history.push_back(row);
+    }
+    Job& job = *jobs_.at(task.row.job_id);
+    UpdateTaskCompletionLocked(job, task);
+    UpdateJobCompletionLocked(job);
+    TouchJobLocked(job);
   }
-  Job& job = *jobs_.at(task.row.job_id);
-  UpdateTaskCompletionLocked(job, task);
-  UpdateJobCompletionLocked(job);
-  TouchJobLocked(job);
+  if (sample) models_.AddSample(worker.hardware.target, std::move(*sample));
   return true;
+}
+
+absl::Status FarmCore::RecordLoweringFailure(const Worker& worker, const std::string& candidate_id,
+                                             const absl::Status& error) {
+  TrialResult failed;
+  failed.candidate_id = candidate_id;
+  failed.error_kind = TrialError::kCompile;
+  failed.error = absl::StrCat("lowering failed: ", error.message());
+  // Recorded as this worker's result, so it takes the lease first.
+  GTCO_RETURN_IF_ERROR(db_->LeaseCandidate(candidate_id, worker.row.worker_id,
+                                           NowMs() + options_.lease_seconds * 1000LL));
+  return RecordResult(worker, failed).status();
 }
 
 absl::Status FarmCore::Heartbeat(const std::string& worker_id,
                                  const std::vector<std::string>& held) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto found = workers_.find(worker_id);
-  if (found == workers_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("worker '", worker_id, "' is not registered with this server; register"));
-  }
-  found->second->last_seen_ms = NowMs();
+  GTCO_RETURN_IF_ERROR(workers_.Touch(worker_id, NowMs()).status());
   int64_t deadline = NowMs() + options_.lease_seconds * 1000LL;
   for (const std::string& candidate_id : held) {
     GTCO_ASSIGN_OR_RETURN(auto candidate, db_->GetCandidate(candidate_id));
@@ -258,23 +210,23 @@ absl::Status FarmCore::Heartbeat(const std::string& worker_id,
 
 void FarmCore::Tick() {
   models_.TrainDue();
-  std::lock_guard<std::mutex> lock(mutex_);
-  int64_t now = NowMs();
+  const int64_t now = NowMs();
   absl::StatusOr<std::vector<std::string>> expired = db_->ExpireLeases(now);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!expired.ok()) {
     GTCO_LOG(kError, "lease expiry: " << expired.status());
   } else {
     for (const std::string& candidate_id : *expired) {
+      leases_.TakeLeasedAt(candidate_id);
       std::string task_id = candidate_id.substr(0, candidate_id.rfind(".c"));
       auto found = tasks_.find(task_id);
       if (found == tasks_.end()) continue;
       Task& task = *found->second;
       if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
       task.pending.push_front(candidate_id);
-      task.leased_at_ms.erase(candidate_id);
       GTCO_LOG(kWarning, "lease of " << candidate_id << " expired; handing it to another worker");
     }
-    if (!expired->empty()) changed_.notify_all();
+    if (!expired->empty()) leases_.Demand();
   }
   if (!metrics_) return;
   std::map<db::JobState, int64_t> jobs_by_state;
@@ -291,11 +243,7 @@ void FarmCore::Tick() {
   metrics_->SetJobsByState(jobs_by_state);
   for (const target::Target target : {target::Target::kCpu, target::Target::kCuda}) {
     metrics_->SetQueueDepth(target, queue_by_target[target]);
-    int64_t alive = 0;
-    for (auto& [worker_id, worker] : workers_) {
-      if (worker->hardware.target == target && WorkerAliveLocked(*worker, now)) ++alive;
-    }
-    metrics_->SetConnectedWorkers(target, alive);
+    metrics_->SetConnectedWorkers(target, static_cast<int64_t>(workers_.Alive(target, now)));
   }
 }
 

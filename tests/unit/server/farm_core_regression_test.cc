@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -11,8 +12,11 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/db/database.h"
 #include "common/ir/workload.h"
 #include "common/kernels/build_program.h"
@@ -140,6 +144,77 @@ TEST(FarmCoreRegressionTest, TraceReplayingWorkersGetTracesOthersGetPrograms) {
       EXPECT_FALSE(candidate.program.empty());
     }
   }
+  core->Shutdown();
+}
+
+// Candidates are lowered ahead into a ready queue; those of a job cancelled while they wait
+// are never leased, and a worker that reports while others lease is served by each concept
+// without waiting for the search: every result is stored once and the budget is kept.
+TEST(FarmCoreRegressionTest, ReadyCandidatesOfACancelledJobAreNotLeased) {
+  std::unique_ptr<FarmCore> core = MemoryFarm();
+  auto job = core->Submit(Header(64), ReadModel("mlp.onnx"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  WorkerHello hello;
+  hello.worker_id = "w";
+  hello.hardware.target = target::Target::kCpu;
+  hello.languages = {"trace"};
+  ASSERT_TRUE(core->Register(hello).ok());
+  auto first = core->Lease("w", 1, /*wait_ms=*/5000);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->size(), 1u);
+  ASSERT_TRUE(core->CancelJob(job->job_id).ok());
+  auto after = core->Lease("w", 8, /*wait_ms=*/0);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(after->empty()) << after->front().candidate_id;
+  core->Shutdown();
+}
+
+TEST(FarmCoreRegressionTest, ConcurrentWorkersStoreEveryResultOnceWithinTheBudget) {
+  std::unique_ptr<FarmCore> core = MemoryFarm();
+  constexpr int64_t kBudget = 48;
+  JobSpec spec = Header(kBudget);
+  spec.shapes["input"] = {1, 4, 192};  // spaces far larger than the budget
+  auto job = core->Submit(spec, ReadModel("patch_vit.onnx"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::atomic<int64_t> stored{0}, duplicates{0};
+  std::vector<std::thread> workers;
+  for (int index = 0; index < 4; ++index) {
+    workers.emplace_back([&, index] {
+      WorkerHello hello;
+      hello.worker_id = absl::StrCat("w", index);
+      hello.hardware.target = target::Target::kCpu;
+      hello.languages = {"trace"};
+      ASSERT_TRUE(core->Register(hello).ok());
+      for (int round = 0; round < 200; ++round) {
+        auto leased = core->Lease(hello.worker_id, 2, /*wait_ms=*/2000);
+        ASSERT_TRUE(leased.ok()) << leased.status();
+        if (leased->empty()) break;
+        std::vector<TrialResult> results;
+        for (const LeasedCandidate& candidate : *leased) {
+          TrialResult result;
+          result.candidate_id = candidate.candidate_id;
+          result.ok = result.verified = true;
+          result.median_seconds = result.min_seconds = result.max_seconds =
+              1e-5 * (1 + candidate.trace.size() % 7);
+          results.push_back(result);
+          results.push_back(result);  // reported twice: stored once
+        }
+        auto tally = core->Report(hello.worker_id, results);
+        ASSERT_TRUE(tally.ok()) << tally.status();
+        stored += tally->stored;
+        duplicates += tally->duplicates;
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  auto status = core->GetJob(job->job_id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, db::JobState::kDone);
+  // The tasks' spaces (a machine without AVX: the vector mapping only) may run out first.
+  EXPECT_GT(status->trials_done, 8) << absl::StrJoin(status->decisions, "\n");
+  EXPECT_LE(status->trials_done, kBudget);
+  EXPECT_EQ(stored.load(), status->trials_done);
+  EXPECT_EQ(duplicates.load(), stored.load());
   core->Shutdown();
 }
 

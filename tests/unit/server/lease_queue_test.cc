@@ -1,0 +1,141 @@
+// The farm's lease queue and worker registry as their own concepts: candidates in and out by
+// target, withdrawn tasks dropped, waits bounded, the preparer's passes awaited; workers found,
+// touched, counted alive and refused when unknown.
+#include "server/lease_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "common/db/database.h"
+#include "server/worker_registry.h"
+
+namespace gtco::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+ReadyCandidate Ready(const std::shared_ptr<TaskBuild>& task, const std::string& id,
+                     target::Target target = target::Target::kCpu) {
+  ReadyCandidate ready;
+  ready.task = task;
+  ready.candidate.candidate_id = id;
+  ready.candidate.target = target;
+  return ready;
+}
+
+TEST(LeaseQueueTest, PopsByTargetInOrderAndDropsWithdrawnTasks) {
+  LeaseQueue queue;
+  auto live = std::make_shared<TaskBuild>();
+  auto cancelled = std::make_shared<TaskBuild>();
+  queue.Push(Ready(live, "a"));
+  queue.Push(Ready(cancelled, "b"));
+  queue.Push(Ready(live, "c"));
+  queue.Push(Ready(live, "g", target::Target::kCuda));
+  cancelled->withdrawn = true;
+  EXPECT_EQ(queue.Size(target::Target::kCpu), 3u);
+  std::vector<ReadyCandidate> taken =
+      queue.Pop(target::Target::kCpu, 5, LeaseQueue::Clock::now());
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(taken[0].candidate.candidate_id, "a");
+  EXPECT_EQ(taken[1].candidate.candidate_id, "c");
+  EXPECT_EQ(queue.Size(target::Target::kCuda), 1u);
+
+  // What a Lease could not hand out goes back to the front, in order.
+  queue.Push(Ready(live, "d"));
+  queue.Requeue(target::Target::kCpu, std::move(taken));
+  taken = queue.Pop(target::Target::kCpu, 2, LeaseQueue::Clock::now());
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(taken[0].candidate.candidate_id, "a");
+  EXPECT_EQ(taken[1].candidate.candidate_id, "c");
+}
+
+TEST(LeaseQueueTest, AWaitingPopWakesOnPushAndTimesOut) {
+  LeaseQueue queue;
+  auto task = std::make_shared<TaskBuild>();
+  const auto start = LeaseQueue::Clock::now();
+  EXPECT_TRUE(queue.Pop(target::Target::kCpu, 1, start + milliseconds(50)).empty());
+  EXPECT_GE(LeaseQueue::Clock::now() - start, milliseconds(50));
+
+  std::thread producer([&] {
+    std::this_thread::sleep_for(milliseconds(30));
+    queue.Push(Ready(task, "late"));
+  });
+  std::vector<ReadyCandidate> taken =
+      queue.Pop(target::Target::kCpu, 1, LeaseQueue::Clock::now() + std::chrono::seconds(10));
+  producer.join();
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].candidate.candidate_id, "late");
+
+  queue.Shutdown();
+  const auto before = LeaseQueue::Clock::now();
+  EXPECT_TRUE(queue.Pop(target::Target::kCpu, 1, before + std::chrono::seconds(10)).empty());
+  EXPECT_LT(LeaseQueue::Clock::now() - before, std::chrono::seconds(5));
+}
+
+TEST(LeaseQueueTest, AwaitPassWaitsForAPassThatStartedAfterTheCall) {
+  LeaseQueue queue;
+  std::atomic<int> passes{0};
+  std::atomic<bool> stop{false};
+  std::thread preparer([&] {
+    while (!stop) {
+      queue.WaitForDemand(milliseconds(20));  // the pass starts here
+      std::this_thread::sleep_for(milliseconds(5));
+      ++passes;
+      queue.PassDone();
+    }
+  });
+  const int before = passes.load();
+  queue.AwaitPass(target::Target::kCpu, LeaseQueue::Clock::now() + std::chrono::seconds(10));
+  // The pass running at the call may have started before it: one more must have ended.
+  EXPECT_GE(passes.load(), before + 1);
+  stop = true;
+  queue.Shutdown();
+  preparer.join();
+}
+
+TEST(LeaseQueueTest, LeaseTimesAreTakenOnce) {
+  LeaseQueue queue;
+  queue.MarkLeased("c1", 1000);
+  EXPECT_EQ(queue.TakeLeasedAt("c1"), 1000);
+  EXPECT_EQ(queue.TakeLeasedAt("c1"), std::nullopt);
+  EXPECT_EQ(queue.TakeLeasedAt("never"), std::nullopt);
+}
+
+TEST(WorkerRegistryTest, RegistersTouchesAndCountsLiveWorkers) {
+  auto database = db::OpenSqliteDatabase(":memory:");
+  ASSERT_TRUE(database.ok()) << database.status();
+  WorkerRegistry registry(database->get(), /*heartbeat_seconds=*/5);
+  WorkerHello cpu;
+  cpu.hardware.target = target::Target::kCpu;
+  cpu.languages = {"trace"};
+  ASSERT_TRUE(registry.Register(cpu, "w1", 1'000).ok());
+  ASSERT_TRUE(registry.Register(cpu, "w2", 2'000).ok());
+  WorkerHello gpu;
+  gpu.hardware.target = target::Target::kCuda;
+  gpu.languages = {"trace"};  // only CPU workers replay traces
+  auto cuda = registry.Register(gpu, "g1", 2'000);
+  ASSERT_TRUE(cuda.ok());
+  EXPECT_FALSE((*cuda)->replays_traces);
+
+  EXPECT_EQ(registry.Alive(target::Target::kCpu, 3'000), 2u);
+  EXPECT_EQ(registry.Reference(target::Target::kCpu, 3'000)->row.worker_id, "w2");
+  auto touched = registry.Touch("w1", 4'000);
+  ASSERT_TRUE(touched.ok());
+  EXPECT_TRUE((*touched)->replays_traces);
+  EXPECT_EQ(registry.Reference(target::Target::kCpu, 4'000)->row.worker_id, "w1");
+  // Three heartbeats without a word: no longer alive.
+  EXPECT_EQ(registry.Alive(target::Target::kCpu, 4'000 + 15'000), 0u);
+  EXPECT_EQ(registry.Reference(target::Target::kCpu, 4'000 + 15'000), nullptr);
+  EXPECT_EQ(registry.Targets().size(), 2u);
+
+  auto unknown = registry.Touch("ghost", 5'000);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(unknown.status().message()).find("register"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gtco::server
