@@ -148,10 +148,17 @@ int CostModels::TrainDue() {
     std::vector<costmodel::Sample> samples;
   };
   std::vector<Work> work;
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [target, model] : models_) {
       if (model->training) continue;
+      const bool too_soon = model->model->trained() &&
+                            now_ms - model->last_pass_ms <
+                                static_cast<int64_t>(1000 * options_.min_seconds_between_passes);
+      if (too_soon) continue;
       const size_t fresh = model->samples.size() - model->samples_at_last_update;
       const bool first = !model->model->trained() && model->samples.size() >= 16;
       // Retrain when the samples grew by a fixed fraction (at least update_every): a training
@@ -165,6 +172,7 @@ int CostModels::TrainDue() {
                                                                options_.growth_to_retrain)));
       if ((fresh < due && !first) || fresh == 0) continue;
       model->training = true;
+      model->last_pass_ms = now_ms;
       model->samples_at_last_update = model->samples.size();
       work.push_back({target, TrainingSet(model->samples, options_.max_training_samples)});
     }

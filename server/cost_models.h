@@ -26,6 +26,10 @@ struct CostModelOptions {
   /// At most this many samples train one model (the most recent half of them and an even spread
   /// over the older ones), so one training pass takes a bounded time however long the farm runs.
   size_t max_training_samples = 4096;
+  /// A model's passes start at least this far apart (its first pass excepted): a farm that
+  /// measures hundreds of trials a second would otherwise retrain at every tick while its
+  /// samples grow, each pass on more samples than the last.
+  double min_seconds_between_passes = 2.0;
 };
 
 /// Thread-safe. Lock order: a caller may hold FarmCore's lock when it calls in, never the reverse.
@@ -63,6 +67,7 @@ class CostModels {
     size_t samples_at_last_update = 0;
     bool warm_started = false;
     int64_t warm_start_retry_ms = 0;  ///< steady-clock ms before which no retry is made
+    int64_t last_pass_ms = 0;         ///< steady-clock ms when the latest pass started
     bool training = false;
   };
 

@@ -84,6 +84,7 @@ absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placement
     proposed[index].searched = true;
     proposed[index].exhausted = traces.empty();
     proposed[index].prune_stats = mapping.space->prune_stats();
+    std::vector<db::CandidateRow> rows;
     for (const schedule::Trace& trace : traces) {
       db::CandidateRow row;
       row.candidate_id = NewId(placement.task->row.task_id + ".c");
@@ -93,10 +94,10 @@ absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placement
       row.trace = trace.ToString();
       row.state = db::CandidateState::kPending;
       row.created_unix_ms = now;
-      written = db_->PutCandidate(row);
-      if (!written.ok()) break;
-      proposed[index].rows.push_back(std::move(row));
+      rows.push_back(std::move(row));
     }
+    written = db_->PutCandidates(rows);  // one transaction per placement
+    if (written.ok()) proposed[index].rows = std::move(rows);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t index = 0; index < placements.size(); ++index) {
@@ -118,8 +119,11 @@ absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placement
       batch->push_back(BatchItem{&task, std::move(row.candidate_id), std::move(row.trace)});
     }
     if (created > 0 && task.row.state == db::TaskState::kPending) {
+      // Only the state column: a failure is logged (a restart recomputes the state from the
+      // measurements) and every placement is still settled.
       task.row.state = db::TaskState::kRunning;
-      GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task.row.task_id, db::TaskState::kRunning));
+      absl::Status state = db_->UpdateTaskState(task.row.task_id, db::TaskState::kRunning);
+      if (!state.ok()) GTCO_LOG(kError, "task " << task.row.task_id << ": " << state);
     }
     UpdateTaskCompletionLocked(job, task);
     UpdateJobCompletionLocked(job);
@@ -194,7 +198,12 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
   lower(0);
   for (std::thread& helper : helpers) helper.join();
 
-  std::vector<std::pair<std::string, absl::Status>> failures;
+  struct Failure {
+    Task* task;
+    std::string candidate_id;
+    absl::Status error;
+  };
+  std::vector<Failure> failures;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t index = 0; index < batch.size(); ++index) {
@@ -203,17 +212,26 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
       // Cancelled, or its job ended, while it was being lowered.
       if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
       if (!built[index].ok()) {
-        failures.emplace_back(candidate_id, built[index].status());
+        failures.push_back(Failure{&task, candidate_id, built[index].status()});
         continue;
       }
       task.features[candidate_id] = std::move(built[index]->features);
       leases_.Push(ReadyCandidate{builds[index], std::move(built[index]->candidate)});
     }
   }
-  // A schedule the generator cannot lower is a failed trial (the reference worker's).
-  for (const auto& [candidate_id, error] : failures) {
-    GTCO_RETURN_IF_ERROR(RecordLoweringFailure(worker, candidate_id, error));
+  // A schedule the generator cannot lower is a failed trial (the reference worker's); one the
+  // database could not record waits to be lowered again.
+  absl::Status recorded;
+  for (const Failure& failure : failures) {
+    absl::Status status = RecordLoweringFailure(worker, failure.candidate_id, failure.error);
+    if (status.ok()) continue;
+    if (recorded.ok()) recorded = status;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure.task->outstanding.count(failure.candidate_id)) {
+      failure.task->pending.push_back(failure.candidate_id);
+    }
   }
+  GTCO_RETURN_IF_ERROR(recorded);
   GTCO_RETURN_IF_ERROR(scheduled);
   GTCO_RETURN_IF_ERROR(proposed);
   return static_cast<int>(batch.size());
@@ -250,7 +268,8 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
         if (!program.ok()) {
           absl::Status recorded = RecordLoweringFailure(*worker, candidate_id, program.status());
           if (!recorded.ok()) {
-            leases_.Requeue(target, {std::make_move_iterator(ready.begin() + index + 1),
+            // The database failed: this one and the rest go back to the queue.
+            leases_.Requeue(target, {std::make_move_iterator(ready.begin() + index),
                                      std::make_move_iterator(ready.end())});
             if (leased.empty()) return recorded;
             break;

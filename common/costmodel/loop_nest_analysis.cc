@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 
 namespace gtco::costmodel {
@@ -143,19 +142,27 @@ class NestWalker {
     int64_t min;
   };
 
-  std::optional<int64_t> Lookup(const std::string& var, size_t limit) const {
-    for (size_t idx = limit; idx-- > 0;) {
-      const Binding& binding = scope_[idx];
-      if (binding.var != var) continue;
-      if (binding.is_loop) return binding.value;
-      return Eval(binding.let_value, idx);
-    }
-    return std::nullopt;
-  }
+  /// One step of a compiled index expression (postfix): an immediate, the current value of a
+  /// loop binding, an unknown value, or an operator on the values below it.
+  struct Op {
+    ExprKind kind;  ///< kIntImm, kVar (a loop: `value` is its scope index), kSelect, arithmetic
+    int64_t value = 0;
+    bool unknown = false;  ///< the value cannot be known here
+  };
+  using Program = std::vector<Op>;
 
-  /// Integer value of `expr` with the bindings scope_[0, limit); nullopt when unknown.
-  std::optional<int64_t> Eval(const Expr& expr, size_t limit) const;
-  std::optional<int64_t> Eval(const Expr& expr) const { return Eval(expr, scope_.size()); }
+  /// Compiles `expr` with the bindings scope_[0, limit) into `program`: variables bound by loops
+  /// are read when the program runs (MakeAccess moves them), let-bound ones are inlined.
+  void Compile(const Expr& expr, size_t limit, Program* program) const;
+  /// The integer value of a compiled expression at the loops' current values; nullopt when
+  /// unknown (an unbound variable, a non-integer cast, overflow, division by zero).
+  std::optional<int64_t> Run(const Program& program) const;
+  /// Integer value of `expr` with every binding in scope; nullopt when unknown.
+  std::optional<int64_t> Eval(const Expr& expr) const {
+    Program program;
+    Compile(expr, scope_.size(), &program);
+    return Run(program);
+  }
 
   void Visit(const Stmt& stmt, double weight);
   void VisitFor(const Stmt& stmt, double weight);
@@ -175,55 +182,128 @@ class NestWalker {
   std::vector<const ir::ExprNode*>* seen_calls_ = &root_calls_;
 };
 
-std::optional<int64_t> NestWalker::Eval(const Expr& expr, size_t limit) const {
+void NestWalker::Compile(const Expr& expr, size_t limit, Program* program) const {
   switch (expr->kind) {
     case ExprKind::kIntImm:
-      return expr->int_value;
+      program->push_back({ExprKind::kIntImm, expr->int_value});
+      return;
     case ExprKind::kVar:
-      return Lookup(expr->name, limit);
-    case ExprKind::kCast:
-      if (!IsIntegerType(expr->operands[0]->type)) return std::nullopt;
-      return Eval(expr->operands[0], limit);
-    case ExprKind::kSelect: {
-      const std::optional<int64_t> cond = Eval(expr->operands[0], limit);
-      if (!cond) return std::nullopt;
-      return Eval(expr->operands[*cond != 0 ? 1 : 2], limit);
-    }
-    default:
+      for (size_t idx = limit; idx-- > 0;) {
+        const Binding& binding = scope_[idx];
+        if (binding.var != expr->name) continue;
+        if (binding.is_loop) {
+          program->push_back({ExprKind::kVar, static_cast<int64_t>(idx)});
+        } else {
+          Compile(binding.let_value, idx, program);  // in the scope below the let
+        }
+        return;
+      }
       break;
-  }
-  if (!IsArithmetic(expr->kind) || expr->operands.size() != 2) return std::nullopt;
-  const std::optional<int64_t> a = Eval(expr->operands[0], limit);
-  if (!a) return std::nullopt;
-  const std::optional<int64_t> b = Eval(expr->operands[1], limit);
-  if (!b) return std::nullopt;
-  int64_t result = 0;
-  switch (expr->kind) {
-    case ExprKind::kAdd:
-      return __builtin_add_overflow(*a, *b, &result) ? std::nullopt : std::optional(result);
-    case ExprKind::kSub:
-      return __builtin_sub_overflow(*a, *b, &result) ? std::nullopt : std::optional(result);
-    case ExprKind::kMul:
-      return __builtin_mul_overflow(*a, *b, &result) ? std::nullopt : std::optional(result);
-    case ExprKind::kDiv:
-      return *b == 0 ? std::nullopt : std::optional<int64_t>(FloorDiv(*a, *b));
-    case ExprKind::kMod:
-      return *b == 0 ? std::nullopt : std::optional<int64_t>(*a - FloorDiv(*a, *b) * *b);
-    case ExprKind::kMin:
-      return std::min(*a, *b);
-    case ExprKind::kMax:
-      return std::max(*a, *b);
-    case ExprKind::kLt:
-      return *a < *b ? 1 : 0;
-    case ExprKind::kLe:
-      return *a <= *b ? 1 : 0;
-    case ExprKind::kEq:
-      return *a == *b ? 1 : 0;
-    case ExprKind::kAnd:
-      return (*a != 0 && *b != 0) ? 1 : 0;
+    case ExprKind::kCast:
+      if (!IsIntegerType(expr->operands[0]->type)) break;
+      Compile(expr->operands[0], limit, program);
+      return;
+    case ExprKind::kSelect:
+      for (const Expr& operand : expr->operands) Compile(operand, limit, program);
+      program->push_back({ExprKind::kSelect});
+      return;
     default:
-      return std::nullopt;
+      if (!IsArithmetic(expr->kind) || expr->operands.size() != 2) break;
+      Compile(expr->operands[0], limit, program);
+      Compile(expr->operands[1], limit, program);
+      program->push_back({expr->kind});
+      return;
   }
+  program->push_back({ExprKind::kIntImm, 0, /*unknown=*/true});
+}
+
+std::optional<int64_t> NestWalker::Run(const Program& program) const {
+  // An unknown operand makes the result unknown, except in the branch a select does not take.
+  struct Value {
+    int64_t value;
+    bool known;
+  };
+  Value stack[64];
+  std::vector<Value> spill;  // deeper expressions than any lowering makes today
+  Value* values = stack;
+  if (program.size() > 64) {
+    spill.resize(program.size());
+    values = spill.data();
+  }
+  size_t depth = 0;
+  for (const Op& op : program) {
+    if (op.unknown) {
+      values[depth++] = {0, false};
+      continue;
+    }
+    switch (op.kind) {
+      case ExprKind::kIntImm:
+        values[depth++] = {op.value, true};
+        continue;
+      case ExprKind::kVar:
+        values[depth++] = {scope_[op.value].value, true};
+        continue;
+      case ExprKind::kSelect: {
+        const Value on_false = values[--depth], on_true = values[--depth];
+        const Value cond = values[depth - 1];
+        values[depth - 1] = !cond.known ? cond : cond.value != 0 ? on_true : on_false;
+        continue;
+      }
+      default:
+        break;
+    }
+    const Value b = values[--depth];
+    Value& a = values[depth - 1];
+    if (!a.known || !b.known) {
+      a.known = false;
+      continue;
+    }
+    int64_t result = 0;
+    bool known = true;
+    switch (op.kind) {
+      case ExprKind::kAdd:
+        known = !__builtin_add_overflow(a.value, b.value, &result);
+        break;
+      case ExprKind::kSub:
+        known = !__builtin_sub_overflow(a.value, b.value, &result);
+        break;
+      case ExprKind::kMul:
+        known = !__builtin_mul_overflow(a.value, b.value, &result);
+        break;
+      case ExprKind::kDiv:
+        known = b.value != 0;
+        if (known) result = FloorDiv(a.value, b.value);
+        break;
+      case ExprKind::kMod:
+        known = b.value != 0;
+        if (known) result = a.value - FloorDiv(a.value, b.value) * b.value;
+        break;
+      case ExprKind::kMin:
+        result = std::min(a.value, b.value);
+        break;
+      case ExprKind::kMax:
+        result = std::max(a.value, b.value);
+        break;
+      case ExprKind::kLt:
+        result = a.value < b.value ? 1 : 0;
+        break;
+      case ExprKind::kLe:
+        result = a.value <= b.value ? 1 : 0;
+        break;
+      case ExprKind::kEq:
+        result = a.value == b.value ? 1 : 0;
+        break;
+      case ExprKind::kAnd:
+        result = (a.value != 0 && b.value != 0) ? 1 : 0;
+        break;
+      default:
+        known = false;
+        break;
+    }
+    a = {result, known};
+  }
+  if (depth != 1 || !values[0].known) return std::nullopt;
+  return values[0].value;
 }
 
 void NestWalker::Visit(const Stmt& stmt, double weight) {
@@ -319,16 +399,19 @@ Access NestWalker::MakeAccess(const std::string& buffer, const Expr& index,
     access.buffer_element_bytes = buffers_[idx].second.element_bytes;
     break;
   }
-  const std::optional<int64_t> base = Eval(index);
+  // Evaluated at three points per open loop: compiled once, run at each.
+  Program program;
+  Compile(index, scope_.size(), &program);
+  const std::optional<int64_t> base = Run(program);
   access.evaluable = base.has_value();
   if (!access.evaluable) return access;
   for (size_t loop_idx = 0; loop_idx < open_loops_.size(); ++loop_idx) {
     Binding& binding = scope_[open_loops_[loop_idx].binding_idx];
     const int64_t min = open_loops_[loop_idx].min;
     binding.value = min + 1;
-    const std::optional<int64_t> next = Eval(index);
+    const std::optional<int64_t> next = Run(program);
     binding.value = min + 2;
-    const std::optional<int64_t> after = Eval(index);
+    const std::optional<int64_t> after = Run(program);
     binding.value = min;
     if (!next || !after) {
       access.evaluable = false;
@@ -454,11 +537,20 @@ double AccessLines(const StmtSummary& stmt, const Access& access, int first_loop
 }  // namespace
 
 double FootprintBytes(const StmtSummary& stmt, int first_loop) {
-  // Accesses of one buffer overlap (acc[i] read and written): take the largest per buffer.
-  std::unordered_map<std::string, double> lines_per_buffer;
+  // Accesses of one buffer overlap (acc[i] read and written): take the largest per buffer. A
+  // statement touches a handful of buffers: a linear scan beats a hash map here (this runs for
+  // every scored schedule). The line counts are whole numbers, so the sum is exact in any order.
+  std::vector<std::pair<const std::string*, double>> lines_per_buffer;
+  lines_per_buffer.reserve(stmt.accesses.size());
   for (const Access& access : stmt.accesses) {
-    double& lines = lines_per_buffer[access.buffer];
-    lines = std::max(lines, AccessLines(stmt, access, first_loop));
+    const double lines = AccessLines(stmt, access, first_loop);
+    auto same = std::find_if(lines_per_buffer.begin(), lines_per_buffer.end(),
+                             [&](const auto& entry) { return *entry.first == access.buffer; });
+    if (same == lines_per_buffer.end()) {
+      lines_per_buffer.emplace_back(&access.buffer, lines);
+    } else {
+      same->second = std::max(same->second, lines);
+    }
   }
   double total_lines = 0;
   for (const auto& [buffer, lines] : lines_per_buffer) total_lines += lines;

@@ -166,8 +166,9 @@ class LeaseStore {
  public:
   virtual ~LeaseStore() = default;
 
-  /// Upsert; the candidate's task must exist (FAILED_PRECONDITION otherwise).
-  virtual absl::Status PutCandidate(const CandidateRow& row) = 0;
+  /// Upserts `rows` in one transaction: all of them or none. Each candidate's task must exist
+  /// (FAILED_PRECONDITION otherwise).
+  virtual absl::Status PutCandidates(const std::vector<CandidateRow>& rows) = 0;
   virtual absl::StatusOr<std::optional<CandidateRow>> GetCandidate(
       const std::string& candidate_id) = 0;
   /// Sets state "leased", the holder and the deadline. NOT_FOUND for an unknown candidate,

@@ -203,14 +203,6 @@ absl::StatusOr<std::unique_ptr<PostgresConnection>> PostgresConnection::Open(
 
 PostgresConnection::~PostgresConnection() { PQfinish(handle_); }
 
-const SqlDialect& PostgresConnection::dialect() const {
-  // The advisory lock key spells "gtco_mig".
-  static constexpr SqlDialect kDialect{
-      /*lock_rows=*/" FOR UPDATE",
-      /*migration_lock=*/"SELECT pg_advisory_xact_lock(7454692613198539111)"};
-  return kDialect;
-}
-
 absl::Status PostgresConnection::ExecuteScript(std::string_view script,
                                                const std::string& operation) {
   // libpq runs a parameterless multi-statement string too, but then names no failing statement.
@@ -227,7 +219,7 @@ absl::Status PostgresConnection::EnsureConnected(const std::string& operation) {
   if (PQstatus(handle_) == CONNECTION_OK) return absl::OkStatus();
   if (in_transaction_) {
     // The server rolled the transaction back; resetting here would run the rest of it alone.
-    return absl::UnavailableError(absl::StrCat("database '", location_, "': ", operation,
+    return absl::UnavailableError(absl::StrCat("database '", location(), "': ", operation,
                                                ": lost the connection inside a transaction"));
   }
   PQreset(handle_);
@@ -236,7 +228,7 @@ absl::Status PostgresConnection::EnsureConnected(const std::string& operation) {
     return absl::OkStatus();
   }
   return absl::UnavailableError(absl::StrCat(
-      "database '", location_, "': ", operation,
+      "database '", location(), "': ", operation,
       ": lost the connection and could not reconnect: ", OneLine(PQerrorMessage(handle_))));
 }
 
@@ -269,7 +261,7 @@ absl::StatusOr<SqlResult> PostgresConnection::Run(const std::string& sql, const 
     }
   }
   const std::unique_ptr<PGresult, void (*)(PGresult*)> owned(raw_result, &PQclear);
-  if (!Succeeded(raw_result)) return ResultStatus(raw_result, handle_, operation, location_);
+  if (!Succeeded(raw_result)) return ResultStatus(raw_result, handle_, operation, location());
   SqlResult result;
   result.rows = ReadRows(raw_result);
   // PQcmdTuples counts the rows of a SELECT too, and is "" for BEGIN and other commands.

@@ -47,13 +47,6 @@ class PostgresConnection final : public SqlConnection {
   /// to check (server reachable, database exists, credentials), when that fails.
   static absl::StatusOr<std::unique_ptr<PostgresConnection>> Open(const std::string& uri);
   ~PostgresConnection() override;
-  PostgresConnection(const PostgresConnection&) = delete;
-  PostgresConnection& operator=(const PostgresConnection&) = delete;
-
-  /// The URI without its password.
-  const std::string& location() const override { return location_; }
-  /// Rows locked with FOR UPDATE; migrations serialized by a transaction-scoped advisory lock.
-  const SqlDialect& dialect() const override;
   absl::Status ExecuteScript(std::string_view script, const std::string& operation) override;
 
  protected:
@@ -65,7 +58,12 @@ class PostgresConnection final : public SqlConnection {
 
  private:
   PostgresConnection(pg_conn* handle, std::string location)
-      : handle_(handle), location_(std::move(location)) {}
+      : SqlConnection(std::move(location), kDialect), handle_(handle) {}
+  /// Rows locked with FOR UPDATE; migrations serialized by a transaction-scoped advisory lock
+  /// (its key spells "gtco_mig").
+  static constexpr SqlDialect kDialect{
+      /*lock_rows=*/" FOR UPDATE",
+      /*migration_lock=*/"SELECT pg_advisory_xact_lock(7454692613198539111)"};
 
   // Resets a connection that libpq reports as broken. UNAVAILABLE when it stays broken.
   absl::Status EnsureConnected(const std::string& operation);
@@ -73,7 +71,6 @@ class PostgresConnection final : public SqlConnection {
   pg_result* Send(const std::string& sql, const std::vector<const char*>& values);
 
   pg_conn* handle_;
-  std::string location_;
   bool in_transaction_ = false;  ///< between a successful BEGIN and its COMMIT / ROLLBACK
 };
 

@@ -39,11 +39,14 @@ class SqlTransaction;
 /// with the backend's own code mapping (SqliteStatus, CodeForSqlState).
 class SqlConnection {
  public:
+  /// A connection owns its handle: neither it nor its backends copy.
+  SqlConnection(const SqlConnection&) = delete;
+  SqlConnection& operator=(const SqlConnection&) = delete;
   virtual ~SqlConnection() = default;
 
   /// The database path, or the URI without its password, as messages name it.
-  virtual const std::string& location() const = 0;
-  virtual const SqlDialect& dialect() const = 0;
+  const std::string& location() const { return location_; }
+  const SqlDialect& dialect() const { return dialect_; }
 
   /// Runs one statement and returns its rows. `sql` uses $1, $2, ... (in any order, each as
   /// often as needed) for `params`, which are bound, never spliced into the text. `operation`
@@ -68,6 +71,10 @@ class SqlConnection {
   }
 
  protected:
+  /// `location` and `dialect`: what location() and dialect() return.
+  SqlConnection(std::string location, SqlDialect dialect)
+      : location_(std::move(location)), dialect_(dialect) {}
+
   /// Runs one statement whose parameters passed the checks of Query().
   virtual absl::StatusOr<SqlResult> Run(const std::string& sql, const SqlParams& params,
                                         const std::string& operation) = 0;
@@ -85,6 +92,8 @@ class SqlConnection {
   template <typename Step>
   auto Observed(Step step) -> decltype(step());
 
+  const std::string location_;
+  const SqlDialect dialect_;
   std::function<void(double, absl::StatusCode)> observer_;
 };
 

@@ -43,7 +43,7 @@ class SqlDatabase final : public Database {
                                                std::optional<JobState> state) override;
   absl::StatusOr<std::vector<TaskRow>> ListTasks(const std::string& job_id) override;
 
-  absl::Status PutCandidate(const CandidateRow& row) override;
+  absl::Status PutCandidates(const std::vector<CandidateRow>& rows) override;
   absl::StatusOr<std::optional<CandidateRow>> GetCandidate(
       const std::string& candidate_id) override;
   absl::Status LeaseCandidate(const std::string& candidate_id, const std::string& worker_id,

@@ -24,13 +24,22 @@ absl::Status CheckLimit(int limit, const char* what) {
 // ---------------------------------------------------------------------------------------------
 // Candidates and leases
 
-absl::Status SqlDatabase::PutCandidate(const CandidateRow& row) {
+absl::Status SqlDatabase::PutCandidates(const std::vector<CandidateRow>& rows) {
   static const std::string* const kUpsert = new std::string(rows::Candidates().UpsertSql());
+  if (rows.empty()) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
-  return connection_
-      ->Execute(*kUpsert, rows::Candidates().Params(row),
-                absl::StrCat("put candidate '", row.candidate_id, "' of task '", row.task_id, "'"))
-      .status();
+  const std::string operation =
+      absl::StrCat("put ", rows.size(), " candidates of task '", rows.front().task_id, "'");
+  GTCO_ASSIGN_OR_RETURN(SqlTransaction transaction, connection_->Begin(operation));
+  for (const CandidateRow& row : rows) {
+    GTCO_RETURN_IF_ERROR(
+        connection_
+            ->Execute(*kUpsert, rows::Candidates().Params(row),
+                      absl::StrCat("put candidate '", row.candidate_id, "' of task '",
+                                   row.task_id, "'"))
+            .status());
+  }
+  return transaction.Commit();
 }
 
 absl::StatusOr<std::optional<CandidateRow>> SqlDatabase::GetCandidate(

@@ -216,11 +216,6 @@ SqliteConnection::~SqliteConnection() {
   sqlite3_close_v2(handle_);
 }
 
-const SqlDialect& SqliteConnection::dialect() const {
-  static constexpr SqlDialect kDialect{/*lock_rows=*/"", /*migration_lock=*/""};
-  return kDialect;
-}
-
 absl::Status SqliteConnection::ExecuteScript(std::string_view script,
                                              const std::string& operation) {
   return Exec(std::string(script), operation);
@@ -255,7 +250,7 @@ absl::StatusOr<SqlResult> SqliteConnection::Run(const std::string& sql, const Sq
   const std::unique_ptr<sqlite3_stmt, StatementReset> reset_when_done(statement);
   for (size_t index = 0; index < params.size(); ++index) {
     const int rc = BindValue(statement, static_cast<int>(index) + 1, params[index]);
-    if (rc != SQLITE_OK) return SqliteStatus(rc, nullptr, operation, path_);
+    if (rc != SQLITE_OK) return SqliteStatus(rc, nullptr, operation, location());
   }
   SqlResult result;
   while (true) {
@@ -269,7 +264,7 @@ absl::StatusOr<SqlResult> SqliteConnection::Run(const std::string& sql, const Sq
 }
 
 absl::Status SqliteConnection::Error(int result_code, const std::string& operation) const {
-  return SqliteStatus(result_code, handle_, operation, path_);
+  return SqliteStatus(result_code, handle_, operation, location());
 }
 
 absl::Status SqliteConnection::BeginTransaction(const std::string& operation) {

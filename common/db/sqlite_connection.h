@@ -46,12 +46,6 @@ class SqliteConnection final : public SqlConnection {
   static absl::StatusOr<std::unique_ptr<SqliteConnection>> Open(const std::string& path,
                                                                 int busy_timeout_ms = 5000);
   ~SqliteConnection() override;
-  SqliteConnection(const SqliteConnection&) = delete;
-  SqliteConnection& operator=(const SqliteConnection&) = delete;
-
-  const std::string& location() const override { return path_; }
-  /// No row locks and no migration lock: BEGIN IMMEDIATE takes the database's write lock.
-  const SqlDialect& dialect() const override;
   absl::Status ExecuteScript(std::string_view script, const std::string& operation) override;
 
  protected:
@@ -62,7 +56,10 @@ class SqliteConnection final : public SqlConnection {
   void RollbackTransaction(const std::string& operation) override;
 
  private:
-  SqliteConnection(sqlite3* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  SqliteConnection(sqlite3* handle, std::string path)
+      : SqlConnection(std::move(path), kDialect), handle_(handle) {}
+  /// No row locks and no migration lock: BEGIN IMMEDIATE takes the database's write lock.
+  static constexpr SqlDialect kDialect{/*lock_rows=*/"", /*migration_lock=*/""};
 
   // Runs SQL text as it is (no placeholders), statement by statement.
   absl::Status Exec(const std::string& sql, const std::string& operation);
@@ -71,7 +68,6 @@ class SqliteConnection final : public SqlConnection {
   absl::Status Error(int result_code, const std::string& operation) const;
 
   sqlite3* handle_;
-  std::string path_;
   std::unordered_map<std::string, sqlite3_stmt*> statement_cache_;
 };
 

@@ -195,16 +195,30 @@ TEST_P(DatabaseTest, CreateJobIsAtomic) {
 
 TEST_P(DatabaseTest, CandidateNeedsExistingTask) {
   std::unique_ptr<Database> database = OpenOrDie();
-  absl::Status status = database->PutCandidate(MakeCandidate("c1", "no-such-task", 1));
+  absl::Status status = database->PutCandidates({MakeCandidate("c1", "no-such-task", 1)});
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_NE(status.message().find("FOREIGN KEY"), std::string::npos) << status;
   EXPECT_NE(status.message().find("c1"), std::string::npos) << status;
 }
 
+TEST_P(DatabaseTest, CandidatesArePutAllOrNone) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  absl::Status status = database->PutCandidates(
+      {MakeCandidate("c1", "j.t0", 1), MakeCandidate("c2", "no-such-task", 1)});
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_FALSE(database->GetCandidate("c1")->has_value());  // rolled back with its batch
+  ASSERT_TRUE(
+      database->PutCandidates({MakeCandidate("c1", "j.t0", 1), MakeCandidate("c2", "j.t1", 2)})
+          .ok());
+  EXPECT_EQ(database->GetCandidate("c2")->value().task_id, "j.t1");
+  EXPECT_TRUE(database->PutCandidates({}).ok());
+}
+
 TEST_P(DatabaseTest, MeasurementOfUnknownTaskIsRejected) {
   std::unique_ptr<Database> database = OpenOrDie();
   CreateTwoTaskJob(*database);
-  ASSERT_TRUE(database->PutCandidate(MakeCandidate("c1", "j.t0", 1)).ok());
+  ASSERT_TRUE(database->PutCandidates({MakeCandidate("c1", "j.t0", 1)}).ok());
   absl::StatusOr<bool> stored = database->RecordMeasurement(MakeMeasurement("c1", "nope", true, 1));
   ASSERT_FALSE(stored.ok());
   EXPECT_EQ(stored.status().code(), absl::StatusCode::kFailedPrecondition) << stored.status();
@@ -218,7 +232,7 @@ TEST_P(DatabaseTest, LeasesExpireBackToPending) {
   std::unique_ptr<Database> database = OpenOrDie();
   CreateTwoTaskJob(*database);
   for (const char* id : {"c1", "c2", "c3", "c4"}) {
-    ASSERT_TRUE(database->PutCandidate(MakeCandidate(id, "j.t0", 10)).ok());
+    ASSERT_TRUE(database->PutCandidates({MakeCandidate(id, "j.t0", 10)}).ok());
   }
   ASSERT_TRUE(database->LeaseCandidate("c1", "w1", 1000).ok());
   ASSERT_TRUE(database->LeaseCandidate("c2", "w2", 5000).ok());
@@ -256,7 +270,7 @@ TEST_P(DatabaseTest, ExpireLeasesReportsInDeadlineOrder) {
   const std::vector<std::pair<std::string, int64_t>> leases = {
       {"late", 300}, {"early", 100}, {"b", 200}, {"a", 200}};
   for (const auto& [id, deadline] : leases) {
-    ASSERT_TRUE(database->PutCandidate(MakeCandidate(id, "j.t1", 1)).ok());
+    ASSERT_TRUE(database->PutCandidates({MakeCandidate(id, "j.t1", 1)}).ok());
     ASSERT_TRUE(database->LeaseCandidate(id, "w", deadline).ok());
   }
   EXPECT_EQ(*database->ExpireLeases(1000), (std::vector<std::string>{"early", "a", "b", "late"}));
@@ -265,7 +279,7 @@ TEST_P(DatabaseTest, ExpireLeasesReportsInDeadlineOrder) {
 TEST_P(DatabaseTest, RecordMeasurementIsIdempotentAndMarksCandidate) {
   std::unique_ptr<Database> database = OpenOrDie();
   CreateTwoTaskJob(*database);
-  ASSERT_TRUE(database->PutCandidate(MakeCandidate("c1", "j.t0", 1)).ok());
+  ASSERT_TRUE(database->PutCandidates({MakeCandidate("c1", "j.t0", 1)}).ok());
   ASSERT_TRUE(database->LeaseCandidate("c1", "worker-1", 100).ok());
 
   absl::StatusOr<bool> first =
@@ -432,7 +446,7 @@ TEST_P(DatabaseTest, TextOrderIsBytewise) {
   EXPECT_EQ(JobIds(*database->ListJobs("", std::nullopt)), (std::vector<std::string>{"a", "_c", "B"}));
   CreateTwoTaskJob(*database);
   for (const char* id : {"a", "B", "_c"}) {
-    ASSERT_TRUE(database->PutCandidate(MakeCandidate(id, "j.t0", 5)).ok());
+    ASSERT_TRUE(database->PutCandidates({MakeCandidate(id, "j.t0", 5)}).ok());
     ASSERT_TRUE(database->LeaseCandidate(id, "w", 50).ok());
   }
   EXPECT_EQ(CandidateIds(*database->ListCandidates("j.t0", CandidateState::kLeased)),
@@ -486,7 +500,7 @@ TEST_P(DatabaseTest, ConcurrentRecordMeasurementAcrossConnections) {
   CreateTwoTaskJob(*first);
   constexpr int kCandidates = 40;
   for (int candidate = 0; candidate < kCandidates; ++candidate) {
-    ASSERT_TRUE(first->PutCandidate(MakeCandidate(absl::StrCat("c", candidate), "j.t0", 1)).ok());
+    ASSERT_TRUE(first->PutCandidates({MakeCandidate(absl::StrCat("c", candidate), "j.t0", 1)}).ok());
   }
   std::atomic<int> inserted{0};
   std::atomic<int> failures{0};

@@ -147,7 +147,7 @@ TEST_F(PostgresServerTest, ReconnectsAfterTheServerDropsTheConnection) {
   ASSERT_TRUE(opened.ok()) << opened.status();
   Database& database = **opened;
   CreateTwoTaskJob(database);
-  ASSERT_TRUE(database.PutCandidate(MakeCandidate("c1", "j.t0", 1)).ok());
+  ASSERT_TRUE(database.PutCandidates({MakeCandidate("c1", "j.t0", 1)}).ok());
 
   // A plain statement, a transaction and the lease expiry each find a dead connection.
   ASSERT_EQ(TerminateConnections(), 1);
@@ -170,7 +170,7 @@ TEST_F(PostgresServerTest, ReconnectsAfterTheServerDropsTheConnection) {
 TEST_F(PostgresServerTest, ErrorsCarryTheSqlState) {
   absl::StatusOr<std::unique_ptr<Database>> database = OpenDatabase(uri_);
   ASSERT_TRUE(database.ok()) << database.status();
-  absl::Status status = (*database)->PutCandidate(MakeCandidate("c1", "no-such-task", 1));
+  absl::Status status = (*database)->PutCandidates({MakeCandidate("c1", "no-such-task", 1)});
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("(sqlstate 23503)"), std::string::npos) << status;
   EXPECT_NE(status.message().find(uri_), std::string::npos) << status;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "common/costmodel/features.h"
 
@@ -41,6 +43,24 @@ TEST(CostModelsTest, SamplesTrainAModelThatScores) {
       models.Score(target::Target::kCpu, {slow.features, fast.features});
   ASSERT_EQ(scores.size(), 2u);
   EXPECT_GT(scores[1], scores[0]);
+}
+
+TEST(CostModelsTest, PassesAreSpacedOutButTheFirstIsNot) {
+  CostModelOptions options;
+  options.min_seconds_between_passes = 0.3;
+  CostModels models(/*database=*/nullptr, options);
+  std::mt19937 rng(5);
+  auto add = [&](int count) {
+    for (int index = 0; index < count; ++index) {
+      models.AddSample(target::Target::kCpu, MakeSample(rng, index % 2 ? "w1" : "w2"));
+    }
+  };
+  add(40);
+  EXPECT_EQ(models.TrainDue(), 1);  // the first pass at once
+  add(200);                         // far more than the growth asks for
+  EXPECT_EQ(models.TrainDue(), 0);  // but too soon after the first
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(models.TrainDue(), 1);
 }
 
 TEST(CostModelsTest, TrainingSetsAreCappedRecentHalfFirst) {
