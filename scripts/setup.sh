@@ -13,7 +13,7 @@ packages=(build-essential cmake pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev sqlite3 libpq-dev llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
   libonnx-dev libcivetweb-dev civetweb libxgboost-dev xgboost libgtest-dev libopenblas-dev curl
-  python3-pip libtcmalloc-minimal4)
+  python3-pip libtcmalloc-minimal4 prometheus-cpp-dev)
 targets=(--target gtco-server gtco-worker gtco-client)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14

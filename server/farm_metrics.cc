@@ -28,7 +28,16 @@ FarmMetrics::FarmMetrics(metrics::Registry& registry)
       database_errors_(registry.AddCounter(
           "gtco_database_errors_total",
           "Schedule-database statements that failed, by status code (UNAVAILABLE: the database "
-          "was unreachable, full or failing)")) {
+          "was unreachable, full or failing).")),
+      leases_granted_(registry.AddCounter("gtco_leases_granted_total",
+                                          "Candidates handed to workers under a lease, by target.")),
+      leases_expired_(registry.AddCounter(
+          "gtco_leases_expired_total",
+          "Leases that ran out before their result came, by target (measured again).")),
+      team_trials_(registry.AddCounter("gtco_team_trials_total",
+                                       "Trials measured for each team's jobs.")),
+      worker_info_(registry.AddGauge(
+          "gtco_worker_info", "Registered workers (value 1), labelled with their hardware.")) {
   for (db::JobState state : kJobStates) jobs_.Add({{"state", db::JobStateName(state)}});
   database_errors_.Add({{"code", "UNAVAILABLE"}});
 }
@@ -66,6 +75,29 @@ void FarmMetrics::ObserveDatabaseStatement(double seconds, absl::StatusCode code
   if (code != absl::StatusCode::kOk) {
     database_errors_.Add({{"code", absl::StatusCodeToString(code)}}).Increment();
   }
+}
+
+void FarmMetrics::CountLeasesGranted(target::Target target, int64_t count) {
+  leases_granted_.Add({{"target", target::TargetName(target)}})
+      .Increment(static_cast<double>(count));
+}
+
+void FarmMetrics::CountLeaseExpired(target::Target target) {
+  leases_expired_.Add({{"target", target::TargetName(target)}}).Increment();
+}
+
+void FarmMetrics::CountTeamTrial(const std::string& team) {
+  team_trials_.Add({{"team", team}}).Increment();
+}
+
+void FarmMetrics::SetWorkerInfo(const std::string& worker_id, const std::string& hostname,
+                                target::Target target, const std::string& hardware) {
+  worker_info_
+      .Add({{"worker", worker_id},
+            {"hostname", hostname},
+            {"target", target::TargetName(target)},
+            {"hardware", hardware}})
+      .Set(1);
 }
 
 }  // namespace gtco::server

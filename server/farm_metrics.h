@@ -29,6 +29,15 @@ class FarmMetrics {
   void ObserveMeasurementSeconds(target::Target target, double seconds);
   /// One database statement (or transaction begin/commit): its time, and its error by code.
   void ObserveDatabaseStatement(double seconds, absl::StatusCode code);
+  /// Candidates handed out under a lease.
+  void CountLeasesGranted(target::Target target, int64_t count);
+  /// Leases that ran out before their result came (the candidate goes to another worker).
+  void CountLeaseExpired(target::Target target);
+  /// One measured trial of a job of `team`.
+  void CountTeamTrial(const std::string& team);
+  /// A registered worker, as an info metric (value 1) labelled with what it runs on.
+  void SetWorkerInfo(const std::string& worker_id, const std::string& hostname,
+                     target::Target target, const std::string& hardware);
 
  private:
   metrics::Family<metrics::Gauge>& jobs_;
@@ -36,10 +45,14 @@ class FarmMetrics {
   metrics::Family<metrics::Counter>& rejected_results_;
   metrics::Family<metrics::Gauge>& queue_depth_;
   metrics::Family<metrics::Gauge>& connected_workers_;
-  metrics::Family<metrics::Histogram>& measurement_seconds_;
-  metrics::Family<metrics::Histogram>& database_seconds_;
+  metrics::HistogramFamily& measurement_seconds_;
+  metrics::HistogramFamily& database_seconds_;
   metrics::Histogram& database_statement_seconds_;  ///< its one child (no labels)
   metrics::Family<metrics::Counter>& database_errors_;
+  metrics::Family<metrics::Counter>& leases_granted_;
+  metrics::Family<metrics::Counter>& leases_expired_;
+  metrics::Family<metrics::Counter>& team_trials_;
+  metrics::Family<metrics::Gauge>& worker_info_;
 };
 
 }  // namespace gtco::server

@@ -294,6 +294,9 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
     if (wait_ms > 0 && LeaseQueue::Clock::now() >= deadline) break;
   }
   if (leases_.Size(target) < ReadyWant(target)) leases_.Demand();
+  if (metrics_ && !leased.empty()) {
+    metrics_->CountLeasesGranted(target, static_cast<int64_t>(leased.size()));
+  }
   return leased;
 }
 

@@ -37,7 +37,12 @@ absl::StatusOr<WorkerTerms> FarmCore::Register(const WorkerHello& hello) {
         "a cuda worker must report its GPU's compute capability and SM count at registration");
   }
   const std::string worker_id = hello.worker_id.empty() ? NewId("w") : hello.worker_id;
-  GTCO_RETURN_IF_ERROR(workers_.Register(hello, worker_id, NowMs()).status());
+  GTCO_ASSIGN_OR_RETURN(std::shared_ptr<const Worker> worker,
+                        workers_.Register(hello, worker_id, NowMs()));
+  if (metrics_) {
+    metrics_->SetWorkerInfo(worker_id, hello.hostname, hardware.target,
+                            worker->hardware.Summary());
+  }
   WorkerTerms terms;
   terms.worker_id = worker_id;
   terms.lease_seconds = options_.lease_seconds;
@@ -174,6 +179,7 @@ absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialRes
       task.history.push_back(row);
     }
     Job& job = *jobs_.at(task.row.job_id);
+    if (metrics_) metrics_->CountTeamTrial(job.row.team);
     UpdateTaskCompletionLocked(job, task);
     UpdateJobCompletionLocked(job);
     TouchJobLocked(job);
@@ -223,6 +229,7 @@ void FarmCore::Tick() {
       if (found == tasks_.end()) continue;
       Task& task = *found->second;
       if (task.Finished() || !task.outstanding.count(candidate_id)) continue;
+      if (metrics_) metrics_->CountLeaseExpired(task.row.target);
       task.pending.push_front(candidate_id);
       GTCO_LOG(kWarning, "lease of " << candidate_id << " expired; handing it to another worker");
     }

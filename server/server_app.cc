@@ -11,8 +11,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/db/database.h"
@@ -24,6 +26,7 @@
 #include "server/auth_gate.h"
 #include "server/farm_core.h"
 #include "server/farm_metrics.h"
+#include "server/rpc_metrics.h"
 #include "server/service.h"
 
 namespace gtco::server {
@@ -307,6 +310,9 @@ int RunServerApp(int argc, char** argv) {
   builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   builder.RegisterService(&client_service);
   builder.RegisterService(&worker_service);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<RpcMetricsFactory>(registry));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {
     std::cerr << "gtco-server: cannot listen on " << listen

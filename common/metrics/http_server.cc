@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "common/metrics/text_format.h"
+#include "common/metrics/registry.h"
 #include "common/util/logging.h"
 
 namespace gtco::metrics {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "common/metrics/text_format.h"
+#include "common/metrics/registry.h"
 #include "tests/unit/metrics/http_get.h"
 
 namespace gtco::metrics {

@@ -113,7 +113,7 @@ TEST(PrometheusIntegrationTest, RealPrometheusScrapesWithoutErrors) {
   const std::filesystem::path directory(directory_template);
 
   Registry registry;
-  registry.AddCounter("gtco_itest_trials_total", "Trials \"measured\"\nin the test.")
+  registry.AddCounter("gtco_itest_trials_total", "Trials \"measured\" in the test.")
       .Add({{"target", "cpu"}, {"path", "C:\\x \"y\"\nz"}})
       .Increment(42);
   registry.AddGauge("gtco_itest_ratio", "A fraction.").Add({}).Set(0.125);
