@@ -24,6 +24,12 @@ class BackupChecks:
     """Tunes one job to the end and another part way, backs up while the server runs, then
     checks a server on the restored database."""
 
+    def tearDown(self):
+        for farm in (self.farm, self.restored):
+            if farm:
+                farm.stop()
+                shutil.rmtree(farm.dir, ignore_errors=True)
+
     def run_jobs(self):
         farm = self.farm
         farm.start_worker()
@@ -58,12 +64,6 @@ class SqliteBackupTest(BackupChecks, unittest.TestCase):
         self.farm.start_server()
         self.restored = None
 
-    def tearDown(self):
-        for farm in (self.farm, self.restored):
-            if farm:
-                farm.stop()
-                shutil.rmtree(farm.dir, ignore_errors=True)
-
     def test_online_backup_restores_every_job_and_record(self):
         finished, done, running = self.run_jobs()
         backup = os.path.join(tempfile.mkdtemp(prefix="gtco-backup-"), "gtco-backup.db")
@@ -90,11 +90,6 @@ class PostgresBackupTest(BackupChecks, unittest.TestCase):
         self.farm = PostgresFarm(self.postgres, self.database)
         self.farm.start_server()
         self.restored = None
-
-    def tearDown(self):
-        for farm in (self.farm, self.restored):
-            if farm:
-                farm.stop()
 
     @classmethod
     def tearDownClass(cls):
