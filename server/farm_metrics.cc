@@ -34,6 +34,8 @@ FarmMetrics::FarmMetrics(metrics::Registry& registry)
       leases_expired_(registry.AddCounter(
           "gtco_leases_expired_total",
           "Leases that ran out before their result came, by target (measured again).")),
+      leases_outstanding_(registry.AddGauge(
+          "gtco_leases_outstanding", "Candidates leased to workers and not yet reported.")),
       team_trials_(registry.AddCounter("gtco_team_trials_total",
                                        "Trials measured for each team's jobs.")),
       worker_info_(registry.AddGauge(
@@ -84,6 +86,11 @@ void FarmMetrics::CountLeasesGranted(target::Target target, int64_t count) {
 
 void FarmMetrics::CountLeaseExpired(target::Target target) {
   leases_expired_.Add({{"target", target::TargetName(target)}}).Increment();
+}
+
+void FarmMetrics::SetLeasesOutstanding(target::Target target, int64_t leases) {
+  leases_outstanding_.Add({{"target", target::TargetName(target)}})
+      .Set(static_cast<double>(leases));
 }
 
 void FarmMetrics::CountTeamTrial(const std::string& team) {

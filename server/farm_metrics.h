@@ -33,6 +33,8 @@ class FarmMetrics {
   void CountLeasesGranted(target::Target target, int64_t count);
   /// Leases that ran out before their result came (the candidate goes to another worker).
   void CountLeaseExpired(target::Target target);
+  /// Candidates leased and not yet reported.
+  void SetLeasesOutstanding(target::Target target, int64_t leases);
   /// One measured trial of a job of `team`.
   void CountTeamTrial(const std::string& team);
   /// A registered worker, as an info metric (value 1) labelled with what it runs on.
@@ -51,6 +53,7 @@ class FarmMetrics {
   metrics::Family<metrics::Counter>& database_errors_;
   metrics::Family<metrics::Counter>& leases_granted_;
   metrics::Family<metrics::Counter>& leases_expired_;
+  metrics::Family<metrics::Gauge>& leases_outstanding_;
   metrics::Family<metrics::Counter>& team_trials_;
   metrics::Family<metrics::Gauge>& worker_info_;
 };

@@ -287,7 +287,7 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
         if (leased.empty()) return written;
         break;
       }
-      leases_.MarkLeased(candidate_id, now);
+      leases_.MarkLeased(candidate_id, target, now);
       item.candidate.lease_deadline_unix_ms = lease_deadline;
       leased.push_back(std::move(item.candidate));
     }

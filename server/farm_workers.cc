@@ -251,6 +251,7 @@ void FarmCore::Tick() {
   for (const target::Target target : {target::Target::kCpu, target::Target::kCuda}) {
     metrics_->SetQueueDepth(target, queue_by_target[target]);
     metrics_->SetConnectedWorkers(target, static_cast<int64_t>(workers_.Alive(target, now)));
+    metrics_->SetLeasesOutstanding(target, static_cast<int64_t>(leases_.Outstanding(target)));
   }
 }
 

@@ -49,18 +49,26 @@ size_t LeaseQueue::Size(target::Target target) const {
   return found == ready_.end() ? 0 : found->second.size();
 }
 
-void LeaseQueue::MarkLeased(const std::string& candidate_id, int64_t now_ms) {
+void LeaseQueue::MarkLeased(const std::string& candidate_id, target::Target target,
+                            int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
-  leased_at_ms_[candidate_id] = now_ms;
+  leased_[candidate_id] = Held{target, now_ms};
 }
 
 std::optional<int64_t> LeaseQueue::TakeLeasedAt(const std::string& candidate_id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto found = leased_at_ms_.find(candidate_id);
-  if (found == leased_at_ms_.end()) return std::nullopt;
-  const int64_t leased_at = found->second;
-  leased_at_ms_.erase(found);
+  auto found = leased_.find(candidate_id);
+  if (found == leased_.end()) return std::nullopt;
+  const int64_t leased_at = found->second.leased_at_ms;
+  leased_.erase(found);
   return leased_at;
+}
+
+size_t LeaseQueue::Outstanding(target::Target target) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t held = 0;
+  for (const auto& [candidate_id, lease] : leased_) held += lease.target == target ? 1 : 0;
+  return held;
 }
 
 void LeaseQueue::Demand() {

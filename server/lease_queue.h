@@ -55,10 +55,12 @@ class LeaseQueue {
   /// Candidates waiting in `target`'s queue.
   size_t Size(target::Target target) const;
 
-  /// Remembers when `candidate_id` was leased (for the measurement-time metric).
-  void MarkLeased(const std::string& candidate_id, int64_t now_ms);
+  /// Remembers when `candidate_id` of `target` was leased (for the measurement-time metric).
+  void MarkLeased(const std::string& candidate_id, target::Target target, int64_t now_ms);
   /// When `candidate_id` was leased, forgetting it; nullopt when it is not held.
   std::optional<int64_t> TakeLeasedAt(const std::string& candidate_id);
+  /// Candidates of `target` leased and not yet reported or expired.
+  size_t Outstanding(target::Target target) const;
 
   // The preparer's side.
   /// Wakes the preparer (a queue ran low, a job arrived, a lease expired).
@@ -82,7 +84,11 @@ class LeaseQueue {
   std::condition_variable ready_cv_;   ///< a candidate was queued, or a pass finished
   std::condition_variable demand_cv_;  ///< the preparer waits here
   std::map<target::Target, std::deque<ReadyCandidate>> ready_;  ///< by target, oldest first
-  std::map<std::string, int64_t> leased_at_ms_;
+  struct Held {
+    target::Target target;
+    int64_t leased_at_ms;
+  };
+  std::map<std::string, Held> leased_;  ///< by candidate id
   bool demanded_ = false;
   int64_t passes_ = 0;   ///< passes the preparer finished
   bool in_pass_ = true;  ///< the preparer is in a pass (it starts with one)

@@ -49,6 +49,7 @@ TEST(FarmMetricsTest, EveryFamilyPassesPromtool) {
   farm.ObserveDatabaseStatement(0.002, absl::StatusCode::kUnavailable);
   farm.CountLeasesGranted(target::Target::kCpu, 4);
   farm.CountLeaseExpired(target::Target::kCpu);
+  farm.SetLeasesOutstanding(target::Target::kCpu, 5);
   farm.CountTeamTrial("vision");
   farm.SetWorkerInfo("w1", "host-a", target::Target::kCpu, "x86-64 avx2 (2 cores)");
   const std::string text = registry.Serialize();

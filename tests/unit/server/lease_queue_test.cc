@@ -98,8 +98,13 @@ TEST(LeaseQueueTest, AwaitPassWaitsForAPassThatStartedAfterTheCall) {
 
 TEST(LeaseQueueTest, LeaseTimesAreTakenOnce) {
   LeaseQueue queue;
-  queue.MarkLeased("c1", 1000);
+  queue.MarkLeased("c1", target::Target::kCpu, 1000);
+  queue.MarkLeased("c2", target::Target::kCpu, 1001);
+  queue.MarkLeased("g1", target::Target::kCuda, 1002);
+  EXPECT_EQ(queue.Outstanding(target::Target::kCpu), 2u);
   EXPECT_EQ(queue.TakeLeasedAt("c1"), 1000);
+  EXPECT_EQ(queue.Outstanding(target::Target::kCpu), 1u);
+  EXPECT_EQ(queue.Outstanding(target::Target::kCuda), 1u);
   EXPECT_EQ(queue.TakeLeasedAt("c1"), std::nullopt);
   EXPECT_EQ(queue.TakeLeasedAt("never"), std::nullopt);
 }
