@@ -5,7 +5,7 @@
 // trace produces would silently change every stored record; this test catches it.
 //
 // After an intended change to generated code, regenerate the file and commit it with the change:
-//   GTCO_UPDATE_GOLDEN=1 build/tests/unit/schedule/program_golden_test
+//   GTCO_UPDATE_GOLDEN=1 build/tests/unit/kernels/kernels_program_golden_test
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -111,7 +111,7 @@ TEST(ProgramGoldenTest, StoredTracesReplayToTheSamePrograms) {
   if (std::getenv("GTCO_UPDATE_GOLDEN") != nullptr) {
     std::ofstream out(path, std::ios::binary);
     out << "# target\tworkload\ttrace\tprogram digest "
-           "(tests/unit/schedule/program_golden_test.cc)\n";
+           "(tests/unit/kernels/program_golden_test.cc)\n";
     for (const Entry& entry : SampleEntries()) {
       out << entry.target << '\t' << absl::CEscape(entry.workload) << '\t'
           << absl::CEscape(entry.trace) << '\t' << entry.digest << '\n';
