@@ -17,7 +17,7 @@ packages=(build-essential cmake pkg-config git python3
 targets=(--target gtco-server gtco-worker gtco-client)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
-    libclang-rt-14-dev)
+    libclang-rt-14-dev systemd)
   targets=()  # everything, tests included
 fi
 
