@@ -98,6 +98,7 @@ class FarmCore {
   /// A candidate taken for lowering: a new proposal or one waiting to be leased again.
   struct BatchItem {
     Task* task;
+    std::shared_ptr<TaskBuild> build;  ///< the task's, taken with the item (under the lock)
     std::string candidate_id;
     std::string trace;
   };

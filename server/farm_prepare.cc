@@ -116,7 +116,8 @@ absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placement
     }
     for (db::CandidateRow& row : proposed[index].rows) {
       task.outstanding[row.candidate_id] = row.trace;
-      batch->push_back(BatchItem{&task, std::move(row.candidate_id), std::move(row.trace)});
+      batch->push_back(
+          BatchItem{&task, task.build, std::move(row.candidate_id), std::move(row.trace)});
     }
     if (created > 0 && task.row.state == db::TaskState::kPending) {
       // Only the state column: a failure is logged (a restart recomputes the state from the
@@ -153,7 +154,8 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
         }
         std::string candidate_id = task->pending.front();
         task->pending.pop_front();
-        batch.push_back(BatchItem{task, candidate_id, task->outstanding.at(candidate_id)});
+        batch.push_back(
+            BatchItem{task, task->build, candidate_id, task->outstanding.at(candidate_id)});
         continue;
       }
       absl::StatusOr<std::vector<Placement>> round = ScheduleRoundLocked(worker);
@@ -181,16 +183,12 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
   // As the reference worker takes programs; a worker that does not replay traces gets a "trace"
   // candidate lowered to bitcode when it leases it.
   const bool as_trace = worker.replays_traces;
-  std::vector<std::shared_ptr<TaskBuild>> builds;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const BatchItem& item : batch) builds.push_back(item.task->build);
-  }
   const size_t lanes = std::min<size_t>(batch.size(), LoweringThreads());
   auto lower = [&](size_t lane) {
     for (size_t index = lane; index < batch.size(); index += lanes) {
       built[index] =
-          BuildCandidate(*builds[index], batch[index].candidate_id, batch[index].trace, as_trace);
+          BuildCandidate(*batch[index].build, batch[index].candidate_id, batch[index].trace,
+                         as_trace);
     }
   };
   std::vector<std::thread> helpers;
@@ -216,7 +214,7 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
         continue;
       }
       task.features[candidate_id] = std::move(built[index]->features);
-      leases_.Push(ReadyCandidate{builds[index], std::move(built[index]->candidate)});
+      leases_.Push(ReadyCandidate{batch[index].build, std::move(built[index]->candidate)});
     }
   }
   // A schedule the generator cannot lower is a failed trial (the reference worker's); one the

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "absl/status/status.h"
+#include "server/rpc_status.h"
 
 namespace gtco::server {
 namespace {
@@ -26,10 +26,10 @@ class RpcMetricsInterceptor final : public grpc::experimental::Interceptor {
       const grpc::Status status = methods->GetSendStatus();
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      // gRPC's codes are absl's codes.
-      const std::string code =
-          absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
-      seconds_.Add({{"service", service_}, {"method", method_}, {"code", code}}).Observe(seconds);
+      seconds_.Add({{"service", service_},
+                    {"method", method_},
+                    {"code", StatusCodeName(status.error_code())}})
+          .Observe(seconds);
     }
     methods->Proceed();
   }

@@ -3,6 +3,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <string>
+
 #include "absl/status/status.h"
 
 namespace gtco::server {
@@ -11,5 +13,7 @@ namespace gtco::server {
 /// own trouble rather than the caller's (UNAVAILABLE: its database is down or full; INTERNAL,
 /// DATA_LOSS, UNKNOWN) are also logged, at most one line a second, so the operator sees them.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+/// The code's name as absl and gRPC spell it ("OK", "UNAVAILABLE", ...).
+std::string StatusCodeName(grpc::StatusCode code);
 
 }  // namespace gtco::server

@@ -43,6 +43,16 @@ std::unique_ptr<FarmCore> MemoryFarm() {
   return std::move(*core);
 }
 
+/// A CPU worker's hello; `replays_traces`: it registers the "trace" language.
+WorkerHello CpuWorker(const std::string& worker_id, bool replays_traces = true) {
+  WorkerHello hello;
+  hello.worker_id = worker_id;
+  hello.hardware.target = target::Target::kCpu;
+  hello.hardware.cores = 1;
+  if (replays_traces) hello.languages = {"trace"};
+  return hello;
+}
+
 JobSpec Header(int64_t budget) {
   JobSpec spec;
   spec.target = target::Target::kCpu;
@@ -76,11 +86,7 @@ TEST(FarmCoreRegressionTest, NonFiniteTimingsAreAFailedTrial) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
   auto job = core->Submit(Header(4), ReadModel("mlp.onnx"));
   ASSERT_TRUE(job.ok()) << job.status();
-  WorkerHello hello;
-  hello.worker_id = "nan-worker";
-  hello.hardware.target = target::Target::kCpu;
-  hello.hardware.cores = 1;
-  ASSERT_TRUE(core->Register(hello).ok());
+  ASSERT_TRUE(core->Register(CpuWorker("nan-worker", /*replays_traces=*/false)).ok());
   auto leased = core->Lease("nan-worker", /*max_candidates=*/1, /*wait_ms=*/0);
   ASSERT_TRUE(leased.ok()) << leased.status();
   ASSERT_EQ(leased->size(), 1u);
@@ -110,13 +116,8 @@ TEST(FarmCoreRegressionTest, NonFiniteTimingsAreAFailedTrial) {
 TEST(FarmCoreRegressionTest, TraceReplayingWorkersGetTracesOthersGetPrograms) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
   ASSERT_TRUE(core->Submit(Header(64), ReadModel("mlp.onnx")).ok());
-  WorkerHello replaying;
-  replaying.worker_id = "replaying";
-  replaying.hardware.target = target::Target::kCpu;
-  replaying.languages = {"trace"};
-  WorkerHello older = replaying;
-  older.worker_id = "older";
-  older.languages.clear();
+  const WorkerHello replaying = CpuWorker("replaying");
+  const WorkerHello older = CpuWorker("older", /*replays_traces=*/false);
   ASSERT_TRUE(core->Register(replaying).ok());
 
   auto traces = core->Lease("replaying", 2, /*wait_ms=*/1000);
@@ -154,11 +155,7 @@ TEST(FarmCoreRegressionTest, ReadyCandidatesOfACancelledJobAreNotLeased) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
   auto job = core->Submit(Header(64), ReadModel("mlp.onnx"));
   ASSERT_TRUE(job.ok()) << job.status();
-  WorkerHello hello;
-  hello.worker_id = "w";
-  hello.hardware.target = target::Target::kCpu;
-  hello.languages = {"trace"};
-  ASSERT_TRUE(core->Register(hello).ok());
+  ASSERT_TRUE(core->Register(CpuWorker("w")).ok());
   auto first = core->Lease("w", 1, /*wait_ms=*/5000);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->size(), 1u);
@@ -180,10 +177,7 @@ TEST(FarmCoreRegressionTest, ConcurrentWorkersStoreEveryResultOnceWithinTheBudge
   std::vector<std::thread> workers;
   for (int index = 0; index < 4; ++index) {
     workers.emplace_back([&, index] {
-      WorkerHello hello;
-      hello.worker_id = absl::StrCat("w", index);
-      hello.hardware.target = target::Target::kCpu;
-      hello.languages = {"trace"};
+      const WorkerHello hello = CpuWorker(absl::StrCat("w", index));
       ASSERT_TRUE(core->Register(hello).ok());
       for (int round = 0; round < 200; ++round) {
         auto leased = core->Lease(hello.worker_id, 2, /*wait_ms=*/2000);
