@@ -1,9 +1,14 @@
 // Anchor lowering: canonical shapes and params for MatMul (f32, bf16), MatMulInteger, Gemm,
-// Softmax, LayerNorm, ReduceMean.
+// Softmax, LayerNorm, ReduceMean, Conv and GlobalAveragePool.
 #include "common/graph/anchor_lowering.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/graph/const_eval.h"
+#include "common/ir/conv.h"
 #include "common/util/status.h"
 
 namespace gtco::graph {
@@ -255,6 +260,115 @@ absl::StatusOr<AnchorHead> LowerReduceMean(const Node& node, const Graph& graph)
   return LowerRowOp(node, graph, ir::AnchorKind::kReduceMean, axes[0]);
 }
 
+/// Pads of one spatial dim under ONNX auto_pad SAME_UPPER / SAME_LOWER: the output is
+/// ceil(size / stride) and the extra pad goes to the end (UPPER) or the beginning (LOWER).
+std::pair<int64_t, int64_t> SamePads(int64_t size, int64_t kernel, int64_t stride,
+                                     int64_t dilation, bool upper) {
+  const int64_t out = (size + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - size);
+  const int64_t small = total / 2, large = total - small;
+  return upper ? std::make_pair(small, large) : std::make_pair(large, small);
+}
+
+/// A 2-D Conv (X [N, C, H, W], W [K, C/group, R, S], optional bias B [K] as an epilogue add of a
+/// [K, 1, 1] input).
+absl::StatusOr<AnchorHead> LowerConv(const Node& node, const Graph& graph) {
+  const Shape& x = graph.tensor(node.inputs.at(0)).shape;
+  const Shape& w = graph.tensor(node.inputs.at(1)).shape;
+  if (x.size() != 4 || w.size() != 4) {
+    return AnchorUnimplemented(node, absl::StrCat("only 2-D convolutions (4-D X and W) are "
+                                                  "supported; X is ",
+                                                  ShapeString(x), ", W is ", ShapeString(w)));
+  }
+  ir::ConvParams p;
+  p.batch = x[0];
+  p.in_channels = x[1];
+  p.in_h = x[2];
+  p.in_w = x[3];
+  p.out_channels = w[0];
+  p.kernel_h = w[2];
+  p.kernel_w = w[3];
+  p.groups = node.IntAttr("group", 1);
+  const Shape kernel_shape = node.IntsAttr("kernel_shape");
+  if (!kernel_shape.empty() && kernel_shape != Shape{w[2], w[3]}) {
+    return AnchorInvalid(node, absl::StrCat("kernel_shape ", ShapeString(kernel_shape),
+                                            " disagrees with W ", ShapeString(w)));
+  }
+  const Shape strides = node.IntsAttr("strides"), dilations = node.IntsAttr("dilations");
+  const Shape pads = node.IntsAttr("pads");
+  if ((!strides.empty() && strides.size() != 2) || (!dilations.empty() && dilations.size() != 2) ||
+      (!pads.empty() && pads.size() != 4)) {
+    return AnchorInvalid(node, "strides and dilations need 2 values, pads 4");
+  }
+  if (!strides.empty()) {
+    p.stride_h = strides[0];
+    p.stride_w = strides[1];
+  }
+  if (!dilations.empty()) {
+    p.dilation_h = dilations[0];
+    p.dilation_w = dilations[1];
+  }
+  const std::string auto_pad =
+      node.HasAttr("auto_pad") ? node.attributes.at("auto_pad").s : std::string("NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const bool upper = auto_pad == "SAME_UPPER";
+    std::tie(p.pad_top, p.pad_bottom) =
+        SamePads(p.in_h, p.kernel_h, std::max<int64_t>(p.stride_h, 1), p.dilation_h, upper);
+    std::tie(p.pad_left, p.pad_right) =
+        SamePads(p.in_w, p.kernel_w, std::max<int64_t>(p.stride_w, 1), p.dilation_w, upper);
+  } else if (auto_pad == "NOTSET" || auto_pad.empty()) {
+    if (!pads.empty()) {
+      p.pad_top = pads[0];
+      p.pad_left = pads[1];
+      p.pad_bottom = pads[2];
+      p.pad_right = pads[3];
+    }
+  } else if (auto_pad != "VALID") {
+    return AnchorInvalid(node, absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  if (p.groups < 1 || p.in_channels % p.groups != 0 || w[1] * p.groups != p.in_channels) {
+    return AnchorInvalid(node, absl::StrCat("group ", p.groups, " does not fit X ",
+                                            ShapeString(x), " and W ", ShapeString(w)));
+  }
+  AnchorHead head = NewHead(node, graph, ir::AnchorKind::kConv);
+  head.workload = ir::MakeConvWorkload(p);
+  if (absl::Status valid = head.workload.Validate(); !valid.ok()) {
+    return AnchorInvalid(node, std::string(valid.message()));
+  }
+  if (head.workload.output.shape != head.onnx_shape) {
+    return AnchorInvalid(node, absl::StrCat("output shape ", ShapeString(head.onnx_shape),
+                                            " disagrees with the conv's ",
+                                            ShapeString(head.workload.output.shape)));
+  }
+  if (node.inputs.size() < 3 || node.inputs[2].empty()) return head;
+  const Tensor& bias = graph.tensor(node.inputs[2]);
+  if (bias.shape != Shape{p.out_channels}) {
+    return AnchorInvalid(node, absl::StrCat("bias B of shape ", ShapeString(bias.shape),
+                                            " must be [", p.out_channels, "]"));
+  }
+  const int index = static_cast<int>(head.workload.inputs.size());
+  head.workload.inputs.push_back(Desc({p.out_channels, 1, 1}));
+  head.input_ids[bias.name] = index;
+  head.result =
+      Emit(head, ir::EwOp::kAdd, {head.result, OperandOf(ir::Operand::Kind::kInput, index)});
+  return head;
+}
+
+/// GlobalAveragePool over X [N, C, H, W]: a mean over each channel's H*W values (a reduce_mean of
+/// N*C rows), output [N, C, 1, 1].
+absl::StatusOr<AnchorHead> LowerGlobalAveragePool(const Node& node, const Graph& graph) {
+  const Shape& x = graph.tensor(node.inputs.at(0)).shape;
+  if (x.size() < 3) return AnchorInvalid(node, "X needs a batch, a channel and a spatial dim");
+  AnchorHead head = NewHead(node, graph, ir::AnchorKind::kReduceMean);
+  ir::RowParams& row = head.workload.row;
+  row.rows = x[0] * x[1];
+  row.cols = NumElements(x) / row.rows;
+  head.workload.inputs = {Desc({row.rows, row.cols})};
+  head.workload.num_anchor_inputs = 1;
+  head.workload.output = Desc({row.rows, 1});
+  return head;
+}
+
 }  // namespace
 
 std::vector<int64_t> StripLeadingOnes(const std::vector<int64_t>& shape) {
@@ -282,6 +396,22 @@ std::optional<std::vector<int64_t>> AnchorExtraShape(const std::vector<int64_t>&
   return Shape{canonical_out.back()};
 }
 
+std::optional<std::vector<int64_t>> AnchorExtraShape(const AnchorHead& head,
+                                                     const std::vector<int64_t>& extra) {
+  if (head.workload.anchor != ir::AnchorKind::kConv) {
+    return AnchorExtraShape(extra, head.onnx_shape, head.workload.output.shape);
+  }
+  // Conv: full shape, per channel ([K, 1, 1], [1, K, 1, 1]) or scalar.
+  const Shape& out = head.workload.output.shape;
+  if (NumElements(extra) == 1) return Shape{1};
+  if (extra.size() > out.size()) return std::nullopt;
+  Shape padded(out.size() - extra.size(), 1);
+  padded.insert(padded.end(), extra.begin(), extra.end());
+  if (padded == out) return out;
+  if (padded == Shape{1, out[1], 1, 1}) return Shape{out[1], 1, 1};
+  return std::nullopt;
+}
+
 absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph) {
   if (node.op_type == "MatMul" || node.op_type == "MatMulInteger") {
     return LowerMatMul(node, graph);
@@ -293,6 +423,8 @@ absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph) {
   }
   if (node.op_type == "LayerNormalization") return LowerLayerNorm(node, graph);
   if (node.op_type == "ReduceMean") return LowerReduceMean(node, graph);
+  if (node.op_type == "Conv") return LowerConv(node, graph);
+  if (node.op_type == "GlobalAveragePool") return LowerGlobalAveragePool(node, graph);
   return AnchorInvalid(node, "not an anchor op");
 }
 

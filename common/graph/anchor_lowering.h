@@ -1,5 +1,6 @@
 // Lowering of one anchor node (MatMul, MatMulInteger, Gemm, Softmax, LayerNormalization,
-// ReduceMean) to the canonical head of a workload; used by the fusion planner.
+// ReduceMean, Conv, GlobalAveragePool) to the canonical head of a workload; used by the fusion
+// planner.
 #pragma once
 
 #include <map>
@@ -27,6 +28,11 @@ struct AnchorHead {
 /// naming the node, for softmax/layernorm/reduce-mean over a non-last axis, partially
 /// broadcast batch dims, or optional outputs in use.
 absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph);
+
+/// The canonical shape of extra input `extra` in the region of `head`: conv heads take full-shape,
+/// per-channel ([K, 1, 1] after leading 1s) and scalar inputs; other anchors as below.
+std::optional<std::vector<int64_t>> AnchorExtraShape(const AnchorHead& head,
+                                                     const std::vector<int64_t>& extra);
 
 /// `shape` without leading 1s (at least one dim is kept).
 std::vector<int64_t> StripLeadingOnes(const std::vector<int64_t>& shape);

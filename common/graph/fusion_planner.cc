@@ -58,7 +58,10 @@ void CanonicalizeOperands(ir::EwInstr& instr) {
 class Planner {
  public:
   Planner(const Graph& graph, const PlanOptions& options)
-      : graph_(graph), consumers_(graph.ConsumerMap()), assigned_(graph.nodes.size(), false) {
+      : graph_(graph),
+        target_(options.target),
+        consumers_(graph.ConsumerMap()),
+        assigned_(graph.nodes.size(), false) {
     if (options.target == target::Target::kCuda) attention_ = FindAttentionPatterns(graph);
     for (size_t match_idx = 0; match_idx < attention_.size(); ++match_idx) {
       attention_at_[attention_[match_idx].final_matmul] = static_cast<int>(match_idx);
@@ -78,6 +81,11 @@ class Planner {
       }
       if (assigned_[index]) continue;  // inside an attention pattern
       GTCO_ASSIGN_OR_RETURN(AnchorHead head, LowerAnchor(graph_.nodes[index], graph_));
+      if (head.workload.anchor == ir::AnchorKind::kConv && target_ != target::Target::kCpu) {
+        return absl::UnimplementedError(absl::StrCat(
+            "ONNX op 'Conv' at node '", graph_.nodes[index].name, "': convolutions have CPU "
+            "kernels only so far; submit with --target cpu"));
+      }
       regions.push_back(Grow(index, /*anchored=*/true, &head));
     }
     for (int index = 0; index < NumNodes(); ++index) {
@@ -102,8 +110,7 @@ class Planner {
   /// Whether an extra (non-region) input fits the region's broadcast rule.
   bool AcceptsExtra(const std::string& tensor, const AnchorHead* head) const {
     if (head == nullptr) return true;  // anchorless chains: any numpy broadcast
-    return AnchorExtraShape(ShapeOf(tensor), head->onnx_shape, head->workload.output.shape)
-        .has_value();
+    return AnchorExtraShape(*head, ShapeOf(tensor)).has_value();
   }
 
   /// Whether `index` can join a region holding `region_tensors`, given the tensors that
@@ -187,6 +194,7 @@ class Planner {
   absl::StatusOr<PlannedWorkload> Build(const Region& region) const;
 
   const Graph& graph_;
+  target::Target target_;
   std::map<std::string, std::vector<int>> consumers_;
   std::vector<bool> assigned_;
   std::vector<AttentionMatch> attention_;  ///< fused attention subgraphs (target "cuda" only)
@@ -229,7 +237,7 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
         if (added) {
           ir::TensorDesc desc;
           desc.shape = region.anchored
-                           ? *AnchorExtraShape(tensor.shape, head.onnx_shape, workload.output.shape)
+                           ? *AnchorExtraShape(head, tensor.shape)
                            : StripLeadingOnes(tensor.shape);
           workload.inputs.push_back(desc);
         }

@@ -145,8 +145,9 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
 }
 
 OpRole RoleOf(const Node& node) {
-  static const std::set<std::string> kAnchors = {"MatMul",  "MatMulInteger",      "Gemm",
-                                                 "Softmax", "LayerNormalization", "ReduceMean"};
+  static const std::set<std::string> kAnchors = {
+      "MatMul",     "MatMulInteger", "Gemm",             "Softmax", "LayerNormalization",
+      "ReduceMean", "Conv",          "GlobalAveragePool"};
   static const std::set<std::string> kDataOps = {"Transpose", "Reshape",   "Identity", "Flatten",
                                                  "Squeeze",   "Unsqueeze", "Slice",    "Concat",
                                                  "Gather",    "Cast"};

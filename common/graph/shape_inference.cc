@@ -242,6 +242,35 @@ absl::StatusOr<std::vector<int64_t>> TransposePerm(const Node& node, int64_t ran
   return perm;
 }
 
+/// ONNX Conv's output shape [N, K, spatial...] (explicit pads, VALID or SAME auto_pad).
+absl::StatusOr<Shape> ConvShape(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() < 3 || w.size() != x.size()) {
+    return ShapeError(node, "X and W need the same rank, at least 3");
+  }
+  const size_t spatial = x.size() - 2;
+  std::vector<int64_t> strides = node.IntsAttr("strides"), dilations = node.IntsAttr("dilations");
+  std::vector<int64_t> pads = node.IntsAttr("pads");
+  strides.resize(spatial, 1);
+  dilations.resize(spatial, 1);
+  pads.resize(2 * spatial, 0);
+  const std::string auto_pad =
+      node.HasAttr("auto_pad") ? node.attributes.at("auto_pad").s : std::string("NOTSET");
+  Shape out = {x[0], w[0]};
+  for (size_t dim = 0; dim < spatial; ++dim) {
+    if (strides[dim] <= 0) return ShapeError(node, "strides must be positive");
+    const int64_t size = x[dim + 2];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out.push_back((size + strides[dim] - 1) / strides[dim]);
+      continue;
+    }
+    const int64_t pad = auto_pad == "VALID" ? 0 : pads[dim] + pads[dim + spatial];
+    const int64_t span = size + pad - dilations[dim] * (w[dim + 2] - 1) - 1;
+    if (span < 0) return ShapeError(node, "the kernel does not fit the padded input");
+    out.push_back(span / strides[dim] + 1);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Graph& graph) {
   for (const std::string& input : node.inputs) {
     if (!input.empty() && !graph.tensor(input).has_shape) {
@@ -254,7 +283,17 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
       op == "Unsqueeze") {
     return ReshapeLikeShape(node, graph);
   }
-  if (op == "Cast" || op == "Softmax" || op == "LayerNormalization") return shape_of(0);
+  if (op == "Cast" || op == "Softmax" || op == "LayerNormalization" ||
+      op == "BatchNormalization") {
+    return shape_of(0);
+  }
+  if (op == "GlobalAveragePool") {
+    Shape out = shape_of(0);
+    if (out.size() < 3) return ShapeError(node, "X needs a batch, a channel and a spatial dim");
+    std::fill(out.begin() + 2, out.end(), 1);
+    return out;
+  }
+  if (op == "Conv") return ConvShape(node, shape_of(0), shape_of(1));
   if (op == "Gather") return GatherShape(node, shape_of(0), shape_of(1));
   if (op == "Concat") return ConcatShape(node, graph);
   if (op == "Slice") {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/ir/attention.h"
+#include "common/ir/conv.h"
 #include "common/util/status.h"
 
 namespace gtco::ir {
@@ -125,6 +126,14 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
         for (int64_t j = 0; j < p.n; ++j) result[row * p.n + j] = static_cast<float>(sums[j]);
       }
     });
+    return result;
+  }
+  if (w.anchor == AnchorKind::kConv) {
+    const ConvParams& p = w.conv;
+    ForRowBlocks(p.batch * p.out_channels, static_cast<double>(ConvFlops(p)) / 2,
+                 [&](int64_t plane_begin, int64_t plane_end) {
+                   ConvReference(p, inputs[0], inputs[1], plane_begin, plane_end, result.data());
+                 });
     return result;
   }
   if (w.anchor == AnchorKind::kAttention) {
@@ -522,6 +531,11 @@ void DefaultTolerance(const Workload& w, double* rtol, double* atol) {
   double r = 1e-4, a = 1e-5;
   if (w.anchor == AnchorKind::kMatMul) {
     const double scale = std::sqrt(static_cast<double>(std::max<int64_t>(w.matmul.k, 1)));
+    r = 2e-5 * scale + 1e-5;
+    a = 2e-5 * scale;
+  } else if (w.anchor == AnchorKind::kConv) {
+    const MatMulParams g = ConvGemmView(w.conv);
+    const double scale = std::sqrt(static_cast<double>(std::max<int64_t>(g.k, 1)));
     r = 2e-5 * scale + 1e-5;
     a = 2e-5 * scale;
   } else if (w.anchor == AnchorKind::kLayerNorm) {

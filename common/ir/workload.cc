@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/ir/attention.h"
+#include "common/ir/conv.h"
 #include "common/util/hash.h"
 #include "common/util/status.h"
 
@@ -38,7 +39,8 @@ constexpr NamedAnchor kAnchors[] = {{AnchorKind::kNone, "none", 0},
                                     {AnchorKind::kSoftmax, "softmax", 1},
                                     {AnchorKind::kLayerNorm, "layernorm", 3},
                                     {AnchorKind::kReduceMean, "reduce_mean", 1},
-                                    {AnchorKind::kAttention, "attention", 3}};
+                                    {AnchorKind::kAttention, "attention", 3},
+                                    {AnchorKind::kConv, "conv", 2}};
 
 struct NamedEwOp {
   EwOp op;
@@ -249,6 +251,7 @@ absl::Status ParseLine(const std::string& line, Workload& workload) {
   if (tag == "matmul") return ParseMatMulLine(words, line, workload.matmul);
   if (tag == "row") return ParseRowLine(words, line, workload.row);
   if (tag == "attention") return ParseAttentionParamsLine(line, workload.attention);
+  if (tag == "conv") return ParseConvParamsLine(line, workload.conv);
   if (tag == "anchor_inputs") {
     if (words.size() != 2) return ParseError("expected 'anchor_inputs <n>'", line);
     GTCO_ASSIGN_OR_RETURN(int64_t count, ParseInt(words[1], line));
@@ -307,6 +310,7 @@ absl::Status ValidateAnchorShapes(const Workload& w) {
     return ExpectShape(w.output, {p.batch, p.m, p.n}, "matmul output");
   }
   if (w.anchor == AnchorKind::kAttention) return ValidateAttentionShapes(w);
+  if (w.anchor == AnchorKind::kConv) return ValidateConvShapes(w);
   if (w.anchor == AnchorKind::kNone) {
     for (int64_t dim : w.output.shape) {
       if (dim <= 0) return absl::InvalidArgumentError("workload output dims must be positive");
@@ -558,6 +562,8 @@ std::string Workload::CanonicalString() const {
     absl::StrAppend(&text, "\n");
   } else if (anchor == AnchorKind::kAttention) {
     absl::StrAppend(&text, AttentionParamsLine(attention), "\n");
+  } else if (anchor == AnchorKind::kConv) {
+    absl::StrAppend(&text, ConvParamsLine(conv), "\n");
   } else if (anchor != AnchorKind::kNone) {
     absl::StrAppend(&text, "row rows=", row.rows, " cols=", row.cols);
     if (anchor == AnchorKind::kLayerNorm) {
@@ -598,6 +604,9 @@ std::string Workload::Description() const {
     case AnchorKind::kAttention:
       text = AttentionSummary(*this);
       break;
+    case AnchorKind::kConv:
+      text = ConvSummary(*this);
+      break;
     default:
       text = absl::StrCat(AnchorKindName(anchor), " ", row.rows, "x", row.cols);
       break;
@@ -625,6 +634,9 @@ int64_t Workload::Flops() const {
       break;
     case AnchorKind::kAttention:
       anchor_flops = AttentionFlops(attention);
+      break;
+    case AnchorKind::kConv:
+      anchor_flops = ConvFlops(conv);
       break;
     case AnchorKind::kNone:
       break;

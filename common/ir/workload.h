@@ -31,6 +31,14 @@
 //                   f32, f16 or bf16, and compute accumulates in fp32; the output is f32 or the
 //                   inputs' dtype (rounded to nearest even once at the end); epilogues only on
 //                   f32 outputs. See attention.h.
+//      kConv:       inputs X [N, C, H, W], W [K, C/groups, R, S]; 2-D convolution as ONNX Conv
+//                   (cross-correlation, zero padding): out[n, k, oh, ow] = sum_{c, r, s}
+//                   X[n, g*C/groups + c, oh*stride_h - pad_top + r*dilation_h,
+//                     ow*stride_w - pad_left + s*dilation_w] * W[k, c, r, s]
+//                   with g = k / (K/groups) and reads outside the image zero (shape [N, K, OH,
+//                   OW], OH = (H + pad_top + pad_bottom - dilation_h*(R-1) - 1) / stride_h + 1,
+//                   OW likewise). f32 only; a bias is an epilogue add of a [K, 1, 1] input.
+//                   See conv.h.
 //      kNone:       no anchor; the epilogue alone computes the output from extra inputs.
 //  - The epilogue is evaluated per output element in instruction order; operand kAcc is the
 //    anchor's value at that element; kInput k reads extra input k (index into `inputs`, counting
@@ -60,8 +68,8 @@ absl::StatusOr<DType> ParseDType(const std::string& name);
 int64_t DTypeSize(DType dtype);
 
 /// Anchor ops (see the semantics above). New kinds are appended so that values keep their numbers.
-enum class AnchorKind { kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean, kAttention };
-/// "none", "matmul", "softmax", "layernorm", "reduce_mean", "attention".
+enum class AnchorKind { kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean, kAttention, kConv };
+/// "none", "matmul", "softmax", "layernorm", "reduce_mean", "attention", "conv".
 const char* AnchorKindName(AnchorKind kind);
 
 /// Element-wise operations of epilogues. Unary ops take one argument, binary ops two.
@@ -118,13 +126,27 @@ struct AttentionParams {
   bool k_transposed = false;
 };
 
+/// 2-D convolution (kConv), ONNX Conv semantics; see the anchor table above.
+struct ConvParams {
+  int64_t batch = 1;                      ///< N
+  int64_t in_channels = 1;                ///< C
+  int64_t in_h = 1, in_w = 1;             ///< H, W
+  int64_t out_channels = 1;               ///< K
+  int64_t kernel_h = 1, kernel_w = 1;     ///< R, S
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;                     ///< divides C and K
+};
+
 struct Workload {
   AnchorKind anchor = AnchorKind::kNone;
   MatMulParams matmul;        ///< valid when anchor == kMatMul
   RowParams row;              ///< valid for kSoftmax, kLayerNorm, kReduceMean
   AttentionParams attention;  ///< valid when anchor == kAttention
-  /// Anchor inputs first (A,B | X | X,scale,bias | X | Q,K,V | none), then the epilogue's extra
-  /// inputs.
+  ConvParams conv;            ///< valid when anchor == kConv
+  /// Anchor inputs first (A,B | X | X,scale,bias | X | Q,K,V | X,W | none), then the
+  /// epilogue's extra inputs.
   std::vector<TensorDesc> inputs;
   int num_anchor_inputs = 0;
   std::vector<EwInstr> epilogue;

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/graph/batchnorm_folding.h"
 #include "common/graph/constant_folding.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
@@ -25,6 +26,7 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
   analysis.model_name = graph.name;
   analysis.num_nodes = static_cast<int>(graph.nodes.size());
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
+  GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
   GTCO_RETURN_IF_ERROR(CheckSupportedOps(graph));
   analysis.num_data_ops = CountDataOps(graph);
   GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned, PlanWorkloads(graph, options));

@@ -230,7 +230,8 @@ TEST(OpSupportTest, ClassifiesRoles) {
   EXPECT_EQ(RoleOf(MakeNode("Erf", "n", {}, {})), OpRole::kElementwise);
   EXPECT_EQ(RoleOf(MakeNode("Transpose", "n", {}, {})), OpRole::kData);
   EXPECT_EQ(RoleOf(MakeNode("ConstantOfShape", "n", {}, {})), OpRole::kFoldOnly);
-  EXPECT_EQ(RoleOf(MakeNode("Conv", "n", {}, {})), OpRole::kUnsupported);
+  EXPECT_EQ(RoleOf(MakeNode("Conv", "n", {}, {})), OpRole::kAnchor);
+  EXPECT_EQ(RoleOf(MakeNode("TopK", "n", {}, {})), OpRole::kUnsupported);
   Node custom = MakeNode("MatMul", "n", {}, {});
   custom.domain = "com.microsoft";
   EXPECT_EQ(RoleOf(custom), OpRole::kUnsupported);

@@ -8,6 +8,7 @@
 
 #include "common/codegen/llvm/jit.h"
 #include "common/codegen/llvm/llvm_codegen.h"
+#include "common/ir/conv.h"
 #include "common/ir/reference.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
@@ -268,6 +269,98 @@ TEST_F(ScheduleJitTest, MatMul512HandPickedTraces) {
     const std::string fma = avx512 ? "mm_avx512_fma/v1;mr=6;nr=4" : "mm_avx2_fma/v1;mr=6;nr=2";
     CheckAndTime(jit_, w, fma + ";kc=256;mc=512;nc=256;par=1;unroll_k=4;pack_a=0;pack_b=1");
   }
+}
+
+/// A conv workload: X [n, c, h, w], W [k, c/groups, r, s]; pads top, left, bottom, right.
+ir::Workload Conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s,
+                  int64_t stride, std::vector<int64_t> pads, int64_t groups = 1,
+                  int64_t dilation_h = 1, int64_t dilation_w = 1) {
+  ir::ConvParams p;
+  p.batch = n;
+  p.in_channels = c;
+  p.in_h = h;
+  p.in_w = w;
+  p.out_channels = k;
+  p.kernel_h = r;
+  p.kernel_w = s;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = pads[0];
+  p.pad_left = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_right = pads[3];
+  p.groups = groups;
+  p.dilation_h = dilation_h;
+  p.dilation_w = dilation_w;
+  return ir::MakeConvWorkload(p);
+}
+
+/// Random traces of every conv mapping the host has (avx512_fma, avx2_fma) against the reference.
+void CheckEveryConvMapping(const ir::Workload& w, int samples, uint64_t seed,
+                           const std::function<void(const SearchSpace&, const ir::Workload&, int,
+                                                    uint64_t)>& check) {
+  ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+  absl::StatusOr<std::vector<SearchSpace>> spaces =
+      kernels::CreateMappingSpaces(w, target::DetectHostCpu());
+  ASSERT_TRUE(spaces.ok()) << spaces.status();
+  for (const SearchSpace& space : *spaces) {
+    SCOPED_TRACE(space.mapping() + " " + w.Description());
+    check(space, w, samples, seed);
+  }
+}
+
+TEST_F(ScheduleJitTest, ConvImplicitGemmShapesOfRealModels) {
+  const auto check = [](const SearchSpace& space, const ir::Workload& w, int samples,
+                        uint64_t seed) { CheckSpace(space, w, samples, seed); };
+  // ResNet's 3x3 stride-1 pad-1, its 7x7 stride-2 stem (odd image), its 1x1 projections
+  // (stride 1 and the stride-2 downsample), MobileNet's depthwise 3x3 stride 2.
+  CheckEveryConvMapping(Conv(1, 8, 10, 10, 16, 3, 3, 1, {1, 1, 1, 1}), 8, 11, check);
+  CheckEveryConvMapping(Conv(1, 3, 23, 23, 8, 7, 7, 2, {3, 3, 3, 3}), 6, 12, check);
+  CheckEveryConvMapping(Conv(2, 16, 7, 7, 24, 1, 1, 1, {0, 0, 0, 0}), 6, 13, check);
+  CheckEveryConvMapping(Conv(1, 8, 9, 9, 16, 1, 1, 2, {0, 0, 0, 0}), 6, 14, check);
+  CheckEveryConvMapping(Conv(1, 12, 11, 11, 12, 3, 3, 2, {1, 1, 1, 1}, /*groups=*/12), 6, 15,
+                        check);
+}
+
+TEST_F(ScheduleJitTest, ConvGroupsDilationAsymmetricPadsAndEpilogue) {
+  const auto check = [](const SearchSpace& space, const ir::Workload& w, int samples,
+                        uint64_t seed) { CheckSpace(space, w, samples, seed); };
+  // Grouped (4 groups of 2 -> 3 channels), dilated rows, pads only on some sides, a 3x2 kernel.
+  CheckEveryConvMapping(Conv(2, 8, 12, 9, 12, 3, 2, 1, {2, 0, 1, 1}, 4, 2, 1), 8, 21, check);
+  // Unpadded stride 2 (no masked reads), then bias + residual + ReLU as ResNet's blocks end.
+  CheckEveryConvMapping(Conv(1, 4, 9, 9, 8, 3, 3, 2, {0, 0, 0, 0}), 6, 22, check);
+  ir::Workload w = Conv(1, 16, 14, 14, 32, 3, 3, 1, {1, 1, 1, 1});
+  w.inputs.push_back(schedule::testing::Tensor({32, 1, 1}));        // bias per channel
+  w.inputs.push_back(schedule::testing::Tensor({1, 32, 14, 14}));   // residual
+  w.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
+                {ir::EwOp::kAdd, {schedule::testing::Val(0), schedule::testing::In(3)}},
+                {ir::EwOp::kRelu, {schedule::testing::Val(1)}}};
+  CheckEveryConvMapping(w, 8, 23, check);
+}
+
+TEST_F(ScheduleJitTest, ConvEpilogueBroadcastingOverOneSpatialDimIsRefused) {
+  ir::Workload w = Conv(1, 4, 6, 6, 8, 3, 3, 1, {1, 1, 1, 1});
+  w.inputs.push_back(schedule::testing::Tensor({6}));  // broadcasts over rows only
+  w.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}}};
+  ASSERT_TRUE(w.Validate().ok());
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, target::DetectHostCpu());
+  ASSERT_FALSE(space.ok());
+  EXPECT_EQ(space.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(space.status().message().find("one spatial dim"), std::string::npos)
+      << space.status();
+}
+
+TEST_F(ScheduleJitTest, ConvResNetStageDefaultTrace) {
+  // One of ResNet-50's 3x3 convs at batch 1 (56x56, 64 -> 64) by its default trace.
+  const ir::Workload w = Conv(1, 64, 56, 56, 64, 3, 3, 1, {1, 1, 1, 1});
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, target::DetectHostCpu());
+  ASSERT_TRUE(space.ok()) << space.status();
+  std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 31);
+  const std::vector<float> expected = ir::ComputeReference(w, inputs);
+  double rtol, atol;
+  ir::DefaultTolerance(w, &rtol, &atol);
+  absl::StatusOr<std::vector<float>> output = Run(w, space->DefaultTrace(), inputs);
+  ASSERT_TRUE(output.ok()) << output.status();
+  EXPECT_TRUE(ir::CompareOutputs(expected, *output, rtol, atol).ok());
 }
 
 }  // namespace

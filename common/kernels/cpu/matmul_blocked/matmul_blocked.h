@@ -1,9 +1,11 @@
-// Internal to the schedule module: the register-blocked fp32 matmul sketch family shared by the
-// FMA mappings ("mm_avx512_fma/v1", "mm_avx2_fma/v1"): its per-mapping parameters, the plan
-// derived from (workload, decisions), and the lowering of a plan to loop IR.
+// Internal to the kernel families: the register-blocked fp32 matmul sketch family shared by the
+// FMA mappings ("mm_avx512_fma/v1", "mm_avx2_fma/v1"): its per-mapping parameters, knobs and
+// pruning rules, the plan derived from (matmul view, decisions), and the lowering of a plan to
+// loop IR over operands that a family supplies (cpu/conv reads image patches: implicit GEMM).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,11 @@ struct FmaMappingSpec {
   std::vector<int64_t> mr_choices;    ///< register-tile rows (broadcast A values)
   std::vector<int64_t> nr_choices;    ///< register-tile width in vectors (B vectors)
 };
+
+/// The two FMA specs (ISA parameters) the matmul mappings use; a family reusing the blocked
+/// lowering takes them and sets its own sketch name.
+FmaMappingSpec Avx512FmaSpec();
+FmaMappingSpec Avx2FmaSpec();
 
 /// Knob order of the blocked sketch (trace order).
 enum BlockedKnob { kMr, kNr, kKc, kMc, kNc, kPar, kUnrollK, kPackA, kPackB, kNumBlockedKnobs };
@@ -50,9 +57,32 @@ struct BlockedPlan {
 /// decisions (mr, nr outside the register tile limits, a vw the sketch never uses, ...).
 absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::Workload& w, const KnobValues& values,
                                             int64_t vw);
+/// Same for the matmul view `p` (positive sizes assumed checked).
+absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& p, const KnobValues& values,
+                                            int64_t vw);
 
-/// The loop nest of `plan` (params as KernelParams(w)).
+/// The blocked sketch's knobs and candidate values for the matmul view `p` on `hw`.
+std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParams& p,
+                               const target::HardwareInfo& hw);
+/// The first resource rule rejecting `values` for the matmul view `p`, nullptr if none.
+const char* BlockedPruneRule(const FmaMappingSpec& spec, const ir::MatMulParams& p,
+                             const target::HardwareInfo& hw, const KnobValues& values);
+
+/// Where the lowering reads its operands: A[row, k] and B[k, col] of batch entry `b` of the
+/// plan's matmul view (row < m, k < k, col < n). Each returns an f32 expression.
+struct GemmOperands {
+  std::function<ir::Expr(const ir::Expr& b, const ir::Expr& row, const ir::Expr& k)> a;
+  std::function<ir::Expr(const ir::Expr& b, const ir::Expr& k, const ir::Expr& col)> b;
+};
+/// A plain matmul's operands: inputs "in0" (A) and "in1" (B) as MatMulParams lays them out.
+GemmOperands MatMulOperands(const ir::MatMulParams& p);
+
+/// The loop nest of `plan` (params as KernelParams(w)), reading A and B through `operands`
+/// (MatMulOperands(plan.p) when absent). The output is [batch, m, n] row-major; the epilogue is
+/// applied at (b * m + row, col).
 ir::Stmt LowerBlockedPlan(const BlockedPlan& plan, const EpilogueBuilder& epilogue);
+ir::Stmt LowerBlockedPlan(const BlockedPlan& plan, const EpilogueBuilder& epilogue,
+                          const GemmOperands& operands);
 
 /// INVALID_ARGUMENT unless `w` is a consistent matmul (positive sizes, shapes matching params).
 absl::Status CheckMatMulShapes(const ir::Workload& w);

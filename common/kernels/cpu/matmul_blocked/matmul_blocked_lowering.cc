@@ -47,8 +47,9 @@ struct TileSpec {
 
 class BlockedLowering {
  public:
-  BlockedLowering(const BlockedPlan& plan, const EpilogueBuilder& epilogue)
-      : plan_(plan), epilogue_(epilogue) {}
+  BlockedLowering(const BlockedPlan& plan, const EpilogueBuilder& epilogue,
+                  const GemmOperands& operands)
+      : plan_(plan), epilogue_(epilogue), operands_(operands) {}
 
   Stmt Build() const;
 
@@ -73,6 +74,7 @@ class BlockedLowering {
 
   const BlockedPlan& plan_;
   const EpilogueBuilder& epilogue_;
+  const GemmOperands& operands_;
   const Expr b_ = MakeVar("b");
   const Expr mb_ = MakeVar("mb");
   const Expr nb_ = MakeVar("nb");
@@ -80,17 +82,11 @@ class BlockedLowering {
 };
 
 Expr BlockedLowering::ALoad(const Expr& row, const Expr& k) const {
-  const ir::MatMulParams& p = plan_.p;
-  const Expr base = p.a_batched ? b_ * MakeInt(p.m * p.k) : MakeInt(0);
-  const Expr offset = p.trans_a ? k * MakeInt(p.m) + row : row * MakeInt(p.k) + k;
-  return ir::MakeLoad(InputName(0), base + offset);
+  return operands_.a(b_, row, k);
 }
 
 Expr BlockedLowering::BLoad(const Expr& k, const Expr& col) const {
-  const ir::MatMulParams& p = plan_.p;
-  const Expr base = p.b_batched ? b_ * MakeInt(p.k * p.n) : MakeInt(0);
-  const Expr offset = p.trans_b ? col * MakeInt(p.k) + k : k * MakeInt(p.n) + col;
-  return ir::MakeLoad(InputName(1), base + offset);
+  return operands_.b(b_, k, col);
 }
 
 Expr BlockedLowering::OutIndex(const Expr& row, const Expr& col) const {
@@ -306,8 +302,28 @@ Stmt BlockedLowering::Build() const {
 
 }  // namespace
 
+GemmOperands MatMulOperands(const ir::MatMulParams& p) {
+  GemmOperands operands;
+  operands.a = [p](const Expr& b, const Expr& row, const Expr& k) {
+    const Expr base = p.a_batched ? b * MakeInt(p.m * p.k) : MakeInt(0);
+    const Expr offset = p.trans_a ? k * MakeInt(p.m) + row : row * MakeInt(p.k) + k;
+    return ir::MakeLoad(InputName(0), base + offset);
+  };
+  operands.b = [p](const Expr& b, const Expr& k, const Expr& col) {
+    const Expr base = p.b_batched ? b * MakeInt(p.k * p.n) : MakeInt(0);
+    const Expr offset = p.trans_b ? col * MakeInt(p.k) + k : k * MakeInt(p.n) + col;
+    return ir::MakeLoad(InputName(1), base + offset);
+  };
+  return operands;
+}
+
 Stmt LowerBlockedPlan(const BlockedPlan& plan, const EpilogueBuilder& epilogue) {
-  return BlockedLowering(plan, epilogue).Build();
+  return LowerBlockedPlan(plan, epilogue, MatMulOperands(plan.p));
+}
+
+Stmt LowerBlockedPlan(const BlockedPlan& plan, const EpilogueBuilder& epilogue,
+                      const GemmOperands& operands) {
+  return BlockedLowering(plan, epilogue, operands).Build();
 }
 
 }  // namespace gtco::kernels::internal

@@ -97,6 +97,14 @@ absl::Status CheckMatMulShapes(const ir::Workload& w) {
 absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::Workload& w, const KnobValues& values,
                                             int64_t vw) {
   GTCO_RETURN_IF_ERROR(CheckMatMulShapes(w));
+  return MakeBlockedPlan(w.matmul, values, vw);
+}
+
+absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
+                                            const KnobValues& values, int64_t vw) {
+  if (values.size() != kNumBlockedKnobs) {
+    return absl::InvalidArgumentError("blocked matmul plan needs one value per knob");
+  }
   GTCO_RETURN_IF_ERROR(CheckRange("mr", values[kMr], 1, 32));
   GTCO_RETURN_IF_ERROR(CheckRange("nr", values[kNr], 1, 8));
   GTCO_RETURN_IF_ERROR(CheckRange("kc", values[kKc], 1, 1 << 16));
@@ -107,7 +115,7 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::Workload& w, const KnobVal
   GTCO_RETURN_IF_ERROR(CheckRange("pack_a", values[kPackA], 0, 1));
   GTCO_RETURN_IF_ERROR(CheckRange("pack_b", values[kPackB], 0, 1));
   BlockedPlan plan;
-  plan.p = w.matmul;
+  plan.p = matmul;
   const ir::MatMulParams& p = plan.p;
   plan.vw = vw;
   plan.mr = std::min(values[kMr], p.m);
@@ -150,22 +158,7 @@ class FmaMatMulSketch final : public LoopSketch {
   }
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
-    const ir::MatMulParams& p = w.matmul;
-    const int cores = std::max(hw.cores, 1);
-    const bool parallel = cores > 1 && 2 * p.batch * p.m * p.n * p.k >= kMinParallelFlops;
-    std::vector<int64_t> unroll_k_values;
-    for (int64_t unroll : kUnrollKChoices) {
-      if (unroll == 1 || unroll <= p.k) unroll_k_values.push_back(unroll);
-    }
-    return {{"mr", MrValues(spec_, p.m)},
-            {"nr", NrValues(spec_, p.n)},
-            {"kc", KcValues(p.k)},
-            {"mc", McValues(p.m, cores)},
-            {"nc", NcValues(p.n, cores, spec_.vw)},
-            {"par", parallel ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},
-            {"unroll_k", unroll_k_values},
-            {"pack_a", {0, 1}},
-            {"pack_b", {0, 1}}};
+    return BlockedKnobs(spec_, w.matmul, hw);
   }
 
   const char* PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
@@ -189,12 +182,37 @@ class FmaMatMulSketch final : public LoopSketch {
 
 const char* FmaMatMulSketch::PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
                                        const KnobValues& values) const {
-  const ir::MatMulParams& p = w.matmul;
-  const int64_t mr = std::min(values[kMr], p.m), nr = values[kNr], tc = nr * spec_.vw;
+  return BlockedPruneRule(spec_, w.matmul, hw, values);
+}
+
+}  // namespace
+
+std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParams& p,
+                               const target::HardwareInfo& hw) {
+  const int cores = std::max(hw.cores, 1);
+  const bool parallel = cores > 1 && 2 * p.batch * p.m * p.n * p.k >= kMinParallelFlops;
+  std::vector<int64_t> unroll_k_values;
+  for (int64_t unroll : kUnrollKChoices) {
+    if (unroll == 1 || unroll <= p.k) unroll_k_values.push_back(unroll);
+  }
+  return {{"mr", MrValues(spec, p.m)},
+          {"nr", NrValues(spec, p.n)},
+          {"kc", KcValues(p.k)},
+          {"mc", McValues(p.m, cores)},
+          {"nc", NcValues(p.n, cores, spec.vw)},
+          {"par", parallel ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},
+          {"unroll_k", unroll_k_values},
+          {"pack_a", {0, 1}},
+          {"pack_b", {0, 1}}};
+}
+
+const char* BlockedPruneRule(const FmaMappingSpec& spec, const ir::MatMulParams& p,
+                             const target::HardwareInfo& hw, const KnobValues& values) {
+  const int64_t mr = std::min(values[kMr], p.m), nr = values[kNr], tc = nr * spec.vw;
   const int64_t kc = std::min(values[kKc], p.k);
   const int64_t mc = std::min(values[kMc], p.m), nc = std::min(values[kNc], p.n);
   // mr x nr accumulators, nr B vectors and one broadcast A value live in vector registers.
-  if (mr * nr + nr + 1 > spec_.registers) return "register_file";
+  if (mr * nr + nr + 1 > spec.registers) return "register_file";
   // The kc x tc B micro-panel and the mr x kc A micro-panel are the micro-kernel's working set.
   if ((kc * tc + mr * kc) * 4 > kL1Slack * hw.l1d_bytes) return "l1_tile";
   // The mc x kc A block is re-read for every column panel; with the kc x nc B block it should
@@ -211,11 +229,13 @@ const char* FmaMatMulSketch::PruneRule(const ir::Workload& w, const target::Hard
   }
   // Degenerate combinations: an M block smaller than one row tile, an unroll longer than the
   // K block, or a tile whose last vector lies entirely past N.
-  if ((mc < mr && mc < p.m) || values[kUnrollK] > kc || (nr > 1 && (nr - 1) * spec_.vw >= p.n)) {
+  if ((mc < mr && mc < p.m) || values[kUnrollK] > kc || (nr > 1 && (nr - 1) * spec.vw >= p.n)) {
     return "exceeds_shape";
   }
   return nullptr;
 }
+
+namespace {
 
 /// The mapping of one FMA sketch: needs the sketch's CPU features and f32 operands.
 class FmaMatMulMapping final : public MappingSketch {
@@ -238,17 +258,26 @@ class FmaMatMulMapping final : public MappingSketch {
 };
 
 }  // namespace
+
+FmaMappingSpec Avx512FmaSpec() {
+  return {"mm_avx512_fma/v1", "avx512_fma", {"avx512f"}, 16, 32, {4, 6, 8, 12, 14}, {1, 2, 3, 4}};
+}
+
+FmaMappingSpec Avx2FmaSpec() {
+  return {"mm_avx2_fma/v1", "avx2_fma", {"avx2", "fma"}, 8, 16, {2, 3, 4, 6}, {1, 2, 3}};
+}
+
 }  // namespace internal
 
 const MappingSketch& Avx512FmaMatMulMapping() {
-  static const internal::FmaMatMulMapping* const mapping = new internal::FmaMatMulMapping(
-      {"mm_avx512_fma/v1", "avx512_fma", {"avx512f"}, 16, 32, {4, 6, 8, 12, 14}, {1, 2, 3, 4}});
+  static const internal::FmaMatMulMapping* const mapping =
+      new internal::FmaMatMulMapping(internal::Avx512FmaSpec());
   return *mapping;
 }
 
 const MappingSketch& Avx2FmaMatMulMapping() {
-  static const internal::FmaMatMulMapping* const mapping = new internal::FmaMatMulMapping(
-      {"mm_avx2_fma/v1", "avx2_fma", {"avx2", "fma"}, 8, 16, {2, 3, 4, 6}, {1, 2, 3}});
+  static const internal::FmaMatMulMapping* const mapping =
+      new internal::FmaMatMulMapping(internal::Avx2FmaSpec());
   return *mapping;
 }
 

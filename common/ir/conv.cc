@@ -1,0 +1,246 @@
+// Convolution workloads: shapes, canonical params line, validation, flops and reference.
+#include "common/ir/conv.h"
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/util/status.h"
+
+namespace gtco::ir {
+namespace {
+
+absl::Status LineError(const std::string& what, const std::string& line) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed workload text: ", what, " in '", line, "'"));
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+absl::Status ExpectShape(const TensorDesc& tensor, const std::vector<int64_t>& expected,
+                         const char* what) {
+  if (tensor.shape == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("workload conv ", what, " has shape ",
+                                                 ShapeText(tensor.shape), ", expected ",
+                                                 ShapeText(expected)));
+}
+
+/// Parses "a,b" or "a,b,c,d" into `values` (exactly `count` integers).
+bool ParseIntList(const std::string& text, size_t count, std::vector<int64_t>* values) {
+  std::vector<std::string> parts = absl::StrSplit(text, ',');
+  if (parts.size() != count) return false;
+  values->clear();
+  for (const std::string& part : parts) {
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(part, &value)) return false;
+    values->push_back(value);
+  }
+  return true;
+}
+
+/// Each conv size is at most 2^20 (so every product below stays far inside int64).
+constexpr int64_t kMaxConvDim = int64_t{1} << 20;
+
+}  // namespace
+
+int64_t ConvOutH(const ConvParams& p) {
+  if (p.stride_h <= 0) return 0;
+  const int64_t span = p.in_h + p.pad_top + p.pad_bottom - p.dilation_h * (p.kernel_h - 1) - 1;
+  return span < 0 ? 0 : span / p.stride_h + 1;
+}
+
+int64_t ConvOutW(const ConvParams& p) {
+  if (p.stride_w <= 0) return 0;
+  const int64_t span = p.in_w + p.pad_left + p.pad_right - p.dilation_w * (p.kernel_w - 1) - 1;
+  return span < 0 ? 0 : span / p.stride_w + 1;
+}
+
+std::vector<int64_t> ConvXShape(const ConvParams& p) {
+  return {p.batch, p.in_channels, p.in_h, p.in_w};
+}
+
+std::vector<int64_t> ConvWShape(const ConvParams& p) {
+  return {p.out_channels, p.groups > 0 ? p.in_channels / p.groups : 0, p.kernel_h, p.kernel_w};
+}
+
+std::vector<int64_t> ConvOutShape(const ConvParams& p) {
+  return {p.batch, p.out_channels, ConvOutH(p), ConvOutW(p)};
+}
+
+Workload MakeConvWorkload(const ConvParams& p) {
+  Workload w;
+  w.anchor = AnchorKind::kConv;
+  w.conv = p;
+  w.inputs.resize(2);
+  w.inputs[0].shape = ConvXShape(p);
+  w.inputs[1].shape = ConvWShape(p);
+  w.num_anchor_inputs = 2;
+  w.output.shape = ConvOutShape(p);
+  return w;
+}
+
+std::string ConvParamsLine(const ConvParams& p) {
+  return absl::StrCat("conv n=", p.batch, " c=", p.in_channels, " h=", p.in_h, " w=", p.in_w,
+                      " k=", p.out_channels, " r=", p.kernel_h, " s=", p.kernel_w,
+                      " stride=", p.stride_h, ",", p.stride_w, " pads=", p.pad_top, ",",
+                      p.pad_left, ",", p.pad_bottom, ",", p.pad_right,
+                      " dilation=", p.dilation_h, ",", p.dilation_w, " groups=", p.groups);
+}
+
+absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p) {
+  std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  if (words.empty() || words[0] != "conv") return LineError("expected 'conv'", line);
+  for (size_t word_idx = 1; word_idx < words.size(); ++word_idx) {
+    std::vector<std::string> parts = absl::StrSplit(words[word_idx], absl::MaxSplits('=', 1));
+    if (parts.size() != 2) return LineError("expected key=value", line);
+    const std::string& key = parts[0];
+    const std::string& text = parts[1];
+    std::vector<int64_t> list;
+    if (key == "stride" || key == "dilation") {
+      if (!ParseIntList(text, 2, &list)) return LineError("expected two integers", line);
+      (key == "stride" ? p.stride_h : p.dilation_h) = list[0];
+      (key == "stride" ? p.stride_w : p.dilation_w) = list[1];
+      continue;
+    }
+    if (key == "pads") {
+      if (!ParseIntList(text, 4, &list)) return LineError("expected four integers", line);
+      p.pad_top = list[0];
+      p.pad_left = list[1];
+      p.pad_bottom = list[2];
+      p.pad_right = list[3];
+      continue;
+    }
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(text, &value)) return LineError("bad integer", line);
+    if (key == "n") {
+      p.batch = value;
+    } else if (key == "c") {
+      p.in_channels = value;
+    } else if (key == "h") {
+      p.in_h = value;
+    } else if (key == "w") {
+      p.in_w = value;
+    } else if (key == "k") {
+      p.out_channels = value;
+    } else if (key == "r") {
+      p.kernel_h = value;
+    } else if (key == "s") {
+      p.kernel_w = value;
+    } else if (key == "groups") {
+      p.groups = value;
+    } else {
+      return LineError("unknown conv field", line);
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ConvSummary(const Workload& w) {
+  const ConvParams& p = w.conv;
+  std::string text = absl::StrCat("conv ", p.batch, "x", p.in_channels, "x", p.in_h, "x", p.in_w,
+                                  " k", p.out_channels, " ", p.kernel_h, "x", p.kernel_w);
+  if (p.stride_h == p.stride_w) {
+    absl::StrAppend(&text, " s", p.stride_h);
+  } else {
+    absl::StrAppend(&text, " s", p.stride_h, ",", p.stride_w);
+  }
+  if (p.pad_top == p.pad_left && p.pad_top == p.pad_bottom && p.pad_top == p.pad_right) {
+    absl::StrAppend(&text, " p", p.pad_top);
+  } else {
+    absl::StrAppend(&text, " p", p.pad_top, ",", p.pad_left, ",", p.pad_bottom, ",", p.pad_right);
+  }
+  if (p.dilation_h != 1 || p.dilation_w != 1) {
+    absl::StrAppend(&text, " d", p.dilation_h, ",", p.dilation_w);
+  }
+  if (p.groups != 1) absl::StrAppend(&text, " /g", p.groups);
+  return text;
+}
+
+absl::Status ValidateConvShapes(const Workload& w) {
+  const ConvParams& p = w.conv;
+  for (int64_t value : {p.batch, p.in_channels, p.in_h, p.in_w, p.out_channels, p.kernel_h,
+                        p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
+                        p.groups}) {
+    if (value <= 0 || value > kMaxConvDim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload conv sizes, strides, dilations and groups must be in [1, 2^20]: ",
+                       ConvParamsLine(p)));
+    }
+  }
+  for (int64_t pad : {p.pad_top, p.pad_left, p.pad_bottom, p.pad_right}) {
+    if (pad < 0 || pad > kMaxConvDim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload conv pads must be in [0, 2^20]: ", ConvParamsLine(p)));
+    }
+  }
+  if (p.in_channels % p.groups != 0 || p.out_channels % p.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("workload conv groups ", p.groups,
+                                                   " must divide both channel counts (",
+                                                   p.in_channels, ", ", p.out_channels, ")"));
+  }
+  if (ConvOutH(p) < 1 || ConvOutW(p) < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workload conv kernel does not fit the padded image: ", ConvParamsLine(p)));
+  }
+  const MatMulParams g = ConvGemmView(p);
+  if (2.0 * g.batch * g.m * g.n * g.k > 4611686018427387904.0) {  // 2^62
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload conv has more than 2^62 flops: ", ConvParamsLine(p)));
+  }
+  GTCO_RETURN_IF_ERROR(ExpectShape(w.inputs[0], ConvXShape(p), "input X"));
+  GTCO_RETURN_IF_ERROR(ExpectShape(w.inputs[1], ConvWShape(p), "weights W"));
+  return ExpectShape(w.output, ConvOutShape(p), "output");
+}
+
+int64_t ConvFlops(const ConvParams& p) {
+  const MatMulParams g = ConvGemmView(p);
+  return 2 * g.batch * g.m * g.n * g.k;
+}
+
+MatMulParams ConvGemmView(const ConvParams& p) {
+  MatMulParams g;
+  g.batch = p.batch * p.groups;
+  g.m = p.out_channels / p.groups;
+  g.n = ConvOutH(p) * ConvOutW(p);
+  g.k = p.in_channels / p.groups * p.kernel_h * p.kernel_w;
+  g.a_batched = p.groups > 1;
+  g.b_batched = true;
+  return g;
+}
+
+void ConvReference(const ConvParams& p, const std::vector<float>& x, const std::vector<float>& w,
+                   int64_t plane_begin, int64_t plane_end, float* out) {
+  const int64_t oh_count = ConvOutH(p), ow_count = ConvOutW(p);
+  const int64_t cg = p.in_channels / p.groups, kg = p.out_channels / p.groups;
+  GTCO_CHECK(static_cast<int64_t>(x.size()) == p.batch * p.in_channels * p.in_h * p.in_w);
+  GTCO_CHECK(static_cast<int64_t>(w.size()) == p.out_channels * cg * p.kernel_h * p.kernel_w);
+  GTCO_CHECK(plane_begin >= 0 && plane_end <= p.batch * p.out_channels);
+  for (int64_t plane = plane_begin; plane < plane_end; ++plane) {
+    const int64_t n = plane / p.out_channels, k = plane % p.out_channels, g = k / kg;
+    for (int64_t oh = 0; oh < oh_count; ++oh) {
+      for (int64_t ow = 0; ow < ow_count; ++ow) {
+        double sum = 0.0;
+        for (int64_t c = 0; c < cg; ++c) {
+          for (int64_t r = 0; r < p.kernel_h; ++r) {
+            const int64_t ih = oh * p.stride_h - p.pad_top + r * p.dilation_h;
+            if (ih < 0 || ih >= p.in_h) continue;
+            for (int64_t s = 0; s < p.kernel_w; ++s) {
+              const int64_t iw = ow * p.stride_w - p.pad_left + s * p.dilation_w;
+              if (iw < 0 || iw >= p.in_w) continue;
+              sum += static_cast<double>(
+                         x[((n * p.in_channels + g * cg + c) * p.in_h + ih) * p.in_w + iw]) *
+                     w[((k * cg + c) * p.kernel_h + r) * p.kernel_w + s];
+            }
+          }
+        }
+        out[(plane * oh_count + oh) * ow_count + ow] = static_cast<float>(sum);
+      }
+    }
+  }
+}
+
+}  // namespace gtco::ir

@@ -1,0 +1,58 @@
+// Convolution workloads (AnchorKind::kConv, semantics in workload.h): canonical shapes, the
+// params line of the canonical text, validation, cost and the reference evaluation. Workload's
+// methods and reference.cc delegate here for convolutions; most code should use those.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/ir/workload.h"
+
+namespace gtco::ir {
+
+/// Output rows and columns of `p` (OH, OW; see workload.h); <= 0 when the kernel does not fit.
+int64_t ConvOutH(const ConvParams& p);
+int64_t ConvOutW(const ConvParams& p);
+
+/// Canonical shapes: X [N, C, H, W], W [K, C/groups, R, S], out [N, K, OH, OW].
+std::vector<int64_t> ConvXShape(const ConvParams& p);
+std::vector<int64_t> ConvWShape(const ConvParams& p);
+std::vector<int64_t> ConvOutShape(const ConvParams& p);
+
+/// A workload computing `p` on f32 X and W without epilogue.
+Workload MakeConvWorkload(const ConvParams& p);
+
+/// The params line of the canonical text (no newline), e.g. "conv n=1 c=64 h=56 w=56 k=64 r=3
+/// s=3 stride=1,1 pads=1,1,1,1 dilation=1,1 groups=1" (pads top,left,bottom,right).
+std::string ConvParamsLine(const ConvParams& p);
+/// Parses a ConvParamsLine() into `p`. INVALID_ARGUMENT on a malformed line or an unknown
+/// field.
+absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p);
+
+/// The Description() of a conv workload without its epilogue suffix, e.g.
+/// "conv 1x64x56x56 k64 3x3 s1 p1" ("/g32" when grouped, " d2" when dilated).
+std::string ConvSummary(const Workload& w);
+
+/// Anchor checks: positive sizes, groups dividing C and K, non-negative pads smaller than the
+/// dilated kernel, an output of at least 1x1, the X, W and output shapes. INVALID_ARGUMENT naming
+/// what is wrong.
+absl::Status ValidateConvShapes(const Workload& w);
+
+/// Anchor flops: 2 * N * K * OH * OW * (C / groups) * R * S.
+int64_t ConvFlops(const ConvParams& p);
+
+/// The implicit-GEMM view of `p`: per (image, group) a [K/groups, (C/groups)*R*S] weight matrix
+/// times the [(C/groups)*R*S, OH*OW] patch matrix of the image; as a matmul: batch N*groups,
+/// m K/groups, n OH*OW, k (C/groups)*R*S. Its output is the conv's [N, K, OH, OW] row-major.
+MatMulParams ConvGemmView(const ConvParams& p);
+
+/// Plain evaluation of `p` (sums in double) on X and W in their canonical layouts, for the
+/// output planes [plane_begin, plane_end) of the N*K planes (plane = n*K + k): writes
+/// out[plane * OH*OW + oh*OW + ow] (the [N, K, OH, OW] output, row-major, before any epilogue).
+/// GTCO_CHECKs the input sizes.
+void ConvReference(const ConvParams& p, const std::vector<float>& x, const std::vector<float>& w,
+                   int64_t plane_begin, int64_t plane_end, float* out);
+
+}  // namespace gtco::ir

@@ -1,0 +1,235 @@
+// Convolutional graphs through the graph passes: BatchNormalization folded into its Conv (or into
+// a per-channel Mul + Add), Conv planned as a conv workload with its bias, residual and ReLU
+// fused, GlobalAveragePool as a per-channel mean, and CUDA refusing convolutions by name.
+#include <cmath>
+
+#include "common/graph/batchnorm_folding.h"
+#include "common/graph/constant_folding.h"
+#include "common/graph/fusion_planner.h"
+#include "common/graph/op_support.h"
+#include "common/ir/conv.h"
+#include "common/ir/reference.h"
+#include "common/util/status.h"
+#include "gtest/gtest.h"
+#include "tests/unit/graph/test_graphs.h"
+
+namespace gtco::graph {
+namespace {
+
+using namespace ::gtco::graph::testing;  // NOLINT(build/namespaces)
+using ir::AnchorKind;
+using ir::EwOp;
+
+absl::StatusOr<Graph> Prepare(std::vector<Tensor> tensors, std::vector<Node> nodes,
+                              std::vector<std::string> outputs) {
+  Graph graph;
+  graph.opset = 17;
+  for (Tensor& tensor : tensors) {
+    if (!tensor.is_constant) graph.inputs.push_back(tensor.name);
+    graph.SetTensor(std::move(tensor));
+  }
+  for (Node& node : nodes) {
+    for (const std::string& out : node.outputs) graph.SetTensor(Unshaped(out));
+    graph.nodes.push_back(std::move(node));
+  }
+  graph.outputs = std::move(outputs);
+  GTCO_RETURN_IF_ERROR(FoldConstants(graph));
+  GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
+  GTCO_RETURN_IF_ERROR(CheckSupportedOps(graph));
+  return graph;
+}
+
+/// BN parameters for `channels` channels: scale 1 + 0.1c, bias 0.2c, mean 0.05c, var 1 + c.
+std::vector<Tensor> BnParams(const std::string& prefix, int64_t channels) {
+  std::vector<double> scale, bias, mean, var;
+  for (int64_t c = 0; c < channels; ++c) {
+    scale.push_back(1.0 + 0.1 * c);
+    bias.push_back(0.2 * c);
+    mean.push_back(0.05 * c);
+    var.push_back(1.0 + c);
+  }
+  return {FloatConstant(prefix + "scale", {channels}, scale),
+          FloatConstant(prefix + "bias", {channels}, bias),
+          FloatConstant(prefix + "mean", {channels}, mean),
+          FloatConstant(prefix + "var", {channels}, var)};
+}
+
+Node Bn(const std::string& name, const std::string& x, const std::string& y,
+        const std::string& prefix) {
+  return MakeNode("BatchNormalization", name,
+                  {x, prefix + "scale", prefix + "bias", prefix + "mean", prefix + "var"}, {y},
+                  {{"epsilon", FloatAttr(1e-5f)}});
+}
+
+std::map<std::string, Attribute> Conv3x3Attrs(int64_t stride = 1) {
+  return {{"kernel_shape", IntsAttr({3, 3})},
+          {"pads", IntsAttr({1, 1, 1, 1})},
+          {"strides", IntsAttr({stride, stride})}};
+}
+
+/// ResNet's basic block tail: conv -> BN -> (+ x) -> ReLU.
+std::vector<Tensor> BlockTensors() {
+  std::vector<Tensor> tensors = {Activation("x", {1, 4, 8, 8}), Weights("w", {4, 4, 3, 3})};
+  for (Tensor& param : BnParams("bn_", 4)) tensors.push_back(param);
+  return tensors;
+}
+
+TEST(ConvPlanningTest, BatchNormFoldsIntoConvAndTheBlockIsOneWorkload) {
+  absl::StatusOr<Graph> graph =
+      Prepare(BlockTensors(),
+              {MakeNode("Conv", "conv", {"x", "w"}, {"c"}, Conv3x3Attrs()), Bn("bn", "c", "b", "bn_"),
+               MakeNode("Add", "residual", {"b", "x"}, {"s"}),
+               MakeNode("Relu", "relu", {"s"}, {"y"})},
+              {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (const Node& node : graph->nodes) EXPECT_NE(node.op_type, "BatchNormalization");
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(*graph);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 1u);
+  const ir::Workload& w = (*planned)[0].workload;
+  EXPECT_EQ(w.anchor, AnchorKind::kConv);
+  EXPECT_TRUE(w.Validate().ok()) << w.Validate();
+  EXPECT_EQ(w.output.shape, (std::vector<int64_t>{1, 4, 8, 8}));
+  // Folded bias (per channel), then the residual (full shape), then ReLU.
+  ASSERT_EQ(w.epilogue.size(), 3u);
+  EXPECT_EQ(w.epilogue[0].op, EwOp::kAdd);
+  EXPECT_EQ(w.epilogue[2].op, EwOp::kRelu);
+  ASSERT_EQ(w.inputs.size(), 4u);
+  EXPECT_EQ(w.inputs[2].shape, (std::vector<int64_t>{4, 1, 1}));
+  EXPECT_EQ(w.inputs[3].shape, (std::vector<int64_t>{1, 4, 8, 8}));
+  EXPECT_EQ((*planned)[0].node_names, (std::vector<std::string>{"conv", "residual", "relu"}));
+  EXPECT_NE(w.Description().find("conv 1x4x8x8 k4 3x3 s1 p1"), std::string::npos)
+      << w.Description();
+}
+
+TEST(ConvPlanningTest, FoldedWeightsComputeWhatConvThenBatchNormComputes) {
+  absl::StatusOr<Graph> graph = Prepare(
+      BlockTensors(),
+      {MakeNode("Conv", "conv", {"x", "w"}, {"c"}, Conv3x3Attrs()), Bn("bn", "c", "y", "bn_")},
+      {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 1u);
+  const Node& conv = graph->nodes[0];
+  ASSERT_EQ(conv.inputs.size(), 3u);
+  EXPECT_EQ(conv.outputs[0], "y");
+  const Tensor& folded_w = graph->tensor(conv.inputs[1]);
+  const Tensor& folded_b = graph->tensor(conv.inputs[2]);
+  EXPECT_EQ(graph->tensor("w").float_data[0], 0.0);  // the original weights are untouched
+  // Conv (weights w) then BN, evaluated by hand, against conv (folded weights) + folded bias.
+  ir::ConvParams p;
+  p.in_channels = p.out_channels = 4;
+  p.in_h = p.in_w = 8;
+  p.kernel_h = p.kernel_w = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const ir::Workload conv_w = ir::MakeConvWorkload(p);
+  std::vector<std::vector<float>> inputs = ir::RandomInputs(conv_w, 5);
+  std::vector<float> original(graph->tensor("w").float_data.begin(),
+                              graph->tensor("w").float_data.end());
+  std::vector<float> folded(folded_w.float_data.begin(), folded_w.float_data.end());
+  std::vector<float> plain(p.out_channels * 64), fused(p.out_channels * 64);
+  ir::ConvReference(p, inputs[0], original, 0, 4, plain.data());
+  ir::ConvReference(p, inputs[0], folded, 0, 4, fused.data());
+  for (int64_t k = 0; k < 4; ++k) {
+    const double a = (1.0 + 0.1 * k) / std::sqrt(1.0 + k + 1e-5);
+    for (int64_t i = 0; i < 64; ++i) {
+      const double expected = (plain[k * 64 + i] - 0.05 * k) * a + 0.2 * k;
+      EXPECT_NEAR(fused[k * 64 + i] + folded_b.float_data[k], expected, 1e-4);
+    }
+  }
+}
+
+TEST(ConvPlanningTest, BatchNormWithoutConvBecomesPerChannelScaleAndShift) {
+  std::vector<Tensor> tensors = {Activation("x", {1, 4, 5, 5})};
+  for (Tensor& param : BnParams("bn_", 4)) tensors.push_back(param);
+  absl::StatusOr<Graph> graph = Prepare(tensors, {Bn("bn", "x", "y", "bn_")}, {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 2u);
+  EXPECT_EQ(graph->nodes[0].op_type, "Mul");
+  EXPECT_EQ(graph->nodes[1].op_type, "Add");
+  EXPECT_EQ(graph->nodes[1].outputs[0], "y");
+  EXPECT_EQ(graph->tensor(graph->nodes[0].inputs[1]).shape, (std::vector<int64_t>{4, 1, 1}));
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(*graph);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 1u);  // one element-wise chain
+  EXPECT_EQ((*planned)[0].workload.anchor, AnchorKind::kNone);
+}
+
+TEST(ConvPlanningTest, BatchNormErrorsNameTheNode) {
+  std::vector<Tensor> tensors = {Activation("x", {1, 4, 5, 5}), Activation("m", {4})};
+  for (Tensor& param : BnParams("bn_", 4)) tensors.push_back(param);
+  absl::StatusOr<Graph> training = Prepare(
+      tensors,
+      {MakeNode("BatchNormalization", "train_bn",
+                {"x", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"y"},
+                {{"training_mode", IntAttr(1)}})},
+      {"y"});
+  ASSERT_FALSE(training.ok());
+  EXPECT_EQ(training.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(training.status().message().find("train_bn"), std::string::npos);
+  absl::StatusOr<Graph> runtime_mean = Prepare(
+      tensors,
+      {MakeNode("BatchNormalization", "dyn_bn", {"x", "bn_scale", "bn_bias", "m", "bn_var"}, {"y"})},
+      {"y"});
+  ASSERT_FALSE(runtime_mean.ok());
+  EXPECT_NE(runtime_mean.status().message().find("'m' is computed at run time"),
+            std::string::npos)
+      << runtime_mean.status();
+}
+
+TEST(ConvPlanningTest, GroupedStridedConvAndGlobalAveragePool) {
+  absl::StatusOr<Graph> graph = Prepare(
+      {Activation("x", {2, 6, 9, 9}), Weights("w", {6, 1, 3, 3}), Weights("b", {6})},
+      {MakeNode("Conv", "dw", {"x", "w", "b"}, {"c"},
+                {{"group", IntAttr(6)}, {"pads", IntsAttr({1, 1, 1, 1})},
+                 {"strides", IntsAttr({2, 2})}}),
+       MakeNode("GlobalAveragePool", "gap", {"c"}, {"y"})},
+      {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->tensor("c").shape, (std::vector<int64_t>{2, 6, 5, 5}));
+  EXPECT_EQ(graph->tensor("y").shape, (std::vector<int64_t>{2, 6, 1, 1}));
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(*graph);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 2u);
+  const ir::Workload& conv = (*planned)[0].workload;
+  EXPECT_EQ(conv.anchor, AnchorKind::kConv);
+  EXPECT_EQ(conv.conv.groups, 6);
+  EXPECT_EQ(conv.conv.stride_h, 2);
+  EXPECT_NE(conv.Description().find("/g6"), std::string::npos) << conv.Description();
+  const ir::Workload& gap = (*planned)[1].workload;
+  EXPECT_EQ(gap.anchor, AnchorKind::kReduceMean);
+  EXPECT_EQ(gap.row.rows, 12);
+  EXPECT_EQ(gap.row.cols, 25);
+}
+
+TEST(ConvPlanningTest, SameUpperPadsAndCudaRefusal) {
+  absl::StatusOr<Graph> graph = Prepare(
+      {Activation("x", {1, 3, 10, 10}), Weights("w", {4, 3, 4, 4})},
+      {MakeNode("Conv", "same", {"x", "w"}, {"y"},
+                {{"auto_pad", [] {
+                    Attribute attribute;
+                    attribute.kind = Attribute::Kind::kString;
+                    attribute.s = "SAME_UPPER";
+                    return attribute;
+                  }()},
+                 {"strides", IntsAttr({3, 3})}})},
+      {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->tensor("y").shape, (std::vector<int64_t>{1, 4, 4, 4}));
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(*graph);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  const ir::ConvParams& p = (*planned)[0].workload.conv;
+  // out 4 = ceil(10 / 3); total pad (4-1)*3 + 4 - 10 = 3: 1 before, 2 after (SAME_UPPER).
+  EXPECT_EQ(p.pad_top, 1);
+  EXPECT_EQ(p.pad_bottom, 2);
+  EXPECT_EQ(p.pad_left, 1);
+  EXPECT_EQ(p.pad_right, 2);
+  PlanOptions cuda;
+  cuda.target = target::Target::kCuda;
+  absl::StatusOr<std::vector<PlannedWorkload>> on_gpu = PlanWorkloads(*graph, cuda);
+  ASSERT_FALSE(on_gpu.ok());
+  EXPECT_EQ(on_gpu.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(on_gpu.status().message().find("node 'same'"), std::string::npos) << on_gpu.status();
+}
+
+}  // namespace
+}  // namespace gtco::graph
