@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/graph/const_eval.h"
 #include "common/ir/conv.h"
+#include "common/ir/pool.h"
 #include "common/util/status.h"
 
 namespace gtco::graph {
@@ -354,6 +355,85 @@ absl::StatusOr<AnchorHead> LowerConv(const Node& node, const Graph& graph) {
   return head;
 }
 
+}  // namespace
+
+absl::StatusOr<ir::PoolParams> PoolParamsOf(const Node& node, const Shape& x) {
+  if (x.size() != 4) {
+    return AnchorUnimplemented(node, absl::StrCat("only 2-D pooling (4-D X) is supported; X is ",
+                                                  ShapeString(x)));
+  }
+  if (node.outputs.size() > 1 && !node.outputs[1].empty()) {
+    return AnchorUnimplemented(node, "the Indices output is not supported");
+  }
+  if (node.IntAttr("storage_order", 0) != 0) {
+    return AnchorUnimplemented(node, "storage_order=1 is not supported");
+  }
+  ir::PoolParams p;
+  p.max = node.op_type == "MaxPool";
+  p.batch = x[0];
+  p.channels = x[1];
+  p.in_h = x[2];
+  p.in_w = x[3];
+  const Shape kernel = node.IntsAttr("kernel_shape");
+  if (kernel.size() != 2) return AnchorInvalid(node, "kernel_shape needs 2 values");
+  p.kernel_h = kernel[0];
+  p.kernel_w = kernel[1];
+  const Shape strides = node.IntsAttr("strides"), dilations = node.IntsAttr("dilations");
+  const Shape pads = node.IntsAttr("pads");
+  if ((!strides.empty() && strides.size() != 2) || (!dilations.empty() && dilations.size() != 2) ||
+      (!pads.empty() && pads.size() != 4)) {
+    return AnchorInvalid(node, "strides and dilations need 2 values, pads 4");
+  }
+  if (!strides.empty()) {
+    p.stride_h = strides[0];
+    p.stride_w = strides[1];
+  }
+  if (!dilations.empty()) {
+    p.dilation_h = dilations[0];
+    p.dilation_w = dilations[1];
+  }
+  p.ceil_mode = node.IntAttr("ceil_mode", 0) != 0;
+  p.count_include_pad = !p.max && node.IntAttr("count_include_pad", 0) != 0;
+  const std::string auto_pad =
+      node.HasAttr("auto_pad") ? node.attributes.at("auto_pad").s : std::string("NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const bool upper = auto_pad == "SAME_UPPER";
+    std::tie(p.pad_top, p.pad_bottom) =
+        SamePads(p.in_h, p.kernel_h, std::max<int64_t>(p.stride_h, 1), p.dilation_h, upper);
+    std::tie(p.pad_left, p.pad_right) =
+        SamePads(p.in_w, p.kernel_w, std::max<int64_t>(p.stride_w, 1), p.dilation_w, upper);
+  } else if (auto_pad == "NOTSET" || auto_pad.empty()) {
+    if (!pads.empty()) {
+      p.pad_top = pads[0];
+      p.pad_left = pads[1];
+      p.pad_bottom = pads[2];
+      p.pad_right = pads[3];
+    }
+  } else if (auto_pad != "VALID") {
+    return AnchorInvalid(node, absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  return p;
+}
+
+namespace {
+
+/// MaxPool / AveragePool over X [N, C, H, W].
+absl::StatusOr<AnchorHead> LowerPool(const Node& node, const Graph& graph) {
+  GTCO_ASSIGN_OR_RETURN(const ir::PoolParams p,
+                        PoolParamsOf(node, graph.tensor(node.inputs.at(0)).shape));
+  AnchorHead head = NewHead(node, graph, ir::AnchorKind::kPool);
+  head.workload = ir::MakePoolWorkload(p);
+  if (absl::Status valid = head.workload.Validate(); !valid.ok()) {
+    return AnchorInvalid(node, std::string(valid.message()));
+  }
+  if (head.workload.output.shape != head.onnx_shape) {
+    return AnchorInvalid(node, absl::StrCat("output shape ", ShapeString(head.onnx_shape),
+                                            " disagrees with the pool's ",
+                                            ShapeString(head.workload.output.shape)));
+  }
+  return head;
+}
+
 /// GlobalAveragePool over X [N, C, H, W]: a mean over each channel's H*W values (a reduce_mean of
 /// N*C rows), output [N, C, 1, 1].
 absl::StatusOr<AnchorHead> LowerGlobalAveragePool(const Node& node, const Graph& graph) {
@@ -425,6 +505,7 @@ absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph) {
   if (node.op_type == "ReduceMean") return LowerReduceMean(node, graph);
   if (node.op_type == "Conv") return LowerConv(node, graph);
   if (node.op_type == "GlobalAveragePool") return LowerGlobalAveragePool(node, graph);
+  if (node.op_type == "MaxPool" || node.op_type == "AveragePool") return LowerPool(node, graph);
   return AnchorInvalid(node, "not an anchor op");
 }
 

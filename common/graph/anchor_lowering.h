@@ -1,5 +1,5 @@
 // Lowering of one anchor node (MatMul, MatMulInteger, Gemm, Softmax, LayerNormalization,
-// ReduceMean, Conv, GlobalAveragePool) to the canonical head of a workload; used by the fusion
+// ReduceMean, Conv, GlobalAveragePool, MaxPool, AveragePool) to the canonical head of a workload; used by the fusion
 // planner.
 #pragma once
 
@@ -33,6 +33,11 @@ absl::StatusOr<AnchorHead> LowerAnchor(const Node& node, const Graph& graph);
 /// per-channel ([K, 1, 1] after leading 1s) and scalar inputs; other anchors as below.
 std::optional<std::vector<int64_t>> AnchorExtraShape(const AnchorHead& head,
                                                      const std::vector<int64_t>& extra);
+
+/// The pooling params of a MaxPool / AveragePool node over input shape `x` (4-D only; explicit,
+/// VALID or SAME pads). UNIMPLEMENTED for other ranks, a used Indices output or storage_order 1;
+/// INVALID_ARGUMENT for malformed attributes. Shape inference shares it.
+absl::StatusOr<ir::PoolParams> PoolParamsOf(const Node& node, const std::vector<int64_t>& x);
 
 /// `shape` without leading 1s (at least one dim is kept).
 std::vector<int64_t> StripLeadingOnes(const std::vector<int64_t>& shape);

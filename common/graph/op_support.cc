@@ -138,7 +138,7 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
       {"Add", ir::EwOp::kAdd},         {"Sub", ir::EwOp::kSub},   {"Mul", ir::EwOp::kMul},
       {"Div", ir::EwOp::kDiv},         {"Pow", ir::EwOp::kPow},   {"Relu", ir::EwOp::kRelu},
       {"Sigmoid", ir::EwOp::kSigmoid}, {"Tanh", ir::EwOp::kTanh}, {"Erf", ir::EwOp::kErf},
-      {"Sqrt", ir::EwOp::kSqrt}};
+      {"Sqrt", ir::EwOp::kSqrt},       {"Max", ir::EwOp::kMax},   {"Min", ir::EwOp::kMin}};
   auto it = ops->find(op_type);
   if (it == ops->end()) return std::nullopt;
   return it->second;
@@ -147,7 +147,7 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
 OpRole RoleOf(const Node& node) {
   static const std::set<std::string> kAnchors = {
       "MatMul",     "MatMulInteger", "Gemm",             "Softmax", "LayerNormalization",
-      "ReduceMean", "Conv",          "GlobalAveragePool"};
+      "ReduceMean", "Conv",          "GlobalAveragePool", "MaxPool", "AveragePool"};
   static const std::set<std::string> kDataOps = {"Transpose", "Reshape",   "Identity", "Flatten",
                                                  "Squeeze",   "Unsqueeze", "Slice",    "Concat",
                                                  "Gather",    "Cast"};
@@ -173,6 +173,11 @@ absl::Status CheckSupportedOps(const Graph& graph) {
                        FirstNonConstantInput(node, graph), "' is computed at run time"));
     }
     GTCO_RETURN_IF_ERROR(CheckStaticShapes(node, graph));
+    if ((node.op_type == "Max" || node.op_type == "Min") && node.inputs.size() != 2) {
+      return absl::UnimplementedError(absl::StrCat("ONNX op '", node.op_type, "' at node '",
+                                                   node.name, "' has ", node.inputs.size(),
+                                                   " inputs; only two are supported"));
+    }
     if (role == OpRole::kAnchor || role == OpRole::kElementwise) {
       GTCO_RETURN_IF_ERROR(CheckComputeTypes(node, graph));
     } else if (node.op_type == "Cast") {

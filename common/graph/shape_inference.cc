@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/graph/anchor_lowering.h"
 #include "common/graph/const_eval.h"
+#include "common/ir/pool.h"
 #include "common/util/status.h"
 
 namespace gtco::graph {
@@ -284,7 +286,7 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
     return ReshapeLikeShape(node, graph);
   }
   if (op == "Cast" || op == "Softmax" || op == "LayerNormalization" ||
-      op == "BatchNormalization") {
+      op == "BatchNormalization" || op == "Clip") {
     return shape_of(0);
   }
   if (op == "GlobalAveragePool") {
@@ -294,6 +296,11 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
     return out;
   }
   if (op == "Conv") return ConvShape(node, shape_of(0), shape_of(1));
+  if (op == "MaxPool" || op == "AveragePool") {
+    absl::StatusOr<ir::PoolParams> pool = PoolParamsOf(node, shape_of(0));
+    if (!pool.ok()) return ShapeError(node, std::string(pool.status().message()));
+    return ir::PoolOutShape(*pool);
+  }
   if (op == "Gather") return GatherShape(node, shape_of(0), shape_of(1));
   if (op == "Concat") return ConcatShape(node, graph);
   if (op == "Slice") {
@@ -315,7 +322,8 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
   }
   if (op == "ReduceMean") return ReduceMeanShape(node, graph, shape_of(0));
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Relu" ||
-      op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Sqrt") {
+      op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Sqrt" || op == "Max" ||
+      op == "Min") {
     return ElementwiseShape(node, graph);
   }
   return absl::UnimplementedError(

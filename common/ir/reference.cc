@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/ir/attention.h"
 #include "common/ir/conv.h"
+#include "common/ir/pool.h"
 #include "common/util/status.h"
 
 namespace gtco::ir {
@@ -134,6 +135,10 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
                  [&](int64_t plane_begin, int64_t plane_end) {
                    ConvReference(p, inputs[0], inputs[1], plane_begin, plane_end, result.data());
                  });
+    return result;
+  }
+  if (w.anchor == AnchorKind::kPool) {
+    PoolReference(w.pool, inputs[0], 0, w.pool.batch * w.pool.channels, result.data());
     return result;
   }
   if (w.anchor == AnchorKind::kAttention) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "common/ir/attention.h"
 #include "common/ir/conv.h"
+#include "common/ir/pool.h"
 #include "common/util/hash.h"
 #include "common/util/status.h"
 
@@ -40,7 +41,8 @@ constexpr NamedAnchor kAnchors[] = {{AnchorKind::kNone, "none", 0},
                                     {AnchorKind::kLayerNorm, "layernorm", 3},
                                     {AnchorKind::kReduceMean, "reduce_mean", 1},
                                     {AnchorKind::kAttention, "attention", 3},
-                                    {AnchorKind::kConv, "conv", 2}};
+                                    {AnchorKind::kConv, "conv", 2},
+                                    {AnchorKind::kPool, "pool", 1}};
 
 struct NamedEwOp {
   EwOp op;
@@ -252,6 +254,7 @@ absl::Status ParseLine(const std::string& line, Workload& workload) {
   if (tag == "row") return ParseRowLine(words, line, workload.row);
   if (tag == "attention") return ParseAttentionParamsLine(line, workload.attention);
   if (tag == "conv") return ParseConvParamsLine(line, workload.conv);
+  if (tag == "pool") return ParsePoolParamsLine(line, workload.pool);
   if (tag == "anchor_inputs") {
     if (words.size() != 2) return ParseError("expected 'anchor_inputs <n>'", line);
     GTCO_ASSIGN_OR_RETURN(int64_t count, ParseInt(words[1], line));
@@ -311,6 +314,7 @@ absl::Status ValidateAnchorShapes(const Workload& w) {
   }
   if (w.anchor == AnchorKind::kAttention) return ValidateAttentionShapes(w);
   if (w.anchor == AnchorKind::kConv) return ValidateConvShapes(w);
+  if (w.anchor == AnchorKind::kPool) return ValidatePoolShapes(w);
   if (w.anchor == AnchorKind::kNone) {
     for (int64_t dim : w.output.shape) {
       if (dim <= 0) return absl::InvalidArgumentError("workload output dims must be positive");
@@ -564,6 +568,8 @@ std::string Workload::CanonicalString() const {
     absl::StrAppend(&text, AttentionParamsLine(attention), "\n");
   } else if (anchor == AnchorKind::kConv) {
     absl::StrAppend(&text, ConvParamsLine(conv), "\n");
+  } else if (anchor == AnchorKind::kPool) {
+    absl::StrAppend(&text, PoolParamsLine(pool), "\n");
   } else if (anchor != AnchorKind::kNone) {
     absl::StrAppend(&text, "row rows=", row.rows, " cols=", row.cols);
     if (anchor == AnchorKind::kLayerNorm) {
@@ -607,6 +613,9 @@ std::string Workload::Description() const {
     case AnchorKind::kConv:
       text = ConvSummary(*this);
       break;
+    case AnchorKind::kPool:
+      text = PoolSummary(*this);
+      break;
     default:
       text = absl::StrCat(AnchorKindName(anchor), " ", row.rows, "x", row.cols);
       break;
@@ -637,6 +646,9 @@ int64_t Workload::Flops() const {
       break;
     case AnchorKind::kConv:
       anchor_flops = ConvFlops(conv);
+      break;
+    case AnchorKind::kPool:
+      anchor_flops = PoolFlops(pool);
       break;
     case AnchorKind::kNone:
       break;

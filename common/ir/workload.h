@@ -39,6 +39,11 @@
 //                   OW], OH = (H + pad_top + pad_bottom - dilation_h*(R-1) - 1) / stride_h + 1,
 //                   OW likewise). f32 only; a bias is an epilogue add of a [K, 1, 1] input.
 //                   See conv.h.
+//      kPool:       input X [N, C, H, W]; ONNX MaxPool / AveragePool over R x S windows (strides,
+//                   pads, dilations, ceil_mode): out[n, c, oh, ow] = max (or mean) of the taps
+//                   X[n, c, oh*stride_h - pad_top + r*dilation_h, ...] inside the image; a mean
+//                   divides by the taps inside the image, or with count_include_pad by those
+//                   inside the padded image. Shape [N, C, OH, OW]. See pool.h.
 //      kNone:       no anchor; the epilogue alone computes the output from extra inputs.
 //  - The epilogue is evaluated per output element in instruction order; operand kAcc is the
 //    anchor's value at that element; kInput k reads extra input k (index into `inputs`, counting
@@ -68,8 +73,10 @@ absl::StatusOr<DType> ParseDType(const std::string& name);
 int64_t DTypeSize(DType dtype);
 
 /// Anchor ops (see the semantics above). New kinds are appended so that values keep their numbers.
-enum class AnchorKind { kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean, kAttention, kConv };
-/// "none", "matmul", "softmax", "layernorm", "reduce_mean", "attention", "conv".
+enum class AnchorKind {
+  kNone, kMatMul, kSoftmax, kLayerNorm, kReduceMean, kAttention, kConv, kPool
+};
+/// "none", "matmul", "softmax", "layernorm", "reduce_mean", "attention", "conv", "pool".
 const char* AnchorKindName(AnchorKind kind);
 
 /// Element-wise operations of epilogues. Unary ops take one argument, binary ops two.
@@ -139,13 +146,26 @@ struct ConvParams {
   int64_t groups = 1;                     ///< divides C and K
 };
 
+/// 2-D pooling (kPool), ONNX MaxPool / AveragePool semantics; see the anchor table above.
+struct PoolParams {
+  bool max = true;  ///< MaxPool (true) or AveragePool
+  int64_t batch = 1, channels = 1, in_h = 1, in_w = 1;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;
+  bool count_include_pad = false;  ///< AveragePool only
+};
+
 struct Workload {
   AnchorKind anchor = AnchorKind::kNone;
   MatMulParams matmul;        ///< valid when anchor == kMatMul
   RowParams row;              ///< valid for kSoftmax, kLayerNorm, kReduceMean
   AttentionParams attention;  ///< valid when anchor == kAttention
   ConvParams conv;            ///< valid when anchor == kConv
-  /// Anchor inputs first (A,B | X | X,scale,bias | X | Q,K,V | X,W | none), then the
+  PoolParams pool;            ///< valid when anchor == kPool
+  /// Anchor inputs first (A,B | X | X,scale,bias | X | Q,K,V | X,W | X | none), then the
   /// epilogue's extra inputs.
   std::vector<TensorDesc> inputs;
   int num_anchor_inputs = 0;

@@ -6,6 +6,7 @@
 
 #include "common/graph/batchnorm_folding.h"
 #include "common/graph/constant_folding.h"
+#include "common/graph/decompose.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
 #include "common/util/status.h"
@@ -27,6 +28,7 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
   analysis.num_nodes = static_cast<int>(graph.nodes.size());
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
+  GTCO_RETURN_IF_ERROR(DecomposeOps(graph));
   GTCO_RETURN_IF_ERROR(CheckSupportedOps(graph));
   analysis.num_data_ops = CountDataOps(graph);
   GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned, PlanWorkloads(graph, options));

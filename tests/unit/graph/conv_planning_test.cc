@@ -5,6 +5,7 @@
 
 #include "common/graph/batchnorm_folding.h"
 #include "common/graph/constant_folding.h"
+#include "common/graph/decompose.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
 #include "common/ir/conv.h"
@@ -35,6 +36,7 @@ absl::StatusOr<Graph> Prepare(std::vector<Tensor> tensors, std::vector<Node> nod
   graph.outputs = std::move(outputs);
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
+  GTCO_RETURN_IF_ERROR(DecomposeOps(graph));
   GTCO_RETURN_IF_ERROR(CheckSupportedOps(graph));
   return graph;
 }
@@ -229,6 +231,46 @@ TEST(ConvPlanningTest, SameUpperPadsAndCudaRefusal) {
   ASSERT_FALSE(on_gpu.ok());
   EXPECT_EQ(on_gpu.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(on_gpu.status().message().find("node 'same'"), std::string::npos) << on_gpu.status();
+}
+
+TEST(ConvPlanningTest, MaxPoolAfterTheStemAndClipAsRelu6) {
+  absl::StatusOr<Graph> graph = Prepare(
+      {Activation("x", {1, 3, 16, 16}), Weights("w", {8, 3, 3, 3}), Weights("b", {8}),
+       FloatConstant("zero", {}, {0.0}), FloatConstant("six", {}, {6.0})},
+      {MakeNode("Conv", "stem", {"x", "w", "b"}, {"c"}, Conv3x3Attrs(2)),
+       MakeNode("Clip", "relu6", {"c", "zero", "six"}, {"r"}),
+       MakeNode("MaxPool", "pool", {"r"}, {"y"},
+                {{"kernel_shape", IntsAttr({3, 3})},
+                 {"pads", IntsAttr({1, 1, 1, 1})},
+                 {"strides", IntsAttr({2, 2})}})},
+      {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->tensor("y").shape, (std::vector<int64_t>{1, 8, 4, 4}));
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(*graph);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 2u);
+  const ir::Workload& conv = (*planned)[0].workload;
+  EXPECT_EQ(conv.anchor, AnchorKind::kConv);
+  // bias, then ReLU6 as min(., 6) and max(., 0) with immediates.
+  ASSERT_EQ(conv.epilogue.size(), 3u);
+  EXPECT_EQ(conv.epilogue[1].op, EwOp::kMin);
+  EXPECT_EQ(conv.epilogue[2].op, EwOp::kMax);
+  EXPECT_EQ(conv.epilogue[1].args[1].kind, ir::Operand::Kind::kConst);
+  EXPECT_EQ(conv.epilogue[1].args[1].value, 6.0f);
+  const ir::Workload& pool = (*planned)[1].workload;
+  EXPECT_EQ(pool.anchor, AnchorKind::kPool);
+  EXPECT_TRUE(pool.pool.max);
+  EXPECT_EQ(pool.Description(), "maxpool 1x8x8x8 3x3 s2 p1");
+}
+
+TEST(ConvPlanningTest, ClipWithARuntimeBoundNamesTheNode) {
+  absl::StatusOr<Graph> graph =
+      Prepare({Activation("x", {1, 4}), Activation("hi", {})},
+              {MakeNode("Clip", "clamp", {"x", "", "hi"}, {"y"})}, {"y"});
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(graph.status().message().find("'clamp'"), std::string::npos) << graph.status();
+  EXPECT_NE(graph.status().message().find("computed at run time"), std::string::npos);
 }
 
 }  // namespace

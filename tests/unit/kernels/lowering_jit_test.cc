@@ -9,6 +9,7 @@
 #include "common/codegen/llvm/jit.h"
 #include "common/codegen/llvm/llvm_codegen.h"
 #include "common/ir/conv.h"
+#include "common/ir/pool.h"
 #include "common/ir/reference.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
@@ -361,6 +362,45 @@ TEST_F(ScheduleJitTest, ConvResNetStageDefaultTrace) {
   absl::StatusOr<std::vector<float>> output = Run(w, space->DefaultTrace(), inputs);
   ASSERT_TRUE(output.ok()) << output.status();
   EXPECT_TRUE(ir::CompareOutputs(expected, *output, rtol, atol).ok());
+}
+
+ir::Workload Pool(bool max, int64_t c, int64_t h, int64_t w, int64_t kernel, int64_t stride,
+                  std::vector<int64_t> pads, bool ceil_mode = false, bool include_pad = false,
+                  int64_t dilation = 1) {
+  ir::PoolParams p;
+  p.max = max;
+  p.batch = 2;
+  p.channels = c;
+  p.in_h = h;
+  p.in_w = w;
+  p.kernel_h = p.kernel_w = kernel;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = pads[0];
+  p.pad_left = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_right = pads[3];
+  p.ceil_mode = ceil_mode;
+  p.count_include_pad = include_pad;
+  p.dilation_h = p.dilation_w = dilation;
+  return ir::MakePoolWorkload(p);
+}
+
+TEST_F(ScheduleJitTest, PoolMaxAndAverageWithPadsCeilModeAndEpilogue) {
+  // ResNet's stem max pool (3x3 s2 p1), average pools with and without counting the padding,
+  // ceil_mode windows that hang over the end, a dilated window, an unpadded 2x2 one.
+  CheckRandomTraces(Pool(true, 3, 17, 17, 3, 2, {1, 1, 1, 1}), 6, 41);
+  CheckRandomTraces(Pool(false, 3, 10, 13, 3, 2, {1, 1, 1, 1}), 6, 42);
+  CheckRandomTraces(Pool(false, 3, 10, 13, 3, 2, {1, 0, 1, 2}, false, true), 6, 43);
+  CheckRandomTraces(Pool(true, 2, 11, 11, 3, 2, {0, 0, 0, 0}, /*ceil_mode=*/true), 6, 44);
+  CheckRandomTraces(Pool(false, 2, 11, 12, 2, 3, {1, 1, 1, 1}, true, true), 6, 45);
+  CheckRandomTraces(Pool(true, 2, 12, 12, 3, 1, {2, 2, 2, 2}, false, false, /*dilation=*/2), 6,
+                    46);
+  CheckRandomTraces(Pool(false, 4, 8, 8, 2, 2, {0, 0, 0, 0}), 6, 47);
+  ir::Workload w = Pool(true, 3, 9, 9, 3, 2, {1, 1, 1, 1});
+  w.inputs.push_back(schedule::testing::Tensor({3, 1, 1}));
+  w.epilogue = {{ir::EwOp::kMul, {schedule::testing::Acc(), schedule::testing::In(1)}},
+                {ir::EwOp::kRelu, {schedule::testing::Val(0)}}};
+  CheckRandomTraces(w, 6, 48);
 }
 
 }  // namespace

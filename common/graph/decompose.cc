@@ -1,0 +1,101 @@
+// Op decompositions: Clip -> Min / Max.
+#include "common/graph/decompose.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace gtco::graph {
+namespace {
+
+std::string FreshName(const Graph& graph, const std::string& base) {
+  std::string name = base;
+  for (int suffix = 1; graph.HasTensor(name); ++suffix) name = absl::StrCat(base, "_", suffix);
+  return name;
+}
+
+/// The bound of Clip `node` at input `index` (or attribute `attr` before opset 11).
+absl::StatusOr<std::optional<double>> ClipBound(const Node& node, const Graph& graph, size_t index,
+                                                const char* attr) {
+  if (node.HasAttr(attr)) return std::optional<double>(node.FloatAttr(attr, 0.0f));
+  if (node.inputs.size() <= index || node.inputs[index].empty()) return std::optional<double>();
+  const Tensor& bound = graph.tensor(node.inputs[index]);
+  if (!bound.is_constant || bound.NumElements() != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "ONNX op 'Clip' at node '", node.name, "': bound '", bound.name,
+        "' must be a constant scalar (it is ", bound.is_constant ? "not a scalar" : "computed at "
+        "run time", ")"));
+  }
+  return std::optional<double>(bound.ValueAsDouble(0));
+}
+
+Tensor ScalarConstant(const std::string& name, ElemType type, double value) {
+  Tensor tensor;
+  tensor.name = name;
+  tensor.type = type;
+  tensor.has_shape = true;
+  tensor.is_constant = true;
+  tensor.float_data = {value};
+  return tensor;
+}
+
+}  // namespace
+
+absl::Status DecomposeOps(Graph& graph) {
+  std::vector<Node> rewritten;
+  rewritten.reserve(graph.nodes.size());
+  for (const Node& node : graph.nodes) {
+    if (node.op_type != "Clip" || !node.domain.empty()) {
+      rewritten.push_back(node);
+      continue;
+    }
+    absl::StatusOr<std::optional<double>> lo = ClipBound(node, graph, 1, "min");
+    if (!lo.ok()) return lo.status();
+    absl::StatusOr<std::optional<double>> hi = ClipBound(node, graph, 2, "max");
+    if (!hi.ok()) return hi.status();
+    const std::string& x = node.inputs.at(0);
+    const Tensor& x_tensor = graph.tensor(x);
+    std::string current = x;
+    std::vector<std::pair<const char*, double>> steps;
+    if (hi->has_value()) steps.push_back({"Min", **hi});
+    if (lo->has_value()) steps.push_back({"Max", **lo});
+    if (steps.empty()) {
+      Node identity = node;
+      identity.op_type = "Identity";
+      identity.inputs = {x};
+      identity.attributes.clear();
+      rewritten.push_back(identity);
+      continue;
+    }
+    for (size_t step = 0; step < steps.size(); ++step) {
+      const bool last = step + 1 == steps.size();
+      const std::string bound =
+          FreshName(graph, absl::StrCat(node.name, "_", steps[step].first == std::string("Min")
+                                                           ? "max" : "min"));
+      graph.SetTensor(ScalarConstant(bound, x_tensor.type, steps[step].second));
+      std::string out = node.outputs.at(0);
+      if (!last) {
+        out = FreshName(graph, absl::StrCat(node.name, "_clipped_above"));
+        Tensor intermediate = x_tensor;
+        intermediate.name = out;
+        intermediate.is_constant = false;
+        intermediate.float_data.clear();
+        intermediate.int_data.clear();
+        graph.SetTensor(intermediate);
+      }
+      Node op;
+      op.op_type = steps[step].first;
+      op.name = last ? node.name : absl::StrCat(node.name, "_min");
+      op.inputs = {current, bound};
+      op.outputs = {out};
+      rewritten.push_back(op);
+      current = out;
+    }
+  }
+  graph.nodes = std::move(rewritten);
+  return absl::OkStatus();
+}
+
+}  // namespace gtco::graph

@@ -1,0 +1,14 @@
+// Graph pass: ops rewritten as the element-wise ops the planner fuses.
+#pragma once
+
+#include "absl/status/status.h"
+#include "common/graph/graph.h"
+
+namespace gtco::graph {
+
+/// Rewrites Clip(x, min, max) (ReLU6 in MobileNet) as Min(x, max) then Max(., min), each bound
+/// only when given (inputs at opset 11+, attributes before); a Clip without bounds becomes an
+/// Identity. Bounds must be constant scalars: UNIMPLEMENTED naming the node otherwise.
+absl::Status DecomposeOps(Graph& graph);
+
+}  // namespace gtco::graph
