@@ -108,20 +108,32 @@ absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
   return node.outputs.empty() ? absl::OkStatus() : check(node.outputs[0]);
 }
 
+/// Runtime casts GTCO runs (as a data op beside the tuned kernels): any of f32, bf16, i32, i64
+/// and bool to f32 (attention masks, MatMulInteger outputs), f32 to bf16, and a cast to the
+/// input's own type.
 absl::Status CheckCast(const Node& node, const Graph& graph) {
   const Tensor& input = graph.tensor(node.inputs.at(0));
   int64_t to = node.IntAttr("to", 0);
   const bool to_f32 = to == kOnnxFloat;
+  // ONNX TensorProto data types of the element types a cast may keep.
+  static const auto* kOnnxTypes = new std::map<ElemType, int64_t>{
+      {ElemType::kFloat32, 1}, {ElemType::kUInt8, 2},  {ElemType::kInt8, 3},
+      {ElemType::kInt32, 6},   {ElemType::kInt64, 7},  {ElemType::kBool, 9},
+      {ElemType::kFloat16, 10}, {ElemType::kBFloat16, 16}};
+  if (auto same = kOnnxTypes->find(input.type); same != kOnnxTypes->end() && same->second == to) {
+    return absl::OkStatus();
+  }
   if (to_f32 && (input.type == ElemType::kFloat32 || input.type == ElemType::kBFloat16 ||
-                 input.type == ElemType::kInt32)) {
+                 input.type == ElemType::kInt32 || input.type == ElemType::kInt64 ||
+                 input.type == ElemType::kBool)) {
     return absl::OkStatus();
   }
   if (to == kOnnxBFloat16 && input.type == ElemType::kFloat32) return absl::OkStatus();
   return absl::UnimplementedError(
       absl::StrCat("ONNX op 'Cast' at node '", node.name, "' converts ", ElemTypeName(input.type),
                    " tensor '", node.inputs[0], "' to ONNX type ", to,
-                   " at run time; only f32 -> f32, bf16 <-> f32 and i32 -> f32 casts (or casts of "
-                   "constants) are supported"));
+                   " at run time; only casts to f32 (from f32, bf16, i32, i64, bool), f32 -> bf16, "
+                   "casts to the same type (or casts of constants) are supported"));
 }
 
 std::string FirstNonConstantInput(const Node& node, const Graph& graph) {

@@ -214,15 +214,22 @@ TEST(OpSupportTest, NonF32ComputeIsUnimplementedNamingDtypeAndNode) {
   EXPECT_NE(status.message().find("'half_matmul'"), std::string::npos) << status;
 }
 
-TEST(OpSupportTest, RuntimeCastOnlyFromF32ToF32) {
-  Graph graph =
+TEST(OpSupportTest, RuntimeCastsToF32AndNothingNarrower) {
+  // An attention mask: i64 -> f32 at run time is fine.
+  Graph mask =
       MakeGraph({Activation("ids", {4}, ElemType::kInt64)},
                 {MakeNode("Cast", "to_float", {"ids"}, {"y"}, {{"to", IntAttr(1)}})}, "y");
-  ASSERT_TRUE(FoldConstants(graph).ok());
-  absl::Status status = CheckSupportedOps(graph);
+  ASSERT_TRUE(FoldConstants(mask).ok());
+  EXPECT_TRUE(CheckSupportedOps(mask).ok()) << CheckSupportedOps(mask);
+  // f32 -> i64 is not.
+  Graph narrowing =
+      MakeGraph({Activation("x", {4})},
+                {MakeNode("Cast", "to_int", {"x"}, {"y"}, {{"to", IntAttr(7)}})}, "y");
+  ASSERT_TRUE(FoldConstants(narrowing).ok());
+  absl::Status status = CheckSupportedOps(narrowing);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(status.message().find("'to_float'"), std::string::npos) << status;
-  EXPECT_NE(status.message().find("i64"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("'to_int'"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("f32 tensor 'x' to ONNX type 7"), std::string::npos) << status;
 }
 
 TEST(OpSupportTest, ClassifiesRoles) {

@@ -338,6 +338,29 @@ TEST_F(ScheduleJitTest, ConvGroupsDilationAsymmetricPadsAndEpilogue) {
   CheckEveryConvMapping(w, 8, 23, check);
 }
 
+TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {
+  const auto check = [](const SearchSpace& space, const ir::Workload& w, int samples,
+                        uint64_t seed) { CheckSpace(space, w, samples, seed); };
+  // MobileNetV2's depthwise 3x3 (stride 1 and 2), a channel multiplier of 2, an unpadded
+  // dilated one; each on the direct mapping and the implicit-GEMM ones.
+  for (const ir::Workload& w :
+       {Conv(1, 16, 14, 14, 16, 3, 3, 1, {1, 1, 1, 1}, 16),
+        Conv(2, 8, 15, 15, 8, 3, 3, 2, {1, 1, 1, 1}, 8),
+        Conv(1, 4, 9, 10, 8, 3, 3, 1, {1, 0, 2, 1}, 4),
+        Conv(1, 4, 13, 13, 4, 3, 3, 1, {0, 0, 0, 0}, 4, 2, 2)}) {
+    absl::StatusOr<std::vector<SearchSpace>> spaces =
+        kernels::CreateMappingSpaces(w, target::DetectHostCpu());
+    ASSERT_TRUE(spaces.ok()) << spaces.status();
+    EXPECT_EQ(spaces->front().mapping(), "direct");
+    CheckEveryConvMapping(w, 6, 51, check);
+  }
+  // Not depthwise: no direct mapping.
+  absl::StatusOr<std::vector<SearchSpace>> dense = kernels::CreateMappingSpaces(
+      Conv(1, 8, 10, 10, 16, 3, 3, 1, {1, 1, 1, 1}), target::DetectHostCpu());
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  for (const SearchSpace& space : *dense) EXPECT_NE(space.mapping(), "direct");
+}
+
 TEST_F(ScheduleJitTest, ConvEpilogueBroadcastingOverOneSpatialDimIsRefused) {
   ir::Workload w = Conv(1, 4, 6, 6, 8, 3, 3, 1, {1, 1, 1, 1});
   w.inputs.push_back(schedule::testing::Tensor({6}));  // broadcasts over rows only

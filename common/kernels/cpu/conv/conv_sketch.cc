@@ -7,6 +7,12 @@
 // the pack_b knob here) gathers each panel once per K block. The output [N, K, OH, OW] is the
 // view's [N*g, K/g, OH*OW] row-major, so the epilogue (bias, residual add, ReLU) runs at the
 // write-back as for matmuls.
+//
+// Depthwise convolutions (one input channel per group) have a K of R*S only, too short for the
+// micro-kernels: "conv_dw_direct/v1" computes them directly, a (parallel) loop over the N*K
+// output planes and output rows, output columns in vectors, every tap unrolled with its weight
+// broadcast and reads outside the image masked.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,6 +33,10 @@ using ir::MakeInt;
 Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLt, a, b); }
 Expr Le(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLe, a, b); }
 Expr And(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kAnd, a, b); }
+using ir::Stmt;
+
+/// Windows of at most this many taps are unrolled by the direct sketch.
+constexpr int64_t kMaxDirectTaps = 64;
 
 /// The conv's operands as the blocked lowering reads them: batch entry b = n * groups + g.
 GemmOperands ConvOperands(const ir::ConvParams& p) {
@@ -103,6 +113,109 @@ absl::StatusOr<EpilogueBuilder> ConvEpilogue(const ir::Workload& w) {
   return EpilogueBuilder::Create(w, {p.batch, p.out_channels, spatial}, std::move(shapes));
 }
 
+/// Depthwise: every group reads one input channel (C / groups == 1); K may be a multiple of C.
+bool IsDepthwise(const ir::Workload& w) {
+  return w.anchor == ir::AnchorKind::kConv && w.conv.in_channels == w.conv.groups &&
+         w.conv.kernel_h * w.conv.kernel_w <= kMaxDirectTaps;
+}
+
+class DirectDepthwiseSketch final : public LoopSketch {
+ public:
+  enum KnobIdx { kVw, kUnroll, kPar };
+
+  const char* Name() const override { return "conv_dw_direct/v1"; }
+  std::vector<std::string> KnobNames() const override { return {"vw", "unroll", "par"}; }
+  bool AppliesTo(const ir::Workload& w) const override { return IsDepthwise(w); }
+
+  std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    const bool parallel = hw.cores > 1 && w.conv.batch * w.conv.out_channels > 1;
+    return {{"vw", VectorWidths(hw.MaxFloatLanes())},
+            {"unroll", {1, 2}},
+            {"par", parallel ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}}};
+  }
+
+  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
+              const KnobValues& values) const override {
+    const bool narrowest =
+        values[kUnroll] == 1 && values[kVw] == VectorWidths(hw.MaxFloatLanes()).front();
+    return narrowest || values[kVw] * values[kUnroll] <= ir::ConvOutW(w.conv);
+  }
+
+  absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
+                                        const std::string& func_name) const override {
+    GTCO_RETURN_IF_ERROR(CheckOneOf("vw", values[kVw], {4, 8, 16}));
+    GTCO_RETURN_IF_ERROR(CheckOneOf("unroll", values[kUnroll], {1, 2}));
+    GTCO_RETURN_IF_ERROR(CheckRange("par", values[kPar], 0, 1));
+    GTCO_RETURN_IF_ERROR(w.Validate());
+    if (!IsDepthwise(w)) {
+      return absl::InvalidArgumentError("conv_dw_direct lowers depthwise convolutions only");
+    }
+    const ir::ConvParams& p = w.conv;
+    GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, ConvEpilogue(w));
+    const int64_t out_h = ir::ConvOutH(p), out_w = ir::ConvOutW(p);
+    const int64_t multiplier = p.out_channels / p.groups;
+    const Expr plane = ir::MakeVar("plane"), oh = ir::MakeVar("oh");
+    // plane = n * K + k reads input plane n * C + k / multiplier.
+    const Expr in_plane = (plane / MakeInt(p.out_channels)) * MakeInt(p.in_channels) +
+                          (plane % MakeInt(p.out_channels)) / MakeInt(multiplier);
+    const Expr k = plane % MakeInt(p.out_channels);
+    const bool padded = p.pad_top > 0 || p.pad_left > 0 || p.pad_bottom > 0 || p.pad_right > 0;
+    auto columns = [&](const Expr& ow, const Expr&) {
+      Expr sum = ir::MakeFloat(0.0);
+      for (int64_t r = 0; r < p.kernel_h; ++r) {
+        const Expr ih = oh * MakeInt(p.stride_h) + MakeInt(r * p.dilation_h - p.pad_top);
+        for (int64_t s = 0; s < p.kernel_w; ++s) {
+          const Expr iw = ow * MakeInt(p.stride_w) + MakeInt(s * p.dilation_w - p.pad_left);
+          const Expr weight =
+              ir::MakeLoad(InputName(1), k * MakeInt(p.kernel_h * p.kernel_w) +
+                                             MakeInt(r * p.kernel_w + s));
+          Expr value;
+          if (padded) {
+            const Expr inside = And(And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h))),
+                                    And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w))));
+            const Expr address =
+                in_plane * MakeInt(p.in_h * p.in_w) +
+                ir::Max(MakeInt(0), ir::Min(ih, MakeInt(p.in_h - 1))) * MakeInt(p.in_w) +
+                ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1)));
+            value = ir::MakeSelect(inside, ir::MakeLoad(InputName(0), address),
+                                   ir::MakeFloat(0.0));
+          } else {
+            value = ir::MakeLoad(InputName(0),
+                                 in_plane * MakeInt(p.in_h * p.in_w) + ih * MakeInt(p.in_w) + iw);
+          }
+          sum = sum + value * weight;
+        }
+      }
+      const Expr column = oh * MakeInt(out_w) + ow;
+      return ir::MakeStore(kOutputName, plane * MakeInt(out_h * out_w) + column,
+                           epilogue.Apply(sum, plane, column));
+    };
+    Stmt body = ir::MakeFor(
+        "oh", MakeInt(0), MakeInt(out_h), ir::ForKind::kSerial,
+        EmitVectorRange("d", MakeInt(0), MakeInt(out_w), values[kVw], values[kUnroll], columns));
+    body = ir::MakeFor("plane", MakeInt(0), MakeInt(p.batch * p.out_channels),
+                       values[kPar] == 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial, body);
+    return ir::LoweredFunc{func_name, KernelParams(w), body};
+  }
+};
+
+/// The depthwise direct mapping: any CPU with vectors, f32 operands.
+class DirectDepthwiseMapping final : public MappingSketch {
+ public:
+  const char* Name() const override { return "direct"; }
+  const Sketch& sketch() const override { return sketch_; }
+  MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    const std::string non_f32 = NonF32Operands(w);
+    if (!non_f32.empty()) return {Name(), false, non_f32};
+    return {Name(), true,
+            absl::StrCat("depthwise: taps unrolled, output columns in up to ", hw.MaxFloatLanes(),
+                         " fp32 lanes")};
+  }
+
+ private:
+  DirectDepthwiseSketch sketch_;
+};
+
 class FmaConvSketch final : public LoopSketch {
  public:
   explicit FmaConvSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
@@ -176,6 +289,12 @@ class FmaConvMapping final : public MappingSketch {
 
 }  // namespace
 }  // namespace internal
+
+const MappingSketch& DirectDepthwiseConvMapping() {
+  static const internal::DirectDepthwiseMapping* const mapping =
+      new internal::DirectDepthwiseMapping();
+  return *mapping;
+}
 
 const MappingSketch& Avx512FmaConvMapping() {
   static const internal::FmaConvMapping* const mapping =
