@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/format.h"
+#include "common/target/target.h"
 #include "common/util/flags.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtco/v1/gtco.grpc.pb.h"
@@ -39,6 +40,10 @@ constexpr const char* kUsage =
     "  health                      grpc.health.v1 check of the server\n"
     "  query --model MODEL.onnx [--target cpu] [--shape ...] [--json]\n"
     "  query --workload KEY [--target cpu] [--limit N] [--json]\n"
+    "  export MODEL.onnx -o|--output OUT.gtco [--target cpu] [--shape ...] [--isa host|x86-64-v2|x86-64-v3|\n"
+    "                    x86-64-v4] [--require-tuned] [--json]   the model with its best records,\n"
+    "                              compiled for this host's CPU (or --isa) into one artifact\n"
+    "                              that gtco-run and the runtime library run\n"
     "The server address comes from --server or GTCO_SERVER (default 127.0.0.1:7070); the token\n"
     "from --token or GTCO_TOKEN (a farm started with --no-auth needs none); --tls-ca: talk TLS\n"
     "and trust this CA's certificate for the server.\n"
@@ -266,6 +271,74 @@ class Client {
     return kExitOk;
   }
 
+  int Export(const std::string& path, const gtco::v1::SubmitHeader& header,
+             const std::string& output) {
+    std::string bytes;
+    if (int code = ReadFile(path, &bytes)) return code;
+    const std::string partial = output + ".partial";
+    gtco::v1::ExportSummary summary;
+    int64_t received = 0;
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) {
+          auto stream = stub_->Export(context);
+          gtco::v1::ModelChunk chunk;
+          *chunk.mutable_header() = header;
+          bool open = stream->Write(chunk);
+          for (size_t offset = 0; open && offset < bytes.size(); offset += kChunkBytes) {
+            chunk.Clear();
+            chunk.set_data(bytes.substr(offset, kChunkBytes));
+            open = stream->Write(chunk);
+          }
+          stream->WritesDone();
+          std::ofstream file(partial, std::ios::binary | std::ios::trunc);
+          received = 0;
+          gtco::v1::ExportReply reply;
+          while (stream->Read(&reply)) {
+            if (reply.has_summary()) {
+              summary = reply.summary();
+            } else if (!reply.artifact().empty()) {
+              file.write(reply.artifact().data(),
+                         static_cast<std::streamsize>(reply.artifact().size()));
+              received += static_cast<int64_t>(reply.artifact().size());
+            } else if (!json_) {
+              std::cerr << reply.progress() << std::endl;
+            }
+          }
+          file.close();
+          if (!file) {
+            stream->Finish();
+            return grpc::Status(grpc::StatusCode::INTERNAL, "cannot write '" + partial + "'");
+          }
+          return stream->Finish();
+        },
+        std::max(timeout_seconds_, 1800));
+    if (!status.ok()) {
+      std::remove(partial.c_str());
+      return Fail(status);
+    }
+    if (received != summary.artifact_bytes() || std::rename(partial.c_str(), output.c_str()) != 0) {
+      std::remove(partial.c_str());
+      std::cerr << "gtco-client: the artifact arrived incomplete (" << received << " of "
+                << summary.artifact_bytes() << " bytes); nothing was written\n";
+      return kExitUnreachable;
+    }
+    if (json_) {
+      std::cout << ToJson(summary) << std::flush;
+      return kExitOk;
+    }
+    for (const std::string& warning : summary.warnings()) {
+      std::cout << "warning: " << warning << "\n";
+    }
+    std::cout << "wrote " << output << " (" << summary.artifact_bytes() << " bytes, "
+              << summary.kernels() << " kernels, " << summary.tuned() << " tuned, compiled for "
+              << summary.cpu() << ")";
+    if (summary.tuned() > 0) {
+      std::cout << "; tuned kernels sum to " << summary.estimated_latency_seconds() * 1e3 << " ms";
+    }
+    std::cout << "\nrun it: gtco-run " << output << " --random-inputs --bench 50\n" << std::flush;
+    return kExitOk;
+  }
+
   int QueryWorkload(const std::string& key, const std::string& target, int limit) {
     gtco::v1::QueryWorkloadRequest request;
     request.set_workload_key(key);
@@ -367,9 +440,13 @@ bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* he
 
 int RunClientApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
-                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca"},
-                      {"watch", "json", "help", "explain"}};
-  auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
+                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa"},
+                      {"watch", "json", "help", "explain", "require-tuned"}};
+  std::vector<std::string> raw(argv + 1, argv + argc);
+  for (std::string& arg : raw) {
+    if (arg == "-o") arg = "--output";  // export -o OUT.gtco
+  }
+  auto args = util::ParsedArgs::Parse(raw, spec);
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->Has("help")) {
     std::cout << kUsage;
@@ -448,6 +525,26 @@ int RunClientApp(int argc, char** argv) {
     if (args->Has("model")) return client.QueryModel(args->Get("model"), header);
     return client.QueryWorkload(args->Get("workload"), header.target(),
                                 static_cast<int>(*limit));
+  }
+  if (command == "export") {
+    if (positional.size() != 2) return Usage("export needs exactly one model file");
+    if (!args->Has("output")) return Usage("export needs -o OUT.gtco");
+    std::string path = positional[1];
+    header.set_model_name(path.substr(path.find_last_of('/') + 1));
+    gtco::v1::ExportSpec* export_spec = header.mutable_export_spec();
+    const std::string isa = args->Get("isa", "host");
+    if (isa == "host") {
+      // By default the artifact is for this machine: its CPU features pick the instruction set
+      // and the records measured on the same CPU.
+      const target::HardwareInfo host = target::DetectHostCpu();
+      for (const std::string& feature : host.cpu_features) export_spec->add_cpu_features(feature);
+      export_spec->set_cpu_model(host.cpu_model);
+      export_spec->set_cores(host.cores);
+    } else {
+      export_spec->set_isa(isa);
+    }
+    export_spec->set_require_tuned(args->Has("require-tuned"));
+    return client.Export(path, header, args->Get("output"));
   }
   return Usage("unknown command '" + command + "'");
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages GTCO needs (only those missing) and builds it into build/.
 #   scripts/setup.sh [--tests]   (--tests also installs what the test suite needs and builds
-#                                 the tests and benchmarks; without it only the three binaries)
+#                                 the tests and benchmarks; without it the four binaries)
 #   scripts/setup.sh --deps-only  (installs the packages of a plain build, builds nothing)
 # The CUDA path needs no toolkit and no GPU: the headers and libnvrtc come from NVIDIA's
 # nvidia-cuda-nvrtc and nvidia-cuda-runtime wheels (PyPI), installed into .deps/cuda; NVRTC is
@@ -13,8 +13,8 @@ packages=(build-essential cmake pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev sqlite3 libpq-dev llvm-15-dev libzstd-dev libxml2-dev libedit-dev zlib1g-dev
   libonnx-dev libcivetweb-dev civetweb libxgboost-dev xgboost libgtest-dev libopenblas-dev curl
-  python3-pip libtcmalloc-minimal4 prometheus-cpp-dev)
-targets=(--target gtco-server gtco-worker gtco-client)
+  python3-pip libtcmalloc-minimal4 prometheus-cpp-dev nlohmann-json3-dev)
+targets=(--target gtco-server gtco-worker gtco-client gtco-run)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
     libclang-rt-14-dev systemd)

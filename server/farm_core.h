@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,14 @@ class FarmCore {
   absl::StatusOr<JobInfo> CancelJob(const std::string& job_id);
   /// The best record of each task of the model on spec.target (nothing is tuned).
   absl::StatusOr<QueryResult> QueryModel(const JobSpec& spec, const std::string& model_bytes);
+  /// The model's plan compiled into a runtime artifact for `export_target` (server/farm_export.cc):
+  /// per workload the best ok record measured on the same CPU, else on a compatible one (never
+  /// one whose mapping needs a feature the target lacks), else the default schedule with a
+  /// warning. `progress` gets human-readable lines. FAILED_PRECONDITION when this server was built
+  /// without LLVM or for CUDA (not exported yet), or for untuned workloads with require_tuned.
+  absl::StatusOr<ExportOutcome> ExportModel(const JobSpec& spec, const ExportTarget& export_target,
+                                            const std::string& model_bytes,
+                                            const std::function<void(const std::string&)>& progress);
   /// Up to `limit` (at least 1) best records of the workload on `target`.
   absl::StatusOr<QueryResult> QueryWorkload(const std::string& workload_key, target::Target target,
                                             int limit);

@@ -100,6 +100,24 @@ struct QueryResult {
   double estimated_latency_seconds = 0;
 };
 
+/// What an export compiles for (gtco.v1.ExportSpec).
+struct ExportTarget {
+  std::vector<std::string> cpu_features;  ///< empty: the features of level `isa`
+  std::string cpu_model;
+  int cores = 1;
+  std::string isa;
+  bool require_tuned = false;
+};
+
+/// An exported artifact and what went into it.
+struct ExportOutcome {
+  std::string artifact;
+  int kernels = 0, tuned = 0;
+  std::vector<std::string> warnings;
+  std::string cpu;
+  double estimated_latency_seconds = 0;
+};
+
 /// A worker introducing itself.
 struct WorkerHello {
   std::string hostname;

@@ -29,11 +29,12 @@ grpc::Status Reply(absl::StatusOr<T> result, Proto* reply) {
 
 }  // namespace
 
-grpc::Status ClientServiceImpl::ReadModel(grpc::ServerReader<gtco::v1::ModelChunk>* reader,
-                                          gtco::v1::SubmitHeader* header, std::string* bytes) {
+grpc::Status ClientServiceImpl::ReadModel(
+    const std::function<bool(gtco::v1::ModelChunk*)>& read, gtco::v1::SubmitHeader* header,
+    std::string* bytes) {
   gtco::v1::ModelChunk chunk;
   bool have_header = false;
-  while (reader->Read(&chunk)) {
+  while (read(&chunk)) {
     if (chunk.has_header()) {
       if (have_header) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "two headers in one model stream");
@@ -148,6 +149,53 @@ grpc::Status ClientServiceImpl::QueryModel(grpc::ServerContext* context,
   absl::StatusOr<JobSpec> spec = JobSpecFromProto(header);
   if (!spec.ok()) return ToGrpcStatus(spec.status());
   return Reply(core_->QueryModel(*spec, bytes), reply);
+}
+
+grpc::Status ClientServiceImpl::Export(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<gtco::v1::ExportReply, gtco::v1::ModelChunk>* stream) {
+  // Records are shared by every team; an export reads them and tunes nothing.
+  if (auto authorized = gate_->Authorize(*context, {Role::kSubmitter, Role::kAdmin});
+      !authorized.ok()) {
+    return ToGrpcStatus(authorized.status());
+  }
+  gtco::v1::SubmitHeader header;
+  std::string bytes;
+  grpc::Status read = ReadModel(
+      [stream](gtco::v1::ModelChunk* chunk) { return stream->Read(chunk); }, &header, &bytes);
+  if (!read.ok()) return read;
+  absl::StatusOr<JobSpec> spec = JobSpecFromProto(header);
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  const gtco::v1::ExportSpec& wanted = header.export_spec();
+  ExportTarget export_target;
+  export_target.cpu_features.assign(wanted.cpu_features().begin(), wanted.cpu_features().end());
+  export_target.cpu_model = wanted.cpu_model();
+  export_target.cores = wanted.cores();
+  export_target.isa = wanted.isa();
+  export_target.require_tuned = wanted.require_tuned();
+  absl::StatusOr<ExportOutcome> outcome = core_->ExportModel(
+      *spec, export_target, bytes, [stream](const std::string& line) {
+        gtco::v1::ExportReply reply;
+        reply.set_progress(line);
+        stream->Write(reply);
+      });
+  if (!outcome.ok()) return ToGrpcStatus(outcome.status());
+  gtco::v1::ExportReply summary;
+  gtco::v1::ExportSummary* fields = summary.mutable_summary();
+  fields->set_kernels(outcome->kernels);
+  fields->set_tuned(outcome->tuned);
+  for (const std::string& warning : outcome->warnings) fields->add_warnings(warning);
+  fields->set_cpu(outcome->cpu);
+  fields->set_artifact_bytes(static_cast<int64_t>(outcome->artifact.size()));
+  fields->set_estimated_latency_seconds(outcome->estimated_latency_seconds);
+  if (!stream->Write(summary)) return grpc::Status(grpc::StatusCode::CANCELLED, "client left");
+  constexpr size_t kChunk = 1 << 20;
+  for (size_t at = 0; at < outcome->artifact.size(); at += kChunk) {
+    gtco::v1::ExportReply chunk;
+    chunk.set_artifact(outcome->artifact.substr(at, kChunk));
+    if (!stream->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client left");
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status ClientServiceImpl::QueryWorkload(grpc::ServerContext* context,

@@ -1,6 +1,9 @@
 // gRPC services of gtco-server: translate between protobuf requests and FarmCore calls.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "gtco/v1/gtco.grpc.pb.h"
 #include "server/auth_gate.h"
 #include "server/farm_core.h"
@@ -30,11 +33,20 @@ class ClientServiceImpl final : public gtco::v1::ClientService::Service {
   grpc::Status QueryWorkload(grpc::ServerContext* context,
                              const gtco::v1::QueryWorkloadRequest* request,
                              gtco::v1::QueryReply* reply) override;
+  grpc::Status Export(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<gtco::v1::ExportReply, gtco::v1::ModelChunk>* stream) override;
 
  private:
-  /// Reads a header chunk then data chunks into `bytes`, refusing more than max_model_bytes_.
-  grpc::Status ReadModel(grpc::ServerReader<gtco::v1::ModelChunk>* reader,
+  /// Reads a header chunk then data chunks (each from `read`, false at the end) into `bytes`,
+  /// refusing more than max_model_bytes_.
+  grpc::Status ReadModel(const std::function<bool(gtco::v1::ModelChunk*)>& read,
                          gtco::v1::SubmitHeader* header, std::string* bytes);
+  grpc::Status ReadModel(grpc::ServerReader<gtco::v1::ModelChunk>* reader,
+                         gtco::v1::SubmitHeader* header, std::string* bytes) {
+    return ReadModel([reader](gtco::v1::ModelChunk* chunk) { return reader->Read(chunk); },
+                     header, bytes);
+  }
   /// The caller's job `job_id` (its status) when the caller may see it; NOT_FOUND, exactly as
   /// for a job that does not exist, when it belongs to another team.
   absl::StatusOr<JobInfo> VisibleJob(const auth::Principal& principal,

@@ -260,6 +260,22 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
                                             graph_.nodes[region.seed].name,
                                             "': ", valid.message()));
   }
+  // Bindings: the anchor's own inputs (Q, K, V for a fused attention), then the extra inputs.
+  planned.input_tensors.resize(workload.inputs.size());
+  if (region.attention >= 0) {
+    const AttentionMatch& match = attention_[region.attention];
+    planned.input_tensors[0] = match.q;
+    planned.input_tensors[1] = match.k;
+    planned.input_tensors[2] = match.v;
+  } else if (region.anchored) {
+    const Node& anchor = graph_.nodes[region.seed];
+    for (int index = 0; index < workload.num_anchor_inputs; ++index) {
+      planned.input_tensors[index] = anchor.inputs.at(index);
+    }
+  }
+  for (const auto& [tensor, index] : head.input_ids) planned.input_tensors[index] = tensor;
+  planned.output_tensor = region.members.empty() ? head.onnx_output
+                                                 : graph_.nodes[region.members.back()].outputs[0];
   planned.workload = std::move(workload);
   return planned;
 }

@@ -18,6 +18,11 @@ struct PlannedWorkload {
   /// The graph nodes it computes: the anchor (if any) first, then the epilogue's nodes in
   /// instruction order. A fused attention's anchor is several nodes, listed in graph order.
   std::vector<std::string> node_names;
+  /// The graph tensor each workload input reads, in workload input order (its data in the graph
+  /// tensor's row-major order is the input's canonical layout; scalar constants folded into
+  /// immediates have no input), and the graph tensor the workload writes.
+  std::vector<std::string> input_tensors;
+  std::string output_tensor;
 };
 
 /// What the workloads are planned for.

@@ -19,6 +19,24 @@ using graph::OpRole;
 using graph::PlannedWorkload;
 using graph::PlanOptions;
 
+namespace {
+
+absl::Status RunGraphPasses(Graph& graph) {
+  GTCO_RETURN_IF_ERROR(FoldConstants(graph));
+  GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
+  GTCO_RETURN_IF_ERROR(DecomposeOps(graph));
+  return CheckSupportedOps(graph);
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> PrepareGraph(std::string_view model_bytes,
+                                   const ShapeOverrides& overrides) {
+  GTCO_ASSIGN_OR_RETURN(Graph graph, ImportOnnx(model_bytes, overrides));
+  GTCO_RETURN_IF_ERROR(RunGraphPasses(graph));
+  return graph;
+}
+
 absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
                                                const ShapeOverrides& overrides,
                                                const PlanOptions& options) {
@@ -26,10 +44,7 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
   ModelAnalysis analysis;
   analysis.model_name = graph.name;
   analysis.num_nodes = static_cast<int>(graph.nodes.size());
-  GTCO_RETURN_IF_ERROR(FoldConstants(graph));
-  GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
-  GTCO_RETURN_IF_ERROR(DecomposeOps(graph));
-  GTCO_RETURN_IF_ERROR(CheckSupportedOps(graph));
+  GTCO_RETURN_IF_ERROR(RunGraphPasses(graph));
   analysis.num_data_ops = CountDataOps(graph);
   GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned, PlanWorkloads(graph, options));
   // Copies absorbed into a workload (a fused attention's Transpose of K) are tuned with it.

@@ -30,6 +30,12 @@ struct ModelAnalysis {
   std::vector<ModelTask> tasks;  ///< deduplicated by key, in first-occurrence order
 };
 
+/// Imports the model (see ImportOnnx for `overrides` and import errors) and runs the graph
+/// passes (shape arithmetic folded, BatchNormalization folded, Clip decomposed) and the op
+/// support check: the graph the planner and the exporter work on.
+absl::StatusOr<graph::Graph> PrepareGraph(std::string_view model_bytes,
+                                          const ShapeOverrides& overrides);
+
 /// Imports the model (see ImportOnnx for `overrides` and import errors), folds shape
 /// arithmetic, checks op support and plans the workloads for `options.target` (see
 /// graph::PlanWorkloads: "cuda" fuses attention; the default "cpu" does not). Errors: INVALID_ARGUMENT

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/codegen/llvm/optimize.h"
 #include "common/codegen/llvm/runtime.h"
 #include "common/target/target.h"
 #include "common/util/status.h"
@@ -33,33 +34,6 @@ namespace {
 absl::Status ToStatus(llvm::Error error, absl::StatusCode code, const std::string& context) {
   if (!error) return absl::OkStatus();
   return absl::Status(code, absl::StrCat(context, ": ", llvm::toString(std::move(error))));
-}
-
-void InitializeLlvmOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-  });
-}
-
-/// Runs the O3 new-pass-manager pipeline tuned for `target_machine`.
-void OptimizeModule(llvm::Module& module, llvm::TargetMachine& target_machine) {
-  llvm::LoopAnalysisManager loop_analyses;
-  llvm::FunctionAnalysisManager function_analyses;
-  llvm::CGSCCAnalysisManager cgscc_analyses;
-  llvm::ModuleAnalysisManager module_analyses;
-  llvm::PassBuilder pass_builder(&target_machine);
-  pass_builder.registerModuleAnalyses(module_analyses);
-  pass_builder.registerCGSCCAnalyses(cgscc_analyses);
-  pass_builder.registerFunctionAnalyses(function_analyses);
-  pass_builder.registerLoopAnalyses(loop_analyses);
-  pass_builder.crossRegisterProxies(loop_analyses, function_analyses, cgscc_analyses,
-                                    module_analyses);
-  llvm::ModulePassManager passes =
-      pass_builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  passes.run(module, module_analyses);
 }
 
 template <typename Fn>

@@ -1,6 +1,6 @@
 // A small spin-then-sleep thread pool behind gtco_parallel_for, with dynamic claiming of
 // chunks of iterations so a thread slowed by a busy core does not hold the loop back.
-#include "common/codegen/llvm/runtime.h"
+#include "runtime/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace gtco::codegen {
+namespace gtco::runtime {
 namespace {
 
 using Body = void (*)(int64_t, void*);
@@ -164,17 +164,17 @@ void SetParallelThreads(int threads) {
 
 int ParallelThreads() { return GetPool()->num_threads(); }
 
-}  // namespace gtco::codegen
+}  // namespace gtco::runtime
 
 extern "C" void gtco_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {
   if (n <= 0) return;
-  if (n == 1 || gtco::codegen::in_parallel_region) {
-    gtco::codegen::RunRange(body, closure, 0, n);
+  if (n == 1 || gtco::runtime::in_parallel_region) {
+    gtco::runtime::RunRange(body, closure, 0, n);
     return;
   }
-  std::shared_ptr<gtco::codegen::ParallelPool> pool = gtco::codegen::GetPool();
+  std::shared_ptr<gtco::runtime::ParallelPool> pool = gtco::runtime::GetPool();
   if (pool->num_threads() == 1) {
-    gtco::codegen::RunRange(body, closure, 0, n);
+    gtco::runtime::RunRange(body, closure, 0, n);
     return;
   }
   pool->Run(n, body, closure);

@@ -1,0 +1,479 @@
+// Model export: plan -> steps (kernels and data movement) -> memory plan -> AOT code -> artifact.
+#include "common/export/model_export.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/codegen/llvm/aot.h"
+#include "common/codegen/llvm/llvm_codegen.h"
+#include "common/graph/fusion_planner.h"
+#include "common/graph/op_support.h"
+#include "common/graph/shape_inference.h"
+#include "common/kernels/registry.h"
+#include "common/onnx/model_analysis.h"
+#include "common/util/status.h"
+#include "runtime/artifact.h"
+
+namespace gtco::exporter {
+namespace {
+
+using graph::Graph;
+using graph::Node;
+using runtime::ElemType;
+
+constexpr int64_t kAlign = 64;
+
+int64_t RoundUp(int64_t value, int64_t align) { return (value + align - 1) / align * align; }
+
+absl::StatusOr<ElemType> RuntimeType(graph::ElemType type, const std::string& tensor) {
+  switch (type) {
+    case graph::ElemType::kFloat32:
+      return ElemType::kF32;
+    case graph::ElemType::kBFloat16:
+      return ElemType::kBF16;
+    case graph::ElemType::kFloat16:
+      return ElemType::kF16;
+    case graph::ElemType::kInt8:
+      return ElemType::kI8;
+    case graph::ElemType::kUInt8:
+      return ElemType::kU8;
+    case graph::ElemType::kInt32:
+      return ElemType::kI32;
+    case graph::ElemType::kInt64:
+      return ElemType::kI64;
+    case graph::ElemType::kBool:
+      return ElemType::kBool;
+    default:
+      return absl::UnimplementedError(absl::StrCat("tensor '", tensor, "' has element type ",
+                                                   graph::ElemTypeName(type),
+                                                   ", which the runtime does not store"));
+  }
+}
+
+/// The bytes of constant `tensor` in its element type.
+std::string WeightBytes(const graph::Tensor& tensor, ElemType type) {
+  const int64_t count = tensor.NumElements();
+  std::string bytes(count * runtime::ElemSize(type), '\0');
+  for (int64_t i = 0; i < count; ++i) {
+    char* at = bytes.data() + i * runtime::ElemSize(type);
+    switch (type) {
+      case ElemType::kF32: {
+        const float value = static_cast<float>(tensor.ValueAsDouble(i));
+        std::memcpy(at, &value, 4);
+        break;
+      }
+      case ElemType::kBF16:
+      case ElemType::kF16: {
+        // Stored exactly as f32 first; the top half of an f32 holding a bf16 value is the bf16.
+        const float value = static_cast<float>(tensor.ValueAsDouble(i));
+        uint32_t bits;
+        std::memcpy(&bits, &value, 4);
+        const uint16_t half = static_cast<uint16_t>(bits >> 16);
+        std::memcpy(at, &half, 2);
+        break;
+      }
+      case ElemType::kI32: {
+        const int32_t value = static_cast<int32_t>(tensor.ValueAsInt(i));
+        std::memcpy(at, &value, 4);
+        break;
+      }
+      case ElemType::kI64: {
+        const int64_t value = tensor.ValueAsInt(i);
+        std::memcpy(at, &value, 8);
+        break;
+      }
+      default:
+        *at = static_cast<char>(tensor.ValueAsInt(i));
+        break;
+    }
+  }
+  return bytes;
+}
+
+/// A step before ordering: what it reads and writes by graph tensor name.
+struct PendingStep {
+  runtime::StepSpec spec;
+  std::vector<std::string> inputs;
+  std::string output;
+};
+
+class Exporter {
+ public:
+  Exporter(const Graph& graph, const ExportOptions& options, const ScheduleLookup& lookup)
+      : graph_(graph), options_(options), lookup_(lookup) {}
+
+  absl::StatusOr<ExportResult> Run(const std::vector<graph::PlannedWorkload>& planned);
+
+ private:
+  void Progress(const std::string& message) const {
+    if (options_.progress) options_.progress(message);
+  }
+  std::string Root(const std::string& name) const {
+    auto it = alias_of_.find(name);
+    return it == alias_of_.end() ? name : Root(it->second);
+  }
+  absl::Status AddDataStep(const Node& node);
+  absl::Status AddKernels(const std::vector<graph::PlannedWorkload>& planned);
+  absl::StatusOr<std::vector<PendingStep>> Ordered() const;
+  absl::Status BuildTensors(const std::vector<PendingStep>& steps);
+  absl::StatusOr<std::string> CompileCode();
+
+  const Graph& graph_;
+  const ExportOptions& options_;
+  const ScheduleLookup& lookup_;
+  codegen::AotTarget target_;
+  std::vector<PendingStep> steps_;
+  std::map<std::string, std::string> alias_of_;  ///< reshape-like output -> its input
+  struct Kernel {
+    ir::Workload workload;
+    std::string key;
+    runtime::KernelSpec spec;
+    std::string module;  ///< LLVM bitcode
+  };
+  std::vector<Kernel> kernels_;
+  std::map<std::string, int> kernel_of_key_;
+  runtime::Manifest manifest_;
+  std::string weights_;
+  double estimated_seconds_ = 0.0;
+};
+
+absl::Status Exporter::AddDataStep(const Node& node) {
+  const std::string& op = node.op_type;
+  auto unimplemented = [&](const std::string& why) {
+    return absl::UnimplementedError(absl::StrCat("export: ONNX op '", op, "' at node '",
+                                                 node.name, "' ", why));
+  };
+  const graph::Tensor& in = graph_.tensor(node.inputs.at(0));
+  const graph::Tensor& out = graph_.tensor(node.outputs.at(0));
+  if (op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
+      op == "Unsqueeze" || (op == "Cast" && in.type == out.type)) {
+    if (graph_.IsConstant(node.inputs[0])) return unimplemented("reshapes a constant");
+    alias_of_[node.outputs[0]] = node.inputs[0];
+    return absl::OkStatus();
+  }
+  PendingStep step;
+  step.spec.node = node.name;
+  step.output = node.outputs[0];
+  step.inputs = {node.inputs[0]};
+  const int64_t rank = static_cast<int64_t>(in.shape.size());
+  if (op == "Transpose") {
+    GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> perm, graph::TransposePerm(node, rank));
+    step.spec.op = "transpose";
+    step.spec.params = perm;
+  } else if (op == "Cast") {
+    step.spec.op = "cast";
+  } else if (op == "Gather") {
+    GTCO_ASSIGN_OR_RETURN(int64_t axis, graph::NormalizeAxis(node, node.IntAttr("axis", 0), rank));
+    step.spec.op = "gather";
+    step.spec.params = {axis};
+    step.inputs.push_back(node.inputs.at(1));
+  } else if (op == "Slice") {
+    GTCO_ASSIGN_OR_RETURN(graph::SliceWindow window, graph::ComputeSliceWindow(node, graph_));
+    step.spec.op = "slice";
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      step.spec.params.push_back(window.first[dim]);
+      step.spec.params.push_back(window.step[dim]);
+    }
+  } else if (op == "Concat") {
+    GTCO_ASSIGN_OR_RETURN(int64_t axis, graph::NormalizeAxis(node, node.IntAttr("axis", 0), rank));
+    step.spec.op = "concat";
+    step.spec.params = {axis};
+    step.inputs = node.inputs;
+  } else {
+    return unimplemented("has no runtime step yet");
+  }
+  steps_.push_back(std::move(step));
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& planned) {
+  GTCO_ASSIGN_OR_RETURN(const target::HardwareInfo hw, ExportHardware(options_));
+  std::vector<std::string> untuned;
+  for (const graph::PlannedWorkload& item : planned) {
+    const std::string key = item.workload.Key();
+    auto [it, added] = kernel_of_key_.emplace(key, static_cast<int>(kernels_.size()));
+    if (added) {
+      Kernel kernel{item.workload, key, {}, {}};
+      kernel.spec.entry = absl::StrCat("gtco_k", kernels_.size());
+      kernel.spec.workload_key = key;
+      kernel.spec.description = item.workload.Description();
+      GTCO_ASSIGN_OR_RETURN(std::optional<ChosenSchedule> chosen, lookup_(item.workload, key));
+      if (chosen.has_value()) {
+        kernel.spec.tuned = true;
+        kernel.spec.trace = chosen->trace.ToString();
+        kernel.spec.mapping = chosen->mapping;
+        kernel.spec.hardware = chosen->hardware;
+        kernel.spec.worker = chosen->worker;
+        kernel.spec.median_seconds = chosen->median_seconds;
+      } else {
+        GTCO_ASSIGN_OR_RETURN(schedule::SearchSpace space, kernels::CreateSpace(item.workload, hw));
+        kernel.spec.trace = space.DefaultTrace().ToString();
+        kernel.spec.mapping = space.mapping();
+        untuned.push_back(absl::StrCat(kernel.spec.description, " (", key, ")"));
+      }
+      kernels_.push_back(std::move(kernel));
+    }
+    PendingStep step;
+    step.spec.op = "kernel";
+    step.spec.node = absl::StrJoin(item.node_names, "+");
+    step.spec.kernel = it->second;
+    estimated_seconds_ += kernels_[it->second].spec.median_seconds;
+    step.inputs = item.input_tensors;
+    step.output = item.output_tensor;
+    for (size_t index = 0; index < step.inputs.size(); ++index) {
+      if (step.inputs[index].empty()) {
+        return absl::InternalError(absl::StrCat("export: workload at '", step.spec.node,
+                                                "' has no tensor bound to input ", index));
+      }
+    }
+    steps_.push_back(std::move(step));
+  }
+  if (!untuned.empty() && options_.require_tuned) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(untuned.size(), " workload", untuned.size() > 1 ? "s have" : " has",
+                     " no record for this hardware (--require-tuned): ",
+                     absl::StrJoin(untuned, "; ")));
+  }
+  for (const std::string& name : untuned) {
+    manifest_.warnings.push_back(absl::StrCat("untuned, default schedule: ", name));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PendingStep>> Exporter::Ordered() const {
+  std::set<std::string> ready;
+  for (const std::string& input : graph_.inputs) ready.insert(input);
+  for (const auto& [name, tensor] : graph_.tensors()) {
+    if (tensor.is_constant) ready.insert(name);
+  }
+  std::vector<PendingStep> ordered;
+  std::vector<bool> done(steps_.size(), false);
+  for (size_t placed = 0; placed < steps_.size();) {
+    bool progress = false;
+    for (size_t index = 0; index < steps_.size(); ++index) {
+      if (done[index]) continue;
+      const bool inputs_ready =
+          std::all_of(steps_[index].inputs.begin(), steps_[index].inputs.end(),
+                      [&](const std::string& name) { return ready.count(Root(name)) > 0; });
+      if (!inputs_ready) continue;
+      ordered.push_back(steps_[index]);
+      ready.insert(steps_[index].output);
+      done[index] = true;
+      ++placed;
+      progress = true;
+    }
+    if (!progress) {
+      for (size_t index = 0; index < steps_.size(); ++index) {
+        if (done[index]) continue;
+        return absl::InternalError(absl::StrCat("export: step '", steps_[index].spec.node,
+                                                "' reads a tensor no step produces"));
+      }
+    }
+  }
+  return ordered;
+}
+
+absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
+  std::map<std::string, int> index_of;
+  std::map<std::string, int> storage_of_root;  // root tensor -> storage
+  struct Live {
+    int64_t bytes = 0;
+    int first = -1, last = -1;
+  };
+  std::vector<Live> lives;
+  auto tensor_index = [&](const std::string& name) -> absl::StatusOr<int> {
+    auto found = index_of.find(name);
+    if (found != index_of.end()) return found->second;
+    const graph::Tensor& tensor = graph_.tensor(name);
+    runtime::TensorSpec spec;
+    spec.name = name;
+    GTCO_ASSIGN_OR_RETURN(spec.dtype, RuntimeType(tensor.type, name));
+    spec.shape = tensor.shape;
+    const std::string root = Root(name);
+    if (graph_.IsConstant(root)) {
+      const graph::Tensor& constant = graph_.tensor(root);
+      spec.weight = true;
+      weights_.resize(RoundUp(static_cast<int64_t>(weights_.size()), kAlign), '\0');
+      spec.weight_offset = static_cast<int64_t>(weights_.size());
+      weights_ += WeightBytes(constant, spec.dtype);
+    } else {
+      auto [slot, added] = storage_of_root.emplace(root, static_cast<int>(lives.size()));
+      if (added) lives.push_back({});
+      spec.storage = slot->second;
+      lives[spec.storage].bytes = std::max(lives[spec.storage].bytes, spec.Bytes());
+    }
+    const int index = static_cast<int>(manifest_.tensors.size());
+    manifest_.tensors.push_back(std::move(spec));
+    index_of[name] = index;
+    return index;
+  };
+  auto touch = [&](int tensor, int step) {
+    const runtime::TensorSpec& spec = manifest_.tensors[tensor];
+    if (spec.weight) return;
+    Live& live = lives[spec.storage];
+    if (live.first < 0 || step < live.first) live.first = step;
+    live.last = std::max(live.last, step);
+  };
+  const int end = static_cast<int>(steps.size());
+  for (const std::string& input : graph_.inputs) {
+    GTCO_ASSIGN_OR_RETURN(int index, tensor_index(input));
+    manifest_.inputs.push_back(index);
+    touch(index, -1);
+  }
+  for (int step_index = 0; step_index < end; ++step_index) {
+    const PendingStep& step = steps[step_index];
+    runtime::StepSpec spec = step.spec;
+    for (const std::string& input : step.inputs) {
+      GTCO_ASSIGN_OR_RETURN(int index, tensor_index(input));
+      spec.inputs.push_back(index);
+      touch(index, step_index);
+    }
+    GTCO_ASSIGN_OR_RETURN(int output, tensor_index(step.output));
+    if (manifest_.tensors[output].weight) {
+      return absl::InternalError(absl::StrCat("export: step '", spec.node, "' writes a constant"));
+    }
+    spec.outputs = {output};
+    touch(output, step_index);
+    manifest_.steps.push_back(std::move(spec));
+  }
+  for (const std::string& output : graph_.outputs) {
+    GTCO_ASSIGN_OR_RETURN(int index, tensor_index(output));
+    if (manifest_.tensors[index].weight) {
+      return absl::UnimplementedError(absl::StrCat(
+          "export: graph output '", output, "' is a constant; the runtime returns computed "
+          "tensors only"));
+    }
+    manifest_.outputs.push_back(index);
+    touch(index, end);
+  }
+  // Storages by liveness: largest first, each at the lowest offset no overlapping-in-time
+  // storage already placed occupies.
+  std::vector<int> order(lives.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return lives[a].bytes != lives[b].bytes ? lives[a].bytes > lives[b].bytes : a < b;
+  });
+  manifest_.storages.assign(lives.size(), {});
+  std::vector<int> placed;
+  for (int storage : order) {
+    const Live& live = lives[storage];
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (int other : placed) {
+      const Live& o = lives[other];
+      if (o.last < live.first || live.last < o.first) continue;
+      busy.push_back({manifest_.storages[other].offset,
+                      manifest_.storages[other].offset + manifest_.storages[other].bytes});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [begin, finish] : busy) {
+      if (offset + live.bytes <= begin) break;
+      offset = std::max(offset, RoundUp(finish, kAlign));
+    }
+    manifest_.storages[storage] = {offset, live.bytes};
+    manifest_.arena_bytes = std::max(manifest_.arena_bytes, RoundUp(offset + live.bytes, kAlign));
+    placed.push_back(storage);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Exporter::CompileCode() {
+  std::vector<std::string> modules;
+  std::set<std::string> extra_features, extra_flags;
+  for (Kernel& kernel : kernels_) {
+    GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(kernel.spec.trace));
+    GTCO_ASSIGN_OR_RETURN(ir::LoweredFunc func,
+                          kernels::LowerSchedule(kernel.workload, trace, kernel.spec.entry));
+    GTCO_ASSIGN_OR_RETURN(std::string module, codegen::EmitLlvmBitcode(func));
+    modules.push_back(std::move(module));
+    if (kernel.spec.mapping == "avx512_bf16") {
+      extra_features.insert("+avx512bf16");
+      extra_flags.insert("avx512_bf16");
+    } else if (kernel.spec.mapping == "avx512_vnni") {
+      extra_features.insert("+avx512vnni");
+      extra_flags.insert("avx512_vnni");
+    }
+  }
+  codegen::AotTarget target = target_;
+  target.extra_llvm_features.assign(extra_features.begin(), extra_features.end());
+  for (const std::string& flag : extra_flags) target.features.push_back(flag);
+  std::sort(target.features.begin(), target.features.end());
+  manifest_.features = target.features;
+  Progress(absl::StrCat("compiling ", modules.size(), " kernels for ", target.cpu));
+  return codegen::CompileSharedObject(modules, target);
+}
+
+absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkload>& planned) {
+  GTCO_ASSIGN_OR_RETURN(const target::HardwareInfo hw, ExportHardware(options_));
+  GTCO_ASSIGN_OR_RETURN(target_, codegen::AotTargetFor(hw.cpu_features, options_.isa));
+  manifest_.model = graph_.name;
+  manifest_.cpu = target_.cpu;
+  std::set<std::string> in_workloads;
+  for (const graph::PlannedWorkload& item : planned) {
+    in_workloads.insert(item.node_names.begin(), item.node_names.end());
+  }
+  for (const Node& node : graph_.nodes) {
+    if (in_workloads.count(node.name) || graph::RoleOf(node) != graph::OpRole::kData) continue;
+    GTCO_RETURN_IF_ERROR(AddDataStep(node));
+  }
+  GTCO_RETURN_IF_ERROR(AddKernels(planned));
+  GTCO_ASSIGN_OR_RETURN(std::vector<PendingStep> ordered, Ordered());
+  GTCO_RETURN_IF_ERROR(BuildTensors(ordered));
+  for (const Kernel& kernel : kernels_) manifest_.kernels.push_back(kernel.spec);
+  GTCO_ASSIGN_OR_RETURN(std::string code, CompileCode());
+  ExportResult result;
+  result.kernels = static_cast<int>(kernels_.size());
+  for (const Kernel& kernel : kernels_) result.tuned += kernel.spec.tuned ? 1 : 0;
+  result.warnings = manifest_.warnings;
+  result.cpu = manifest_.cpu;
+  result.estimated_seconds = estimated_seconds_;
+  result.artifact = runtime::WriteArtifact(manifest_, code, weights_);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options) {
+  std::vector<std::string> features = options.cpu_features;
+  if (features.empty()) {
+    GTCO_ASSIGN_OR_RETURN(features, codegen::LevelFeatures(options.isa.empty() ? "x86-64-v3"
+                                                                               : options.isa));
+  }
+  GTCO_ASSIGN_OR_RETURN(codegen::AotTarget level, codegen::AotTargetFor(features, options.isa));
+  if (level.cpu == "x86-64") {
+    return absl::FailedPreconditionError(
+        "export: the target hardware lacks SSE4.2 (x86-64-v2); GTCO's kernels need at least it");
+  }
+  target::HardwareInfo hw;
+  hw.target = target::Target::kCpu;
+  hw.cpu_model = options.cpu_model;
+  hw.cores = std::max(options.cores, 1);
+  hw.cpu_features = level.features;
+  if (level.cpu == "x86-64-v4") {
+    for (const char* flag : {"avx512_bf16", "avx512_vnni"}) {
+      if (std::find(features.begin(), features.end(), flag) != features.end()) {
+        hw.cpu_features.push_back(flag);
+      }
+    }
+  }
+  std::sort(hw.cpu_features.begin(), hw.cpu_features.end());
+  return hw;
+}
+
+absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
+                                         const onnx::ShapeOverrides& overrides,
+                                         const ExportOptions& options,
+                                         const ScheduleLookup& lookup) {
+  GTCO_ASSIGN_OR_RETURN(Graph graph, onnx::PrepareGraph(model_bytes, overrides));
+  graph::PlanOptions plan_options;
+  plan_options.target = target::Target::kCpu;
+  GTCO_ASSIGN_OR_RETURN(std::vector<graph::PlannedWorkload> planned,
+                        graph::PlanWorkloads(graph, plan_options));
+  return Exporter(graph, options, lookup).Run(planned);
+}
+
+}  // namespace gtco::exporter

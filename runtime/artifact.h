@@ -1,0 +1,117 @@
+// The exported-model artifact (.gtco): one file holding a manifest (JSON), the model's kernels
+// compiled ahead of time into a shared object, and the weights, each section checksummed.
+//
+// Layout (little-endian): a 128-byte header
+//   "GTCOART1" | u64 manifest_offset, manifest_bytes, code_offset, code_bytes, weights_offset,
+//   weights_bytes | 32-byte SHA-256 of the manifest | zero padding,
+// then the manifest, the code (64-byte aligned) and the weights (4096-byte aligned, so that a
+// mapped artifact serves them in place). The manifest carries the SHA-256 of the code and of the
+// weights. This header is the runtime's only format dependency: it links nothing of the farm.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gtco::runtime {
+
+/// Element types of artifact tensors ("f32", "bf16", "f16", "i8", "u8", "i32", "i64", "bool").
+enum class ElemType { kF32, kBF16, kF16, kI8, kU8, kI32, kI64, kBool };
+const char* ElemTypeName(ElemType type);
+absl::StatusOr<ElemType> ParseElemType(const std::string& name);
+int64_t ElemSize(ElemType type);
+
+/// One tensor of the model. Weights live in the weights section at `weight_offset`; every other
+/// tensor lives in a storage of the per-run arena (several tensors share one storage when one is
+/// a reshape of another).
+struct TensorSpec {
+  std::string name;
+  ElemType dtype = ElemType::kF32;
+  std::vector<int64_t> shape;
+  bool weight = false;
+  int64_t weight_offset = 0;  ///< weights only
+  int storage = -1;           ///< non-weights: index into Manifest::storages
+
+  int64_t NumElements() const;
+  int64_t Bytes() const { return NumElements() * ElemSize(dtype); }
+};
+
+/// A region of the arena (64-byte aligned offset).
+struct StorageSpec {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+/// One step of the run, in order. Ops:
+///   "kernel"    kernels[kernel](inputs..., outputs[0]) (args in the workload's order)
+///   "transpose" params = perm
+///   "gather"    inputs {data, indices (i64 or i32)}, params = {axis}
+///   "slice"     params = {start, step} per input dim (the output shape gives the counts)
+///   "concat"    params = {axis}
+///   "cast"      outputs[0] = inputs[0] converted (to f32, f32 -> bf16, or the same type)
+///   "copy"      outputs[0] = inputs[0] (same bytes)
+struct StepSpec {
+  std::string op;
+  std::string node;  ///< the graph node(s) it computes, for errors and profiles
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  int kernel = -1;
+  std::vector<int64_t> params;
+};
+
+/// One compiled kernel and where its schedule came from.
+struct KernelSpec {
+  std::string entry;         ///< symbol in the shared object: void entry(void** args)
+  std::string workload_key;
+  std::string description;
+  std::string mapping;
+  std::string trace;         ///< the schedule trace it was compiled from
+  bool tuned = false;        ///< false: the default schedule (no record)
+  std::string hardware;      ///< tuned: the hardware the record was measured on
+  std::string worker;
+  double median_seconds = 0.0;
+};
+
+struct Manifest {
+  std::string format = "gtco-artifact/1";
+  std::string model;
+  std::string target = "cpu";
+  std::string cpu;                    ///< the CPU the code was compiled for (LLVM name)
+  std::vector<std::string> features;  ///< CPU features the code needs (cpuinfo spellings)
+  std::vector<TensorSpec> tensors;
+  std::vector<int> inputs, outputs;   ///< tensor indices
+  std::vector<StorageSpec> storages;
+  int64_t arena_bytes = 0;
+  std::vector<StepSpec> steps;
+  std::vector<KernelSpec> kernels;
+  std::vector<std::string> warnings;  ///< e.g. workloads exported untuned
+  std::string code_sha256, weights_sha256;
+  int64_t code_bytes = 0, weights_bytes = 0;
+};
+
+std::string ManifestToJson(const Manifest& manifest);
+/// INVALID_ARGUMENT (DATA_LOSS for a parse failure) naming the first bad field; also checks that
+/// every index refers to an existing tensor, kernel or storage.
+absl::StatusOr<Manifest> ManifestFromJson(std::string_view json);
+
+/// Lowercase hex SHA-256 of `bytes`.
+std::string Sha256Hex(std::string_view bytes);
+
+/// The artifact file's bytes: `manifest` (its checksum and size fields filled in here), `code`
+/// and `weights`.
+std::string WriteArtifact(Manifest manifest, std::string_view code, std::string_view weights);
+
+/// The sections of an artifact, viewing `bytes` (which must outlive the result).
+struct ArtifactView {
+  Manifest manifest;
+  std::string_view code;
+  std::string_view weights;
+};
+/// Parses and verifies `bytes`: DATA_LOSS "truncated"/"corrupt ..." naming the section whose
+/// size or checksum is wrong; INVALID_ARGUMENT for a file that is not an artifact.
+absl::StatusOr<ArtifactView> ReadArtifact(std::string_view bytes);
+
+}  // namespace gtco::runtime

@@ -1,0 +1,291 @@
+// gtco-run: runs an exported model.
+//   gtco-run MODEL.gtco [--input NAME=FILE.npy]... [--random-inputs] [--output-dir DIR]
+//            [--threads N] [--bench N] [--profile] [--describe] [--json]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "runtime/model.h"
+#include "runtime/npy.h"
+#include "runtime/parallel.h"
+
+namespace gtco::runtime {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gtco-run MODEL.gtco [--input NAME=FILE.npy]... [--random-inputs] [--output-dir DIR]\n"
+    "                [--threads N] [--bench N] [--profile] [--describe] [--json]\n"
+    "  --input NAME=FILE.npy  an input (numpy.save format); every input is needed unless\n"
+    "                         --random-inputs fills the missing ones (uniform [-1, 1], or\n"
+    "                         indices in [0, 2) for integer inputs)\n"
+    "  --output-dir DIR       write each output as DIR/<output name>.npy\n"
+    "  --threads N            threads of the kernels' parallel loops (default: all cores)\n"
+    "  --bench N              time N runs after 3 warm-up runs; prints median_seconds\n"
+    "  --profile              seconds per step of one run, slowest first\n"
+    "  --describe             the model's inputs, outputs and kernels (with provenance)\n"
+    "Exit codes: 0 ok, 1 the run failed, 2 usage, 3 the artifact does not load.\n";
+
+int Usage(const std::string& message) {
+  if (!message.empty()) std::cerr << "gtco-run: " << message << "\n";
+  std::cerr << kUsage;
+  return 2;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+/// A file-system-safe file name for an output tensor name ("/" and other odd characters -> "_").
+std::string FileName(const std::string& name) {
+  std::string out;
+  for (char c : name) out.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                                            c == '-' || c == '_' ? c : '_');
+  return out.empty() ? "output" : out;
+}
+
+NpyArray RandomArray(const TensorSpec& t, uint64_t seed) {
+  NpyArray array;
+  array.dtype = t.dtype;
+  array.shape = t.shape;
+  array.data.resize(t.Bytes());
+  std::mt19937_64 rng(seed);
+  const int64_t count = t.NumElements();
+  for (int64_t i = 0; i < count; ++i) {
+    if (t.dtype == ElemType::kF32) {
+      const float value = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+      std::memcpy(array.data.data() + 4 * i, &value, 4);
+    } else if (t.dtype == ElemType::kI64) {
+      const int64_t value = static_cast<int64_t>(rng() % 2);
+      std::memcpy(array.data.data() + 8 * i, &value, 8);
+    } else if (t.dtype == ElemType::kI32) {
+      const int32_t value = static_cast<int32_t>(rng() % 2);
+      std::memcpy(array.data.data() + 4 * i, &value, 4);
+    } else {
+      array.data[i * ElemSize(t.dtype)] = static_cast<char>(rng() % 2);
+    }
+  }
+  return array;
+}
+
+int Main(int argc, char** argv) {
+  std::string model_path, output_dir;
+  std::map<std::string, std::string> input_files;
+  bool random_inputs = false, profile = false, describe = false, json = false;
+  int threads = 0, bench = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) return nullptr;
+      (void)flag;
+      return argv[++i];
+    };
+    if (arg == "--input") {
+      const char* text = value("--input");
+      if (text == nullptr) return Usage("--input needs NAME=FILE.npy");
+      const std::string spec = text;
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) return Usage("--input needs NAME=FILE.npy");
+      input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
+    } else if (arg == "--output-dir") {
+      const char* text = value("--output-dir");
+      if (text == nullptr) return Usage("--output-dir needs a directory");
+      output_dir = text;
+    } else if (arg == "--threads" || arg == "--bench") {
+      const char* text = value(arg.c_str());
+      int number = 0;
+      if (text == nullptr || !absl::SimpleAtoi(text, &number) || number < 0) {
+        return Usage(arg + " needs a non-negative integer");
+      }
+      (arg == "--threads" ? threads : bench) = number;
+    } else if (arg == "--random-inputs") {
+      random_inputs = true;
+    } else if (arg == "--profile") {
+      profile = true;
+    } else if (arg == "--describe") {
+      describe = true;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Usage("unknown flag " + arg);
+    } else if (model_path.empty()) {
+      model_path = arg;
+    } else {
+      return Usage("more than one model given");
+    }
+  }
+  if (model_path.empty()) return Usage("no model given");
+  if (threads > 0) SetParallelThreads(threads);
+  absl::StatusOr<std::unique_ptr<Model>> loaded = Model::Load(model_path);
+  if (!loaded.ok()) {
+    std::cerr << "gtco-run: " << loaded.status().message() << "\n";
+    return 3;
+  }
+  const Model& model = **loaded;
+  const Manifest& m = model.manifest();
+  nlohmann::json report = {{"model", m.model}, {"cpu", m.cpu}, {"features", m.features}};
+  if (describe) {
+    nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array(),
+                   kernels = nlohmann::json::array();
+    for (int index : m.inputs) {
+      inputs.push_back({{"name", m.tensors[index].name},
+                        {"dtype", ElemTypeName(m.tensors[index].dtype)},
+                        {"shape", m.tensors[index].shape}});
+    }
+    for (int index : m.outputs) {
+      outputs.push_back({{"name", m.tensors[index].name},
+                         {"dtype", ElemTypeName(m.tensors[index].dtype)},
+                         {"shape", m.tensors[index].shape}});
+    }
+    for (const KernelSpec& k : m.kernels) {
+      kernels.push_back({{"workload_key", k.workload_key}, {"description", k.description},
+                         {"mapping", k.mapping}, {"tuned", k.tuned}, {"hardware", k.hardware},
+                         {"median_seconds", k.median_seconds}, {"trace", k.trace}});
+    }
+    report["inputs"] = inputs;
+    report["outputs"] = outputs;
+    report["kernels"] = kernels;
+    report["warnings"] = m.warnings;
+    if (!json) {
+      std::cout << "model " << m.model << " (compiled for " << m.cpu << ": "
+                << absl::StrJoin(m.features, " ") << ")\n";
+      for (int index : m.inputs) {
+        std::cout << "  input  " << m.tensors[index].name << " "
+                  << ElemTypeName(m.tensors[index].dtype) << " "
+                  << ShapeText(m.tensors[index].shape) << "\n";
+      }
+      for (int index : m.outputs) {
+        std::cout << "  output " << m.tensors[index].name << " "
+                  << ElemTypeName(m.tensors[index].dtype) << " "
+                  << ShapeText(m.tensors[index].shape) << "\n";
+      }
+      for (const KernelSpec& k : m.kernels) {
+        std::cout << "  kernel " << k.description << "  " << k.mapping << "  "
+                  << (k.tuned ? absl::StrCat("tuned on ", k.hardware, ", ",
+                                             k.median_seconds * 1e6, " us")
+                              : std::string("untuned (default schedule)"))
+                  << "\n";
+      }
+      for (const std::string& warning : m.warnings) std::cout << "  warning: " << warning << "\n";
+    }
+  }
+  // Inputs.
+  std::vector<NpyArray> arrays;
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const TensorSpec& t = m.tensors[m.inputs[i]];
+    auto file = input_files.find(t.name);
+    if (file == input_files.end()) {
+      if (!random_inputs) {
+        if (describe && bench == 0 && output_dir.empty() && !profile) break;
+        std::cerr << "gtco-run: input '" << t.name << "' (" << ElemTypeName(t.dtype) << " "
+                  << ShapeText(t.shape) << ") is missing: pass --input " << t.name
+                  << "=FILE.npy or --random-inputs\n";
+        return 1;
+      }
+      arrays.push_back(RandomArray(t, 1234 + i));
+    } else {
+      absl::StatusOr<NpyArray> array = ReadNpy(file->second);
+      if (!array.ok()) {
+        std::cerr << "gtco-run: " << array.status().message() << "\n";
+        return 1;
+      }
+      arrays.push_back(std::move(*array));
+      input_files.erase(file);
+    }
+  }
+  if (!input_files.empty()) {
+    std::vector<std::string> names;
+    for (int index : m.inputs) names.push_back(m.tensors[index].name);
+    std::cerr << "gtco-run: the model has no input '" << input_files.begin()->first
+              << "' (its inputs: " << absl::StrJoin(names, ", ") << ")\n";
+    return 1;
+  }
+  if (arrays.size() < m.inputs.size()) {  // --describe alone
+    std::cout << (json ? report.dump(1) + "\n" : "");
+    return 0;
+  }
+  for (const NpyArray& array : arrays) inputs.push_back({array.dtype, array.shape, array.data.data()});
+  std::vector<StepTime> steps;
+  absl::StatusOr<std::vector<OutputTensor>> outputs = model.Run(inputs, profile ? &steps : nullptr);
+  if (!outputs.ok()) {
+    std::cerr << "gtco-run: " << outputs.status().message() << "\n";
+    return 1;
+  }
+  nlohmann::json written = nlohmann::json::array();
+  if (!output_dir.empty()) {
+    for (const OutputTensor& output : *outputs) {
+      NpyArray array{output.dtype, output.shape, std::string(output.bytes.begin(), output.bytes.end())};
+      const std::string path = output_dir + "/" + FileName(output.name) + ".npy";
+      absl::Status status = WriteNpy(path, array);
+      if (!status.ok()) {
+        std::cerr << "gtco-run: " << status.message() << " (does " << output_dir << " exist?)\n";
+        return 1;
+      }
+      written.push_back({{"name", output.name}, {"path", path}, {"shape", output.shape}});
+      if (!json) std::cout << "wrote " << path << " " << ShapeText(output.shape) << "\n";
+    }
+  }
+  report["outputs_written"] = written;
+  if (profile) {
+    std::vector<StepTime> sorted = steps;
+    std::sort(sorted.begin(), sorted.end(),
+              [](const StepTime& a, const StepTime& b) { return a.seconds > b.seconds; });
+    double total = 0.0;
+    for (const StepTime& step : steps) total += step.seconds;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const StepTime& step : sorted) {
+      rows.push_back({{"op", step.op}, {"node", step.node}, {"description", step.description},
+                      {"seconds", step.seconds}});
+      if (!json) {
+        std::printf("  %9.1f us %5.1f%%  %-9s %s %s\n", step.seconds * 1e6,
+                    total > 0 ? 100.0 * step.seconds / total : 0.0, step.op.c_str(),
+                    step.description.c_str(), step.node.c_str());
+      }
+    }
+    report["profile"] = rows;
+  }
+  if (bench > 0) {
+    for (int warm = 0; warm < 3; ++warm) (void)model.Run(inputs);
+    std::vector<double> seconds;
+    for (int run = 0; run < bench; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<std::vector<OutputTensor>> again = model.Run(inputs);
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      if (!again.ok()) {
+        std::cerr << "gtco-run: " << again.status().message() << "\n";
+        return 1;
+      }
+      seconds.push_back(elapsed.count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const double median = seconds[seconds.size() / 2];
+    report["runs"] = bench;
+    report["median_seconds"] = median;
+    report["min_seconds"] = seconds.front();
+    report["threads"] = ParallelThreads();
+    if (!json) {
+      std::printf("median %.3f ms over %d runs (min %.3f ms, %d threads)\n", median * 1e3, bench,
+                  seconds.front() * 1e3, ParallelThreads());
+    }
+  }
+  if (json) std::cout << report.dump(1) << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace gtco::runtime
+
+int main(int argc, char** argv) { return gtco::runtime::Main(argc, argv); }

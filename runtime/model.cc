@@ -1,0 +1,370 @@
+// Model: mapping, verification, code loading (memfd + dlopen) and the step executor.
+#include "runtime/model.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runtime/parallel.h"
+
+namespace gtco::runtime {
+namespace {
+
+using ParallelFor = void (*)(int64_t, void (*)(int64_t, void*), void*);
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+/// Row-major strides (in elements) of `shape`.
+std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int dim = static_cast<int>(shape.size()) - 2; dim >= 0; --dim) {
+    strides[dim] = strides[dim + 1] * shape[dim + 1];
+  }
+  return strides;
+}
+
+/// Copies elements of `bytes` each from `src` at element offsets given by visiting the output
+/// in row-major order, where input offset = sum(index[d] * in_strides[d]) + base.
+void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<int64_t>& out_shape,
+                 const std::vector<int64_t>& in_strides, int64_t base) {
+  const int rank = static_cast<int>(out_shape.size());
+  int64_t total = 1;
+  for (int64_t dim : out_shape) total *= dim;
+  if (total == 0) return;
+  std::vector<int64_t> index(rank, 0);
+  int64_t offset = base;
+  for (int64_t flat = 0; flat < total; ++flat) {
+    std::memcpy(dst + flat * bytes, src + offset * bytes, bytes);
+    for (int dim = rank - 1; dim >= 0; --dim) {
+      ++index[dim];
+      offset += in_strides[dim];
+      if (index[dim] < out_shape[dim]) break;
+      offset -= in_strides[dim] * out_shape[dim];
+      index[dim] = 0;
+    }
+  }
+}
+
+uint16_t FloatToBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+double LoadAsDouble(const char* data, ElemType type, int64_t index) {
+  switch (type) {
+    case ElemType::kF32: {
+      float value;
+      std::memcpy(&value, data + index * 4, 4);
+      return value;
+    }
+    case ElemType::kBF16: {
+      uint16_t half;
+      std::memcpy(&half, data + index * 2, 2);
+      uint32_t bits = static_cast<uint32_t>(half) << 16;
+      float value;
+      std::memcpy(&value, &bits, 4);
+      return value;
+    }
+    case ElemType::kI32: {
+      int32_t value;
+      std::memcpy(&value, data + index * 4, 4);
+      return value;
+    }
+    case ElemType::kI64: {
+      int64_t value;
+      std::memcpy(&value, data + index * 8, 8);
+      return static_cast<double>(value);
+    }
+    case ElemType::kI8:
+      return static_cast<int8_t>(data[index]);
+    case ElemType::kU8:
+    case ElemType::kBool:
+      return static_cast<uint8_t>(data[index]);
+    case ElemType::kF16:
+      return 0.0;  // not produced by exports
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+struct Model::Mapping {
+  void* address = MAP_FAILED;
+  size_t length = 0;
+  ~Mapping() {
+    if (address != MAP_FAILED) munmap(address, length);
+  }
+};
+
+std::vector<std::string> HostCpuFeatures() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::vector<std::string> flags =
+        absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty());
+    std::sort(flags.begin(), flags.end());
+    return flags;
+  }
+  return {};
+}
+
+Model::~Model() {
+  if (library_ != nullptr) dlclose(library_);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  std::unique_ptr<Model> model(new Model());
+  model->mapping_ = std::make_unique<Mapping>();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot open artifact '", path, "': ",
+                                            std::strerror(errno)));
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0 || info.st_size == 0) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("artifact '", path, "' is empty"));
+  }
+  model->mapping_->length = static_cast<size_t>(info.st_size);
+  model->mapping_->address = mmap(nullptr, model->mapping_->length, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (model->mapping_->address == MAP_FAILED) {
+    return absl::InternalError(absl::StrCat("cannot map '", path, "': ", std::strerror(errno)));
+  }
+  const std::string_view bytes(static_cast<const char*>(model->mapping_->address),
+                               model->mapping_->length);
+  absl::StatusOr<ArtifactView> view = ReadArtifact(bytes);
+  if (!view.ok()) {
+    return absl::Status(view.status().code(), absl::StrCat(path, ": ", view.status().message()));
+  }
+  model->manifest_ = std::move(view->manifest);
+  model->weights_ = view->weights.data();
+  const Manifest& m = model->manifest_;
+  if (m.target != "cpu") {
+    return absl::UnimplementedError(absl::StrCat(path, ": a '", m.target,
+                                                 "' artifact; this runtime runs CPU artifacts"));
+  }
+  const std::vector<std::string> host = HostCpuFeatures();
+  std::vector<std::string> missing;
+  for (const std::string& feature : m.features) {
+    if (!std::binary_search(host.begin(), host.end(), feature)) missing.push_back(feature);
+  }
+  if (!missing.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " was compiled for ", m.cpu, " and needs CPU feature",
+        missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+        " that this host lacks; export it for this host's instruction set"));
+  }
+  // The shared object is loaded from memory: no file is written, nothing is left behind.
+  const int code_fd = memfd_create("gtco-artifact-code", MFD_CLOEXEC);
+  if (code_fd < 0) return absl::InternalError("memfd_create failed");
+  size_t written = 0;
+  while (written < view->code.size()) {
+    const ssize_t n = write(code_fd, view->code.data() + written, view->code.size() - written);
+    if (n <= 0) {
+      close(code_fd);
+      return absl::InternalError("writing the code to memory failed");
+    }
+    written += static_cast<size_t>(n);
+  }
+  const std::string fd_path = absl::StrCat("/proc/self/fd/", code_fd);
+  model->library_ = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  close(code_fd);
+  if (model->library_ == nullptr) {
+    return absl::DataLossError(absl::StrCat(path, ": its code does not load: ", dlerror()));
+  }
+  // Parallel loops of the kernels call this process's thread pool through one pointer.
+  void* hook = dlsym(model->library_, "gtco_rt_parallel_for");
+  if (hook == nullptr) return absl::DataLossError(absl::StrCat(path, ": no parallel-for hook"));
+  *static_cast<ParallelFor*>(hook) = &gtco_parallel_for;
+  for (const KernelSpec& kernel : m.kernels) {
+    void* entry = dlsym(model->library_, kernel.entry.c_str());
+    if (entry == nullptr) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": kernel '", kernel.entry, "' is missing from its code"));
+    }
+    model->entries_.push_back(reinterpret_cast<void (*)(void**)>(entry));
+  }
+  return model;
+}
+
+absl::StatusOr<std::vector<OutputTensor>> Model::Run(const std::vector<HostTensor>& inputs,
+                                                     std::vector<StepTime>* profile) const {
+  std::vector<OutputTensor> outputs;
+  std::vector<void*> buffers;
+  for (int index : manifest_.outputs) {
+    const TensorSpec& t = manifest_.tensors[index];
+    outputs.push_back(OutputTensor{t.name, t.dtype, t.shape, std::vector<char>(t.Bytes())});
+  }
+  for (OutputTensor& output : outputs) buffers.push_back(output.bytes.data());
+  absl::Status status = RunInto(inputs, buffers, profile);
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
+                            const std::vector<void*>& outputs,
+                            std::vector<StepTime>* profile) const {
+  const Manifest& m = manifest_;
+  if (inputs.size() != m.inputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model takes ", m.inputs.size(),
+                                                   " inputs, got ", inputs.size()));
+  }
+  if (outputs.size() != m.outputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model has ", m.outputs.size(),
+                                                   " outputs, got ", outputs.size(), " buffers"));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorSpec& t = m.tensors[m.inputs[i]];
+    if (inputs[i].dtype != t.dtype || inputs[i].shape != t.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", t.name, "' must be ", ElemTypeName(t.dtype), " ", ShapeText(t.shape),
+          ", got ", ElemTypeName(inputs[i].dtype), " ", ShapeText(inputs[i].shape)));
+    }
+    if (inputs[i].data == nullptr && t.Bytes() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "' has no data"));
+    }
+  }
+  // This run's arena (64-byte aligned).
+  const size_t arena_bytes = static_cast<size_t>(std::max<int64_t>(m.arena_bytes, 64));
+  std::unique_ptr<char, decltype(&std::free)> arena(
+      static_cast<char*>(std::aligned_alloc(64, (arena_bytes + 63) / 64 * 64)), &std::free);
+  if (arena == nullptr) return absl::ResourceExhaustedError("cannot allocate the arena");
+  auto data = [&](int index) -> char* {
+    const TensorSpec& t = m.tensors[index];
+    if (t.weight) return const_cast<char*>(weights_ + t.weight_offset);
+    return arena.get() + m.storages[t.storage].offset;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorSpec& t = m.tensors[m.inputs[i]];
+    std::memcpy(data(m.inputs[i]), inputs[i].data, t.Bytes());
+  }
+  std::vector<void*> args;
+  for (const StepSpec& step : m.steps) {
+    const auto start = std::chrono::steady_clock::now();
+    const TensorSpec& out = m.tensors[step.outputs[0]];
+    char* out_data = data(step.outputs[0]);
+    if (step.op == "kernel") {
+      args.clear();
+      for (int input : step.inputs) args.push_back(data(input));
+      args.push_back(out_data);
+      entries_[step.kernel](args.data());
+    } else if (step.op == "copy") {
+      std::memmove(out_data, data(step.inputs[0]), out.Bytes());
+    } else if (step.op == "transpose") {
+      const TensorSpec& in = m.tensors[step.inputs[0]];
+      const std::vector<int64_t> in_strides = Strides(in.shape);
+      std::vector<int64_t> strides;
+      for (int64_t axis : step.params) strides.push_back(in_strides[axis]);
+      StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape, strides, 0);
+    } else if (step.op == "slice") {
+      const TensorSpec& in = m.tensors[step.inputs[0]];
+      const std::vector<int64_t> in_strides = Strides(in.shape);
+      std::vector<int64_t> strides;
+      int64_t base = 0;
+      for (size_t dim = 0; dim < in.shape.size(); ++dim) {
+        base += step.params[2 * dim] * in_strides[dim];
+        strides.push_back(step.params[2 * dim + 1] * in_strides[dim]);
+      }
+      StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape, strides, base);
+    } else if (step.op == "concat") {
+      const int64_t axis = step.params.at(0);
+      int64_t outer = 1, inner = ElemSize(out.dtype);
+      for (int64_t dim = 0; dim < axis; ++dim) outer *= out.shape[dim];
+      for (size_t dim = axis + 1; dim < out.shape.size(); ++dim) inner *= out.shape[dim];
+      const int64_t out_row = out.shape[axis] * inner;
+      int64_t at = 0;
+      for (int input : step.inputs) {
+        const int64_t row = m.tensors[input].shape[axis] * inner;
+        const char* src = data(input);
+        for (int64_t o = 0; o < outer; ++o) {
+          std::memcpy(out_data + o * out_row + at, src + o * row, row);
+        }
+        at += row;
+      }
+    } else if (step.op == "gather") {
+      const TensorSpec& in = m.tensors[step.inputs[0]];
+      const TensorSpec& indices = m.tensors[step.inputs[1]];
+      const int64_t axis = step.params.at(0);
+      int64_t outer = 1, inner = ElemSize(out.dtype);
+      for (int64_t dim = 0; dim < axis; ++dim) outer *= in.shape[dim];
+      for (size_t dim = axis + 1; dim < in.shape.size(); ++dim) inner *= in.shape[dim];
+      const int64_t count = indices.NumElements(), extent = in.shape[axis];
+      const char* src = data(step.inputs[0]);
+      const char* index_data = data(step.inputs[1]);
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t index = static_cast<int64_t>(LoadAsDouble(index_data, indices.dtype, i));
+        if (index < 0) index += extent;
+        if (index < 0 || index >= extent) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Gather at node '", step.node, "': index ", index, " of '", indices.name,
+              "' is out of range [0, ", extent, ")"));
+        }
+        for (int64_t o = 0; o < outer; ++o) {
+          std::memcpy(out_data + (o * count + i) * inner, src + (o * extent + index) * inner,
+                      inner);
+        }
+      }
+    } else if (step.op == "cast") {
+      const TensorSpec& in = m.tensors[step.inputs[0]];
+      const char* src = data(step.inputs[0]);
+      const int64_t count = out.NumElements();
+      if (in.dtype == out.dtype) {
+        std::memmove(out_data, src, out.Bytes());
+      } else if (out.dtype == ElemType::kF32) {
+        for (int64_t i = 0; i < count; ++i) {
+          const float value = static_cast<float>(LoadAsDouble(src, in.dtype, i));
+          std::memcpy(out_data + 4 * i, &value, 4);
+        }
+      } else if (out.dtype == ElemType::kBF16 && in.dtype == ElemType::kF32) {
+        for (int64_t i = 0; i < count; ++i) {
+          float value;
+          std::memcpy(&value, src + 4 * i, 4);
+          const uint16_t half = FloatToBf16(value);
+          std::memcpy(out_data + 2 * i, &half, 2);
+        }
+      } else {
+        return absl::InternalError(absl::StrCat("step '", step.node, "': no cast from ",
+                                                ElemTypeName(in.dtype), " to ",
+                                                ElemTypeName(out.dtype)));
+      }
+    } else {
+      return absl::InternalError(absl::StrCat("step '", step.node, "' has unknown op '",
+                                              step.op, "'"));
+    }
+    if (profile != nullptr) {
+      const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+      profile->push_back(StepTime{step.op, step.node,
+                                  step.kernel >= 0 ? m.kernels[step.kernel].description : "",
+                                  seconds.count()});
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorSpec& t = m.tensors[m.outputs[i]];
+    std::memcpy(outputs[i], data(m.outputs[i]), t.Bytes());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gtco::runtime

@@ -1,0 +1,70 @@
+// A loaded artifact and its executor: the weights stay in the mapped file, the kernels come from
+// the artifact's shared object (loaded from memory), data-movement steps run in C++ here. One
+// loaded Model runs from many threads at once: every Run has its own arena.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/artifact.h"
+
+namespace gtco::runtime {
+
+/// A caller's tensor: `data` holds NumElements(shape) elements of `dtype`, row-major.
+struct HostTensor {
+  ElemType dtype = ElemType::kF32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+};
+
+/// A result: the bytes of an output tensor.
+struct OutputTensor {
+  std::string name;
+  ElemType dtype = ElemType::kF32;
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
+};
+
+/// Seconds spent per step of one run (Run with a profile).
+struct StepTime {
+  std::string op, node, description;
+  double seconds = 0.0;
+};
+
+class Model {
+ public:
+  /// Maps `path` and verifies it (ReadArtifact), checks that this host has every CPU feature the
+  /// code needs (FAILED_PRECONDITION naming the missing ones), loads the code and resolves every
+  /// kernel (DATA_LOSS when one is missing).
+  static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const Manifest& manifest() const { return manifest_; }
+
+  /// Runs the model on `inputs` (one per manifest input, in order). INVALID_ARGUMENT naming the
+  /// input whose count, dtype or shape is wrong, or a gather index out of range. Thread-safe.
+  absl::StatusOr<std::vector<OutputTensor>> Run(const std::vector<HostTensor>& inputs,
+                                                std::vector<StepTime>* profile = nullptr) const;
+  /// Same, writing outputs into caller buffers (one per manifest output, each of the output's
+  /// size).
+  absl::Status RunInto(const std::vector<HostTensor>& inputs, const std::vector<void*>& outputs,
+                       std::vector<StepTime>* profile = nullptr) const;
+
+ private:
+  Model() = default;
+  struct Mapping;
+  std::unique_ptr<Mapping> mapping_;  ///< the mapped file
+  Manifest manifest_;
+  const char* weights_ = nullptr;     ///< inside the mapping
+  void* library_ = nullptr;           ///< dlopen handle
+  std::vector<void (*)(void**)> entries_;
+};
+
+/// The CPU features of this host (cpuinfo spellings, from /proc/cpuinfo's flags).
+std::vector<std::string> HostCpuFeatures();
+
+}  // namespace gtco::runtime

@@ -1,0 +1,95 @@
+// FarmCore::ExportModel: record selection by hardware and the ahead-of-time export.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/kernels/registry.h"
+#include "common/util/status.h"
+#include "server/farm_core.h"
+#ifdef GTCO_HAVE_EXPORT
+#include "common/export/model_export.h"
+#endif
+
+namespace gtco::server {
+
+#ifdef GTCO_HAVE_EXPORT
+namespace {
+
+/// Whether the record with trace `text` can run on `hw`: its sketch belongs to a mapping that
+/// applies to `w` there (so it needs no instruction `hw` lacks).
+bool RunsOn(const ir::Workload& w, const std::string& text, const target::HardwareInfo& hw) {
+  absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(text);
+  if (!trace.ok() || !kernels::ResolveTrace(w, *trace).ok()) return false;
+  for (const schedule::MappingSketch* mapping : kernels::MappingRegistry()) {
+    if (mapping->sketch().Name() != trace->sketch || !schedule::MappingConsiders(*mapping, w, hw)) {
+      continue;
+    }
+    return mapping->Explain(w, hw).applies;
+  }
+  return false;
+}
+
+}  // namespace
+#endif
+
+absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
+    const JobSpec& spec, const ExportTarget& export_target, const std::string& model_bytes,
+    const std::function<void(const std::string&)>& progress) {
+#ifndef GTCO_HAVE_EXPORT
+  return absl::FailedPreconditionError(
+      "this gtco-server was built without LLVM and cannot export CPU artifacts");
+#else
+  if (spec.target != target::Target::kCpu) {
+    return absl::FailedPreconditionError(
+        "export --target cuda is not available yet; export --target cpu");
+  }
+  exporter::ExportOptions options;
+  options.cpu_features = export_target.cpu_features;
+  options.cpu_model = export_target.cpu_model;
+  options.cores = export_target.cores;
+  options.isa = export_target.isa;
+  options.require_tuned = export_target.require_tuned;
+  options.progress = progress;
+  GTCO_ASSIGN_OR_RETURN(const target::HardwareInfo hw, exporter::ExportHardware(options));
+  const std::string same_hardware = hw.Summary();
+  exporter::ScheduleLookup lookup = [&](const ir::Workload& w, const std::string& key)
+      -> absl::StatusOr<std::optional<exporter::ChosenSchedule>> {
+    std::vector<db::MeasurementRow> rows;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      GTCO_ASSIGN_OR_RETURN(rows, db_->TopMeasurements(key, target::Target::kCpu, 64));
+    }
+    const db::MeasurementRow* chosen = nullptr;
+    for (const db::MeasurementRow& row : rows) {  // lowest median first
+      if (row.hardware == same_hardware && RunsOn(w, row.trace, hw)) {
+        chosen = &row;
+        break;
+      }
+    }
+    for (size_t i = 0; chosen == nullptr && i < rows.size(); ++i) {
+      if (RunsOn(w, rows[i].trace, hw)) chosen = &rows[i];
+    }
+    if (chosen == nullptr) return std::optional<exporter::ChosenSchedule>();
+    GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(chosen->trace));
+    GTCO_ASSIGN_OR_RETURN(kernels::ResolvedTrace resolved, kernels::ResolveTrace(w, trace));
+    std::string mapping;
+    for (const schedule::MappingSketch* candidate : kernels::MappingRegistry()) {
+      if (&candidate->sketch() == resolved.sketch) mapping = candidate->Name();
+    }
+    return std::optional<exporter::ChosenSchedule>(exporter::ChosenSchedule{
+        trace, mapping, chosen->hardware, chosen->worker_id, chosen->median_seconds});
+  };
+  if (progress) progress(absl::StrCat("planning ", spec.model_name, " for ", same_hardware));
+  GTCO_ASSIGN_OR_RETURN(exporter::ExportResult result,
+                        exporter::ExportModel(model_bytes, spec.shapes, options, lookup));
+  ExportOutcome outcome;
+  outcome.artifact = std::move(result.artifact);
+  outcome.kernels = result.kernels;
+  outcome.tuned = result.tuned;
+  outcome.warnings = std::move(result.warnings);
+  outcome.cpu = result.cpu;
+  outcome.estimated_latency_seconds = result.estimated_seconds;
+  return outcome;
+#endif
+}
+
+}  // namespace gtco::server

@@ -1,0 +1,159 @@
+// Export end to end in one process: real ONNX models (tests/data) exported with default schedules,
+// the artifact loaded by the runtime and run; the bad-input outcomes of a load and of a run.
+#include "common/export/model_export.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/target/target.h"
+#include "runtime/model.h"
+
+namespace gtco::exporter {
+namespace {
+
+std::string ReadModel(const std::string& name) {
+  std::ifstream file(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+ExportOptions HostOptions() {
+  ExportOptions options;
+  const target::HardwareInfo host = target::DetectHostCpu();
+  options.cpu_features = host.cpu_features;
+  options.cores = host.cores;
+  return options;
+}
+
+const ScheduleLookup kNoRecords = [](const ir::Workload&, const std::string&)
+    -> absl::StatusOr<std::optional<ChosenSchedule>> { return std::nullopt; };
+
+std::string WriteTemp(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+/// Deterministic inputs for every model input (floats in [-1, 1]).
+std::vector<std::vector<float>> Inputs(const runtime::Manifest& m) {
+  std::vector<std::vector<float>> values;
+  for (int index : m.inputs) {
+    std::vector<float> data(m.tensors[index].NumElements());
+    for (size_t i = 0; i < data.size(); ++i) data[i] = std::sin(0.37 * i + 0.1 * values.size());
+    values.push_back(std::move(data));
+  }
+  return values;
+}
+
+std::vector<runtime::HostTensor> Host(const runtime::Manifest& m,
+                                      const std::vector<std::vector<float>>& values) {
+  std::vector<runtime::HostTensor> host;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    host.push_back({runtime::ElemType::kF32, m.tensors[m.inputs[i]].shape, values[i].data()});
+  }
+  return host;
+}
+
+TEST(ModelExportTest, VitAndMlpExportLoadAndRunDeterministically) {
+  for (const char* name : {"vit_tiny.onnx", "mlp.onnx", "transformer_block.onnx"}) {
+    SCOPED_TRACE(name);
+    std::vector<std::string> progress;
+    ExportOptions options = HostOptions();
+    options.progress = [&](const std::string& line) { progress.push_back(line); };
+    absl::StatusOr<ExportResult> result = ExportModel(ReadModel(name), {}, options, kNoRecords);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_GT(result->kernels, 0);
+    EXPECT_EQ(result->tuned, 0);
+    ASSERT_EQ(result->warnings.size(), static_cast<size_t>(result->kernels));
+    EXPECT_NE(result->warnings[0].find("untuned"), std::string::npos);
+    EXPECT_FALSE(progress.empty());
+    const std::string path = WriteTemp(std::string(name) + ".gtco", result->artifact);
+    absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const runtime::Manifest& m = (*model)->manifest();
+    EXPECT_EQ(m.cpu, result->cpu);
+    const auto values = Inputs(m);
+    absl::StatusOr<std::vector<runtime::OutputTensor>> first = (*model)->Run(Host(m, values));
+    ASSERT_TRUE(first.ok()) << first.status();
+    absl::StatusOr<std::vector<runtime::OutputTensor>> second = (*model)->Run(Host(m, values));
+    ASSERT_TRUE(second.ok()) << second.status();
+    ASSERT_EQ(first->size(), m.outputs.size());
+    for (size_t i = 0; i < first->size(); ++i) {
+      EXPECT_EQ((*first)[i].bytes, (*second)[i].bytes);
+      const float* data = reinterpret_cast<const float*>((*first)[i].bytes.data());
+      for (size_t j = 0; j < (*first)[i].bytes.size() / 4; ++j) {
+        ASSERT_TRUE(std::isfinite(data[j])) << "output " << i << " element " << j;
+      }
+    }
+  }
+}
+
+TEST(ModelExportTest, RequireTunedNamesTheUntunedWorkloads) {
+  ExportOptions options = HostOptions();
+  options.require_tuned = true;
+  absl::StatusOr<ExportResult> result = ExportModel(ReadModel("mlp.onnx"), {}, options, kNoRecords);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(result.status().message().find("matmul"), std::string::npos) << result.status();
+  EXPECT_NE(result.status().message().find("--require-tuned"), std::string::npos);
+}
+
+TEST(ModelExportTest, BadArtifactsAndBadInputsHaveClearErrors) {
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ReadModel("mlp.onnx"), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::string& bytes = result->artifact;
+  // Truncated.
+  auto truncated = runtime::Model::Load(WriteTemp("truncated.gtco", bytes.substr(0, bytes.size() / 2)));
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(truncated.status().message().find("truncated"), std::string::npos) << truncated.status();
+  // One flipped byte in the weights (the last byte of the file).
+  std::string flipped = bytes;
+  flipped.back() ^= 0x5a;
+  auto corrupt = runtime::Model::Load(WriteTemp("corrupt.gtco", flipped));
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_EQ(corrupt.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(corrupt.status().message().find("weights section's checksum"), std::string::npos)
+      << corrupt.status();
+  // Not an artifact at all.
+  auto onnx_file = runtime::Model::Load(WriteTemp("model.onnx", ReadModel("mlp.onnx")));
+  ASSERT_FALSE(onnx_file.ok());
+  EXPECT_EQ(onnx_file.status().code(), absl::StatusCode::kInvalidArgument);
+  // Compiled for an instruction set the host lacks: a feature no CPU has.
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  runtime::Manifest manifest = view->manifest;
+  manifest.features.push_back("amx_imaginary");
+  const std::string foreign =
+      runtime::WriteArtifact(manifest, std::string(view->code), std::string(view->weights));
+  auto refused = runtime::Model::Load(WriteTemp("foreign.gtco", foreign));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("amx_imaginary"), std::string::npos)
+      << refused.status();
+  // Wrong shape, wrong dtype, missing input.
+  auto model = runtime::Model::Load(WriteTemp("mlp.gtco", bytes));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const runtime::Manifest& m = (*model)->manifest();
+  const auto values = Inputs(m);
+  std::vector<runtime::HostTensor> wrong_shape = Host(m, values);
+  wrong_shape[0].shape.back() += 1;
+  auto run = (*model)->Run(wrong_shape);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(run.status().message().find("input '" + m.tensors[m.inputs[0]].name + "' must be"),
+            std::string::npos)
+      << run.status();
+  std::vector<runtime::HostTensor> wrong_type = Host(m, values);
+  wrong_type[0].dtype = runtime::ElemType::kI32;
+  EXPECT_EQ((*model)->Run(wrong_type).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*model)->Run({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gtco::exporter
