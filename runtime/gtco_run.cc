@@ -1,6 +1,8 @@
 // gtco-run: runs an exported model.
 //   gtco-run MODEL.gtco [--input NAME=FILE.npy]... [--random-inputs] [--output-dir DIR]
 //            [--threads N] [--bench N] [--profile] [--describe] [--json]
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -281,6 +283,8 @@ int Main(int argc, char** argv) {
                   seconds.front() * 1e3, ParallelThreads());
     }
   }
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0) report["peak_rss_bytes"] = usage.ru_maxrss * 1024;
   if (json) std::cout << report.dump(1) << "\n";
   return 0;
 }

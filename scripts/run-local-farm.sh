@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a local farm on the embedded default (SQLite file + one CPU worker) tunes the
-# bundled transformer block and shows the result.
+# bundled transformer block, shows the result and exports the tuned model (.farm/model.gtco),
+# which scripts/run-exported.sh then runs beside ONNX Runtime.
 #   scripts/run-local-farm.sh [MODEL.onnx] [BUDGET]
 # Environment: GTCO_PORT (default 7070), GTCO_METRICS_PORT (default 9464), GTCO_FARM_DIR
 # (default .farm/, where the database and logs go).
@@ -41,4 +42,8 @@ echo
 echo "== best program per subgraph (gtco-client query --model $model)"
 build/client/gtco-client query --model "$model" --target cpu
 echo
+echo "== the tuned model as one artifact (gtco-client export $model -o $farm/model.gtco)"
+build/client/gtco-client export "$model" -o "$farm/model.gtco"
+echo
 echo "schedule database: $(realpath "$farm/gtco.db")  (logs: $farm/server.log, $farm/worker.log)"
+echo "next: scripts/run-exported.sh   (runs $farm/model.gtco with gtco-run beside ONNX Runtime)"

@@ -17,7 +17,7 @@ packages=(build-essential cmake pkg-config git python3
 targets=(--target gtco-server gtco-worker gtco-client gtco-run)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
-    libclang-rt-14-dev systemd)
+    libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx)
   targets=()  # everything, tests included
 fi
 
@@ -44,6 +44,21 @@ if [[ ! -f $cuda_dir/installed ]] || [[ "$(cat "$cuda_dir/installed")" != "${cud
   /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
     --target "$cuda_dir" "${cuda_wheels[@]}"
   echo "${cuda_wheels[*]}" >"$cuda_dir/installed"
+fi
+
+# ONNX Runtime (the reference for exported models' outputs and the speed baseline), pinned with its
+# pure-Python dependencies, into .deps/python; numpy comes from Debian.
+if [[ "${1:-}" == "--tests" ]]; then
+  ort_wheels=(onnxruntime==1.20.1 coloredlogs==15.0.1 flatbuffers==25.12.19 humanfriendly==10.0
+    mpmath==1.3.0 packaging==26.4 protobuf==7.36.2 sympy==1.14.0)
+  py_dir=.deps/python
+  if [[ ! -f $py_dir/installed ]] || [[ "$(cat "$py_dir/installed")" != "${ort_wheels[*]}" ]]; then
+    echo "== installing ${ort_wheels[*]} into $py_dir"
+    rm -rf "$py_dir"
+    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+      --no-deps --target "$py_dir" "${ort_wheels[@]}"
+    echo "${ort_wheels[*]}" >"$py_dir/installed"
+  fi
 fi
 
 [[ "${1:-}" == "--deps-only" ]] && exit 0

@@ -15,6 +15,7 @@ _FLAT = os.environ.get("GTCO_BIN_DIR")
 SERVER = os.path.join(_FLAT, "gtco-server") if _FLAT else os.path.join(BINARY_DIR, "server", "gtco-server")
 WORKER = os.path.join(_FLAT, "gtco-worker") if _FLAT else os.path.join(BINARY_DIR, "worker", "gtco-worker")
 CLIENT = os.path.join(_FLAT, "gtco-client") if _FLAT else os.path.join(BINARY_DIR, "client", "gtco-client")
+RUN = os.path.join(_FLAT, "gtco-run") if _FLAT else os.path.join(BINARY_DIR, "runtime", "gtco-run")
 DATA = os.path.join(SOURCE_DIR, "tests", "data")
 
 

@@ -7,8 +7,10 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/target/target.h"
+#include "runtime/gtco_runtime.h"
 #include "runtime/model.h"
 
 namespace gtco::exporter {
@@ -153,6 +155,53 @@ TEST(ModelExportTest, BadArtifactsAndBadInputsHaveClearErrors) {
   wrong_type[0].dtype = runtime::ElemType::kI32;
   EXPECT_EQ((*model)->Run(wrong_type).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*model)->Run({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelExportTest, CApiDescribesAndRunsFromSeveralThreadsAtOnce) {
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ReadModel("transformer_block.onnx"), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::string path = WriteTemp("block_c_api.gtco", result->artifact);
+  gtco_model* model = nullptr;
+  ASSERT_EQ(gtco_model_load(path.c_str(), &model), GTCO_OK) << gtco_last_error();
+  ASSERT_EQ(gtco_model_num_inputs(model), 1);
+  ASSERT_EQ(gtco_model_num_outputs(model), 1);
+  gtco_tensor_info in{}, out{};
+  ASSERT_EQ(gtco_model_input(model, 0, &in), GTCO_OK);
+  ASSERT_EQ(gtco_model_output(model, 0, &out), GTCO_OK);
+  EXPECT_EQ(in.dtype, GTCO_F32);
+  int64_t in_count = 1, out_count = 1;
+  for (int d = 0; d < in.rank; ++d) in_count *= in.shape[d];
+  for (int d = 0; d < out.rank; ++d) out_count *= out.shape[d];
+  std::vector<float> input(in_count);
+  for (int64_t i = 0; i < in_count; ++i) input[i] = std::cos(0.01 * i);
+  std::vector<float> expected(out_count);
+  const void* inputs[] = {input.data()};
+  void* outputs[] = {expected.data()};
+  ASSERT_EQ(gtco_model_run(model, inputs, outputs), GTCO_OK) << gtco_last_error();
+  // Four threads run the same loaded model at once; each gets the single-threaded answer.
+  std::vector<std::vector<float>> results(4, std::vector<float>(out_count));
+  std::vector<gtco_status> codes(4, GTCO_INTERNAL);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      void* mine[] = {results[t].data()};
+      for (int repeat = 0; repeat < 5; ++repeat) {
+        codes[t] = gtco_model_run(model, inputs, mine);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(codes[t], GTCO_OK);
+    EXPECT_EQ(results[t], expected) << "thread " << t;
+  }
+  // Errors: a bad index, then a missing file with its message.
+  EXPECT_EQ(gtco_model_input(model, 5, &in), GTCO_INVALID_ARGUMENT);
+  gtco_model_free(model);
+  gtco_model* none = nullptr;
+  EXPECT_EQ(gtco_model_load("/nonexistent/model.gtco", &none), GTCO_NOT_FOUND);
+  EXPECT_NE(std::string(gtco_last_error()).find("cannot open"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""An exported model (gtco-run) beside ONNX Runtime on the same ONNX model: each in its own
+process, 2 threads, batch as exported, median of N runs after warm-up, peak RSS, and whether the
+outputs match on the same random inputs.
+
+    PYTHONPATH=.deps/python bench/e2e/run_exported.py MODEL.onnx ARTIFACT.gtco [--runs 50]
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+GTCO_RUN = os.path.join(ROOT, "build", "runtime", "gtco-run")
+
+ORT_RUNNER = r"""
+import json, resource, sys, time
+import numpy as np, onnxruntime as ort
+model, inputs_dir, runs, out_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+options = ort.SessionOptions()
+options.intra_op_num_threads = 2
+options.inter_op_num_threads = 1
+options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+feeds = {i.name: np.load(f"{inputs_dir}/{n}.npy") for n, i in enumerate(session.get_inputs())}
+for _ in range(5):
+    outputs = session.run(None, feeds)
+times = []
+for _ in range(runs):
+    start = time.perf_counter()
+    session.run(None, feeds)
+    times.append(time.perf_counter() - start)
+for n, value in enumerate(outputs):
+    np.save(f"{out_dir}/{n}.npy", value)
+times.sort()
+print(json.dumps({"median_seconds": times[len(times) // 2], "version": ort.__version__,
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "outputs": [o.name for o in session.get_outputs()]}))
+"""
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("artifact")
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="gtco-e2e-")
+    described = json.loads(subprocess.run([GTCO_RUN, args.artifact, "--describe", "--json"],
+                                          capture_output=True, text=True, check=True).stdout)
+    rng = np.random.default_rng(0)
+    gtco_args = []
+    for n, spec in enumerate(described["inputs"]):
+        if spec["dtype"] == "f32":
+            value = rng.standard_normal(spec["shape"]).astype(np.float32)
+        else:
+            value = rng.integers(0, 2, size=spec["shape"]).astype(
+                {"i64": np.int64, "i32": np.int32}.get(spec["dtype"], np.int64))
+        np.save(f"{work}/{n}.npy", value)
+        gtco_args += ["--input", f"{spec['name']}={work}/{n}.npy"]
+    os.makedirs(f"{work}/gtco", exist_ok=True)
+    os.makedirs(f"{work}/ort", exist_ok=True)
+    gtco = json.loads(subprocess.run(
+        [GTCO_RUN, args.artifact, *gtco_args, "--threads", "2", "--bench", str(args.runs),
+         "--output-dir", f"{work}/gtco", "--json"], capture_output=True, text=True,
+        check=True).stdout)
+    ort = json.loads(subprocess.run(
+        [sys.executable, "-c", ORT_RUNNER, args.model, work, str(args.runs), f"{work}/ort"],
+        capture_output=True, text=True, check=True).stdout)
+    worst = 0.0
+    for n, written in enumerate(gtco["outputs_written"]):
+        got, want = np.load(written["path"]), np.load(f"{work}/ort/{n}.npy")
+        scale = max(float(np.max(np.abs(want))), 1e-30)
+        worst = max(worst, float(np.max(np.abs(got - want))) / scale)
+    tuned = sum(1 for k in described["kernels"] if k["tuned"])
+    print(f"{os.path.basename(args.model)} on {cpu_name()}, 2 threads, median of {args.runs} runs")
+    print(f"  gtco-run       {gtco['median_seconds'] * 1e3:9.3f} ms   peak RSS "
+          f"{gtco['peak_rss_bytes'] / 2**20:7.1f} MiB   ({tuned} of {len(described['kernels'])} "
+          f"kernels tuned, compiled for {described['cpu']})")
+    print(f"  ONNX Runtime   {ort['median_seconds'] * 1e3:9.3f} ms   peak RSS "
+          f"{ort['peak_rss_bytes'] / 2**20:7.1f} MiB   (onnxruntime {ort['version']})")
+    print(f"  speed-up {ort['median_seconds'] / gtco['median_seconds']:.2f}x ONNX Runtime; "
+          f"outputs match: max |diff| / max |ort| = {worst:.2e}")
+    return 0 if worst < 1e-3 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

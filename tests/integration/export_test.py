@@ -1,0 +1,184 @@
+"""Tuned models out: submit real models, export them over gRPC, run the artifacts with gtco-run
+and compare every output with ONNX Runtime on the same inputs; the bad-input outcomes of export
+and of a run."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+from farm import DATA, RUN, Farm
+
+try:  # scripts/setup.sh --tests installs onnxruntime into .deps/python
+    import onnxruntime
+except ImportError:  # pragma: no cover - reported by the tests that need it
+    onnxruntime = None
+
+# f32 outputs: |gtco - ort| <= ATOL_SCALE * max|ort| + RTOL * |ort| (fp32 accumulation orders
+# differ; the kernels may contract into FMAs).
+RTOL, ATOL_SCALE = 1e-4, 1e-4
+
+
+def file_name(name):
+    return "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)
+
+
+def export_resnet18(path):
+    """torchvision's ResNet-18 (random weights, eval mode) at opset 17, or None without torch."""
+    try:
+        import torch
+        import torchvision
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18().eval()
+    torch.onnx.export(model, torch.randn(1, 3, 224, 224), path, opset_version=17,
+                      input_names=["image"], output_names=["logits"])
+    return path
+
+
+class ExportTest(unittest.TestCase):
+    def setUp(self):
+        self.farm = Farm()
+        self.farm.start_server()
+        self.farm.start_worker()
+        self.dir = tempfile.mkdtemp(prefix="gtco-export-")
+
+    def tearDown(self):
+        self.farm.stop()
+
+    def run_and_compare(self, model, artifact):
+        """Random inputs -> gtco-run and ONNX Runtime; every output must match."""
+        if onnxruntime is None:
+            self.fail("onnxruntime is not importable: run scripts/setup.sh --tests "
+                      "(it installs onnxruntime into .deps/python)")
+        session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+        rng = np.random.default_rng(7)
+        feeds, args = {}, []
+        for index, spec in enumerate(session.get_inputs()):
+            shape = [d if isinstance(d, int) else 1 for d in spec.shape]
+            if "int64" in spec.type:
+                value = rng.integers(0, 2, size=shape).astype(np.int64)
+            else:
+                value = rng.standard_normal(shape).astype(np.float32)
+            feeds[spec.name] = value
+            path = os.path.join(self.dir, f"input{index}.npy")
+            np.save(path, value)
+            args += ["--input", f"{spec.name}={path}"]
+        expected = session.run(None, feeds)
+        out_dir = os.path.join(self.dir, "out-" + os.path.basename(artifact))
+        os.makedirs(out_dir, exist_ok=True)
+        run = subprocess.run([RUN, artifact, "--output-dir", out_dir, "--json", *args],
+                             capture_output=True, text=True, timeout=600)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        report = json.loads(run.stdout)
+        self.assertEqual(len(report["outputs_written"]), len(expected))
+        for spec, want in zip(session.get_outputs(), expected):
+            got = np.load(os.path.join(out_dir, file_name(spec.name) + ".npy"))
+            self.assertEqual(got.shape, want.shape, spec.name)
+            scale = float(np.max(np.abs(want))) if want.size else 0.0
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL_SCALE * scale + 1e-30,
+                                       err_msg=f"{model}: output {spec.name}")
+
+    def tune_and_export(self, model, budget, *extra):
+        job = self.farm.client_json("submit", model, "--budget", str(budget), "--watch", *extra)
+        self.assertEqual(job["state"], "done", job)
+        artifact = os.path.join(self.dir, os.path.basename(model) + ".gtco")
+        summary = self.farm.client_json("export", model, "-o", artifact, *extra)
+        self.assertTrue(os.path.exists(artifact))
+        self.assertEqual(os.path.getsize(artifact), int(summary["artifact_bytes"]))
+        return artifact, summary, job
+
+    def test_tuned_models_export_run_and_match_onnx_runtime(self):
+        models = [(os.path.join(DATA, "transformer_block.onnx"), 40),
+                  (os.path.join(DATA, "vit_tiny.onnx"), 30)]
+        resnet = export_resnet18(os.path.join(self.dir, "resnet18.onnx"))
+        if resnet is not None:
+            models.append((resnet, 20))
+        else:
+            print("ResNet-18 part skipped: python3-torch / python3-torchvision not installed")
+        for model, budget in models:
+            with self.subTest(model=os.path.basename(model)):
+                artifact, summary, job = self.tune_and_export(model, budget)
+                # Every task was tuned, so every kernel comes from a record of this CPU.
+                self.assertEqual(summary["tuned"], summary["kernels"], summary)
+                self.assertEqual(summary.get("warnings", []), [])
+                self.assertGreater(float(summary["estimated_latency_seconds"]), 0)
+                described = json.loads(subprocess.run(
+                    [RUN, artifact, "--describe", "--json"], capture_output=True, text=True,
+                    check=True).stdout)
+                self.assertEqual(len(described["kernels"]), summary["kernels"])
+                for kernel in described["kernels"]:
+                    self.assertTrue(kernel["tuned"], kernel)
+                    self.assertTrue(kernel["hardware"], kernel)
+                    self.assertGreater(kernel["median_seconds"], 0, kernel)
+                self.run_and_compare(model, artifact)
+                bench = json.loads(subprocess.run(
+                    [RUN, artifact, "--random-inputs", "--bench", "5", "--threads", "2", "--json"],
+                    capture_output=True, text=True, check=True).stdout)
+                self.assertGreater(bench["median_seconds"], 0)
+
+    def test_untuned_export_warns_and_require_tuned_refuses(self):
+        model = os.path.join(DATA, "mlp.onnx")
+        artifact = os.path.join(self.dir, "mlp.gtco")
+        summary = self.farm.client_json("export", model, "-o", artifact)
+        self.assertEqual(summary.get("tuned", 0), 0)
+        self.assertEqual(len(summary["warnings"]), summary["kernels"])
+        self.assertIn("untuned", summary["warnings"][0])
+        self.run_and_compare(model, artifact)
+        refused = self.farm.client("export", model, "-o", artifact + ".2", "--require-tuned",
+                                   check=False)
+        self.assertEqual(refused.returncode, 3, refused.stderr)
+        self.assertIn("FAILED_PRECONDITION", refused.stderr)
+        self.assertIn("matmul", refused.stderr)
+        self.assertFalse(os.path.exists(artifact + ".2"))
+        self.assertFalse(os.path.exists(artifact + ".2.partial"))
+
+    def test_the_runtime_links_nothing_of_the_farm(self):
+        library = os.path.join(os.path.dirname(RUN), "libgtco_runtime.so")
+        for binary in (RUN, library):
+            if not os.path.exists(binary):
+                continue  # the packed GPU build carries gtco-run only
+            needed = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True,
+                                    check=True).stdout
+            for farm_library in ("LLVM", "grpc", "protobuf", "sqlite", "pq"):
+                self.assertNotIn(farm_library, needed, f"{binary} links {farm_library}")
+
+    def test_bad_models_and_bad_runs_say_what_is_wrong(self):
+        unsupported = self.farm.client("export", os.path.join(DATA, "unsupported_op.onnx"), "-o",
+                                       os.path.join(self.dir, "x.gtco"), check=False)
+        self.assertEqual(unsupported.returncode, 3)
+        self.assertIn("unsupported ONNX op 'TopK' at node 'topk_1'", unsupported.stderr)
+        bad_isa = self.farm.client("export", os.path.join(DATA, "mlp.onnx"), "-o",
+                                   os.path.join(self.dir, "x.gtco"), "--isa", "riscv", check=False)
+        self.assertEqual(bad_isa.returncode, 3)
+        self.assertIn("unknown instruction set 'riscv'", bad_isa.stderr)
+        artifact = os.path.join(self.dir, "mlp.gtco")
+        self.farm.client("export", os.path.join(DATA, "mlp.onnx"), "-o", artifact)
+        with open(artifact, "rb") as file:
+            data = file.read()
+        truncated = os.path.join(self.dir, "truncated.gtco")
+        with open(truncated, "wb") as file:
+            file.write(data[: len(data) // 2])
+        run = subprocess.run([RUN, truncated, "--random-inputs"], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 3)
+        self.assertIn("truncated", run.stderr)
+        missing = subprocess.run([RUN, artifact], capture_output=True, text=True)
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("is missing: pass --input", missing.stderr)
+        wrong = os.path.join(self.dir, "wrong.npy")
+        np.save(wrong, np.zeros((3, 5), np.float32))
+        described = json.loads(subprocess.run([RUN, artifact, "--describe", "--json"],
+                                              capture_output=True, text=True, check=True).stdout)
+        name = described["inputs"][0]["name"]
+        shaped = subprocess.run([RUN, artifact, "--input", f"{name}={wrong}"],
+                                capture_output=True, text=True)
+        self.assertEqual(shaped.returncode, 1)
+        self.assertIn(f"input '{name}' must be f32", shaped.stderr)
+        self.assertIn("got f32 [3,5]", shaped.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
