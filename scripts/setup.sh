@@ -59,6 +59,30 @@ if [[ "${1:-}" == "--tests" ]]; then
       --no-deps --target "$py_dir" "${ort_wheels[@]}"
     echo "${ort_wheels[*]}" >"$py_dir/installed"
   fi
+  # The onnx package's backend node test cases (data only), from the release of Debian's libonnx.
+  node_dir=.deps/onnx-node
+  onnx_wheel=onnx==1.12.0
+  if [[ ! -f $node_dir/installed ]] || [[ "$(cat "$node_dir/installed")" != "$onnx_wheel" ]]; then
+    echo "== extracting the ONNX backend node test cases of $onnx_wheel into $node_dir"
+    rm -rf "$node_dir" .deps/onnx-wheel
+    /usr/bin/python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+      --only-binary=:all: --python-version 3.10 --platform manylinux_2_17_x86_64 \
+      -d .deps/onnx-wheel "$onnx_wheel"
+    /usr/bin/python3 - "$node_dir" .deps/onnx-wheel/*.whl <<'PY'
+import os, sys, zipfile
+target, wheel = sys.argv[1], sys.argv[2]
+prefix = "onnx/backend/test/data/node/"
+with zipfile.ZipFile(wheel) as archive:
+    for name in archive.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            path = os.path.join(target, name[len(prefix):])
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as out:
+                out.write(archive.read(name))
+PY
+    rm -rf .deps/onnx-wheel
+    echo "$onnx_wheel" >"$node_dir/installed"
+  fi
 fi
 
 [[ "${1:-}" == "--deps-only" ]] && exit 0

@@ -280,9 +280,10 @@ absl::StatusOr<std::vector<PendingStep>> Exporter::Ordered() const {
 absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
   std::map<std::string, int> index_of;
   std::map<std::string, int> storage_of_root;  // root tensor -> storage
-  struct Live {
+  struct Live {  // steps [first, last] during which the storage holds a live tensor
     int64_t bytes = 0;
-    int first = -1, last = -1;
+    bool used = false;
+    int first = 0, last = 0;
   };
   std::vector<Live> lives;
   auto tensor_index = [&](const std::string& name) -> absl::StatusOr<int> {
@@ -315,8 +316,9 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
     const runtime::TensorSpec& spec = manifest_.tensors[tensor];
     if (spec.weight) return;
     Live& live = lives[spec.storage];
-    if (live.first < 0 || step < live.first) live.first = step;
-    live.last = std::max(live.last, step);
+    live.first = live.used ? std::min(live.first, step) : step;
+    live.last = live.used ? std::max(live.last, step) : step;
+    live.used = true;
   };
   const int end = static_cast<int>(steps.size());
   for (const std::string& input : graph_.inputs) {
