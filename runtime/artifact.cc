@@ -3,6 +3,7 @@
 
 #include <openssl/evp.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -50,6 +51,120 @@ std::string Sha256Raw(std::string_view bytes) {
 
 absl::Status Bad(const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("artifact manifest: ", why));
+}
+
+/// Thrown (and caught in ManifestFromJson) for a value of the wrong kind or range.
+struct FieldError {
+  std::string why;
+};
+
+/// An integer in [lo, hi]; floats, strings and out-of-range numbers are errors (nlohmann's own
+/// conversion of a float to int is undefined behaviour beyond the int's range).
+int64_t Int(const json& value, const char* what, int64_t lo, int64_t hi) {
+  if (!value.is_number_integer()) throw FieldError{absl::StrCat(what, " must be an integer")};
+  const int64_t number = value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX}
+                             ? INT64_MAX
+                             : value.get<int64_t>();
+  if (number < lo || number > hi) throw FieldError{absl::StrCat(what, " is out of range")};
+  return number;
+}
+
+std::vector<int64_t> Ints(const json& value, const char* what, int64_t lo, int64_t hi) {
+  if (!value.is_array()) throw FieldError{absl::StrCat(what, " must be a list")};
+  std::vector<int64_t> numbers;
+  for (const json& item : value) numbers.push_back(Int(item, what, lo, hi));
+  return numbers;
+}
+
+std::vector<int> Indices(const json& value, const char* what) {
+  std::vector<int> indices;
+  for (int64_t index : Ints(value, what, 0, INT32_MAX)) indices.push_back(static_cast<int>(index));
+  return indices;
+}
+
+constexpr int64_t kMaxBytes = int64_t{1} << 44;  ///< 16 TiB: any section, tensor or arena
+
+/// The data-movement steps' shapes and params, as the executor relies on them.
+absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
+  auto bad = [&](const std::string& why) {
+    return Bad(absl::StrCat("step '", s.node, "' (", s.op, "): ", why));
+  };
+  if (s.op == "kernel") return absl::OkStatus();
+  if (s.inputs.empty()) return bad("no input");
+  const TensorSpec& in = m.tensors[s.inputs[0]];
+  const TensorSpec& out = m.tensors[s.outputs[0]];
+  const int64_t rank = static_cast<int64_t>(in.shape.size());
+  if (s.op == "copy" || s.op == "cast") {
+    if (in.NumElements() != out.NumElements()) return bad("element counts differ");
+    if (s.op == "copy" && in.dtype != out.dtype) return bad("a copy keeps its type");
+    return absl::OkStatus();
+  }
+  if (in.dtype != out.dtype) return bad("input and output types differ");
+  if (s.op == "transpose") {
+    if (static_cast<int64_t>(s.params.size()) != rank || out.shape.size() != in.shape.size()) {
+      return bad("perm does not match the rank");
+    }
+    std::vector<bool> seen(rank, false);
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      const int64_t axis = s.params[dim];
+      if (axis < 0 || axis >= rank || seen[axis] || out.shape[dim] != in.shape[axis]) {
+        return bad("perm is not a permutation giving the output shape");
+      }
+      seen[axis] = true;
+    }
+    return absl::OkStatus();
+  }
+  if (s.op == "slice") {
+    if (static_cast<int64_t>(s.params.size()) != 2 * rank ||
+        out.shape.size() != in.shape.size()) {
+      return bad("needs a start and a step per dim");
+    }
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      const int64_t start = s.params[2 * dim], step = s.params[2 * dim + 1], count = out.shape[dim];
+      if (count == 0) continue;
+      const int64_t last = start + (count - 1) * step;
+      if (start < 0 || start >= in.shape[dim] || last < 0 || last >= in.shape[dim]) {
+        return bad("a window leaves the input");
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (s.op == "concat") {
+    if (s.params.size() != 1 || s.params[0] < 0 || s.params[0] >= rank ||
+        out.shape.size() != in.shape.size()) {
+      return bad("bad axis");
+    }
+    int64_t total = 0;
+    for (int input : s.inputs) {
+      const TensorSpec& part = m.tensors[input];
+      if (part.shape.size() != in.shape.size() || part.dtype != out.dtype) {
+        return bad("inputs differ in rank or type");
+      }
+      for (int64_t dim = 0; dim < rank; ++dim) {
+        if (dim != s.params[0] && part.shape[dim] != out.shape[dim]) {
+          return bad("inputs differ off the axis");
+        }
+      }
+      total += part.shape[s.params[0]];
+    }
+    if (total != out.shape[s.params[0]]) return bad("the output does not hold the inputs");
+    return absl::OkStatus();
+  }
+  if (s.op == "gather") {
+    if (s.inputs.size() != 2 || s.params.size() != 1 || s.params[0] < 0 ||
+        s.params[0] >= rank) {
+      return bad("needs data, indices and an axis");
+    }
+    const TensorSpec& indices = m.tensors[s.inputs[1]];
+    if (indices.dtype != ElemType::kI64 && indices.dtype != ElemType::kI32) {
+      return bad("indices must be i64 or i32");
+    }
+    int64_t expected = indices.NumElements();
+    for (int64_t dim = 0; dim < rank; ++dim) expected *= dim == s.params[0] ? 1 : in.shape[dim];
+    if (expected != out.NumElements()) return bad("the output size does not fit");
+    return absl::OkStatus();
+  }
+  return bad("unknown op");
 }
 
 }  // namespace
@@ -160,42 +275,43 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
     m.target = root.at("target").get<std::string>();
     m.cpu = root.at("cpu").get<std::string>();
     m.features = root.at("features").get<std::vector<std::string>>();
-    m.inputs = root.at("inputs").get<std::vector<int>>();
-    m.outputs = root.at("outputs").get<std::vector<int>>();
-    m.arena_bytes = root.at("arena_bytes").get<int64_t>();
+    m.inputs = Indices(root.at("inputs"), "inputs");
+    m.outputs = Indices(root.at("outputs"), "outputs");
+    m.arena_bytes = Int(root.at("arena_bytes"), "arena_bytes", 0, kMaxBytes);
     m.warnings = root.at("warnings").get<std::vector<std::string>>();
     m.code_sha256 = root.at("code_sha256").get<std::string>();
-    m.code_bytes = root.at("code_bytes").get<int64_t>();
+    m.code_bytes = Int(root.at("code_bytes"), "code_bytes", 0, kMaxBytes);
     m.weights_sha256 = root.at("weights_sha256").get<std::string>();
-    m.weights_bytes = root.at("weights_bytes").get<int64_t>();
+    m.weights_bytes = Int(root.at("weights_bytes"), "weights_bytes", 0, kMaxBytes);
     for (const json& entry : root.at("tensors")) {
       TensorSpec t;
       t.name = entry.at("name").get<std::string>();
       auto dtype = ParseElemType(entry.at("dtype").get<std::string>());
       if (!dtype.ok()) return Bad(absl::StrCat("tensor '", t.name, "': ", dtype.status().message()));
       t.dtype = *dtype;
-      t.shape = entry.at("shape").get<std::vector<int64_t>>();
+      t.shape = Ints(entry.at("shape"), "a tensor's shape", 0, kMaxBytes);
+      int64_t elements = 1;
       for (int64_t dim : t.shape) {
-        if (dim < 0 || dim > (int64_t{1} << 40)) {
-          return Bad(absl::StrCat("tensor '", t.name, "' has a bad dim"));
+        if (dim != 0 && elements > kMaxBytes / 8 / dim) {
+          return Bad(absl::StrCat("tensor '", t.name, "' is larger than 2^44 bytes"));
         }
+        elements *= dim;
       }
       if (entry.contains("weight_offset")) {
         t.weight = true;
-        t.weight_offset = entry.at("weight_offset").get<int64_t>();
-        if (t.weight_offset < 0 || t.weight_offset + t.Bytes() > m.weights_bytes) {
+        t.weight_offset = Int(entry.at("weight_offset"), "weight_offset", 0, kMaxBytes);
+        if (t.weight_offset + t.Bytes() > m.weights_bytes) {
           return Bad(absl::StrCat("weight '", t.name, "' lies outside the weights section"));
         }
       } else {
-        t.storage = entry.at("storage").get<int>();
+        t.storage = static_cast<int>(Int(entry.at("storage"), "storage", 0, INT32_MAX));
       }
       m.tensors.push_back(std::move(t));
     }
     for (const json& entry : root.at("storages")) {
-      StorageSpec s{entry.at(0).get<int64_t>(), entry.at(1).get<int64_t>()};
-      if (s.offset < 0 || s.bytes < 0 || s.offset + s.bytes > m.arena_bytes) {
-        return Bad("a storage lies outside the arena");
-      }
+      StorageSpec s{Int(entry.at(0), "a storage's offset", 0, kMaxBytes),
+                    Int(entry.at(1), "a storage's size", 0, kMaxBytes)};
+      if (s.offset + s.bytes > m.arena_bytes) return Bad("a storage lies outside the arena");
       m.storages.push_back(s);
     }
     for (const json& entry : root.at("kernels")) {
@@ -208,6 +324,7 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       k.tuned = entry.at("tuned").get<bool>();
       k.hardware = entry.at("hardware").get<std::string>();
       k.worker = entry.at("worker").get<std::string>();
+      if (!entry.at("median_seconds").is_number()) throw FieldError{"median_seconds"};
       k.median_seconds = entry.at("median_seconds").get<double>();
       m.kernels.push_back(std::move(k));
     }
@@ -215,14 +332,20 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       StepSpec s;
       s.op = entry.at("op").get<std::string>();
       s.node = entry.at("node").get<std::string>();
-      s.inputs = entry.at("inputs").get<std::vector<int>>();
-      s.outputs = entry.at("outputs").get<std::vector<int>>();
-      if (entry.contains("kernel")) s.kernel = entry.at("kernel").get<int>();
-      if (entry.contains("params")) s.params = entry.at("params").get<std::vector<int64_t>>();
+      s.inputs = Indices(entry.at("inputs"), "a step's inputs");
+      s.outputs = Indices(entry.at("outputs"), "a step's outputs");
+      if (entry.contains("kernel")) {
+        s.kernel = static_cast<int>(Int(entry.at("kernel"), "kernel", 0, INT32_MAX));
+      }
+      if (entry.contains("params")) {
+        s.params = Ints(entry.at("params"), "a step's params", -kMaxBytes, kMaxBytes);
+      }
       m.steps.push_back(std::move(s));
     }
   } catch (const json::exception& error) {
     return Bad(error.what());
+  } catch (const FieldError& error) {
+    return Bad(error.why);
   }
   const int num_tensors = static_cast<int>(m.tensors.size());
   for (const TensorSpec& t : m.tensors) {
@@ -248,6 +371,8 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
     if (s.op == "kernel" && (s.kernel < 0 || s.kernel >= static_cast<int>(m.kernels.size()))) {
       return Bad(absl::StrCat("step '", s.node, "' refers to kernel ", s.kernel));
     }
+    absl::Status valid = ValidateStep(m, s);
+    if (!valid.ok()) return valid;
   }
   return m;
 }
