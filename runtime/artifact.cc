@@ -84,6 +84,16 @@ std::vector<int> Indices(const json& value, const char* what) {
 
 constexpr int64_t kMaxBytes = int64_t{1} << 44;  ///< 16 TiB: any section, tensor or arena
 
+/// Whether `from` broadcasts to `to` by numpy rules (right-aligned, size-1 dims stretch).
+bool Broadcasts(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  if (from.size() > to.size()) return false;
+  const size_t offset = to.size() - from.size();
+  for (size_t dim = 0; dim < from.size(); ++dim) {
+    if (from[dim] != 1 && from[dim] != to[offset + dim]) return false;
+  }
+  return true;
+}
+
 /// The data-movement steps' shapes and params, as the executor relies on them.
 absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
   auto bad = [&](const std::string& why) {
@@ -94,6 +104,26 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
   const TensorSpec& in = m.tensors[s.inputs[0]];
   const TensorSpec& out = m.tensors[s.outputs[0]];
   const int64_t rank = static_cast<int64_t>(in.shape.size());
+  if (s.op == "expand" || s.op == "equal" || s.op == "where") {
+    const size_t arity = s.op == "expand" ? 1 : s.op == "equal" ? 2 : 3;
+    if (s.inputs.size() != arity) return bad("wrong number of inputs");
+    for (int input : s.inputs) {
+      if (!Broadcasts(m.tensors[input].shape, out.shape)) return bad("an input does not broadcast");
+    }
+    const size_t first_value = s.op == "where" ? 1 : 0;
+    for (size_t i = first_value; i < arity; ++i) {
+      if (m.tensors[s.inputs[i]].dtype != m.tensors[s.inputs[first_value]].dtype) {
+        return bad("value inputs differ in type");
+      }
+    }
+    if (s.op == "equal" && out.dtype != ElemType::kBool) return bad("equal writes bool");
+    if (s.op == "where" && (in.dtype != ElemType::kBool ||
+                            m.tensors[s.inputs[1]].dtype != out.dtype)) {
+      return bad("where needs a bool condition and values of the output's type");
+    }
+    if (s.op == "expand" && in.dtype != out.dtype) return bad("expand keeps its type");
+    return absl::OkStatus();
+  }
   if (s.op == "copy" || s.op == "cast") {
     if (in.NumElements() != out.NumElements()) return bad("element counts differ");
     if (s.op == "copy" && in.dtype != out.dtype) return bad("a copy keeps its type");

@@ -52,6 +52,9 @@ struct StorageSpec {
 ///   "slice"     params = {start, step} per input dim (the output shape gives the counts)
 ///   "concat"    params = {axis}
 ///   "cast"      outputs[0] = inputs[0] converted (to f32, f32 -> bf16, or the same type)
+///   "expand"    inputs[0] broadcast (numpy rules) to the output shape
+///   "equal"     inputs {a, b} of one type, broadcast; a bool output
+///   "where"     inputs {cond (bool), x, y}, broadcast; out = cond ? x : y
 ///   "copy"      outputs[0] = inputs[0] (same bytes)
 struct StepSpec {
   std::string op;

@@ -60,6 +60,40 @@ void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<in
   }
 }
 
+/// Element strides (0 where broadcast) of a tensor of shape `shape` read at the indices of
+/// `out_shape` (numpy broadcasting; checked by the manifest).
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
+                                      const std::vector<int64_t>& out_shape) {
+  std::vector<int64_t> strides(out_shape.size(), 0);
+  const std::vector<int64_t> own = Strides(shape);
+  const size_t offset = out_shape.size() - shape.size();
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    strides[offset + dim] = shape[dim] == 1 ? 0 : own[dim];
+  }
+  return strides;
+}
+
+/// Calls visit(flat, offsets) for every element of `out_shape` in row-major order, with each
+/// input's element offset under its broadcast strides.
+template <typename Visit>
+void ForEachBroadcast(const std::vector<int64_t>& out_shape,
+                      const std::vector<std::vector<int64_t>>& strides, Visit visit) {
+  const int rank = static_cast<int>(out_shape.size());
+  int64_t total = 1;
+  for (int64_t dim : out_shape) total *= dim;
+  std::vector<int64_t> index(rank, 0), offsets(strides.size(), 0);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    visit(flat, offsets);
+    for (int dim = rank - 1; dim >= 0; --dim) {
+      ++index[dim];
+      for (size_t i = 0; i < strides.size(); ++i) offsets[i] += strides[i][dim];
+      if (index[dim] < out_shape[dim]) break;
+      for (size_t i = 0; i < strides.size(); ++i) offsets[i] -= strides[i][dim] * out_shape[dim];
+      index[dim] = 0;
+    }
+  }
+}
+
 uint16_t FloatToBf16(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);
@@ -326,6 +360,38 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                       inner);
         }
       }
+    } else if (step.op == "expand" || step.op == "equal" || step.op == "where") {
+      std::vector<std::vector<int64_t>> strides;
+      std::vector<const char*> sources;
+      for (int input : step.inputs) {
+        strides.push_back(BroadcastStrides(m.tensors[input].shape, out.shape));
+        sources.push_back(data(input));
+      }
+      const int64_t value_bytes =
+          ElemSize(m.tensors[step.inputs[step.op == "where" ? 1 : 0]].dtype);
+      const ElemType value_type = m.tensors[step.inputs[step.op == "where" ? 1 : 0]].dtype;
+      ForEachBroadcast(out.shape, strides, [&](int64_t flat, const std::vector<int64_t>& at) {
+        if (step.op == "expand") {
+          std::memcpy(out_data + flat * value_bytes, sources[0] + at[0] * value_bytes,
+                      value_bytes);
+        } else if (step.op == "equal") {
+          bool same;
+          if (value_type == ElemType::kF32) {
+            float a, b;
+            std::memcpy(&a, sources[0] + at[0] * 4, 4);
+            std::memcpy(&b, sources[1] + at[1] * 4, 4);
+            same = a == b;
+          } else {
+            same = std::memcmp(sources[0] + at[0] * value_bytes, sources[1] + at[1] * value_bytes,
+                               value_bytes) == 0;
+          }
+          out_data[flat] = same ? 1 : 0;
+        } else {
+          const int pick = sources[0][at[0]] != 0 ? 1 : 2;
+          std::memcpy(out_data + flat * value_bytes, sources[pick] + at[pick] * value_bytes,
+                      value_bytes);
+        }
+      });
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);

@@ -178,6 +178,11 @@ absl::Status Exporter::AddDataStep(const Node& node) {
       step.spec.params.push_back(window.first[dim]);
       step.spec.params.push_back(window.step[dim]);
     }
+  } else if (op == "Equal" || op == "Where") {
+    step.spec.op = op == "Equal" ? "equal" : "where";
+    step.inputs = node.inputs;
+  } else if (op == "Expand") {
+    step.spec.op = "expand";  // the shape input is constant: the output shape says it all
   } else if (op == "Concat") {
     GTCO_ASSIGN_OR_RETURN(int64_t axis, graph::NormalizeAxis(node, node.IntAttr("axis", 0), rank));
     step.spec.op = "concat";

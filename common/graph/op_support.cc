@@ -136,6 +136,38 @@ absl::Status CheckCast(const Node& node, const Graph& graph) {
                    "casts to the same type (or casts of constants) are supported"));
 }
 
+/// Equal (two inputs of one type, a bool output), Where (a bool condition, two values of one
+/// type) and Expand (its shape input constant) on f32, i32, i64 or bool.
+absl::Status CheckMaskOp(const Node& node, const Graph& graph) {
+  auto kind_ok = [](ElemType type) {
+    return type == ElemType::kFloat32 || type == ElemType::kInt32 || type == ElemType::kInt64 ||
+           type == ElemType::kBool;
+  };
+  auto fail = [&](const std::string& why) {
+    return absl::UnimplementedError(
+        absl::StrCat("ONNX op '", node.op_type, "' at node '", node.name, "': ", why));
+  };
+  const size_t first_value = node.op_type == "Where" ? 1 : 0;
+  const size_t values = node.op_type == "Expand" ? 1 : node.inputs.size();
+  for (size_t i = first_value; i < values; ++i) {
+    const Tensor& tensor = graph.tensor(node.inputs[i]);
+    if (!kind_ok(tensor.type)) {
+      return fail(absl::StrCat("input '", tensor.name, "' is ", ElemTypeName(tensor.type),
+                               "; f32, i32, i64 and bool are supported"));
+    }
+    if (tensor.type != graph.tensor(node.inputs[first_value]).type) {
+      return fail("its value inputs differ in type");
+    }
+  }
+  if (node.op_type == "Where" && graph.tensor(node.inputs.at(0)).type != ElemType::kBool) {
+    return fail("the condition must be bool");
+  }
+  if (node.op_type == "Expand" && !graph.IsConstant(node.inputs.at(1))) {
+    return fail("the shape must be constant");
+  }
+  return absl::OkStatus();
+}
+
 std::string FirstNonConstantInput(const Node& node, const Graph& graph) {
   for (const std::string& input : node.inputs) {
     if (!input.empty() && !graph.IsConstant(input)) return input;
@@ -160,9 +192,11 @@ OpRole RoleOf(const Node& node) {
   static const std::set<std::string> kAnchors = {
       "MatMul",     "MatMulInteger", "Gemm",             "Softmax", "LayerNormalization",
       "ReduceMean", "Conv",          "GlobalAveragePool", "MaxPool", "AveragePool"};
-  static const std::set<std::string> kDataOps = {"Transpose", "Reshape",   "Identity", "Flatten",
-                                                 "Squeeze",   "Unsqueeze", "Slice",    "Concat",
-                                                 "Gather",    "Cast"};
+  // Data movement and the mask ops of attention (Equal, Where, Expand on int64/bool), run as
+  // data-movement steps beside the tuned kernels; constant ones fold away first.
+  static const std::set<std::string> kDataOps = {
+      "Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze", "Slice",
+      "Concat",    "Gather",  "Cast",     "Equal",   "Where",   "Expand"};
   if (!node.domain.empty()) return OpRole::kUnsupported;
   if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
   if (ElementwiseEwOp(node.op_type)) return OpRole::kElementwise;
@@ -194,6 +228,8 @@ absl::Status CheckSupportedOps(const Graph& graph) {
       GTCO_RETURN_IF_ERROR(CheckComputeTypes(node, graph));
     } else if (node.op_type == "Cast") {
       GTCO_RETURN_IF_ERROR(CheckCast(node, graph));
+    } else if (node.op_type == "Equal" || node.op_type == "Where" || node.op_type == "Expand") {
+      GTCO_RETURN_IF_ERROR(CheckMaskOp(node, graph));
     }
   }
   return absl::OkStatus();

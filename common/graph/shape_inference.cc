@@ -296,6 +296,22 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
     return out;
   }
   if (op == "Conv") return ConvShape(node, shape_of(0), shape_of(1));
+  if (op == "Equal" || op == "Where") {
+    Shape out = shape_of(0);
+    for (size_t i = 1; i < node.inputs.size(); ++i) {
+      absl::StatusOr<Shape> joined = BroadcastShapes(out, shape_of(i));
+      if (!joined.ok()) return ShapeError(node, std::string(joined.status().message()));
+      out = *joined;
+    }
+    return out;
+  }
+  if (op == "Expand") {
+    const Tensor& target = graph.tensor(node.inputs.at(1));
+    if (!target.is_constant) return ShapeError(node, "the shape input is not constant");
+    absl::StatusOr<Shape> joined = BroadcastShapes(shape_of(0), target.int_data);
+    if (!joined.ok()) return ShapeError(node, std::string(joined.status().message()));
+    return *joined;
+  }
   if (op == "MaxPool" || op == "AveragePool") {
     absl::StatusOr<ir::PoolParams> pool = PoolParamsOf(node, shape_of(0));
     if (!pool.ok()) return ShapeError(node, std::string(pool.status().message()));

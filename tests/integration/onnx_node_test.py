@@ -25,6 +25,7 @@ NODE_DIR = os.environ.get("GTCO_ONNX_NODE_DIR",
                           os.path.join(SOURCE_DIR, ".deps", "onnx-node"))
 
 CLAIMED = """
+test_equal test_equal_bcast test_where_example test_where_long_example
 test_add test_add_bcast test_averagepool_2d_ceil test_averagepool_2d_default
 test_averagepool_2d_pads test_averagepool_2d_pads_count_include_pad
 test_averagepool_2d_precomputed_pads test_averagepool_2d_precomputed_pads_count_include_pad

@@ -193,15 +193,39 @@ TEST(OpSupportTest, UnsupportedOpIsNamedWithItsNode) {
 }
 
 TEST(OpSupportTest, FoldOnlyOpOnRuntimeDataIsUnimplemented) {
-  Graph graph = MakeGraph({Activation("x", {4}), IntConstant("cond", {4}, {1, 0, 1, 0}),
-                           FloatConstant("zeros", {4}, {0, 0, 0, 0})},
-                          {MakeNode("Where", "mask_where", {"cond", "x", "zeros"}, {"y"})}, "y");
-  graph.inputs = {"x"};
+  Graph graph = MakeGraph({Activation("dims", {2}, ElemType::kInt64)},
+                          {MakeNode("ConstantOfShape", "fill", {"dims"}, {"y"})}, "y");
+  graph.inputs = {"dims"};
   ASSERT_TRUE(FoldConstants(graph).ok());
   absl::Status status = CheckSupportedOps(graph);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("'ConstantOfShape' at node 'fill'"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("'dims'"), std::string::npos) << status;
+}
+
+TEST(OpSupportTest, AttentionMaskOpsRunAtRunTimeWithTheirTypesChecked) {
+  // DistilBERT's mask: Equal(mask, 0) -> Where(is_pad, -inf, scores), on runtime tensors.
+  Graph graph = MakeGraph(
+      {Activation("mask", {1, 4}, ElemType::kInt64), Activation("scores", {2, 4, 4}),
+       IntConstant("zero", {}, {0}), FloatConstant("low", {}, {-1e30})},
+      {MakeNode("Equal", "is_pad", {"mask", "zero"}, {"pad"}),
+       MakeNode("Where", "masked", {"pad", "low", "scores"}, {"y"})},
+      "y");
+  graph.inputs = {"mask", "scores"};
+  graph.mutable_tensor("pad").type = ElemType::kBool;
+  ASSERT_TRUE(FoldConstants(graph).ok());
+  EXPECT_TRUE(CheckSupportedOps(graph).ok()) << CheckSupportedOps(graph);
+  // A Where whose condition is not bool is refused at its node.
+  Graph bad = MakeGraph({Activation("x", {4}), IntConstant("cond", {4}, {1, 0, 1, 0}),
+                         FloatConstant("zeros", {4}, {0, 0, 0, 0})},
+                        {MakeNode("Where", "mask_where", {"cond", "x", "zeros"}, {"y"})}, "y");
+  bad.inputs = {"x"};
+  ASSERT_TRUE(FoldConstants(bad).ok());
+  absl::Status status = CheckSupportedOps(bad);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(status.message().find("'Where' at node 'mask_where'"), std::string::npos) << status;
-  EXPECT_NE(status.message().find("'x'"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("condition must be bool"), std::string::npos) << status;
 }
 
 TEST(OpSupportTest, NonF32ComputeIsUnimplementedNamingDtypeAndNode) {
