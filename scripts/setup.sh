@@ -17,7 +17,7 @@ packages=(build-essential cmake pkg-config git python3
 targets=(--target gtco-server gtco-worker gtco-client gtco-run)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
-    libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx)
+    libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv)
   targets=()  # everything, tests included
 fi
 

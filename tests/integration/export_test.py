@@ -9,7 +9,7 @@ import unittest
 
 import numpy as np
 
-from farm import DATA, RUN, Farm
+from farm import DATA, RUN, SOURCE_DIR, Farm
 
 try:  # scripts/setup.sh --tests installs onnxruntime into .deps/python
     import onnxruntime
@@ -135,6 +135,56 @@ class ExportTest(unittest.TestCase):
         self.assertIn("matmul", refused.stderr)
         self.assertFalse(os.path.exists(artifact + ".2"))
         self.assertFalse(os.path.exists(artifact + ".2.partial"))
+
+    def test_python_binding_runs_the_artifact_with_numpy(self):
+        """pip install ./python into a venv, then numpy in, numpy out, errors as exceptions."""
+        model = os.path.join(DATA, "transformer_block.onnx")
+        artifact = os.path.join(self.dir, "block.gtco")
+        self.farm.client("export", model, "-o", artifact)
+        venv = os.path.join(self.dir, "venv")
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv],
+                       check=True)
+        install = subprocess.run(
+            [os.path.join(venv, "bin", "pip"), "install", "--quiet", "--disable-pip-version-check",
+             os.path.join(SOURCE_DIR, "python")], capture_output=True, text=True, timeout=900)
+        self.assertEqual(install.returncode, 0, install.stdout + install.stderr)
+        script = r"""
+import json, sys, numpy as np, gtco
+model = gtco.load(sys.argv[1])
+spec = model.inputs[0]
+x = np.random.default_rng(3).standard_normal(spec["shape"]).astype(np.float32)
+np.save(sys.argv[2], x)
+outputs = model.run({spec["name"]: x})
+name = model.outputs[0]["name"]
+np.save(sys.argv[3], outputs[name])
+errors = []
+try:
+    model.run({spec["name"]: x.astype(np.float64)})
+except ValueError as error:
+    errors.append(str(error))
+try:
+    gtco.load(sys.argv[1] + ".missing")
+except FileNotFoundError as error:
+    errors.append(str(error))
+print(json.dumps({"input": spec, "output": name, "errors": errors,
+                  "tuned": [k["tuned"] for k in model.kernels]}))
+"""
+        x_path, y_path = os.path.join(self.dir, "x.npy"), os.path.join(self.dir, "y.npy")
+        ran = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script, artifact, x_path,
+                              y_path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(ran.returncode, 0, ran.stderr)
+        report = json.loads(ran.stdout)
+        self.assertEqual(report["input"]["dtype"], "float32")
+        self.assertIn("must be float32", report["errors"][0])
+        self.assertIn("got float64", report["errors"][0])
+        self.assertIn("cannot open artifact", report["errors"][1])
+        # The binding and gtco-run agree bit for bit on the same input.
+        out_dir = os.path.join(self.dir, "cli-out")
+        os.makedirs(out_dir)
+        subprocess.run([RUN, artifact, "--input", f"{report['input']['name']}={x_path}",
+                        "--output-dir", out_dir], check=True, capture_output=True)
+        self.assertTrue(np.array_equal(
+            np.load(y_path), np.load(os.path.join(out_dir, file_name(report["output"]) + ".npy"))))
 
     def test_the_runtime_links_nothing_of_the_farm(self):
         library = os.path.join(os.path.dirname(RUN), "libgtco_runtime.so")
