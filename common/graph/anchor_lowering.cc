@@ -271,6 +271,69 @@ std::pair<int64_t, int64_t> SamePads(int64_t size, int64_t kernel, int64_t strid
   return upper ? std::make_pair(small, large) : std::make_pair(large, small);
 }
 
+/// The 2-D window attributes Conv and the pools share.
+struct Window {
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+};
+
+/// strides, dilations and pads of `node` over an in_h x in_w image and a kernel_h x kernel_w
+/// window: explicit pads, or auto_pad VALID / SAME_UPPER / SAME_LOWER.
+absl::StatusOr<Window> WindowAttrs(const Node& node, int64_t in_h, int64_t in_w,
+                                   int64_t kernel_h, int64_t kernel_w) {
+  const Shape strides = node.IntsAttr("strides"), dilations = node.IntsAttr("dilations");
+  const Shape pads = node.IntsAttr("pads");
+  if ((!strides.empty() && strides.size() != 2) || (!dilations.empty() && dilations.size() != 2) ||
+      (!pads.empty() && pads.size() != 4)) {
+    return AnchorInvalid(node, "strides and dilations need 2 values, pads 4");
+  }
+  Window window;
+  if (!strides.empty()) {
+    window.stride_h = strides[0];
+    window.stride_w = strides[1];
+  }
+  if (!dilations.empty()) {
+    window.dilation_h = dilations[0];
+    window.dilation_w = dilations[1];
+  }
+  const std::string auto_pad =
+      node.HasAttr("auto_pad") ? node.attributes.at("auto_pad").s : std::string("NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const bool upper = auto_pad == "SAME_UPPER";
+    std::tie(window.pad_top, window.pad_bottom) = SamePads(
+        in_h, kernel_h, std::max<int64_t>(window.stride_h, 1), window.dilation_h, upper);
+    std::tie(window.pad_left, window.pad_right) = SamePads(
+        in_w, kernel_w, std::max<int64_t>(window.stride_w, 1), window.dilation_w, upper);
+  } else if (auto_pad == "NOTSET" || auto_pad.empty()) {
+    if (!pads.empty()) {
+      window.pad_top = pads[0];
+      window.pad_left = pads[1];
+      window.pad_bottom = pads[2];
+      window.pad_right = pads[3];
+    }
+  } else if (auto_pad != "VALID") {
+    return AnchorInvalid(node, absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  return window;
+}
+
+/// Sets the window fields of `p` (ir::ConvParams or ir::PoolParams, which name them alike) from
+/// `node`'s attributes over p's image and kernel sizes.
+template <typename Params>
+absl::Status SetWindow(const Node& node, Params& p) {
+  GTCO_ASSIGN_OR_RETURN(const Window window,
+                        WindowAttrs(node, p.in_h, p.in_w, p.kernel_h, p.kernel_w));
+  p.stride_h = window.stride_h;
+  p.stride_w = window.stride_w;
+  p.dilation_h = window.dilation_h;
+  p.dilation_w = window.dilation_w;
+  p.pad_top = window.pad_top;
+  p.pad_left = window.pad_left;
+  p.pad_bottom = window.pad_bottom;
+  p.pad_right = window.pad_right;
+  return absl::OkStatus();
+}
+
 /// A 2-D Conv (X [N, C, H, W], W [K, C/group, R, S], optional bias B [K] as an epilogue add of a
 /// [K, 1, 1] input).
 absl::StatusOr<AnchorHead> LowerConv(const Node& node, const Graph& graph) {
@@ -295,38 +358,7 @@ absl::StatusOr<AnchorHead> LowerConv(const Node& node, const Graph& graph) {
     return AnchorInvalid(node, absl::StrCat("kernel_shape ", ShapeString(kernel_shape),
                                             " disagrees with W ", ShapeString(w)));
   }
-  const Shape strides = node.IntsAttr("strides"), dilations = node.IntsAttr("dilations");
-  const Shape pads = node.IntsAttr("pads");
-  if ((!strides.empty() && strides.size() != 2) || (!dilations.empty() && dilations.size() != 2) ||
-      (!pads.empty() && pads.size() != 4)) {
-    return AnchorInvalid(node, "strides and dilations need 2 values, pads 4");
-  }
-  if (!strides.empty()) {
-    p.stride_h = strides[0];
-    p.stride_w = strides[1];
-  }
-  if (!dilations.empty()) {
-    p.dilation_h = dilations[0];
-    p.dilation_w = dilations[1];
-  }
-  const std::string auto_pad =
-      node.HasAttr("auto_pad") ? node.attributes.at("auto_pad").s : std::string("NOTSET");
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    const bool upper = auto_pad == "SAME_UPPER";
-    std::tie(p.pad_top, p.pad_bottom) =
-        SamePads(p.in_h, p.kernel_h, std::max<int64_t>(p.stride_h, 1), p.dilation_h, upper);
-    std::tie(p.pad_left, p.pad_right) =
-        SamePads(p.in_w, p.kernel_w, std::max<int64_t>(p.stride_w, 1), p.dilation_w, upper);
-  } else if (auto_pad == "NOTSET" || auto_pad.empty()) {
-    if (!pads.empty()) {
-      p.pad_top = pads[0];
-      p.pad_left = pads[1];
-      p.pad_bottom = pads[2];
-      p.pad_right = pads[3];
-    }
-  } else if (auto_pad != "VALID") {
-    return AnchorInvalid(node, absl::StrCat("unknown auto_pad '", auto_pad, "'"));
-  }
+  GTCO_RETURN_IF_ERROR(SetWindow(node, p));
   if (p.groups < 1 || p.in_channels % p.groups != 0 || w[1] * p.groups != p.in_channels) {
     return AnchorInvalid(node, absl::StrCat("group ", p.groups, " does not fit X ",
                                             ShapeString(x), " and W ", ShapeString(w)));
@@ -378,40 +410,9 @@ absl::StatusOr<ir::PoolParams> PoolParamsOf(const Node& node, const Shape& x) {
   if (kernel.size() != 2) return AnchorInvalid(node, "kernel_shape needs 2 values");
   p.kernel_h = kernel[0];
   p.kernel_w = kernel[1];
-  const Shape strides = node.IntsAttr("strides"), dilations = node.IntsAttr("dilations");
-  const Shape pads = node.IntsAttr("pads");
-  if ((!strides.empty() && strides.size() != 2) || (!dilations.empty() && dilations.size() != 2) ||
-      (!pads.empty() && pads.size() != 4)) {
-    return AnchorInvalid(node, "strides and dilations need 2 values, pads 4");
-  }
-  if (!strides.empty()) {
-    p.stride_h = strides[0];
-    p.stride_w = strides[1];
-  }
-  if (!dilations.empty()) {
-    p.dilation_h = dilations[0];
-    p.dilation_w = dilations[1];
-  }
   p.ceil_mode = node.IntAttr("ceil_mode", 0) != 0;
   p.count_include_pad = !p.max && node.IntAttr("count_include_pad", 0) != 0;
-  const std::string auto_pad =
-      node.HasAttr("auto_pad") ? node.attributes.at("auto_pad").s : std::string("NOTSET");
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    const bool upper = auto_pad == "SAME_UPPER";
-    std::tie(p.pad_top, p.pad_bottom) =
-        SamePads(p.in_h, p.kernel_h, std::max<int64_t>(p.stride_h, 1), p.dilation_h, upper);
-    std::tie(p.pad_left, p.pad_right) =
-        SamePads(p.in_w, p.kernel_w, std::max<int64_t>(p.stride_w, 1), p.dilation_w, upper);
-  } else if (auto_pad == "NOTSET" || auto_pad.empty()) {
-    if (!pads.empty()) {
-      p.pad_top = pads[0];
-      p.pad_left = pads[1];
-      p.pad_bottom = pads[2];
-      p.pad_right = pads[3];
-    }
-  } else if (auto_pad != "VALID") {
-    return AnchorInvalid(node, absl::StrCat("unknown auto_pad '", auto_pad, "'"));
-  }
+  GTCO_RETURN_IF_ERROR(SetWindow(node, p));
   return p;
 }
 

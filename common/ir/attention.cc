@@ -11,25 +11,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/ir/params_text.h"
 #include "common/util/status.h"
 
 namespace gtco::ir {
 namespace {
+
+using internal::LineError;
+using internal::ShapeText;
 
 /// Exact text of a float, as workload.cc writes immediates ("0x1p-3").
 std::string HexFloat(float value) {
   char buffer[48];
   std::snprintf(buffer, sizeof(buffer), "%a", static_cast<double>(value));
   return buffer;
-}
-
-absl::Status LineError(const std::string& what, const std::string& line) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("malformed workload text: ", what, " in '", line, "'"));
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }
 
 absl::Status ExpectShape(const TensorDesc& tensor, const std::vector<int64_t>& expected,

@@ -7,19 +7,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/ir/params_text.h"
 #include "common/util/status.h"
 
 namespace gtco::ir {
 namespace {
 
-absl::Status LineError(const std::string& what, const std::string& line) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("malformed workload text: ", what, " in '", line, "'"));
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
-}
+using internal::LineError;
+using internal::ParseWindowField;
+using internal::ShapeText;
+using internal::WindowSummary;
+using internal::WindowText;
 
 absl::Status ExpectShape(const TensorDesc& tensor, const std::vector<int64_t>& expected,
                          const char* what) {
@@ -27,19 +25,6 @@ absl::Status ExpectShape(const TensorDesc& tensor, const std::vector<int64_t>& e
   return absl::InvalidArgumentError(absl::StrCat("workload conv ", what, " has shape ",
                                                  ShapeText(tensor.shape), ", expected ",
                                                  ShapeText(expected)));
-}
-
-/// Parses "a,b" or "a,b,c,d" into `values` (exactly `count` integers).
-bool ParseIntList(const std::string& text, size_t count, std::vector<int64_t>* values) {
-  std::vector<std::string> parts = absl::StrSplit(text, ',');
-  if (parts.size() != count) return false;
-  values->clear();
-  for (const std::string& part : parts) {
-    int64_t value = 0;
-    if (!absl::SimpleAtoi(part, &value)) return false;
-    values->push_back(value);
-  }
-  return true;
 }
 
 /// Each conv size is at most 2^20 (so every product below stays far inside int64).
@@ -85,10 +70,8 @@ Workload MakeConvWorkload(const ConvParams& p) {
 
 std::string ConvParamsLine(const ConvParams& p) {
   return absl::StrCat("conv n=", p.batch, " c=", p.in_channels, " h=", p.in_h, " w=", p.in_w,
-                      " k=", p.out_channels, " r=", p.kernel_h, " s=", p.kernel_w,
-                      " stride=", p.stride_h, ",", p.stride_w, " pads=", p.pad_top, ",",
-                      p.pad_left, ",", p.pad_bottom, ",", p.pad_right,
-                      " dilation=", p.dilation_h, ",", p.dilation_w, " groups=", p.groups);
+                      " k=", p.out_channels, " r=", p.kernel_h, " s=", p.kernel_w, WindowText(p),
+                      " groups=", p.groups);
 }
 
 absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p) {
@@ -99,19 +82,9 @@ absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p) {
     if (parts.size() != 2) return LineError("expected key=value", line);
     const std::string& key = parts[0];
     const std::string& text = parts[1];
-    std::vector<int64_t> list;
-    if (key == "stride" || key == "dilation") {
-      if (!ParseIntList(text, 2, &list)) return LineError("expected two integers", line);
-      (key == "stride" ? p.stride_h : p.dilation_h) = list[0];
-      (key == "stride" ? p.stride_w : p.dilation_w) = list[1];
-      continue;
-    }
-    if (key == "pads") {
-      if (!ParseIntList(text, 4, &list)) return LineError("expected four integers", line);
-      p.pad_top = list[0];
-      p.pad_left = list[1];
-      p.pad_bottom = list[2];
-      p.pad_right = list[3];
+    absl::Status window_error;
+    if (ParseWindowField(key, text, line, p, &window_error)) {
+      if (!window_error.ok()) return window_error;
       continue;
     }
     int64_t value = 0;
@@ -143,19 +116,7 @@ std::string ConvSummary(const Workload& w) {
   const ConvParams& p = w.conv;
   std::string text = absl::StrCat("conv ", p.batch, "x", p.in_channels, "x", p.in_h, "x", p.in_w,
                                   " k", p.out_channels, " ", p.kernel_h, "x", p.kernel_w);
-  if (p.stride_h == p.stride_w) {
-    absl::StrAppend(&text, " s", p.stride_h);
-  } else {
-    absl::StrAppend(&text, " s", p.stride_h, ",", p.stride_w);
-  }
-  if (p.pad_top == p.pad_left && p.pad_top == p.pad_bottom && p.pad_top == p.pad_right) {
-    absl::StrAppend(&text, " p", p.pad_top);
-  } else {
-    absl::StrAppend(&text, " p", p.pad_top, ",", p.pad_left, ",", p.pad_bottom, ",", p.pad_right);
-  }
-  if (p.dilation_h != 1 || p.dilation_w != 1) {
-    absl::StrAppend(&text, " d", p.dilation_h, ",", p.dilation_w);
-  }
+  absl::StrAppend(&text, WindowSummary(p));
   if (p.groups != 1) absl::StrAppend(&text, " /g", p.groups);
   return text;
 }

@@ -9,27 +9,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/ir/params_text.h"
 #include "common/util/status.h"
 
 namespace gtco::ir {
 namespace {
 
-absl::Status LineError(const std::string& what, const std::string& line) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("malformed workload text: ", what, " in '", line, "'"));
-}
-
-bool ParseIntList(const std::string& text, size_t count, std::vector<int64_t>* values) {
-  std::vector<std::string> parts = absl::StrSplit(text, ',');
-  if (parts.size() != count) return false;
-  values->clear();
-  for (const std::string& part : parts) {
-    int64_t value = 0;
-    if (!absl::SimpleAtoi(part, &value)) return false;
-    values->push_back(value);
-  }
-  return true;
-}
+using internal::LineError;
+using internal::ParseWindowField;
+using internal::ShapeText;
+using internal::WindowSummary;
+using internal::WindowText;
 
 constexpr int64_t kMaxPoolDim = int64_t{1} << 20;
 
@@ -43,10 +33,6 @@ int64_t OutSize(int64_t size, int64_t kernel, int64_t stride, int64_t pad_begin,
   // A last window starting in the end padding is dropped (as ONNX Runtime and PyTorch do).
   if (ceil_mode && (out - 1) * stride >= size + pad_begin) --out;
   return out;
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }
 
 }  // namespace
@@ -83,9 +69,7 @@ Workload MakePoolWorkload(const PoolParams& p) {
 std::string PoolParamsLine(const PoolParams& p) {
   return absl::StrCat("pool op=", p.max ? "max" : "avg", " n=", p.batch, " c=", p.channels,
                       " h=", p.in_h, " w=", p.in_w, " r=", p.kernel_h, " s=", p.kernel_w,
-                      " stride=", p.stride_h, ",", p.stride_w, " pads=", p.pad_top, ",",
-                      p.pad_left, ",", p.pad_bottom, ",", p.pad_right, " dilation=", p.dilation_h,
-                      ",", p.dilation_w, " ceil=", p.ceil_mode ? 1 : 0,
+                      WindowText(p), " ceil=", p.ceil_mode ? 1 : 0,
                       " include_pad=", p.count_include_pad ? 1 : 0);
 }
 
@@ -97,24 +81,14 @@ absl::Status ParsePoolParamsLine(const std::string& line, PoolParams& p) {
     if (parts.size() != 2) return LineError("expected key=value", line);
     const std::string& key = parts[0];
     const std::string& text = parts[1];
-    std::vector<int64_t> list;
     if (key == "op") {
       if (text != "max" && text != "avg") return LineError("op must be max or avg", line);
       p.max = text == "max";
       continue;
     }
-    if (key == "stride" || key == "dilation") {
-      if (!ParseIntList(text, 2, &list)) return LineError("expected two integers", line);
-      (key == "stride" ? p.stride_h : p.dilation_h) = list[0];
-      (key == "stride" ? p.stride_w : p.dilation_w) = list[1];
-      continue;
-    }
-    if (key == "pads") {
-      if (!ParseIntList(text, 4, &list)) return LineError("expected four integers", line);
-      p.pad_top = list[0];
-      p.pad_left = list[1];
-      p.pad_bottom = list[2];
-      p.pad_right = list[3];
+    absl::Status window_error;
+    if (ParseWindowField(key, text, line, p, &window_error)) {
+      if (!window_error.ok()) return window_error;
       continue;
     }
     int64_t value = 0;
@@ -146,19 +120,7 @@ std::string PoolSummary(const Workload& w) {
   const PoolParams& p = w.pool;
   std::string text = absl::StrCat(p.max ? "maxpool " : "avgpool ", p.batch, "x", p.channels, "x",
                                   p.in_h, "x", p.in_w, " ", p.kernel_h, "x", p.kernel_w);
-  if (p.stride_h == p.stride_w) {
-    absl::StrAppend(&text, " s", p.stride_h);
-  } else {
-    absl::StrAppend(&text, " s", p.stride_h, ",", p.stride_w);
-  }
-  if (p.pad_top == p.pad_left && p.pad_top == p.pad_bottom && p.pad_top == p.pad_right) {
-    absl::StrAppend(&text, " p", p.pad_top);
-  } else {
-    absl::StrAppend(&text, " p", p.pad_top, ",", p.pad_left, ",", p.pad_bottom, ",", p.pad_right);
-  }
-  if (p.dilation_h != 1 || p.dilation_w != 1) {
-    absl::StrAppend(&text, " d", p.dilation_h, ",", p.dilation_w);
-  }
+  absl::StrAppend(&text, WindowSummary(p));
   if (p.ceil_mode) absl::StrAppend(&text, " ceil");
   if (p.count_include_pad && !p.max) absl::StrAppend(&text, " include_pad");
   return text;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "common/ir/attention.h"
 #include "common/ir/conv.h"
+#include "common/ir/params_text.h"
 #include "common/ir/pool.h"
 #include "common/util/hash.h"
 #include "common/util/status.h"
@@ -80,9 +81,7 @@ absl::StatusOr<float> ParseFloatText(const std::string& text) {
   return value;
 }
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
-}
+using internal::ShapeText;
 
 std::string OperandText(const Operand& operand) {
   switch (operand.kind) {
