@@ -38,25 +38,55 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
   return strides;
 }
 
-/// Copies elements of `bytes` each from `src` at element offsets given by visiting the output
-/// in row-major order, where input offset = sum(index[d] * in_strides[d]) + base.
-void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<int64_t>& out_shape,
-                 const std::vector<int64_t>& in_strides, int64_t base) {
+/// One element of `Bytes` bytes.
+template <int Bytes>
+inline void CopyElement(const char* src, char* dst) {
+  std::memcpy(dst, src, Bytes);
+}
+
+/// Visits the output of shape `out_shape` in row-major order, copying element after element
+/// from `src` at offset base + sum(index[d] * in_strides[d]) (in elements). Rows whose elements
+/// are contiguous in the input (innermost stride 1: most transposes and slices of attention)
+/// are copied with one memcpy each.
+template <int Bytes>
+void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_shape,
+                   const std::vector<int64_t>& in_strides, int64_t base) {
   const int rank = static_cast<int>(out_shape.size());
   int64_t total = 1;
   for (int64_t dim : out_shape) total *= dim;
   if (total == 0) return;
-  std::vector<int64_t> index(rank, 0);
+  const bool rows = rank > 0 && in_strides[rank - 1] == 1;
+  const int64_t row = rows ? out_shape[rank - 1] : 1;
+  const int outer_rank = rows ? rank - 1 : rank;
+  std::vector<int64_t> index(outer_rank, 0);
   int64_t offset = base;
-  for (int64_t flat = 0; flat < total; ++flat) {
-    std::memcpy(dst + flat * bytes, src + offset * bytes, bytes);
-    for (int dim = rank - 1; dim >= 0; --dim) {
+  for (int64_t flat = 0; flat < total; flat += row) {
+    if (rows) {
+      std::memcpy(dst + flat * Bytes, src + offset * Bytes, row * Bytes);
+    } else {
+      CopyElement<Bytes>(src + offset * Bytes, dst + flat * Bytes);
+    }
+    for (int dim = outer_rank - 1; dim >= 0; --dim) {
       ++index[dim];
       offset += in_strides[dim];
       if (index[dim] < out_shape[dim]) break;
       offset -= in_strides[dim] * out_shape[dim];
       index[dim] = 0;
     }
+  }
+}
+
+void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<int64_t>& out_shape,
+                 const std::vector<int64_t>& in_strides, int64_t base) {
+  switch (bytes) {
+    case 1:
+      return StridedCopyOf<1>(src, dst, out_shape, in_strides, base);
+    case 2:
+      return StridedCopyOf<2>(src, dst, out_shape, in_strides, base);
+    case 4:
+      return StridedCopyOf<4>(src, dst, out_shape, in_strides, base);
+    default:
+      return StridedCopyOf<8>(src, dst, out_shape, in_strides, base);
   }
 }
 
@@ -243,6 +273,25 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
   return model;
 }
 
+Model::Arena Model::TakeArena() const {
+  {
+    std::lock_guard<std::mutex> lock(arenas_mutex_);
+    if (!free_arenas_.empty()) {
+      Arena arena = std::move(free_arenas_.back());
+      free_arenas_.pop_back();
+      return arena;
+    }
+  }
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(manifest_.arena_bytes, 64));
+  return Arena(static_cast<char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)), &std::free);
+}
+
+void Model::GiveBack(Arena arena) const {
+  if (arena == nullptr) return;
+  std::lock_guard<std::mutex> lock(arenas_mutex_);
+  free_arenas_.push_back(std::move(arena));
+}
+
 absl::StatusOr<std::vector<OutputTensor>> Model::Run(const std::vector<HostTensor>& inputs,
                                                      std::vector<StepTime>* profile) const {
   std::vector<OutputTensor> outputs;
@@ -280,11 +329,14 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "' has no data"));
     }
   }
-  // This run's arena (64-byte aligned).
-  const size_t arena_bytes = static_cast<size_t>(std::max<int64_t>(m.arena_bytes, 64));
-  std::unique_ptr<char, decltype(&std::free)> arena(
-      static_cast<char*>(std::aligned_alloc(64, (arena_bytes + 63) / 64 * 64)), &std::free);
+  // This run's arena (64-byte aligned), back to the pool when the run ends.
+  Arena arena = TakeArena();
   if (arena == nullptr) return absl::ResourceExhaustedError("cannot allocate the arena");
+  struct Return {
+    const Model* model;
+    Arena* arena;
+    ~Return() { model->GiveBack(std::move(*arena)); }
+  } give_back{this, &arena};
   auto data = [&](int index) -> char* {
     const TensorSpec& t = m.tensors[index];
     if (t.weight) return const_cast<char*>(weights_ + t.weight_offset);

@@ -1,9 +1,11 @@
 // A loaded artifact and its executor: the weights stay in the mapped file, the kernels come from
 // the artifact's shared object (loaded from memory), data-movement steps run in C++ here. One
-// loaded Model runs from many threads at once: every Run has its own arena.
+// loaded Model runs from many threads at once: every Run has an arena of its own, taken from a
+// pool of arenas earlier runs gave back (so a steady caller touches warm memory, not fresh pages).
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,13 @@ class Model {
   const char* weights_ = nullptr;     ///< inside the mapping
   void* library_ = nullptr;           ///< dlopen handle
   std::vector<void (*)(void**)> entries_;
+
+  /// Arenas of finished runs, for the next ones (one per run at a time at most).
+  using Arena = std::unique_ptr<char, void (*)(void*)>;
+  Arena TakeArena() const;
+  void GiveBack(Arena arena) const;
+  mutable std::mutex arenas_mutex_;
+  mutable std::vector<Arena> free_arenas_;  ///< guarded by arenas_mutex_
 };
 
 /// The CPU features of this host (cpuinfo spellings, from /proc/cpuinfo's flags).

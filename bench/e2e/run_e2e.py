@@ -41,6 +41,8 @@ if name.startswith("bert"):
 else:
     import torchvision
     model = getattr(torchvision.models, name)().eval()
+    if hasattr(model, "heads"):  # torchvision zero-initializes ViT's head: outputs would be 0
+        torch.nn.init.normal_(model.heads.head.weight, std=0.02)
     torch.onnx.export(model, torch.randn(1, 3, 224, 224), path, opset_version=17,
                       input_names=["image"], output_names=["logits"])
 """
