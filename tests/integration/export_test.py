@@ -137,7 +137,7 @@ class ExportTest(unittest.TestCase):
         self.assertFalse(os.path.exists(artifact + ".2.partial"))
 
     def test_python_binding_runs_the_artifact_with_numpy(self):
-        """pip install ./python into a venv, then numpy in, numpy out, errors as exceptions."""
+        """pip install ./runtime/python into a venv, then numpy in, numpy out, errors as exceptions."""
         model = os.path.join(DATA, "transformer_block.onnx")
         artifact = os.path.join(self.dir, "block.gtco")
         self.farm.client("export", model, "-o", artifact)
@@ -146,7 +146,7 @@ class ExportTest(unittest.TestCase):
                        check=True)
         install = subprocess.run(
             [os.path.join(venv, "bin", "pip"), "install", "--quiet", "--disable-pip-version-check",
-             os.path.join(SOURCE_DIR, "python")], capture_output=True, text=True, timeout=900)
+             os.path.join(SOURCE_DIR, "runtime", "python")], capture_output=True, text=True, timeout=900)
         self.assertEqual(install.returncode, 0, install.stdout + install.stderr)
         script = r"""
 import json, sys, numpy as np, gtco

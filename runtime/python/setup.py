@@ -3,7 +3,7 @@ format, the executor and the parallel-for pool; no LLVM, gRPC, protobuf or SQLit
 pybind11. Needs Debian's libabsl-dev, libssl-dev and nlohmann-json3-dev (scripts/setup.sh
 installs them).
 
-    python3 -m venv --system-site-packages venv && venv/bin/pip install ./python
+    python3 -m venv --system-site-packages venv && venv/bin/pip install ./runtime/python
 """
 import os
 import subprocess
@@ -12,7 +12,7 @@ from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))  # the repository (this is runtime/python)
 
 
 def pkg_config_libs(*packages):
