@@ -127,6 +127,12 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
   if (s.op == "copy" || s.op == "cast") {
     if (in.NumElements() != out.NumElements()) return bad("element counts differ");
     if (s.op == "copy" && in.dtype != out.dtype) return bad("a copy keeps its type");
+    const bool to_f32 = out.dtype == ElemType::kF32 && in.dtype != ElemType::kF16;
+    const bool to_bf16 = out.dtype == ElemType::kBF16 && in.dtype == ElemType::kF32;
+    if (s.op == "cast" && in.dtype != out.dtype && !to_f32 && !to_bf16) {
+      return bad(absl::StrCat("no cast from ", ElemTypeName(in.dtype), " to ",
+                              ElemTypeName(out.dtype)));
+    }
     return absl::OkStatus();
   }
   if (in.dtype != out.dtype) return bad("input and output types differ");
@@ -152,6 +158,10 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     for (int64_t dim = 0; dim < rank; ++dim) {
       const int64_t start = s.params[2 * dim], step = s.params[2 * dim + 1], count = out.shape[dim];
       if (count == 0) continue;
+      // |step| and count are bounded by the input's extent, so nothing below overflows.
+      if (step < -in.shape[dim] || step > in.shape[dim] || count > in.shape[dim]) {
+        return bad("a window leaves the input");
+      }
       const int64_t last = start + (count - 1) * step;
       if (start < 0 || start >= in.shape[dim] || last < 0 || last >= in.shape[dim]) {
         return bad("a window leaves the input");
@@ -190,7 +200,11 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
       return bad("indices must be i64 or i32");
     }
     int64_t expected = indices.NumElements();
-    for (int64_t dim = 0; dim < rank; ++dim) expected *= dim == s.params[0] ? 1 : in.shape[dim];
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      if (dim != s.params[0] && __builtin_mul_overflow(expected, in.shape[dim], &expected)) {
+        return bad("the output size overflows");
+      }
+    }
     if (expected != out.NumElements()) return bad("the output size does not fit");
     return absl::OkStatus();
   }
@@ -389,6 +403,9 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       if (index < 0 || index >= num_tensors) return Bad("an input or output index is out of range");
     }
   }
+  for (int index : m.inputs) {
+    if (m.tensors[index].weight) return Bad("a model input is a weight");
+  }
   for (const StepSpec& s : m.steps) {
     for (const std::vector<int>* list : {&s.inputs, &s.outputs}) {
       for (int index : *list) {
@@ -398,7 +415,11 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       }
     }
     if (s.outputs.empty()) return Bad(absl::StrCat("step '", s.node, "' has no output"));
-    if (s.op == "kernel" && (s.kernel < 0 || s.kernel >= static_cast<int>(m.kernels.size()))) {
+    for (int index : s.outputs) {
+      if (m.tensors[index].weight) return Bad(absl::StrCat("step '", s.node, "' writes a weight"));
+    }
+    if (s.op == "kernel" ? s.kernel < 0 || s.kernel >= static_cast<int>(m.kernels.size())
+                         : s.kernel != -1) {
       return Bad(absl::StrCat("step '", s.node, "' refers to kernel ", s.kernel));
     }
     absl::Status valid = ValidateStep(m, s);

@@ -195,6 +195,7 @@ std::vector<std::string> HostCpuFeatures() {
 
 Model::~Model() {
   if (library_ != nullptr) dlclose(library_);
+  if (code_fd_ >= 0) close(code_fd_);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
@@ -243,18 +244,15 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
   // The shared object is loaded from memory: no file is written, nothing is left behind.
   const int code_fd = memfd_create("gtco-artifact-code", MFD_CLOEXEC);
   if (code_fd < 0) return absl::InternalError("memfd_create failed");
+  model->code_fd_ = code_fd;  // closed by ~Model, after dlclose
   size_t written = 0;
   while (written < view->code.size()) {
     const ssize_t n = write(code_fd, view->code.data() + written, view->code.size() - written);
-    if (n <= 0) {
-      close(code_fd);
-      return absl::InternalError("writing the code to memory failed");
-    }
+    if (n <= 0) return absl::InternalError("writing the code to memory failed");
     written += static_cast<size_t>(n);
   }
   const std::string fd_path = absl::StrCat("/proc/self/fd/", code_fd);
   model->library_ = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(code_fd);
   if (model->library_ == nullptr) {
     return absl::DataLossError(absl::StrCat(path, ": its code does not load: ", dlerror()));
   }
@@ -400,7 +398,14 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       const char* src = data(step.inputs[0]);
       const char* index_data = data(step.inputs[1]);
       for (int64_t i = 0; i < count; ++i) {
-        int64_t index = static_cast<int64_t>(LoadAsDouble(index_data, indices.dtype, i));
+        int64_t index = 0;
+        if (indices.dtype == ElemType::kI64) {
+          std::memcpy(&index, index_data + 8 * i, 8);
+        } else {
+          int32_t narrow = 0;
+          std::memcpy(&narrow, index_data + 4 * i, 4);
+          index = narrow;
+        }
         if (index < 0) index += extent;
         if (index < 0 || index >= extent) {
           return absl::InvalidArgumentError(absl::StrCat(

@@ -63,6 +63,10 @@ class Model {
   Manifest manifest_;
   const char* weights_ = nullptr;     ///< inside the mapping
   void* library_ = nullptr;           ///< dlopen handle
+  /// The memfd holding the code, open while the library is loaded: its /proc/self/fd path is the
+  /// library's name, which dlopen would otherwise hand to the next model loaded (same path, same
+  /// handle, the first model's kernels).
+  int code_fd_ = -1;
   std::vector<void (*)(void**)> entries_;
 
   /// Arenas of finished runs, for the next ones (one per run at a time at most).

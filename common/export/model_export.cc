@@ -35,8 +35,6 @@ absl::StatusOr<ElemType> RuntimeType(graph::ElemType type, const std::string& te
       return ElemType::kF32;
     case graph::ElemType::kBFloat16:
       return ElemType::kBF16;
-    case graph::ElemType::kFloat16:
-      return ElemType::kF16;
     case graph::ElemType::kInt8:
       return ElemType::kI8;
     case graph::ElemType::kUInt8:
@@ -66,8 +64,7 @@ std::string WeightBytes(const graph::Tensor& tensor, ElemType type) {
         std::memcpy(at, &value, 4);
         break;
       }
-      case ElemType::kBF16:
-      case ElemType::kF16: {
+      case ElemType::kBF16: {
         // Stored exactly as f32 first; the top half of an f32 holding a bf16 value is the bf16.
         const float value = static_cast<float>(tensor.ValueAsDouble(i));
         uint32_t bits;
@@ -347,7 +344,13 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
     touch(output, step_index);
     manifest_.steps.push_back(std::move(spec));
   }
+  std::set<std::string> produced(graph_.inputs.begin(), graph_.inputs.end());
+  for (const PendingStep& step : steps) produced.insert(step.output);
   for (const std::string& output : graph_.outputs) {
+    if (!graph_.IsConstant(Root(output)) && !produced.count(Root(output))) {
+      return absl::InternalError(absl::StrCat("export: no step computes graph output '", output,
+                                              "'"));
+    }
     GTCO_ASSIGN_OR_RETURN(int index, tensor_index(output));
     if (manifest_.tensors[index].weight) {
       return absl::UnimplementedError(absl::StrCat(

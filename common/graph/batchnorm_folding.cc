@@ -25,10 +25,17 @@ bool IsUsedOutput(const Graph& graph, const std::string& tensor,
   return consumers.count(tensor) > 0;
 }
 
-/// A fresh tensor name starting with `base`.
+/// A name starting with `base` that no tensor and no node of `graph` has.
 std::string FreshName(const Graph& graph, const std::string& base) {
+  auto taken = [&](const std::string& name) {
+    if (graph.HasTensor(name)) return true;
+    for (const Node& node : graph.nodes) {
+      if (node.name == name) return true;
+    }
+    return false;
+  };
   std::string name = base;
-  for (int suffix = 1; graph.HasTensor(name); ++suffix) name = absl::StrCat(base, "_", suffix);
+  for (int suffix = 1; taken(name); ++suffix) name = absl::StrCat(base, "_", suffix);
   return name;
 }
 
@@ -183,7 +190,7 @@ absl::Status FoldBatchNorm(Graph& graph) {
     mul.outputs = {scaled_name};
     Node add;
     add.op_type = "Add";
-    add.name = absl::StrCat(bn.name, "_add");
+    add.name = FreshName(graph, absl::StrCat(bn.name, "_add"));
     add.inputs = {scaled_name, shift_name};
     add.outputs = {bn.outputs[0]};
     graph.nodes[index] = add;

@@ -10,9 +10,17 @@
 namespace gtco::graph {
 namespace {
 
+/// A name starting with `base` that no tensor and no node of `graph` has.
 std::string FreshName(const Graph& graph, const std::string& base) {
+  auto taken = [&](const std::string& name) {
+    if (graph.HasTensor(name)) return true;
+    for (const Node& node : graph.nodes) {
+      if (node.name == name) return true;
+    }
+    return false;
+  };
   std::string name = base;
-  for (int suffix = 1; graph.HasTensor(name); ++suffix) name = absl::StrCat(base, "_", suffix);
+  for (int suffix = 1; taken(name); ++suffix) name = absl::StrCat(base, "_", suffix);
   return name;
 }
 
@@ -58,9 +66,10 @@ absl::Status DecomposeOps(Graph& graph) {
     const std::string& x = node.inputs.at(0);
     const Tensor& x_tensor = graph.tensor(x);
     std::string current = x;
+    // ONNX (and ONNX Runtime, numpy.clip): min(max(x, lo), hi), so hi wins when lo > hi.
     std::vector<std::pair<const char*, double>> steps;
-    if (hi->has_value()) steps.push_back({"Min", **hi});
     if (lo->has_value()) steps.push_back({"Max", **lo});
+    if (hi->has_value()) steps.push_back({"Min", **hi});
     if (steps.empty()) {
       Node identity = node;
       identity.op_type = "Identity";
@@ -77,7 +86,7 @@ absl::Status DecomposeOps(Graph& graph) {
       graph.SetTensor(ScalarConstant(bound, x_tensor.type, steps[step].second));
       std::string out = node.outputs.at(0);
       if (!last) {
-        out = FreshName(graph, absl::StrCat(node.name, "_clipped_above"));
+        out = FreshName(graph, absl::StrCat(node.name, "_clipped_below"));
         Tensor intermediate = x_tensor;
         intermediate.name = out;
         intermediate.is_constant = false;
@@ -87,7 +96,7 @@ absl::Status DecomposeOps(Graph& graph) {
       }
       Node op;
       op.op_type = steps[step].first;
-      op.name = last ? node.name : absl::StrCat(node.name, "_min");
+      op.name = last ? node.name : FreshName(graph, absl::StrCat(node.name, "_max"));
       op.inputs = {current, bound};
       op.outputs = {out};
       rewritten.push_back(op);

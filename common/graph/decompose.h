@@ -6,7 +6,7 @@
 
 namespace gtco::graph {
 
-/// Rewrites Clip(x, min, max) (ReLU6 in MobileNet) as Min(x, max) then Max(., min), each bound
+/// Rewrites Clip(x, min, max) (ReLU6 in MobileNet) as Max(x, min) then Min(., max), each bound
 /// only when given (inputs at opset 11+, attributes before); a Clip without bounds becomes an
 /// Identity. Bounds must be constant scalars: UNIMPLEMENTED naming the node otherwise.
 absl::Status DecomposeOps(Graph& graph);

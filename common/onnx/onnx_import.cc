@@ -265,6 +265,7 @@ absl::Status AddTensors(const ModelProto& model, graph::Graph& graph) {
 
 absl::Status AddNodes(const ModelProto& model, graph::Graph& graph) {
   const auto& proto = model.graph();
+  std::set<std::string> names;  // node names are unique in the graph IR (ONNX does not require it)
   for (int node_index = 0; node_index < proto.node_size(); ++node_index) {
     const auto& node_proto = proto.node(node_index);
     graph::Node node;
@@ -272,6 +273,10 @@ absl::Status AddNodes(const ModelProto& model, graph::Graph& graph) {
     node.domain = node_proto.domain() == "ai.onnx" ? "" : node_proto.domain();
     node.name =
         node_proto.name().empty() ? absl::StrCat(node.op_type, "_", node_index) : node_proto.name();
+    for (int suffix = 1; !names.insert(node.name).second; ++suffix) {
+      node.name = absl::StrCat(node_proto.name().empty() ? node.op_type : node_proto.name(), "_",
+                               node_index, suffix > 1 ? absl::StrCat("_", suffix) : "");
+    }
     node.inputs.assign(node_proto.input().begin(), node_proto.input().end());
     node.outputs.assign(node_proto.output().begin(), node_proto.output().end());
     for (const auto& attribute : node_proto.attribute()) {

@@ -101,6 +101,19 @@ class PyModel {
   /// `feeds`: a dict name -> array, or a list in input order. Returns a dict name -> array.
   py::dict Run(const py::object& feeds) const {
     const Manifest& m = model_->manifest();
+    if (py::isinstance<py::dict>(feeds)) {
+      for (const auto& item : feeds.cast<py::dict>()) {
+        const std::string name = py::str(item.first);
+        bool known = false;
+        for (int index : m.inputs) known = known || m.tensors[index].name == name;
+        if (!known) {
+          std::vector<std::string> names;
+          for (int index : m.inputs) names.push_back(m.tensors[index].name);
+          throw py::value_error(absl::StrCat("the model has no input '", name, "' (its inputs: ",
+                                             absl::StrJoin(names, ", "), ")"));
+        }
+      }
+    }
     std::vector<py::array> arrays;
     for (size_t i = 0; i < m.inputs.size(); ++i) {
       const TensorSpec& t = m.tensors[m.inputs[i]];
@@ -124,7 +137,7 @@ class PyModel {
       if (!array) throw py::value_error(absl::StrCat("input '", t.name, "' is not an array"));
       const py::dtype expected = NumpyDType(t.dtype);
       std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
-      if (!array.dtype().is(expected) || shape != t.shape) {
+      if (!array.dtype().equal(expected) || shape != t.shape) {
         throw py::value_error(absl::StrCat(
             "input '", t.name, "' must be ", expected.attr("name").cast<std::string>(), " ",
             ShapeText(t.shape), ", got ", array.dtype().attr("name").cast<std::string>(), " ",

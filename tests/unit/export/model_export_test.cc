@@ -94,6 +94,36 @@ TEST(ModelExportTest, VitAndMlpExportLoadAndRunDeterministically) {
   }
 }
 
+// Found in review: every artifact's code was dlopen'ed from the same /proc/self/fd path, so a
+// second model loaded while the first was alive got the first one's library (and kernels).
+TEST(ModelExportTest, TwoLoadedModelsRunTheirOwnKernels) {
+  absl::StatusOr<ExportResult> vit = ExportModel(ReadModel("vit_tiny.onnx"), {}, HostOptions(),
+                                                 kNoRecords);
+  absl::StatusOr<ExportResult> block =
+      ExportModel(ReadModel("transformer_block.onnx"), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(vit.ok() && block.ok());
+  const std::string vit_path = WriteTemp("two_vit.gtco", vit->artifact);
+  const std::string block_path = WriteTemp("two_block.gtco", block->artifact);
+  std::vector<char> alone;
+  {
+    auto model = runtime::Model::Load(vit_path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto out = (*model)->Run(Host((*model)->manifest(), Inputs((*model)->manifest())));
+    ASSERT_TRUE(out.ok()) << out.status();
+    alone = (*out)[0].bytes;
+  }
+  auto first = runtime::Model::Load(block_path);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = runtime::Model::Load(vit_path);
+  ASSERT_TRUE(second.ok()) << second.status();
+  const runtime::Manifest& m = (*second)->manifest();
+  auto out = (*second)->Run(Host(m, Inputs(m)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].bytes, alone);
+  const runtime::Manifest& b = (*first)->manifest();
+  EXPECT_TRUE((*first)->Run(Host(b, Inputs(b))).ok());
+}
+
 TEST(ModelExportTest, RequireTunedNamesTheUntunedWorkloads) {
   ExportOptions options = HostOptions();
   options.require_tuned = true;

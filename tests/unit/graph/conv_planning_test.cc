@@ -251,12 +251,13 @@ TEST(ConvPlanningTest, MaxPoolAfterTheStemAndClipAsRelu6) {
   ASSERT_EQ(planned->size(), 2u);
   const ir::Workload& conv = (*planned)[0].workload;
   EXPECT_EQ(conv.anchor, AnchorKind::kConv);
-  // bias, then ReLU6 as min(., 6) and max(., 0) with immediates.
+  // bias, then ReLU6 as max(., 0) and min(., 6) with immediates (ONNX's order: with lo > hi
+  // the result is hi).
   ASSERT_EQ(conv.epilogue.size(), 3u);
-  EXPECT_EQ(conv.epilogue[1].op, EwOp::kMin);
-  EXPECT_EQ(conv.epilogue[2].op, EwOp::kMax);
-  EXPECT_EQ(conv.epilogue[1].args[1].kind, ir::Operand::Kind::kConst);
-  EXPECT_EQ(conv.epilogue[1].args[1].value, 6.0f);
+  EXPECT_EQ(conv.epilogue[1].op, EwOp::kMax);
+  EXPECT_EQ(conv.epilogue[2].op, EwOp::kMin);
+  EXPECT_EQ(conv.epilogue[2].args[1].kind, ir::Operand::Kind::kConst);
+  EXPECT_EQ(conv.epilogue[2].args[1].value, 6.0f);
   const ir::Workload& pool = (*planned)[1].workload;
   EXPECT_EQ(pool.anchor, AnchorKind::kPool);
   EXPECT_TRUE(pool.pool.max);
