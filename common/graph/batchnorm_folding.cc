@@ -25,20 +25,6 @@ bool IsUsedOutput(const Graph& graph, const std::string& tensor,
   return consumers.count(tensor) > 0;
 }
 
-/// A name starting with `base` that no tensor and no node of `graph` has.
-std::string FreshName(const Graph& graph, const std::string& base) {
-  auto taken = [&](const std::string& name) {
-    if (graph.HasTensor(name)) return true;
-    for (const Node& node : graph.nodes) {
-      if (node.name == name) return true;
-    }
-    return false;
-  };
-  std::string name = base;
-  for (int suffix = 1; taken(name); ++suffix) name = absl::StrCat(base, "_", suffix);
-  return name;
-}
-
 Tensor FloatConstant(const std::string& name, std::vector<int64_t> shape,
                      std::vector<double> values) {
   Tensor tensor;
@@ -99,8 +85,8 @@ bool FoldIntoConv(Graph& graph, int bn_index, const std::vector<double>& a,
   for (int64_t k = 0; k < channels; ++k) {
     new_bias[k] = (has_bias ? bias->ValueAsDouble(k) * a[k] : 0.0) + b[k];
   }
-  const std::string weight_name = FreshName(graph, absl::StrCat(conv.inputs[1], "_bn"));
-  const std::string bias_name = FreshName(graph, absl::StrCat(bn.name, "_folded_bias"));
+  const std::string weight_name = graph.FreshName(absl::StrCat(conv.inputs[1], "_bn"));
+  const std::string bias_name = graph.FreshName(absl::StrCat(bn.name, "_folded_bias"));
   graph.SetTensor(FloatConstant(weight_name, weights->shape, std::move(new_weights)));
   graph.SetTensor(FloatConstant(bias_name, {channels}, std::move(new_bias)));
   conv.inputs.resize(3);
@@ -172,9 +158,9 @@ absl::Status FoldBatchNorm(Graph& graph) {
     // y = x * a + b with a, b of shape [C, 1, ...] (broadcast over the spatial dims).
     std::vector<int64_t> param_shape(x.shape.size() - 1, 1);
     param_shape[0] = channels;
-    const std::string scale_name = FreshName(graph, absl::StrCat(bn.name, "_scale"));
-    const std::string shift_name = FreshName(graph, absl::StrCat(bn.name, "_shift"));
-    const std::string scaled_name = FreshName(graph, absl::StrCat(bn.name, "_scaled"));
+    const std::string scale_name = graph.FreshName(absl::StrCat(bn.name, "_scale"));
+    const std::string shift_name = graph.FreshName(absl::StrCat(bn.name, "_shift"));
+    const std::string scaled_name = graph.FreshName(absl::StrCat(bn.name, "_scaled"));
     graph.SetTensor(FloatConstant(scale_name, param_shape, a));
     graph.SetTensor(FloatConstant(shift_name, param_shape, b));
     Tensor scaled = x;
@@ -185,12 +171,12 @@ absl::Status FoldBatchNorm(Graph& graph) {
     graph.SetTensor(scaled);
     Node mul;
     mul.op_type = "Mul";
-    mul.name = FreshName(graph, absl::StrCat(bn.name, "_mul"));
+    mul.name = graph.FreshName(absl::StrCat(bn.name, "_mul"));
     mul.inputs = {bn.inputs[0], scale_name};
     mul.outputs = {scaled_name};
     Node add;
     add.op_type = "Add";
-    add.name = FreshName(graph, absl::StrCat(bn.name, "_add"));
+    add.name = graph.FreshName(absl::StrCat(bn.name, "_add"));
     add.inputs = {scaled_name, shift_name};
     add.outputs = {bn.outputs[0]};
     graph.nodes[index] = add;

@@ -10,20 +10,6 @@
 namespace gtco::graph {
 namespace {
 
-/// A name starting with `base` that no tensor and no node of `graph` has.
-std::string FreshName(const Graph& graph, const std::string& base) {
-  auto taken = [&](const std::string& name) {
-    if (graph.HasTensor(name)) return true;
-    for (const Node& node : graph.nodes) {
-      if (node.name == name) return true;
-    }
-    return false;
-  };
-  std::string name = base;
-  for (int suffix = 1; taken(name); ++suffix) name = absl::StrCat(base, "_", suffix);
-  return name;
-}
-
 /// The bound of Clip `node` at input `index` (or attribute `attr` before opset 11).
 absl::StatusOr<std::optional<double>> ClipBound(const Node& node, const Graph& graph, size_t index,
                                                 const char* attr) {
@@ -81,12 +67,12 @@ absl::Status DecomposeOps(Graph& graph) {
     for (size_t step = 0; step < steps.size(); ++step) {
       const bool last = step + 1 == steps.size();
       const std::string bound =
-          FreshName(graph, absl::StrCat(node.name, "_", steps[step].first == std::string("Min")
+          graph.FreshName(absl::StrCat(node.name, "_", steps[step].first == std::string("Min")
                                                            ? "max" : "min"));
       graph.SetTensor(ScalarConstant(bound, x_tensor.type, steps[step].second));
       std::string out = node.outputs.at(0);
       if (!last) {
-        out = FreshName(graph, absl::StrCat(node.name, "_clipped_below"));
+        out = graph.FreshName(absl::StrCat(node.name, "_clipped_below"));
         Tensor intermediate = x_tensor;
         intermediate.name = out;
         intermediate.is_constant = false;
@@ -96,7 +82,7 @@ absl::Status DecomposeOps(Graph& graph) {
       }
       Node op;
       op.op_type = steps[step].first;
-      op.name = last ? node.name : FreshName(graph, absl::StrCat(node.name, "_max"));
+      op.name = last ? node.name : graph.FreshName(absl::StrCat(node.name, "_max"));
       op.inputs = {current, bound};
       op.outputs = {out};
       rewritten.push_back(op);

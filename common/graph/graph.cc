@@ -144,4 +144,17 @@ void Graph::RemoveDeadNodes() {
   nodes = std::move(kept);
 }
 
+std::string Graph::FreshName(const std::string& base) const {
+  auto taken = [&](const std::string& name) {
+    if (HasTensor(name)) return true;
+    for (const Node& node : nodes) {
+      if (node.name == name) return true;
+    }
+    return false;
+  };
+  std::string name = base;
+  for (int suffix = 1; taken(name); ++suffix) name = absl::StrCat(base, "_", suffix);
+  return name;
+}
+
 }  // namespace gtco::graph

@@ -115,6 +115,9 @@ class Graph {
   std::map<std::string, std::vector<int>> ConsumerMap() const;
   /// Removes nodes whose outputs nobody reads and that produce no graph output.
   void RemoveDeadNodes();
+  /// A name starting with `base` that no tensor and no node has (`base`, else `base_1`, ...), for
+  /// the tensors and nodes a pass adds.
+  std::string FreshName(const std::string& base) const;
 
  private:
   std::map<std::string, Tensor> tensors_;

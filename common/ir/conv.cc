@@ -13,6 +13,7 @@
 namespace gtco::ir {
 namespace {
 
+using internal::ForEachField;
 using internal::LineError;
 using internal::ParseWindowField;
 using internal::ShapeText;
@@ -75,18 +76,9 @@ std::string ConvParamsLine(const ConvParams& p) {
 }
 
 absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p) {
-  std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
-  if (words.empty() || words[0] != "conv") return LineError("expected 'conv'", line);
-  for (size_t word_idx = 1; word_idx < words.size(); ++word_idx) {
-    std::vector<std::string> parts = absl::StrSplit(words[word_idx], absl::MaxSplits('=', 1));
-    if (parts.size() != 2) return LineError("expected key=value", line);
-    const std::string& key = parts[0];
-    const std::string& text = parts[1];
+  return ForEachField(line, "conv", [&](const std::string& key, const std::string& text) {
     absl::Status window_error;
-    if (ParseWindowField(key, text, line, p, &window_error)) {
-      if (!window_error.ok()) return window_error;
-      continue;
-    }
+    if (ParseWindowField(key, text, line, p, &window_error)) return window_error;
     int64_t value = 0;
     if (!absl::SimpleAtoi(text, &value)) return LineError("bad integer", line);
     if (key == "n") {
@@ -108,8 +100,8 @@ absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p) {
     } else {
       return LineError("unknown conv field", line);
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 std::string ConvSummary(const Workload& w) {

@@ -37,6 +37,23 @@ inline bool ParseIntList(const std::string& text, size_t count, std::vector<int6
   return true;
 }
 
+/// Calls field(key, text) for every "key=value" word of a params line after its tag (the first
+/// word, which must be `tag`); stops at the first error.
+template <typename Field>
+absl::Status ForEachField(const std::string& line, const char* tag, Field field) {
+  std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  if (words.empty() || words[0] != tag) {
+    return LineError(absl::StrCat("expected '", tag, "'"), line);
+  }
+  for (size_t word_idx = 1; word_idx < words.size(); ++word_idx) {
+    std::vector<std::string> parts = absl::StrSplit(words[word_idx], absl::MaxSplits('=', 1));
+    if (parts.size() != 2) return LineError("expected key=value", line);
+    absl::Status status = field(parts[0], parts[1]);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 /// " stride=1,1 pads=1,1,1,1 dilation=1,1" (pads top, left, bottom, right).
 template <typename Params>
 std::string WindowText(const Params& p) {

@@ -15,6 +15,7 @@
 namespace gtco::ir {
 namespace {
 
+using internal::ForEachField;
 using internal::LineError;
 using internal::ParseWindowField;
 using internal::ShapeText;
@@ -74,23 +75,14 @@ std::string PoolParamsLine(const PoolParams& p) {
 }
 
 absl::Status ParsePoolParamsLine(const std::string& line, PoolParams& p) {
-  std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
-  if (words.empty() || words[0] != "pool") return LineError("expected 'pool'", line);
-  for (size_t word_idx = 1; word_idx < words.size(); ++word_idx) {
-    std::vector<std::string> parts = absl::StrSplit(words[word_idx], absl::MaxSplits('=', 1));
-    if (parts.size() != 2) return LineError("expected key=value", line);
-    const std::string& key = parts[0];
-    const std::string& text = parts[1];
+  return ForEachField(line, "pool", [&](const std::string& key, const std::string& text) {
     if (key == "op") {
       if (text != "max" && text != "avg") return LineError("op must be max or avg", line);
       p.max = text == "max";
-      continue;
+      return absl::OkStatus();
     }
     absl::Status window_error;
-    if (ParseWindowField(key, text, line, p, &window_error)) {
-      if (!window_error.ok()) return window_error;
-      continue;
-    }
+    if (ParseWindowField(key, text, line, p, &window_error)) return window_error;
     int64_t value = 0;
     if (!absl::SimpleAtoi(text, &value)) return LineError("bad integer", line);
     if (key == "n") {
@@ -112,8 +104,8 @@ absl::Status ParsePoolParamsLine(const std::string& line, PoolParams& p) {
     } else {
       return LineError("unknown pool field", line);
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 std::string PoolSummary(const Workload& w) {
