@@ -86,24 +86,20 @@ int Main(int argc, char** argv) {
   int threads = 0, bench = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)flag;
-      return argv[++i];
-    };
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (arg == "--input") {
-      const char* text = value("--input");
+      const char* text = value();
       if (text == nullptr) return Usage("--input needs NAME=FILE.npy");
       const std::string spec = text;
       const size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0) return Usage("--input needs NAME=FILE.npy");
       input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
     } else if (arg == "--output-dir") {
-      const char* text = value("--output-dir");
+      const char* text = value();
       if (text == nullptr) return Usage("--output-dir needs a directory");
       output_dir = text;
     } else if (arg == "--threads" || arg == "--bench") {
-      const char* text = value(arg.c_str());
+      const char* text = value();
       int number = 0;
       if (text == nullptr || !absl::SimpleAtoi(text, &number) || number < 0) {
         return Usage(arg + " needs a non-negative integer");

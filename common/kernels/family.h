@@ -60,6 +60,7 @@ using schedule::LoopOrSkip;
 using schedule::LowerEwOp;
 using schedule::NumElements;
 using schedule::RangeBody;
+using schedule::VectorGroupFits;
 using schedule::VectorWidths;
 
 // CUDA C emission helpers (CUDA families).

@@ -86,6 +86,11 @@ absl::Status CheckRange(const char* knob, int64_t value, int64_t lo, int64_t hi)
       absl::StrCat("knob '", knob, "' = ", value, " is outside [", lo, ", ", hi, "]"));
 }
 
+bool VectorGroupFits(int64_t vw, int64_t unroll, int64_t extent, int max_lanes) {
+  const bool narrowest = unroll == 1 && vw == VectorWidths(max_lanes).front();
+  return narrowest || vw * unroll <= extent;
+}
+
 std::vector<int64_t> VectorWidths(int max_lanes) {
   std::vector<int64_t> widths;
   for (int64_t width : {4, 8, 16}) {

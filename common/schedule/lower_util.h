@@ -45,6 +45,11 @@ absl::Status CheckRange(const char* knob, int64_t value, int64_t lo, int64_t hi)
 /// Vector widths in lanes the sketches use, capped by the hardware's widest fp32 vector.
 std::vector<int64_t> VectorWidths(int max_lanes);
 
+/// The pruning rule of the vectorized sketches: `unroll` vectors of `vw` lanes fit in `extent`
+/// elements, or they are the narrowest choice (one vector of the smallest width for `max_lanes`),
+/// which is always admitted so that short extents keep one schedule.
+bool VectorGroupFits(int64_t vw, int64_t unroll, int64_t extent, int max_lanes);
+
 /// Elements of `shape` (1 for a scalar).
 int64_t NumElements(const std::vector<int64_t>& shape);
 

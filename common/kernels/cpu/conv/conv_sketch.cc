@@ -136,9 +136,8 @@ class DirectDepthwiseSketch final : public LoopSketch {
 
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {
-    const bool narrowest =
-        values[kUnroll] == 1 && values[kVw] == VectorWidths(hw.MaxFloatLanes()).front();
-    return narrowest || values[kVw] * values[kUnroll] <= ir::ConvOutW(w.conv);
+    return VectorGroupFits(values[kVw], values[kUnroll], ir::ConvOutW(w.conv),
+                           hw.MaxFloatLanes());
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
@@ -273,13 +272,9 @@ class FmaConvMapping final : public MappingSketch {
   const char* Name() const override { return sketch_.spec().mapping; }
   const Sketch& sketch() const override { return sketch_; }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
-    std::string reason = MissingCpuFeatures(hw, sketch_.spec().features);
-    if (reason.empty()) reason = NonF32Operands(w);
-    if (!reason.empty()) return {Name(), false, reason};
-    return {Name(), true,
-            absl::StrCat(absl::StrJoin(sketch_.spec().features, "+"), " present: implicit GEMM on ",
-                         sketch_.spec().vw, "-lane FMA micro-kernels, patches gathered from the "
-                         "image, f32 operands")};
+    return FmaVerdict(Name(), sketch_.spec(), w, hw,
+                      absl::StrCat("implicit GEMM on ", sketch_.spec().vw,
+                                   "-lane FMA micro-kernels, patches gathered from the image"));
   }
 
  private:

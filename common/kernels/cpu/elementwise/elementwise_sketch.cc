@@ -46,9 +46,7 @@ class ElementwiseSketchImpl final : public LoopSketch {
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {
     const int64_t last = CollapseBroadcastDims(w).out.back();
-    const bool narrowest =
-        values[kUnroll] == 1 && values[kVw] == VectorWidths(hw.MaxFloatLanes()).front();
-    return narrowest || values[kVw] * values[kUnroll] <= last;
+    return VectorGroupFits(values[kVw], values[kUnroll], last, hw.MaxFloatLanes());
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,

@@ -34,6 +34,11 @@ struct FmaMappingSpec {
 FmaMappingSpec Avx512FmaSpec();
 FmaMappingSpec Avx2FmaSpec();
 
+/// The verdict of an FMA mapping of `spec` for (w, hw): its CPU features and f32 operands, else
+/// why not; `what` describes the kernel in the reason ("FMA micro-kernels", ...).
+MappingVerdict FmaVerdict(const char* mapping, const FmaMappingSpec& spec, const ir::Workload& w,
+                          const target::HardwareInfo& hw, const std::string& what);
+
 /// Knob order of the blocked sketch (trace order).
 enum BlockedKnob { kMr, kNr, kKc, kMc, kNc, kPar, kUnrollK, kPackA, kPackB, kNumBlockedKnobs };
 

@@ -244,13 +244,9 @@ class FmaMatMulMapping final : public MappingSketch {
   const char* Name() const override { return sketch_.spec().mapping; }
   const Sketch& sketch() const override { return sketch_; }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
-    std::string reason = MissingCpuFeatures(hw, sketch_.spec().features);
-    if (reason.empty()) reason = NonF32Operands(w);
-    if (!reason.empty()) return {Name(), false, reason};
-    return {Name(), true,
-            absl::StrCat(absl::StrJoin(sketch_.spec().features, "+"),
-                         " present: ", sketch_.spec().vw, "-lane FMA micro-kernels over ",
-                         sketch_.spec().registers, " vector registers, f32 operands")};
+    return FmaVerdict(Name(), sketch_.spec(), w, hw,
+                      absl::StrCat(sketch_.spec().vw, "-lane FMA micro-kernels over ",
+                                   sketch_.spec().registers, " vector registers"));
   }
 
  private:
@@ -258,6 +254,15 @@ class FmaMatMulMapping final : public MappingSketch {
 };
 
 }  // namespace
+
+MappingVerdict FmaVerdict(const char* mapping, const FmaMappingSpec& spec, const ir::Workload& w,
+                          const target::HardwareInfo& hw, const std::string& what) {
+  std::string reason = MissingCpuFeatures(hw, spec.features);
+  if (reason.empty()) reason = NonF32Operands(w);
+  if (!reason.empty()) return {mapping, false, reason};
+  return {mapping, true,
+          absl::StrCat(absl::StrJoin(spec.features, "+"), " present: ", what, ", f32 operands")};
+}
 
 FmaMappingSpec Avx512FmaSpec() {
   return {"mm_avx512_fma/v1", "avx512_fma", {"avx512f"}, 16, 32, {4, 6, 8, 12, 14}, {1, 2, 3, 4}};

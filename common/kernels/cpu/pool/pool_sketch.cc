@@ -50,9 +50,8 @@ class PoolSketchImpl final : public LoopSketch {
 
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {
-    const bool narrowest =
-        values[kUnroll] == 1 && values[kVw] == VectorWidths(hw.MaxFloatLanes()).front();
-    return narrowest || values[kVw] * values[kUnroll] <= ir::PoolOutW(w.pool);
+    return VectorGroupFits(values[kVw], values[kUnroll], ir::PoolOutW(w.pool),
+                           hw.MaxFloatLanes());
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,

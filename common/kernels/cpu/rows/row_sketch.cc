@@ -41,8 +41,7 @@ std::vector<Knob> RowSketchBase::Knobs(const ir::Workload& w,
 bool RowSketchBase::Admits(const ir::Workload& w, const target::HardwareInfo& hw,
                            const KnobValues& values) const {
   const int64_t vw = values[0], unroll = values[1];
-  const bool narrowest = unroll == 1 && vw == VectorWidths(hw.MaxFloatLanes()).front();
-  return narrowest || vw * unroll <= w.row.cols;
+  return VectorGroupFits(vw, unroll, w.row.cols, hw.MaxFloatLanes());
 }
 
 absl::StatusOr<ir::LoweredFunc> RowSketchBase::Lower(const ir::Workload& w,
