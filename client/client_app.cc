@@ -11,6 +11,10 @@
 #include <sstream>
 #include <thread>
 #include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -44,6 +48,12 @@ constexpr const char* kUsage =
     "                    x86-64-v4] [--require-tuned] [--json]   the model with its best records,\n"
     "                              compiled for this host's CPU (or --isa) into one artifact\n"
     "                              that gtco-run and the runtime library run\n"
+    "  records export -o|--output OUT.jsonl [--target cpu|cuda] [--workload KEY] [--include-failed]\n"
+    "                              every stored record (or those of a target or workload), one\n"
+    "                              JSON object per line, with its workload and provenance\n"
+    "  records import FILE.jsonl [--json]   merges such a file into this farm's database\n"
+    "                              (admin token; checked first, all or nothing; records already\n"
+    "                              present are left as they are, so importing twice adds nothing)\n"
     "The server address comes from --server or GTCO_SERVER (default 127.0.0.1:7070); the token\n"
     "from --token or GTCO_TOKEN (a farm started with --no-auth needs none); --tls-ca: talk TLS\n"
     "and trust this CA's certificate for the server.\n"
@@ -339,6 +349,111 @@ class Client {
     return kExitOk;
   }
 
+  /// `records export`: every record the request selects, one JSON object per line, written to
+  /// `output` (through OUT.partial, renamed when complete).
+  int ExportRecords(const gtco::v1::ExportRecordsRequest& request, const std::string& output) {
+    const std::string partial = output + ".partial";
+    int64_t count = 0;
+    std::set<std::string> workloads;
+    google::protobuf::util::JsonPrintOptions options;
+    options.always_print_primitive_fields = true;
+    options.preserve_proto_field_names = true;
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) {
+          std::ofstream file(partial, std::ios::trunc);
+          count = 0;
+          workloads.clear();
+          auto reader = stub_->ExportRecords(context, request);
+          gtco::v1::RecordBatch batch;
+          while (reader->Read(&batch)) {
+            for (const gtco::v1::StoredRecord& record : batch.records()) {
+              std::string line;
+              (void)google::protobuf::util::MessageToJsonString(record, &line, options);
+              file << line << "\n";
+              workloads.insert(record.workload_key());
+              ++count;
+            }
+          }
+          grpc::Status finished = reader->Finish();
+          file.close();
+          if (finished.ok() && !file) {
+            return grpc::Status(grpc::StatusCode::DATA_LOSS, "cannot write '" + partial + "'");
+          }
+          return finished;
+        },
+        3600);
+    if (!status.ok()) {
+      std::remove(partial.c_str());
+      return Fail(status);
+    }
+    if (std::rename(partial.c_str(), output.c_str()) != 0) {
+      std::cerr << "gtco-client: cannot rename '" << partial << "' to '" << output << "'\n";
+      return kExitRefused;
+    }
+    if (json_) {
+      std::cout << "{\"path\": \"" << output << "\", \"records\": " << count
+                << ", \"workloads\": " << workloads.size() << "}\n";
+    } else {
+      std::cout << "wrote " << output << ": " << count << " records of " << workloads.size()
+                << " workloads\n";
+    }
+    return kExitOk;
+  }
+
+  /// `records import`: reads a `records export` file (every line checked here first, naming the
+  /// line of a bad one) and sends it to the server, which merges it idempotently.
+  int ImportRecords(const std::string& path) {
+    std::ifstream file(path);
+    if (!file) {
+      std::cerr << "gtco-client: cannot read records file '" << path << "'\n";
+      return kExitUsage;
+    }
+    std::vector<gtco::v1::StoredRecord> records;
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    std::string line;
+    for (int number = 1; std::getline(file, line); ++number) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      gtco::v1::StoredRecord record;
+      auto parsed = google::protobuf::util::JsonStringToMessage(line, &record, options);
+      if (!parsed.ok()) {
+        std::cerr << "gtco-client: " << path << ":" << number
+                  << ": not a record written by `gtco-client records export`: "
+                  << parsed.message() << "\n";
+        return kExitUsage;
+      }
+      records.push_back(std::move(record));
+    }
+    gtco::v1::ImportRecordsReply reply;
+    grpc::Status status = WithFailover(
+        [&](grpc::ClientContext* context) {
+          auto writer = stub_->ImportRecords(context, &reply);
+          constexpr size_t kBatch = 500;
+          bool open = true;
+          for (size_t at = 0; open && at < records.size(); at += kBatch) {
+            gtco::v1::RecordBatch batch;
+            for (size_t i = at; i < std::min(records.size(), at + kBatch); ++i) {
+              *batch.add_records() = records[i];
+            }
+            open = writer->Write(batch);
+          }
+          writer->WritesDone();
+          return writer->Finish();
+        },
+        3600);
+    if (!status.ok()) return Fail(status);
+    if (json_) {
+      std::cout << ToJson(reply) << std::flush;
+    } else {
+      std::cout << "imported " << path << ": " << reply.received() << " records, "
+                << reply.added() << " added, " << reply.already_present()
+                << " already present";
+      for (const std::string& job : reply.job_ids()) std::cout << " (job " << job << ")";
+      std::cout << "\n";
+    }
+    return kExitOk;
+  }
+
   int QueryWorkload(const std::string& key, const std::string& target, int limit) {
     gtco::v1::QueryWorkloadRequest request;
     request.set_workload_key(key);
@@ -441,7 +556,7 @@ bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* he
 int RunClientApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
                        "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa"},
-                      {"watch", "json", "help", "explain", "require-tuned"}};
+                      {"watch", "json", "help", "explain", "require-tuned", "include-failed"}};
   std::vector<std::string> raw(argv + 1, argv + argc);
   for (std::string& arg : raw) {
     if (arg == "-o") arg = "--output";  // export -o OUT.gtco
@@ -545,6 +660,22 @@ int RunClientApp(int argc, char** argv) {
     }
     export_spec->set_require_tuned(args->Has("require-tuned"));
     return client.Export(path, header, args->Get("output"));
+  }
+  if (command == "records") {
+    if (positional.size() >= 2 && positional[1] == "export") {
+      if (positional.size() != 2) return Usage("records export takes no file argument: use -o");
+      if (!args->Has("output")) return Usage("records export needs -o OUT.jsonl");
+      gtco::v1::ExportRecordsRequest request;
+      if (args->Has("target")) request.set_target(args->Get("target"));
+      request.set_workload_key(args->Get("workload"));
+      request.set_include_failed(args->Has("include-failed"));
+      return client.ExportRecords(request, args->Get("output"));
+    }
+    if (positional.size() >= 2 && positional[1] == "import") {
+      if (positional.size() != 3) return Usage("records import needs exactly one file");
+      return client.ImportRecords(positional[2]);
+    }
+    return Usage("records needs 'export -o FILE' or 'import FILE'");
   }
   return Usage("unknown command '" + command + "'");
 }

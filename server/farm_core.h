@@ -78,6 +78,18 @@ class FarmCore {
   /// Up to `limit` (at least 1) best records of the workload on `target`.
   absl::StatusOr<QueryResult> QueryWorkload(const std::string& workload_key, target::Target target,
                                             int limit);
+  /// The stored measurements `filter` selects, with their workloads, in candidate-id order, in
+  /// batches of up to `batch` (server/farm_records.cc); stops early when `emit` returns false.
+  absl::Status ExportRecords(const db::RecordFilter& filter, int batch,
+                             const std::function<bool(std::vector<PortableRecord>)>& emit);
+  /// Merges records exported from another database. Every record is checked first (its workload
+  /// parses and has the key it claims, its trace replays on that workload, its timings are
+  /// plausible): one bad record refuses the whole import (INVALID_ARGUMENT naming it) and nothing
+  /// is stored. Records whose candidate id is stored already are left as they are, so importing
+  /// a file twice adds nothing the second time. New records go to one finished import job per
+  /// target (team "", so no team's quota counts them), keeping worker, hardware and time.
+  absl::StatusOr<ImportSummary> ImportRecords(std::vector<PortableRecord> records,
+                                              const std::string& importer);
   /// Blocks until the job changed after `*version` or `timeout_ms` passed; updates `*version`.
   absl::StatusOr<JobInfo> WaitForJobChange(const std::string& job_id, int64_t* version,
                                            int timeout_ms);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/db/database.h"
 #include "common/db/states.h"
 #include "common/onnx/onnx_import.h"
 #include "common/schedule/cuda_sketch.h"
@@ -116,6 +117,18 @@ struct ExportOutcome {
   std::vector<std::string> warnings;
   std::string cpu;
   double estimated_latency_seconds = 0;
+};
+
+/// A measurement with its workload: what `records export` writes and `records import` merges.
+struct PortableRecord {
+  db::WorkloadRow workload;
+  db::MeasurementRow measurement;  ///< task_id is this database's own: not carried over
+};
+
+/// What an import stored.
+struct ImportSummary {
+  int64_t received = 0, added = 0, already_present = 0;
+  std::vector<std::string> job_ids;  ///< one import job per target that got new records
 };
 
 /// A worker introducing itself.

@@ -232,4 +232,73 @@ gtco::v1::ReportReply ToProto(const ReportTally& tally) {
   return reply;
 }
 
+absl::StatusOr<PortableRecord> PortableRecordFromProto(const gtco::v1::StoredRecord& record) {
+  PortableRecord out;
+  out.workload.key = record.workload_key();
+  out.workload.kind = record.workload_kind();
+  out.workload.canonical = record.workload_canonical();
+  out.workload.description = record.description();
+  out.workload.flops = record.flops();
+  db::MeasurementRow& m = out.measurement;
+  m.candidate_id = record.candidate_id();
+  m.workload_key = record.workload_key();
+  absl::StatusOr<target::Target> target = target::ParseTarget(record.target());
+  if (!target.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("record '", record.candidate_id(),
+                                                   "': ", target.status().message()));
+  }
+  m.target = *target;
+  m.trace = record.trace();
+  m.program_hash = record.program_hash();
+  m.ok = record.ok();
+  m.error_kind = record.error_kind();
+  m.error = record.error();
+  m.median_seconds = record.median_seconds();
+  m.min_seconds = record.min_seconds();
+  m.max_seconds = record.max_seconds();
+  m.stddev_seconds = record.stddev_seconds();
+  m.repeats = record.repeats();
+  m.compile_seconds = record.compile_seconds();
+  m.worker_id = record.worker_id();
+  m.hardware = record.hardware();
+  m.measured_unix_ms = record.measured_unix_ms();
+  return out;
+}
+
+gtco::v1::StoredRecord ToProto(const PortableRecord& record) {
+  gtco::v1::StoredRecord out;
+  const db::MeasurementRow& m = record.measurement;
+  out.set_candidate_id(m.candidate_id);
+  out.set_workload_key(m.workload_key);
+  out.set_workload_kind(record.workload.kind);
+  out.set_workload_canonical(record.workload.canonical);
+  out.set_description(record.workload.description);
+  out.set_flops(record.workload.flops);
+  out.set_target(target::TargetName(m.target));
+  out.set_trace(m.trace);
+  out.set_program_hash(m.program_hash);
+  out.set_ok(m.ok);
+  out.set_error_kind(m.error_kind);
+  out.set_error(m.error);
+  out.set_median_seconds(m.median_seconds);
+  out.set_min_seconds(m.min_seconds);
+  out.set_max_seconds(m.max_seconds);
+  out.set_stddev_seconds(m.stddev_seconds);
+  out.set_repeats(m.repeats);
+  out.set_compile_seconds(m.compile_seconds);
+  out.set_worker_id(m.worker_id);
+  out.set_hardware(m.hardware);
+  out.set_measured_unix_ms(m.measured_unix_ms);
+  return out;
+}
+
+gtco::v1::ImportRecordsReply ToProto(const ImportSummary& summary) {
+  gtco::v1::ImportRecordsReply out;
+  out.set_received(summary.received);
+  out.set_added(summary.added);
+  out.set_already_present(summary.already_present);
+  for (const std::string& id : summary.job_ids) out.add_job_ids(id);
+  return out;
+}
+
 }  // namespace gtco::server

@@ -18,6 +18,11 @@ absl::StatusOr<WorkerHello> WorkerHelloFromProto(const gtco::v1::RegisterRequest
 TrialResult TrialResultFromProto(const gtco::v1::MeasureResult& result);
 std::vector<TrialResult> TrialResultsFromProto(const gtco::v1::ReportRequest& request);
 
+/// A record to import; INVALID_ARGUMENT for an unknown target (the rest is checked by FarmCore).
+absl::StatusOr<PortableRecord> PortableRecordFromProto(const gtco::v1::StoredRecord& record);
+
+gtco::v1::StoredRecord ToProto(const PortableRecord& record);
+gtco::v1::ImportRecordsReply ToProto(const ImportSummary& summary);
 gtco::v1::JobStatus ToProto(const JobInfo& job);
 gtco::v1::TaskStatus ToProto(const TaskInfo& task);
 gtco::v1::QueryReply ToProto(const QueryResult& result);

@@ -211,6 +211,62 @@ grpc::Status ClientServiceImpl::QueryWorkload(grpc::ServerContext* context,
   return Reply(core_->QueryWorkload(request->workload_key(), *target, request->limit()), reply);
 }
 
+grpc::Status ClientServiceImpl::ExportRecords(grpc::ServerContext* context,
+                                              const gtco::v1::ExportRecordsRequest* request,
+                                              grpc::ServerWriter<gtco::v1::RecordBatch>* writer) {
+  // Records are shared by every team: any submitter or admin may read them all.
+  if (auto authorized = gate_->Authorize(*context, {Role::kSubmitter, Role::kAdmin});
+      !authorized.ok()) {
+    return ToGrpcStatus(authorized.status());
+  }
+  db::RecordFilter filter;
+  if (!request->target().empty()) {
+    absl::StatusOr<target::Target> target = target::ParseTarget(request->target());
+    if (!target.ok()) return ToGrpcStatus(target.status());
+    filter.target = *target;
+  }
+  filter.workload_key = request->workload_key();
+  filter.include_failed = request->include_failed();
+  bool client_left = false;
+  absl::Status exported =
+      core_->ExportRecords(filter, 500, [&](std::vector<PortableRecord> records) {
+        gtco::v1::RecordBatch batch;
+        for (const PortableRecord& record : records) *batch.add_records() = ToProto(record);
+        client_left = !writer->Write(batch);
+        return !client_left;
+      });
+  if (!exported.ok()) return ToGrpcStatus(exported);
+  if (client_left) return grpc::Status(grpc::StatusCode::CANCELLED, "client left");
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::ImportRecords(grpc::ServerContext* context,
+                                              grpc::ServerReader<gtco::v1::RecordBatch>* reader,
+                                              gtco::v1::ImportRecordsReply* reply) {
+  // Imported records steer every team's exports: only an admin may add them.
+  GTCO_AUTHORIZE(principal, gate_->Authorize(*context, {Role::kAdmin}));
+  constexpr size_t kMaxRecords = 5'000'000;
+  std::vector<PortableRecord> records;
+  gtco::v1::RecordBatch batch;
+  while (reader->Read(&batch)) {
+    for (const gtco::v1::StoredRecord& record : batch.records()) {
+      if (records.size() >= kMaxRecords) {
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            "more than 5,000,000 records in one import: split the file");
+      }
+      absl::StatusOr<PortableRecord> parsed = PortableRecordFromProto(record);
+      if (!parsed.ok()) {
+        return ToGrpcStatus(absl::InvalidArgumentError(
+            absl::StrCat("record ", records.size() + 1, ": ", parsed.status().message())));
+      }
+      records.push_back(*std::move(parsed));
+    }
+  }
+  const std::string importer =
+      principal.token_id.empty() ? "admin" : absl::StrCat("token ", principal.token_id);
+  return Reply(core_->ImportRecords(std::move(records), importer), reply);
+}
+
 grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* context,
                                          const gtco::v1::RegisterRequest* request,
                                          gtco::v1::RegisterReply* reply) {

@@ -36,6 +36,12 @@ class ClientServiceImpl final : public gtco::v1::ClientService::Service {
   grpc::Status Export(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<gtco::v1::ExportReply, gtco::v1::ModelChunk>* stream) override;
+  grpc::Status ExportRecords(grpc::ServerContext* context,
+                             const gtco::v1::ExportRecordsRequest* request,
+                             grpc::ServerWriter<gtco::v1::RecordBatch>* writer) override;
+  grpc::Status ImportRecords(grpc::ServerContext* context,
+                             grpc::ServerReader<gtco::v1::RecordBatch>* reader,
+                             gtco::v1::ImportRecordsReply* reply) override;
 
  private:
   /// Reads a header chunk then data chunks (each from `read`, false at the end) into `bytes`,

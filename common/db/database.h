@@ -183,6 +183,13 @@ class LeaseStore {
                                                                    CandidateState state) = 0;
 };
 
+/// Which measurements ListRecords returns.
+struct RecordFilter {
+  std::optional<target::Target> target;  ///< unset: every target
+  std::string workload_key;              ///< "": every workload
+  bool include_failed = false;           ///< false: ok measurements only
+};
+
 /// Measurements: the tuning records.
 class RecordStore {
  public:
@@ -210,6 +217,21 @@ class RecordStore {
                                                                          int limit) = 0;
   /// Counts of measurements grouped for metrics and tests.
   virtual absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) = 0;
+
+  /// Measurements in candidate-id order, after `after_candidate_id` ("" = from the first), at
+  /// most `limit` (paging through a whole database for `records export`).
+  virtual absl::StatusOr<std::vector<MeasurementRow>> ListRecords(
+      const RecordFilter& filter, const std::string& after_candidate_id, int limit) = 0;
+  /// Of `candidate_ids`, those that have a measurement already, sorted.
+  virtual absl::StatusOr<std::vector<std::string>> ExistingMeasurements(
+      const std::vector<std::string>& candidate_ids) = 0;
+  /// Merges records from another database in one transaction: the workloads (an existing row is
+  /// kept), the jobs and tasks that hold the records, then each measurement unless its candidate
+  /// id is stored already. Returns how many measurements were new; nothing is written on error.
+  virtual absl::StatusOr<int64_t> ImportRecords(const std::vector<WorkloadRow>& workloads,
+                                                const std::vector<JobRow>& jobs,
+                                                const std::vector<TaskRow>& tasks,
+                                                const std::vector<MeasurementRow>& rows) = 0;
 };
 
 /// Teams, access tokens, and the counts behind team quotas. Arguments are checked before any

@@ -64,6 +64,15 @@ class SqlDatabase final : public Database {
   absl::StatusOr<std::vector<MeasurementRow>> RecentMeasurements(target::Target target,
                                                                  int limit) override;
   absl::StatusOr<int64_t> CountMeasurements(const std::string& task_id) override;
+  absl::StatusOr<std::vector<MeasurementRow>> ListRecords(const RecordFilter& filter,
+                                                          const std::string& after_candidate_id,
+                                                          int limit) override;
+  absl::StatusOr<std::vector<std::string>> ExistingMeasurements(
+      const std::vector<std::string>& candidate_ids) override;
+  absl::StatusOr<int64_t> ImportRecords(const std::vector<WorkloadRow>& workloads,
+                                        const std::vector<JobRow>& jobs,
+                                        const std::vector<TaskRow>& tasks,
+                                        const std::vector<MeasurementRow>& rows) override;
 
   absl::Status PutTeam(const TeamRow& row) override;
   absl::StatusOr<TeamRow> GetTeam(const std::string& name) override;

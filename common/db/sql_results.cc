@@ -1,4 +1,5 @@
 // The SQL schedule database: issued candidates, their leases, and measurements.
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -197,6 +198,89 @@ absl::StatusOr<int64_t> SqlDatabase::CountMeasurements(const std::string& task_i
   std::lock_guard<std::mutex> lock(mu_);
   return QueryInteger("SELECT COUNT(*) FROM measurements WHERE task_id = $1", {task_id},
                       absl::StrCat("count measurements of task '", task_id, "'"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Moving records between databases
+
+absl::StatusOr<std::vector<MeasurementRow>> SqlDatabase::ListRecords(
+    const RecordFilter& filter, const std::string& after_candidate_id, int limit) {
+  GTCO_RETURN_IF_ERROR(CheckLimit(limit, "list records"));
+  std::string where = "WHERE candidate_id COLLATE \"C\" > $1";
+  SqlParams params = {after_candidate_id};
+  if (filter.target) {
+    params.emplace_back(target::TargetName(*filter.target));
+    absl::StrAppend(&where, " AND target = $", params.size());
+  }
+  if (!filter.workload_key.empty()) {
+    params.emplace_back(filter.workload_key);
+    absl::StrAppend(&where, " AND workload_key = $", params.size());
+  }
+  if (!filter.include_failed) absl::StrAppend(&where, " AND ok = 1");
+  params.emplace_back(limit);
+  absl::StrAppend(&where, " ORDER BY candidate_id COLLATE \"C\" LIMIT $", params.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  return rows::Select(*connection_, rows::Measurements(), where, params,
+                      absl::StrCat("list records after '", after_candidate_id, "'"));
+}
+
+absl::StatusOr<std::vector<std::string>> SqlDatabase::ExistingMeasurements(
+    const std::vector<std::string>& candidate_ids) {
+  constexpr size_t kPerQuery = 200;
+  std::vector<std::string> existing;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t begin = 0; begin < candidate_ids.size(); begin += kPerQuery) {
+    const size_t end = std::min(candidate_ids.size(), begin + kPerQuery);
+    std::string sql = "SELECT candidate_id FROM measurements WHERE candidate_id IN (";
+    SqlParams params;
+    for (size_t i = begin; i < end; ++i) {
+      params.emplace_back(candidate_ids[i]);
+      absl::StrAppend(&sql, i == begin ? "$" : ", $", params.size());
+    }
+    sql += ")";
+    GTCO_ASSIGN_OR_RETURN(const SqlRows found,
+                          connection_->Query(sql, params, "look up imported candidate ids"));
+    for (const SqlRow& row : found) existing.push_back(row.ColumnText(0));
+  }
+  std::sort(existing.begin(), existing.end());
+  return existing;
+}
+
+absl::StatusOr<int64_t> SqlDatabase::ImportRecords(const std::vector<WorkloadRow>& workloads,
+                                                   const std::vector<JobRow>& jobs,
+                                                   const std::vector<TaskRow>& tasks,
+                                                   const std::vector<MeasurementRow>& rows) {
+  static const std::string* const kWorkload = new std::string(
+      absl::StrCat(rows::Workloads().insert_sql(), " ON CONFLICT (workload_key) DO NOTHING"));
+  static const std::string* const kMeasurement = new std::string(
+      absl::StrCat(rows::Measurements().insert_sql(), " ON CONFLICT (candidate_id) DO NOTHING"));
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string operation = absl::StrCat("import ", rows.size(), " records");
+  GTCO_ASSIGN_OR_RETURN(SqlTransaction transaction, connection_->Begin(operation));
+  for (const WorkloadRow& row : workloads) {
+    GTCO_RETURN_IF_ERROR(
+        connection_->Execute(*kWorkload, rows::Workloads().Params(row), operation).status());
+  }
+  for (const JobRow& job : jobs) {
+    GTCO_RETURN_IF_ERROR(
+        connection_->Execute(rows::Jobs().insert_sql(), rows::Jobs().Params(job), operation)
+            .status());
+  }
+  for (const TaskRow& task : tasks) {
+    GTCO_RETURN_IF_ERROR(
+        connection_->Execute(rows::Tasks().insert_sql(), rows::Tasks().Params(task), operation)
+            .status());
+  }
+  int64_t added = 0;
+  for (const MeasurementRow& row : rows) {
+    GTCO_ASSIGN_OR_RETURN(
+        const int64_t inserted,
+        connection_->Execute(*kMeasurement, rows::Measurements().Params(row),
+                             absl::StrCat(operation, ": record '", row.candidate_id, "'")));
+    added += inserted;
+  }
+  GTCO_RETURN_IF_ERROR(transaction.Commit());
+  return added;
 }
 
 }  // namespace gtco::db

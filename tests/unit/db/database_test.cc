@@ -228,6 +228,53 @@ TEST_P(DatabaseTest, MeasurementOfUnknownTaskIsRejected) {
   EXPECT_TRUE(*database->RecordMeasurement(MakeMeasurement("c1", "j.t0", true, 1)));
 }
 
+TEST_P(DatabaseTest, RecordsArePagedAndImportedAllOrNone) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  for (const char* id : {"m3", "m1", "m2"}) {
+    ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement(id, "j.t0", true, 1)).ok());
+  }
+  ASSERT_TRUE(database->RecordMeasurement(MakeMeasurement("m0", "j.t0", false, 0)).ok());
+  RecordFilter filter;
+  EXPECT_EQ(MeasurementIds(*database->ListRecords(filter, "", 2)),
+            (std::vector<std::string>{"m1", "m2"}));
+  EXPECT_EQ(MeasurementIds(*database->ListRecords(filter, "m2", 2)),
+            (std::vector<std::string>{"m3"}));
+  filter.include_failed = true;
+  EXPECT_EQ(database->ListRecords(filter, "", 10)->size(), 4u);
+  filter.workload_key = "other";
+  EXPECT_TRUE(database->ListRecords(filter, "", 10)->empty());
+  filter.workload_key.clear();
+  filter.target = target::Target::kCuda;
+  EXPECT_TRUE(database->ListRecords(filter, "", 10)->empty());
+  EXPECT_EQ(database->ListRecords(filter, "", -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*database->ExistingMeasurements({"m1", "nope", "m3"}),
+            (std::vector<std::string>{"m1", "m3"}));
+
+  // An import whose last row fails (unknown task) stores nothing: not its workload, job or task.
+  WorkloadRow workload{"wk-new", "matmul", "canonical", "description", 10};
+  JobRow job = MakeJob("import-1", "", 7);
+  job.state = JobState::kDone;
+  TaskRow task = MakeTask("import-1", 0, "wk-new");
+  MeasurementRow fresh = MakeMeasurement("n1", "import-1.t0", true, 2);
+  MeasurementRow orphan = MakeMeasurement("n2", "no-such-task", true, 2);
+  absl::StatusOr<int64_t> failed =
+      database->ImportRecords({workload}, {job}, {task}, {fresh, orphan});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kFailedPrecondition) << failed.status();
+  EXPECT_FALSE(database->GetWorkload("wk-new")->has_value());
+  EXPECT_EQ(database->GetJob("import-1").status().code(), absl::StatusCode::kNotFound);
+  // The same without the orphan: stored; an id already present is skipped, not overwritten.
+  MeasurementRow clash = MakeMeasurement("m1", "import-1.t0", true, 99);
+  absl::StatusOr<int64_t> added = database->ImportRecords({workload}, {job}, {task}, {fresh, clash});
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(*added, 1);
+  EXPECT_EQ(database->GetWorkload("wk-new")->value().canonical, "canonical");
+  EXPECT_EQ(MeasurementIds(*database->ListMeasurementsForTask("import-1.t0")),
+            (std::vector<std::string>{"n1"}));
+  EXPECT_EQ(database->ListMeasurementsForTask("j.t0")->size(), 4u);
+}
+
 TEST_P(DatabaseTest, LeasesExpireBackToPending) {
   std::unique_ptr<Database> database = OpenOrDie();
   CreateTwoTaskJob(*database);
