@@ -1,4 +1,4 @@
-// Op decompositions: Clip -> Min / Max.
+// Op decompositions: Clip -> Min / Max; Split -> one Slice per output.
 #include "common/graph/decompose.h"
 
 #include <optional>
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/graph/shape_inference.h"
 
 namespace gtco::graph {
 namespace {
@@ -35,12 +36,73 @@ Tensor ScalarConstant(const std::string& name, ElemType type, double value) {
   return tensor;
 }
 
+Tensor IntConstant(const std::string& name, int64_t value) {
+  Tensor tensor;
+  tensor.name = name;
+  tensor.type = ElemType::kInt64;
+  tensor.has_shape = true;
+  tensor.shape = {1};
+  tensor.is_constant = true;
+  tensor.int_data = {value};
+  return tensor;
+}
+
+/// Split(x) -> one Slice(x, start, end, axis) per output. The sizes along the axis are those of
+/// the outputs (the importer's shape inference worked them out from the `split` input or
+/// attribute or `num_outputs`), so every opset's form is covered.
+absl::Status DecomposeSplit(const Node& node, Graph& graph, std::vector<Node>* rewritten) {
+  auto refuse = [&node](const std::string& why) {
+    return absl::UnimplementedError(
+        absl::StrCat("ONNX op 'Split' at node '", node.name, "': ", why));
+  };
+  const Tensor& x = graph.tensor(node.inputs.at(0));
+  if (!x.has_shape) return refuse("the input's shape is not known");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  absl::StatusOr<int64_t> axis = NormalizeAxis(node, node.IntAttr("axis", 0), rank);
+  if (!axis.ok()) return axis.status();
+  int64_t start = 0;
+  for (size_t index = 0; index < node.outputs.size(); ++index) {
+    const std::string& out = node.outputs[index];
+    if (out.empty()) continue;
+    const Tensor& piece = graph.tensor(out);
+    if (!piece.has_shape || static_cast<int64_t>(piece.shape.size()) != rank) {
+      return refuse(absl::StrCat("the shape of output '", out, "' is not known"));
+    }
+    const int64_t size = piece.shape[*axis];
+    const std::string base = absl::StrCat(node.name, "_part", index);
+    const std::string starts = graph.FreshName(base + "_start");
+    graph.SetTensor(IntConstant(starts, start));
+    const std::string ends = graph.FreshName(base + "_end");
+    graph.SetTensor(IntConstant(ends, start + size));
+    const std::string axes = graph.FreshName(base + "_axis");
+    graph.SetTensor(IntConstant(axes, *axis));
+    Node slice;
+    slice.op_type = "Slice";
+    slice.name = graph.FreshName(base);
+    slice.inputs = {node.inputs[0], starts, ends, axes};
+    slice.outputs = {out};
+    rewritten->push_back(slice);
+    start += size;
+  }
+  if (start != x.shape[*axis]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX op 'Split' at node '", node.name, "': the outputs cover ", start, " of the ",
+        x.shape[*axis], " elements along axis ", *axis));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status DecomposeOps(Graph& graph) {
   std::vector<Node> rewritten;
   rewritten.reserve(graph.nodes.size());
   for (const Node& node : graph.nodes) {
+    if (node.op_type == "Split" && node.domain.empty()) {
+      absl::Status split = DecomposeSplit(node, graph, &rewritten);
+      if (!split.ok()) return split;
+      continue;
+    }
     if (node.op_type != "Clip" || !node.domain.empty()) {
       rewritten.push_back(node);
       continue;

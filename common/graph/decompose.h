@@ -9,6 +9,8 @@ namespace gtco::graph {
 /// Rewrites Clip(x, min, max) (ReLU6 in MobileNet) as Max(x, min) then Min(., max), each bound
 /// only when given (inputs at opset 11+, attributes before); a Clip without bounds becomes an
 /// Identity. Bounds must be constant scalars: UNIMPLEMENTED naming the node otherwise.
+/// Rewrites Split as one Slice per output (sizes from the outputs' inferred shapes; a Split
+/// whose shapes are unknown is UNIMPLEMENTED naming the node).
 absl::Status DecomposeOps(Graph& graph);
 
 }  // namespace gtco::graph

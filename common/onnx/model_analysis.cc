@@ -25,6 +25,8 @@ absl::Status RunGraphPasses(Graph& graph) {
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
   GTCO_RETURN_IF_ERROR(DecomposeOps(graph));
+  // A Split of a constant became Slices of it: those fold too.
+  GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   return CheckSupportedOps(graph);
 }
 

@@ -64,6 +64,8 @@ test_transpose_all_permutations_3 test_transpose_all_permutations_4
 test_transpose_all_permutations_5 test_transpose_default test_unsqueeze_axis_0
 test_unsqueeze_axis_1 test_unsqueeze_axis_2 test_unsqueeze_axis_3 test_unsqueeze_negative_axes
 test_unsqueeze_three_axes test_unsqueeze_two_axes test_unsqueeze_unsorted_axes
+test_split_equal_parts_1d test_split_equal_parts_2d test_split_equal_parts_default_axis
+test_split_variable_parts_1d test_split_variable_parts_2d test_split_variable_parts_default_axis
 """.split()
 
 
@@ -71,7 +73,7 @@ test_unsqueeze_three_axes test_unsqueeze_two_axes test_unsqueeze_unsorted_axes
 FAMILIES = re.compile(
     r"test_(conv|maxpool|averagepool|globalaveragepool|relu|clip|gemm|matmul|softmax|layer_norm|"
     r"add|mul|sub|div|erf|tanh|sigmoid|sqrt|pow|transpose|gather|concat|slice|flatten|reshape|"
-    r"cast|batchnorm|reduce_mean|unsqueeze|squeeze|identity|max|min|where|equal|expand)")
+    r"cast|batchnorm|reduce_mean|unsqueeze|squeeze|identity|max|min|where|equal|expand|split)")
 
 
 def to_numpy(path):

@@ -274,5 +274,41 @@ TEST(ConvPlanningTest, ClipWithARuntimeBoundNamesTheNode) {
   EXPECT_NE(graph.status().message().find("computed at run time"), std::string::npos);
 }
 
+TEST(ConvPlanningTest, SplitBecomesOneSlicePerOutput) {
+  Graph graph;
+  graph.opset = 17;
+  graph.SetTensor(Activation("x", {2, 6}));
+  graph.inputs = {"x"};
+  graph.SetTensor(Activation("a", {2, 2}));
+  graph.SetTensor(Activation("b", {2, 4}));
+  graph.nodes.push_back(MakeNode("Split", "halves", {"x"}, {"a", "b"}, {{"axis", IntAttr(-1)}}));
+  graph.outputs = {"a", "b"};
+  ASSERT_TRUE(DecomposeOps(graph).ok());
+  ASSERT_TRUE(CheckSupportedOps(graph).ok());
+  ASSERT_EQ(graph.nodes.size(), 2u);
+  std::vector<std::vector<int64_t>> windows;
+  for (const Node& node : graph.nodes) {
+    EXPECT_EQ(node.op_type, "Slice");
+    ASSERT_EQ(node.inputs.size(), 4u);
+    std::vector<int64_t> window;
+    for (size_t i = 1; i < 4; ++i) window.push_back(graph.tensor(node.inputs[i]).int_data.at(0));
+    windows.push_back(window);
+  }
+  EXPECT_EQ(windows, (std::vector<std::vector<int64_t>>{{0, 2, 1}, {2, 6, 1}}));
+
+  // Outputs whose sizes do not add up are refused, naming the node.
+  graph.nodes = {MakeNode("Split", "odd", {"x"}, {"a", "a2"}, {{"axis", IntAttr(1)}})};
+  graph.SetTensor(Activation("a2", {2, 3}));
+  absl::Status odd = DecomposeOps(graph);
+  EXPECT_EQ(odd.code(), absl::StatusCode::kInvalidArgument) << odd;
+  EXPECT_NE(odd.message().find("'odd'"), std::string::npos) << odd;
+  // So are outputs of unknown shape.
+  graph.nodes = {MakeNode("Split", "blind", {"x"}, {"u"}, {{"axis", IntAttr(1)}})};
+  graph.SetTensor(Unshaped("u"));
+  absl::Status blind = DecomposeOps(graph);
+  EXPECT_EQ(blind.code(), absl::StatusCode::kUnimplemented) << blind;
+  EXPECT_NE(blind.message().find("'blind'"), std::string::npos) << blind;
+}
+
 }  // namespace
 }  // namespace gtco::graph
