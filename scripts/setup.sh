@@ -17,7 +17,8 @@ packages=(build-essential cmake pkg-config git python3
 targets=(--target gtco-server gtco-worker gtco-client gtco-run)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
-    libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv)
+    libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv
+    python3-yaml python3-requests python3-packaging python3-typing-extensions)
   targets=()  # everything, tests included
 fi
 
@@ -58,6 +59,18 @@ if [[ "${1:-}" == "--tests" ]]; then
     /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
       --no-deps --target "$py_dir" "${ort_wheels[@]}"
     echo "${ort_wheels[*]}" >"$py_dir/installed"
+  fi
+  # Hugging Face transformers (BERT exported at test time), the last release that works with
+  # Debian's torch 1.13, pinned with its dependencies, into .deps/transformers.
+  hf_wheels=(transformers==4.39.3 tokenizers==0.15.2 huggingface-hub==0.36.2 safetensors==0.8.0
+    regex==2026.11.19 tqdm==4.70.1 filelock==4.3.1 fsspec==2026.9.0 hf-xet==1.8.0)
+  hf_dir=.deps/transformers
+  if [[ ! -f $hf_dir/installed ]] || [[ "$(cat "$hf_dir/installed")" != "${hf_wheels[*]}" ]]; then
+    echo "== installing ${hf_wheels[*]} into $hf_dir"
+    rm -rf "$hf_dir"
+    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+      --no-deps --target "$hf_dir" "${hf_wheels[@]}"
+    echo "${hf_wheels[*]}" >"$hf_dir/installed"
   fi
   # The onnx package's backend node test cases (data only), from the release of Debian's libonnx.
   node_dir=.deps/onnx-node

@@ -39,6 +39,34 @@ def export_resnet18(path):
     return path
 
 
+BERT_EXPORT = r"""
+import sys, torch
+from transformers import BertConfig, BertModel
+torch.manual_seed(0)
+config = BertConfig(num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                    intermediate_size=512)
+model = BertModel(config).eval()
+ids = torch.randint(0, config.vocab_size, (1, 128))
+mask = torch.ones(1, 128, dtype=torch.int64)
+torch.onnx.export(model, (ids, mask), sys.argv[1], opset_version=17,
+                  input_names=["input_ids", "attention_mask"],
+                  output_names=["last_hidden_state", "pooler_output"])
+"""
+
+
+def export_bert2(path):
+    """A 2-layer BERT of `transformers` (random weights, seq 128, with its attention mask) at
+    opset 17, or None when transformers is not installed (scripts/setup.sh --tests puts it in
+    .deps/transformers)."""
+    transformers_dir = os.path.join(SOURCE_DIR, ".deps", "transformers")
+    if not os.path.isdir(transformers_dir):
+        return None
+    env = dict(os.environ, PYTHONPATH=transformers_dir)
+    subprocess.run(["/usr/bin/python3", "-c", BERT_EXPORT, path], check=True, env=env,
+                   capture_output=True, timeout=300)
+    return path
+
+
 class ExportTest(unittest.TestCase):
     def setUp(self):
         self.farm = Farm()
@@ -60,7 +88,9 @@ class ExportTest(unittest.TestCase):
         for index, spec in enumerate(session.get_inputs()):
             shape = [d if isinstance(d, int) else 1 for d in spec.shape]
             if "int64" in spec.type:
-                value = rng.integers(0, 2, size=shape).astype(np.int64)
+                # Token ids over a range of the vocabulary; masks (and other flags) 0 or 1.
+                high = 1000 if "ids" in spec.name else 2
+                value = rng.integers(0, high, size=shape).astype(np.int64)
             else:
                 value = rng.standard_normal(shape).astype(np.float32)
             feeds[spec.name] = value
@@ -99,6 +129,11 @@ class ExportTest(unittest.TestCase):
             models.append((resnet, 20))
         else:
             print("ResNet-18 part skipped: python3-torch / python3-torchvision not installed")
+        bert = export_bert2(os.path.join(self.dir, "bert2.onnx"))
+        if bert is not None:
+            models.append((bert, 30))
+        else:
+            print("BERT part skipped: .deps/transformers missing (scripts/setup.sh --tests)")
         for model, budget in models:
             with self.subTest(model=os.path.basename(model)):
                 artifact, summary, job = self.tune_and_export(model, budget)
