@@ -52,7 +52,13 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
                                            task.state(), task.trials_done(),
                                            FormatSeconds(task.best_seconds()),
                                            task.expected_gain_seconds()));
+    std::string hardware;
     for (const auto& mapping : task.mappings()) {
+      // A task measured by workers of several hardware classes has spaces for each.
+      if (!mapping.hardware().empty() && mapping.hardware() != hardware) {
+        hardware = mapping.hardware();
+        absl::StrAppend(&text, "   on ", hardware, ":\n");
+      }
       if (!mapping.applies()) {
         absl::StrAppend(&text, absl::StrFormat("    %-12s not applicable: %s\n", mapping.name(),
                                                mapping.reason()));

@@ -399,7 +399,9 @@ absl::StatusOr<JobInfo> FarmCore::CancelJob(const std::string& job_id) {
     if (task->Finished()) continue;
     task->row.state = db::TaskState::kCancelled;
     task->pending.clear();
-    if (task->build) task->build->withdrawn = true;  // its ready candidates are not leased
+    for (auto& [key, state] : task->classes) {
+      state.build->withdrawn = true;  // its ready candidates are not leased
+    }
     GTCO_RETURN_IF_ERROR(db_->UpdateTaskState(task->row.task_id, db::TaskState::kCancelled));
   }
   job.row.state = db::JobState::kCancelled;
@@ -487,7 +489,7 @@ void FarmCore::TouchJobLocked(Job& job) {
   changed_.notify_all();
 }
 
-int FarmCore::Task::MappingOfTrace(const std::string& trace_text) const {
+int TaskClass::MappingOfTrace(const std::string& trace_text) const {
   std::string sketch = trace_text.substr(0, trace_text.find(';'));
   for (size_t index = 0; index < mappings.size(); ++index) {
     if (mappings[index].space->sketch_name() == sketch) return static_cast<int>(index);
@@ -512,7 +514,9 @@ void FarmCore::UpdateTaskCompletionLocked(Job& job, Task& task) {
                                                      : db::TaskState::kPending;
   if (state == task.row.state) return;
   task.row.state = state;
-  if (task.build && task.Finished()) task.build->withdrawn = true;
+  if (task.Finished()) {
+    for (auto& [key, task_class] : task.classes) task_class.build->withdrawn = true;
+  }
   absl::Status status = db_->UpdateTaskState(task.row.task_id, state);
   if (!status.ok()) GTCO_LOG(kError, "task " << task.row.task_id << ": " << status);
 }
@@ -569,25 +573,29 @@ TaskInfo FarmCore::TaskInfoLocked(const Job& job, const Task& task) const {
   info.state = task.row.state;
   info.eta_seconds = -1;
   info.expected_gain_seconds = task.last_gain;
-  for (const schedule::MappingVerdict& verdict : task.verdicts) {
-    MappingInfo mapping;
-    mapping.name = verdict.mapping;
-    mapping.applies = verdict.applies;
-    mapping.reason = verdict.reason;
-    for (const MappingState& state : task.mappings) {
-      if (state.space->mapping() != verdict.mapping) continue;
-      mapping.trials = state.trials;
-      mapping.in_flight = state.in_flight;
-      mapping.best_seconds = state.best_seconds;
-      const schedule::PruneStats& stats = state.prune_stats;
-      mapping.considered = stats.considered;
-      mapping.admitted = stats.admitted;
-      for (const auto& [rule, count] : stats.pruned_by_rule) {
-        mapping.pruned_by_rule[rule] += count;
-        info.pruned += count;
+  // Per hardware class of the workers measuring the task: each has its own spaces and pruning.
+  for (const auto& [key, task_class] : task.classes) {
+    for (const schedule::MappingVerdict& verdict : task_class.verdicts) {
+      MappingInfo mapping;
+      mapping.name = verdict.mapping;
+      mapping.hardware = key;
+      mapping.applies = verdict.applies;
+      mapping.reason = verdict.reason;
+      for (const MappingState& state : task_class.mappings) {
+        if (state.space->mapping() != verdict.mapping) continue;
+        mapping.trials = state.trials;
+        mapping.in_flight = state.in_flight;
+        mapping.best_seconds = state.best_seconds;
+        const schedule::PruneStats& stats = state.prune_stats;
+        mapping.considered = stats.considered;
+        mapping.admitted = stats.admitted;
+        for (const auto& [rule, count] : stats.pruned_by_rule) {
+          mapping.pruned_by_rule[rule] += count;
+          info.pruned += count;
+        }
       }
+      info.mappings.push_back(std::move(mapping));
     }
-    info.mappings.push_back(std::move(mapping));
   }
   return info;
 }

@@ -32,6 +32,7 @@
 namespace gtco::server {
 
 struct BuiltCandidate;
+struct TaskClass;
 
 struct FarmOptions {
   int lease_seconds = 60;      ///< a candidate not reported by then goes to another worker
@@ -127,11 +128,13 @@ class FarmCore {
   struct Placement {
     Job* job;
     Task* task;
+    TaskClass* state;  ///< the task's class whose search proposes them
     int mapping_index;
     int64_t count;
   };
   /// A measurement that reached the task while the preparer owned its search.
   struct Observation {
+    std::string hardware_class;
     int mapping_index;
     std::string trace;
     bool ok;
@@ -155,15 +158,19 @@ class FarmCore {
   std::vector<TaskCurve> CurvesLocked(const Job& job) const;
 
   // Scheduling (farm_scheduling.cc): under mutex_, cheap; the search runs off the lock.
-  /// A task of `worker`'s target with a candidate waiting to be leased again; nullptr if none.
-  Task* TaskWithPendingLocked(const Worker& worker);
+  /// A task of `worker`'s target with a candidate of its hardware class (or of no class yet)
+  /// waiting to be leased again; nullptr if none. `*candidate_id` gets the candidate.
+  Task* TaskWithPendingLocked(const Worker& worker, std::string* candidate_id);
   /// Runs the dual-task scheduler on the next job with budget left and reserves one round of
   /// trials there (the placements, searched later off the lock). Empty when no job can take
   /// trials now.
   absl::StatusOr<std::vector<Placement>> ScheduleRoundLocked(const Worker& worker);
-  absl::Status CreateSpacesLocked(Task& task, const Worker& worker);
+  /// The task's spaces for `worker`'s hardware class, created (pruned for that hardware, with
+  /// the class's earlier measurements replayed) the first time the class needs them.
+  absl::StatusOr<TaskClass*> SpacesForLocked(Task& task, const Worker& worker);
   /// The cost model's scores of `traces` (empty while it is untrained). Preparer thread only.
-  std::vector<double> ScoreTraces(Task& task, const std::vector<schedule::Trace>& traces) const;
+  std::vector<double> ScoreTraces(const Task& task, TaskClass& state,
+                                  const std::vector<schedule::Trace>& traces) const;
   /// Lowers `trace_text` of `task` to its candidate program (LLVM bitcode for CPU, CUDA C with
   /// its launch for CUDA) with its features on the task's hardware; with `as_trace`, a CPU
   /// candidate carries no program (language "trace": the worker replays it) and only its
@@ -178,10 +185,10 @@ class FarmCore {
   void WarmStartCostModel(const Worker& worker);
 
   // Preparation ahead of leases (farm_prepare.cc).
-  /// The preparer thread: keeps each target's ready queue at ReadyWant() candidates. It alone
+  /// The preparer thread: keeps each hardware class's ready queue at ReadyWant() candidates. It alone
   /// runs the searches (they need no lock).
   void PrepareLoop();
-  /// Takes up to `count` candidates for `worker`'s target (waiting ones first, then new rounds
+  /// Takes up to `count` candidates for `worker`'s hardware class (waiting ones first, then new rounds
   /// of the scheduler and the search), lowers them and queues them in leases_. Takes mutex_
   /// only for the bookkeeping. Returns how many it took.
   absl::StatusOr<int> PrepareBatch(const Worker& worker, int count);
@@ -191,8 +198,9 @@ class FarmCore {
                                  std::vector<BatchItem>* batch);
   /// Feeds the measurements queued in `task`'s inbox to its searches. Preparer thread only.
   void ApplyObservations(Task& task, std::vector<Observation> observations);
-  /// Ready candidates wanted for `target`: two per live worker of it (the pipeline depth).
-  size_t ReadyWant(target::Target target) const;
+  /// Ready candidates wanted for `hardware_class`: two per live worker of it (the pipeline
+  /// depth).
+  size_t ReadyWant(const std::string& hardware_class) const;
 
   // Leases and results (farm_workers.cc).
   /// Records a candidate the generator could not lower as a failed trial of `worker`. No lock.

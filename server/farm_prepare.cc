@@ -28,24 +28,23 @@ constexpr auto kPreparerBackoff = std::chrono::milliseconds(500);
 constexpr auto kMaxPassWait = std::chrono::seconds(30);
 }  // namespace
 
-size_t FarmCore::ReadyWant(target::Target target) const {
-  return std::clamp(2 * workers_.Alive(target, NowMs()), kMinReady, kMaxReady);
+size_t FarmCore::ReadyWant(const std::string& hardware_class) const {
+  return std::clamp(2 * workers_.AliveInClass(hardware_class, NowMs()), kMinReady, kMaxReady);
 }
 
 void FarmCore::PrepareLoop() {
   while (!leases_.shutting_down()) {
     bool worked = false, failed = false;
-    for (target::Target target : workers_.Targets()) {
-      std::shared_ptr<const Worker> worker = workers_.Reference(target, NowMs());
+    for (const std::string& hardware_class : workers_.Classes()) {
+      std::shared_ptr<const Worker> worker = workers_.Reference(hardware_class, NowMs());
       if (worker == nullptr) continue;
-      const size_t want = ReadyWant(target);
-      const size_t have = leases_.Size(target);
+      const size_t want = ReadyWant(hardware_class);
+      const size_t have = leases_.Size(hardware_class);
       if (have >= want) continue;
       absl::StatusOr<int> taken =
           PrepareBatch(*worker, static_cast<int>(std::min<size_t>(want - have, kMaxBatch)));
       if (!taken.ok()) {
-        GTCO_LOG(kError,
-                 "preparing " << target::TargetName(target) << " candidates: " << taken.status());
+        GTCO_LOG(kError, "preparing candidates for " << hardware_class << ": " << taken.status());
         failed = true;
         continue;
       }
@@ -60,9 +59,10 @@ void FarmCore::PrepareLoop() {
 void FarmCore::ApplyObservations(Task& task, std::vector<Observation> observations) {
   for (const Observation& observation : observations) {
     absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(observation.trace);
-    if (!trace.ok()) continue;
-    task.mappings[observation.mapping_index].search->Observe(*trace, observation.ok,
-                                                             observation.seconds);
+    TaskClass* state = task.Class(observation.hardware_class);
+    if (!trace.ok() || state == nullptr) continue;
+    state->mappings[observation.mapping_index].search->Observe(*trace, observation.ok,
+                                                               observation.seconds);
   }
 }
 
@@ -79,7 +79,7 @@ absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placement
   const int64_t now = NowMs();
   for (size_t index = 0; index < placements.size() && written.ok(); ++index) {
     const Placement& placement = placements[index];
-    MappingState& mapping = placement.task->mappings[placement.mapping_index];
+    MappingState& mapping = placement.state->mappings[placement.mapping_index];
     std::vector<schedule::Trace> traces = mapping.search->Propose(static_cast<int>(placement.count));
     proposed[index].searched = true;
     proposed[index].exhausted = traces.empty();
@@ -104,7 +104,8 @@ absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placement
     const Placement& placement = placements[index];
     Task& task = *placement.task;
     Job& job = *placement.job;
-    MappingState& mapping = task.mappings[placement.mapping_index];
+    TaskClass& state = *placement.state;
+    MappingState& mapping = state.mappings[placement.mapping_index];
     const int64_t created = static_cast<int64_t>(proposed[index].rows.size());
     task.reserved -= placement.count;
     mapping.in_flight -= placement.count - created;
@@ -116,8 +117,9 @@ absl::Status FarmCore::ProposePlacements(const std::vector<Placement>& placement
     }
     for (db::CandidateRow& row : proposed[index].rows) {
       task.outstanding[row.candidate_id] = row.trace;
+      task.candidate_class[row.candidate_id] = state.key;
       batch->push_back(
-          BatchItem{&task, task.build, std::move(row.candidate_id), std::move(row.trace)});
+          BatchItem{&task, state.build, std::move(row.candidate_id), std::move(row.trace)});
     }
     if (created > 0 && task.row.state == db::TaskState::kPending) {
       // Only the state column: a failure is logged (a restart recomputes the state from the
@@ -147,15 +149,17 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
     }
     int64_t planned = 0;
     while (static_cast<int64_t>(batch.size()) + planned < count) {
-      if (Task* task = TaskWithPendingLocked(worker)) {
-        if (!task->SpacesReady()) {
-          scheduled = CreateSpacesLocked(*task, worker);
-          if (!scheduled.ok()) break;
+      std::string candidate_id;
+      if (Task* task = TaskWithPendingLocked(worker, &candidate_id)) {
+        absl::StatusOr<TaskClass*> state = SpacesForLocked(*task, worker);
+        if (!state.ok()) {
+          scheduled = state.status();
+          break;
         }
-        std::string candidate_id = task->pending.front();
-        task->pending.pop_front();
-        batch.push_back(
-            BatchItem{task, task->build, candidate_id, task->outstanding.at(candidate_id)});
+        task->pending.erase(std::find(task->pending.begin(), task->pending.end(), candidate_id));
+        task->candidate_class[candidate_id] = (*state)->key;
+        batch.push_back(BatchItem{task, (*state)->build, candidate_id,
+                                  task->outstanding.at(candidate_id)});
         continue;
       }
       absl::StatusOr<std::vector<Placement>> round = ScheduleRoundLocked(worker);
@@ -239,6 +243,7 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
                                                              int max_candidates, int wait_ms) {
   GTCO_ASSIGN_OR_RETURN(std::shared_ptr<const Worker> worker, workers_.Touch(worker_id, NowMs()));
   const target::Target target = worker->row.target;
+  const std::string& hardware_class = worker->hardware_class;
   max_candidates = std::clamp(max_candidates, 1, 64);
   const auto start = LeaseQueue::Clock::now();
   const auto deadline = start + std::chrono::milliseconds(std::clamp(wait_ms, 0, 30000));
@@ -246,11 +251,11 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
   bool awaited_pass = false;
   while (leased.empty()) {
     std::vector<ReadyCandidate> ready =
-        leases_.Pop(target, max_candidates, wait_ms > 0 ? deadline : start);
+        leases_.Pop(hardware_class, max_candidates, wait_ms > 0 ? deadline : start);
     if (ready.empty()) {
       if (wait_ms > 0 || awaited_pass || leases_.shutting_down()) break;
       // A caller that cannot wait still gets the work there is: the preparer makes one pass.
-      leases_.AwaitPass(target, start + kMaxPassWait);
+      leases_.AwaitPass(hardware_class, start + kMaxPassWait);
       awaited_pass = true;
       continue;
     }
@@ -267,8 +272,8 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
           absl::Status recorded = RecordLoweringFailure(*worker, candidate_id, program.status());
           if (!recorded.ok()) {
             // The database failed: this one and the rest go back to the queue.
-            leases_.Requeue(target, {std::make_move_iterator(ready.begin() + index),
-                                     std::make_move_iterator(ready.end())});
+            leases_.Requeue(hardware_class, {std::make_move_iterator(ready.begin() + index),
+                                             std::make_move_iterator(ready.end())});
             if (leased.empty()) return recorded;
             break;
           }
@@ -280,8 +285,8 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
                                                  lease_deadline);
       if (!written.ok()) {
         // The database failed: the candidates go back to the queue for the next Lease.
-        leases_.Requeue(target, {std::make_move_iterator(ready.begin() + index),
-                                 std::make_move_iterator(ready.end())});
+        leases_.Requeue(hardware_class, {std::make_move_iterator(ready.begin() + index),
+                                         std::make_move_iterator(ready.end())});
         if (leased.empty()) return written;
         break;
       }
@@ -291,7 +296,7 @@ absl::StatusOr<std::vector<LeasedCandidate>> FarmCore::Lease(const std::string& 
     }
     if (wait_ms > 0 && LeaseQueue::Clock::now() >= deadline) break;
   }
-  if (leases_.Size(target) < ReadyWant(target)) leases_.Demand();
+  if (leases_.Size(hardware_class) < ReadyWant(hardware_class)) leases_.Demand();
   if (metrics_ && !leased.empty()) {
     metrics_->CountLeasesGranted(target, static_cast<int64_t>(leased.size()));
   }

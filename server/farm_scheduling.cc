@@ -27,50 +27,65 @@ void FarmCore::LogDecisionLocked(Job& job, const std::string& decision) {
   while (job.decisions.size() > kMaxDecisions) job.decisions.pop_front();
 }
 
-FarmCore::Task* FarmCore::TaskWithPendingLocked(const Worker& worker) {
+FarmCore::Task* FarmCore::TaskWithPendingLocked(const Worker& worker, std::string* candidate_id) {
   for (auto& [job_id, job] : jobs_) {
     if (job->row.state != db::JobState::kRunning || job->row.target != worker.row.target) continue;
     for (auto& task : job->tasks) {
-      if (!task->Finished() && !task->pending.empty()) return task.get();
+      if (task->Finished()) continue;
+      for (const std::string& id : task->pending) {
+        auto owner = task->candidate_class.find(id);
+        if (owner == task->candidate_class.end() || owner->second.empty() ||
+            owner->second == worker.hardware_class) {
+          *candidate_id = id;
+          return task.get();
+        }
+      }
     }
   }
   return nullptr;
 }
 
-absl::Status FarmCore::CreateSpacesLocked(Task& task, const Worker& worker) {
+absl::StatusOr<TaskClass*> FarmCore::SpacesForLocked(Task& task, const Worker& worker) {
+  if (TaskClass* existing = task.Class(worker.hardware_class)) return existing;
   auto build = std::make_shared<TaskBuild>();
   build->task_id = task.row.task_id;
   build->workload_key = task.row.workload_key;
   build->workload = task.workload;
   build->hardware = worker.hardware;
-  task.verdicts = kernels::ExplainMappings(task.workload, worker.hardware);
+  build->hardware_class = worker.hardware_class;
   GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
                         kernels::CreateMappingSpaces(task.workload, worker.hardware));
   if (spaces.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no intrinsic mapping applies to ", task.description, " on ", worker.hardware.Summary()));
   }
+  TaskClass& state = task.classes[worker.hardware_class];
+  state.key = worker.hardware_class;
+  state.verdicts = kernels::ExplainMappings(task.workload, worker.hardware);
   for (schedule::SearchSpace& space : spaces) {
     MappingState mapping;
     mapping.space = std::make_unique<schedule::SearchSpace>(std::move(space));
     search::EvolutionaryOptions search_options;
     search_options.seed = NewSeed();
-    Task* task_pointer = &task;
-    search_options.scorer = [this, task_pointer](const std::vector<schedule::Trace>& traces) {
-      return ScoreTraces(*task_pointer, traces);
+    const Task* task_pointer = &task;
+    TaskClass* state_pointer = &state;
+    search_options.scorer = [this, task_pointer,
+                             state_pointer](const std::vector<schedule::Trace>& traces) {
+      return ScoreTraces(*task_pointer, *state_pointer, traces);
     };
     mapping.search =
         std::make_unique<search::EvolutionarySearch>(*mapping.space, std::move(search_options));
     mapping.prune_stats = mapping.space->prune_stats();
-    task.mappings.push_back(std::move(mapping));
+    state.mappings.push_back(std::move(mapping));
   }
-  task.build = std::move(build);
-  // Replay what an earlier server measured for this task.
+  state.build = std::move(build);
+  // Replay what was measured on this class's hardware before (by an earlier server).
   for (const db::MeasurementRow& measurement : task.history) {
-    int index = task.MappingOfTrace(measurement.trace);
+    if (HardwareClassOf(measurement.target, measurement.hardware) != state.key) continue;
+    int index = state.MappingOfTrace(measurement.trace);
     auto trace = schedule::Trace::Parse(measurement.trace);
     if (index < 0 || !trace.ok()) continue;
-    MappingState& mapping = task.mappings[index];
+    MappingState& mapping = state.mappings[index];
     mapping.search->Observe(*trace, measurement.ok, measurement.median_seconds);
     ++mapping.trials;
     if (measurement.ok &&
@@ -78,21 +93,24 @@ absl::Status FarmCore::CreateSpacesLocked(Task& task, const Worker& worker) {
       mapping.best_seconds = measurement.median_seconds;
     }
   }
-  task.history.clear();
-  // Candidates proposed before a restart and not measured yet: in flight, never proposed again.
+  // Candidates proposed and not measured yet are never proposed again; those of this class (or
+  // of no class: proposed before a restart) count as in flight.
   for (const auto& [candidate_id, trace_text] : task.outstanding) {
-    int index = task.MappingOfTrace(trace_text);
+    int index = state.MappingOfTrace(trace_text);
     if (index < 0) continue;
-    ++task.mappings[index].in_flight;
+    auto owner = task.candidate_class.find(candidate_id);
+    if (owner != task.candidate_class.end() && owner->second == state.key) {
+      ++state.mappings[index].in_flight;
+    }
     absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(trace_text);
-    if (trace.ok()) task.mappings[index].search->MarkProposed(*trace);
+    if (trace.ok()) state.mappings[index].search->MarkProposed(*trace);
   }
-  return absl::OkStatus();
+  return &state;
 }
 
-std::vector<double> FarmCore::ScoreTraces(Task& task,
+std::vector<double> FarmCore::ScoreTraces(const Task& task, TaskClass& state,
                                           const std::vector<schedule::Trace>& traces) const {
-  const target::HardwareInfo& hardware = task.build->hardware;
+  const target::HardwareInfo& hardware = state.build->hardware;
   const target::Target target = hardware.target;
   if (!models_.Trained(target)) return {};
   std::vector<costmodel::Features> batch;
@@ -101,13 +119,13 @@ std::vector<double> FarmCore::ScoreTraces(Task& task,
     // The search scores the same offspring of its best schedules round after round: lowering
     // each once per task is most of what scoring costs.
     std::string key = trace.ToString();
-    auto cached = task.scored_features.find(key);
-    if (cached == task.scored_features.end()) {
+    auto cached = state.scored_features.find(key);
+    if (cached == state.scored_features.end()) {
       absl::StatusOr<costmodel::Features> features =
           kernels::ProgramFeatures(task.workload, trace, hardware);
       if (!features.ok()) return {};
-      if (task.scored_features.size() >= kMaxScoredFeatures) task.scored_features.clear();
-      cached = task.scored_features.emplace(std::move(key), std::move(*features)).first;
+      if (state.scored_features.size() >= kMaxScoredFeatures) state.scored_features.clear();
+      cached = state.scored_features.emplace(std::move(key), std::move(*features)).first;
     }
     batch.push_back(cached->second);
   }
@@ -164,20 +182,30 @@ absl::StatusOr<std::vector<FarmCore::Placement>> FarmCore::ScheduleRoundLocked(
     Job& job = *running[attempt];
     GTCO_ASSIGN_OR_RETURN(int64_t team_trials_left, TeamTrialsLeftLocked(job));
     if (team_trials_left <= 0) continue;
-    for (auto& task : job.tasks) {
-      if (!task->Finished() && !task->SpacesReady()) {
-        GTCO_RETURN_IF_ERROR(CreateSpacesLocked(*task, worker));
-      }
-    }
+    // Each task as this worker's hardware class searches it; a task no mapping of this class
+    // applies to (or whose schedules this class has all tried) is left to the other classes.
     std::vector<TaskCurve> curves = CurvesLocked(job);
-    TaskChoice task_choice = ChooseTask(curves, job.scheduler);
+    std::vector<TaskCurve> class_curves = curves;
+    for (size_t index = 0; index < job.tasks.size(); ++index) {
+      Task& candidate_task = *job.tasks[index];
+      if (candidate_task.Finished()) continue;
+      absl::StatusOr<TaskClass*> state = SpacesForLocked(candidate_task, worker);
+      if (!state.ok()) {
+        if (!absl::IsFailedPrecondition(state.status())) return state.status();
+        class_curves[index].exhausted = true;
+        continue;
+      }
+      if ((*state)->Exhausted()) class_curves[index].exhausted = true;
+    }
+    TaskChoice task_choice = ChooseTask(class_curves, job.scheduler);
     for (size_t index = 0; index < job.tasks.size(); ++index) {
       job.tasks[index]->last_gain = ExpectedGain(curves[index], job.scheduler);
     }
     if (task_choice.task < 0) continue;
     Task& task = *job.tasks[task_choice.task];
+    TaskClass& state = *task.Class(worker.hardware_class);
     std::vector<MappingArm> arms;
-    for (const MappingState& mapping : task.mappings) {
+    for (const MappingState& mapping : state.mappings) {
       arms.push_back(MappingArm{mapping.space->mapping(), mapping.trials + mapping.in_flight,
                                 mapping.best_seconds, mapping.exhausted});
     }
@@ -209,8 +237,9 @@ absl::StatusOr<std::vector<FarmCore::Placement>> FarmCore::ScheduleRoundLocked(
     int64_t proposed = 0;
     for (size_t arm = 0; arm < per_arm.size(); ++arm) {
       if (per_arm[arm] == 0) continue;
-      placements.push_back(Placement{&job, &task, static_cast<int>(arm), per_arm[arm]});
-      task.mappings[arm].in_flight += per_arm[arm];
+      placements.push_back(
+          Placement{&job, &task, &state, static_cast<int>(arm), per_arm[arm]});
+      state.mappings[arm].in_flight += per_arm[arm];
       task.reserved += per_arm[arm];
       absl::StrAppend(&placed, placed.empty() ? "" : " + ", per_arm[arm], " ", arms[arm].name);
       proposed += per_arm[arm];
@@ -218,9 +247,10 @@ absl::StatusOr<std::vector<FarmCore::Placement>> FarmCore::ScheduleRoundLocked(
     if (proposed == 0) continue;
     ++job.rounds;
     LogDecisionLocked(
-        job, absl::StrFormat("round %d: %s (%s) %s — %s; %s", job.rounds,
+        job, absl::StrFormat("round %d: %s (%s) %s — %s; %s%s", job.rounds,
                              task.row.task_id.substr(task.row.task_id.rfind('.') + 1),
-                             task.description, placed, task_choice.reason, mapping_reason));
+                             task.description, placed, task_choice.reason, mapping_reason,
+                             task.classes.size() > 1 ? " [for " + state.key + "]" : ""));
     job.proposed += proposed;
     team_clock_[job.row.team] += static_cast<double>(proposed) / std::max(1e-9, job.team_share);
     return placements;

@@ -35,28 +35,50 @@ struct MappingState {
   schedule::PruneStats prune_stats;  ///< the space's, copied after each proposal (for status)
 };
 
+/// A task as one hardware class of workers searches it: its mappings' spaces, pruned for that
+/// class's hardware, and their searches. Created when a worker of the class first needs work.
+struct TaskClass {
+  std::string key;  ///< HardwareClassOf(the class's hardware)
+  std::vector<MappingState> mappings;
+  std::vector<schedule::MappingVerdict> verdicts;
+  /// What lowering reads, shared with the ready queue.
+  std::shared_ptr<TaskBuild> build;
+  /// Trace text -> features of traces the search scored (a cache). Preparer thread only.
+  std::unordered_map<std::string, costmodel::Features> scored_features;
+
+  bool Exhausted() const {
+    for (const MappingState& mapping : mappings) {
+      if (!mapping.exhausted) return false;
+    }
+    return true;
+  }
+  /// The mapping whose sketch produced `trace_text`; -1 when none.
+  int MappingOfTrace(const std::string& trace_text) const;
+};
+
 struct FarmCore::Task {
   db::TaskRow row;
   ir::Workload workload;
   std::string description;
   int64_t flops = 0;
-  /// Created at the first proposal (they need the measuring machine's hardware).
-  std::vector<MappingState> mappings;
-  std::vector<schedule::MappingVerdict> verdicts;
-  /// What lowering reads, shared with the ready queue; set with the spaces.
-  std::shared_ptr<TaskBuild> build;
-  std::vector<db::MeasurementRow> history;  ///< replayed into the searches when they are created
+  /// One per hardware class of the workers that measure it, by class key (nodes never move:
+  /// observations and placements point into them).
+  std::map<std::string, TaskClass> classes;
+  /// Measured before this server drove the task; each class replays those of its own hardware
+  /// into its searches when it is created.
+  std::vector<db::MeasurementRow> history;
   std::vector<double> best_history;         ///< best-so-far after each measured trial
   /// Candidate ids to lower again (their lease expired, or a restart left them unleased).
   std::deque<std::string> pending;
   std::map<std::string, std::string> outstanding;  ///< candidate id -> trace (pending or leased)
+  /// Candidate id -> the class whose search proposed it ("" for one proposed before a restart:
+  /// any class whose mappings include its sketch may take it).
+  std::map<std::string, std::string> candidate_class;
   /// Trials the scheduler reserved that the search has not proposed yet.
   int64_t reserved = 0;
   /// Measurements not yet fed to the searches (the preparer drains them).
   std::vector<FarmCore::Observation> inbox;
   std::map<std::string, costmodel::Features> features;  ///< candidate id -> program features
-  /// Trace text -> features of traces the search scored (a cache). Preparer thread only.
-  std::unordered_map<std::string, costmodel::Features> scored_features;
   int64_t trials_done = 0;
   int64_t trials_failed = 0;
   double best_seconds = 0;  ///< 0: none yet
@@ -66,18 +88,21 @@ struct FarmCore::Task {
   bool Finished() const {
     return db::IsFinished(row.state);
   }
-  bool SpacesReady() const { return !mappings.empty(); }
+  /// The task's state for `hardware_class`; nullptr until that class has spaces.
+  TaskClass* Class(const std::string& hardware_class) {
+    auto found = classes.find(hardware_class);
+    return found == classes.end() ? nullptr : &found->second;
+  }
   /// Trials proposed or reserved and not measured yet.
   int64_t InFlight() const { return static_cast<int64_t>(outstanding.size()) + reserved; }
+  /// Every class that has spaces has tried all of its schedules.
   bool Exhausted() const {
-    if (mappings.empty()) return false;
-    for (const MappingState& mapping : mappings) {
-      if (!mapping.exhausted) return false;
+    if (classes.empty()) return false;
+    for (const auto& [key, state] : classes) {
+      if (!state.Exhausted()) return false;
     }
     return true;
   }
-  /// The mapping whose sketch produced `trace_text`; -1 when none.
-  int MappingOfTrace(const std::string& trace_text) const;
 };
 
 struct FarmCore::Job {

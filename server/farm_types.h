@@ -29,6 +29,7 @@ struct JobSpec {
 /// One intrinsic mapping of a task: its verdict and, once its space exists, its progress.
 struct MappingInfo {
   std::string name;
+  std::string hardware;  ///< the hardware class whose spaces these are (HardwareClassOf)
   bool applies = false;
   std::string reason;
   int64_t trials = 0;
@@ -118,6 +119,13 @@ struct ExportOutcome {
   std::string cpu;
   double estimated_latency_seconds = 0;
 };
+
+/// The hardware class of a worker: its target and hardware summary (CPU model, cores, vector
+/// features; GPU model, SMs, memory). A task gets one set of search spaces per class of the
+/// workers measuring it, pruned for that class, and its candidates go only to workers of it.
+std::string HardwareClassOf(const target::HardwareInfo& hardware);
+/// The class of a stored measurement (target and the `hardware` summary recorded with it).
+std::string HardwareClassOf(target::Target target, const std::string& hardware_summary);
 
 /// A measurement with its workload: what `records export` writes and `records import` merges.
 struct PortableRecord {

@@ -165,18 +165,28 @@ absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialRes
       }
       task.features.erase(features);
     }
-    const int mapping_index = task.MappingOfTrace(row.trace);
+    // The class whose search proposed it (the measuring worker's, for one proposed before a
+    // restart and not lowered since).
+    std::string hardware_class = worker.hardware_class;
+    if (auto owner = task.candidate_class.find(row.candidate_id);
+        owner != task.candidate_class.end()) {
+      if (!owner->second.empty()) hardware_class = owner->second;
+      task.candidate_class.erase(owner);
+    }
+    TaskClass* state = task.Class(hardware_class);
+    const int mapping_index = state == nullptr ? -1 : state->MappingOfTrace(row.trace);
     if (mapping_index >= 0) {
-      MappingState& mapping = task.mappings[mapping_index];
+      MappingState& mapping = state->mappings[mapping_index];
       ++mapping.trials;
       mapping.in_flight = std::max<int64_t>(0, mapping.in_flight - 1);
       if (ok && (mapping.best_seconds == 0 || row.median_seconds < mapping.best_seconds)) {
         mapping.best_seconds = row.median_seconds;
       }
       // The search belongs to the preparer, which feeds it before its next proposal.
-      task.inbox.push_back(Observation{mapping_index, row.trace, ok, row.median_seconds});
-    } else if (!task.SpacesReady()) {
-      task.history.push_back(row);
+      task.inbox.push_back(
+          Observation{hardware_class, mapping_index, row.trace, ok, row.median_seconds});
+    } else if (state == nullptr) {
+      task.history.push_back(row);  // replayed when this class's spaces are created
     }
     Job& job = *jobs_.at(task.row.job_id);
     if (metrics_) metrics_->CountTeamTrial(job.row.team);

@@ -5,48 +5,48 @@
 
 namespace gtco::server {
 
+void LeaseQueue::NotifyAllLocked() {
+  for (auto& [hardware_class, queue] : ready_) queue.ready_cv.notify_all();
+}
+
 void LeaseQueue::Push(ReadyCandidate ready) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const target::Target target = ready.candidate.target;
-    ready_[target].push_back(std::move(ready));
-  }
-  ready_cv_.notify_one();
+  std::lock_guard<std::mutex> lock(mutex_);
+  Queue& queue = ready_[ready.task->hardware_class];
+  queue.items.push_back(std::move(ready));
+  queue.ready_cv.notify_one();
 }
 
-void LeaseQueue::Requeue(target::Target target, std::vector<ReadyCandidate> ready) {
+void LeaseQueue::Requeue(const std::string& hardware_class, std::vector<ReadyCandidate> ready) {
   if (ready.empty()) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::deque<ReadyCandidate>& queue = ready_[target];
-    queue.insert(queue.begin(), std::make_move_iterator(ready.begin()),
-                 std::make_move_iterator(ready.end()));
-  }
-  ready_cv_.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  Queue& queue = ready_[hardware_class];
+  queue.items.insert(queue.items.begin(), std::make_move_iterator(ready.begin()),
+                     std::make_move_iterator(ready.end()));
+  queue.ready_cv.notify_all();
 }
 
-std::vector<ReadyCandidate> LeaseQueue::Pop(target::Target target, int max_candidates,
+std::vector<ReadyCandidate> LeaseQueue::Pop(const std::string& hardware_class, int max_candidates,
                                             Clock::time_point deadline) {
   std::vector<ReadyCandidate> taken;
   std::unique_lock<std::mutex> lock(mutex_);
-  std::deque<ReadyCandidate>& queue = ready_[target];
+  Queue& queue = ready_[hardware_class];
   while (true) {
-    while (static_cast<int>(taken.size()) < max_candidates && !queue.empty()) {
-      ReadyCandidate ready = std::move(queue.front());
-      queue.pop_front();
+    while (static_cast<int>(taken.size()) < max_candidates && !queue.items.empty()) {
+      ReadyCandidate ready = std::move(queue.items.front());
+      queue.items.pop_front();
       if (ready.task->withdrawn.load()) continue;  // cancelled while it waited
       taken.push_back(std::move(ready));
     }
     if (!taken.empty() || shutting_down_) break;
-    if (ready_cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    if (queue.ready_cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
   }
   return taken;
 }
 
-size_t LeaseQueue::Size(target::Target target) const {
+size_t LeaseQueue::Size(const std::string& hardware_class) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto found = ready_.find(target);
-  return found == ready_.end() ? 0 : found->second.size();
+  auto found = ready_.find(hardware_class);
+  return found == ready_.end() ? 0 : found->second.items.size();
 }
 
 void LeaseQueue::MarkLeased(const std::string& candidate_id, target::Target target,
@@ -87,31 +87,28 @@ void LeaseQueue::WaitForDemand(Clock::duration timeout) {
 }
 
 void LeaseQueue::PassDone() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++passes_;
-    in_pass_ = false;
-  }
-  ready_cv_.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++passes_;
+  in_pass_ = false;
+  NotifyAllLocked();
 }
 
-void LeaseQueue::AwaitPass(target::Target target, Clock::time_point deadline) {
+void LeaseQueue::AwaitPass(const std::string& hardware_class, Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   // A pass running now may have looked at the queues before this call: then wait for the next.
   const int64_t wanted = passes_ + (in_pass_ ? 2 : 1);
   demanded_ = true;
   demand_cv_.notify_one();
-  ready_cv_.wait_until(lock, deadline, [&] {
-    return shutting_down_ || passes_ >= wanted || !ready_[target].empty();
+  Queue& queue = ready_[hardware_class];
+  queue.ready_cv.wait_until(lock, deadline, [&] {
+    return shutting_down_ || passes_ >= wanted || !queue.items.empty();
   });
 }
 
 void LeaseQueue::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    shutting_down_ = true;
-  }
-  ready_cv_.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  shutting_down_ = true;
+  NotifyAllLocked();
   demand_cv_.notify_all();
 }
 

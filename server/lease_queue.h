@@ -1,4 +1,5 @@
-// The farm's leases: candidates lowered ahead of their lease wait in a ready queue per target;
+// The farm's leases: candidates lowered ahead of their lease wait in a ready queue per hardware
+// class (the class their task's spaces were made for);
 // a worker's Lease pops them, and the time each was leased is kept until its result arrives.
 // One of the farm core's concepts, with its own lock; it never calls back into FarmCore.
 #pragma once
@@ -29,6 +30,7 @@ struct TaskBuild {
   std::string workload_key;
   ir::Workload workload;
   target::HardwareInfo hardware;  ///< the machine the task's spaces were made for
+  std::string hardware_class;     ///< HardwareClassOf(hardware): the queue its candidates join
   /// Set when the task finished or was cancelled: its ready candidates are dropped, not leased.
   std::atomic<bool> withdrawn{false};
 };
@@ -44,16 +46,16 @@ class LeaseQueue {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// Appends `ready` to its target's queue and wakes one waiting Lease.
+  /// Appends `ready` to its hardware class's queue and wakes the waiting Leases.
   void Push(ReadyCandidate ready);
   /// Puts candidates a Lease popped but could not hand out back at the front, in order.
-  void Requeue(target::Target target, std::vector<ReadyCandidate> ready);
-  /// Pops up to `max_candidates` candidates of `target` whose task still takes trials; waits
-  /// until `deadline` while there are none. Empty at the deadline or at shutdown.
-  std::vector<ReadyCandidate> Pop(target::Target target, int max_candidates,
+  void Requeue(const std::string& hardware_class, std::vector<ReadyCandidate> ready);
+  /// Pops up to `max_candidates` candidates of `hardware_class` whose task still takes trials;
+  /// waits until `deadline` while there are none. Empty at the deadline or at shutdown.
+  std::vector<ReadyCandidate> Pop(const std::string& hardware_class, int max_candidates,
                                   Clock::time_point deadline);
-  /// Candidates waiting in `target`'s queue.
-  size_t Size(target::Target target) const;
+  /// Candidates waiting in `hardware_class`'s queue.
+  size_t Size(const std::string& hardware_class) const;
 
   /// Remembers when `candidate_id` of `target` was leased (for the measurement-time metric).
   void MarkLeased(const std::string& candidate_id, target::Target target, int64_t now_ms);
@@ -71,9 +73,9 @@ class LeaseQueue {
   /// The preparer finished a pass over every target.
   void PassDone();
   /// Asks for a preparer pass and waits until one that started after this call finished, a
-  /// candidate of `target` is ready, `deadline` passes or the queue shuts down (a Lease that
-  /// cannot wait still gets the work that exists).
-  void AwaitPass(target::Target target, Clock::time_point deadline);
+  /// candidate of `hardware_class` is ready, `deadline` passes or the queue shuts down (a Lease
+  /// that cannot wait still gets the work that exists).
+  void AwaitPass(const std::string& hardware_class, Clock::time_point deadline);
 
   /// Wakes every waiter; later Pops return at once.
   void Shutdown();
@@ -81,9 +83,14 @@ class LeaseQueue {
 
  private:
   mutable std::mutex mutex_;
-  std::condition_variable ready_cv_;   ///< a candidate was queued, or a pass finished
   std::condition_variable demand_cv_;  ///< the preparer waits here
-  std::map<target::Target, std::deque<ReadyCandidate>> ready_;  ///< by target, oldest first
+  struct Queue {
+    std::deque<ReadyCandidate> items;  ///< oldest first
+    std::condition_variable ready_cv;  ///< a candidate was queued, or a pass finished
+  };
+  std::map<std::string, Queue> ready_;  ///< by hardware class (nodes never move)
+  /// Wakes every waiter of every class (a pass finished, shutdown). mutex_ held.
+  void NotifyAllLocked();
   struct Held {
     target::Target target;
     int64_t leased_at_ms;

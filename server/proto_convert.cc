@@ -126,6 +126,7 @@ gtco::v1::TaskStatus ToProto(const TaskInfo& task) {
   for (const MappingInfo& mapping : task.mappings) {
     gtco::v1::MappingStatus& out = *status.add_mappings();
     out.set_name(mapping.name);
+    out.set_hardware(mapping.hardware);
     out.set_applies(mapping.applies);
     out.set_reason(mapping.reason);
     out.set_trials(mapping.trials);

@@ -21,6 +21,7 @@ absl::StatusOr<std::shared_ptr<const RegisteredWorker>> WorkerRegistry::Register
   worker->row.hardware = hello.hardware_text;
   worker->row.registered_unix_ms = worker->row.last_seen_unix_ms = now_ms;
   worker->hardware = hello.hardware;
+  worker->hardware_class = HardwareClassOf(hello.hardware);
   worker->replays_traces =
       hello.hardware.target == target::Target::kCpu &&
       std::find(hello.languages.begin(), hello.languages.end(), "trace") != hello.languages.end();
@@ -44,6 +45,14 @@ absl::StatusOr<std::shared_ptr<const RegisteredWorker>> WorkerRegistry::Touch(
   return found->second.worker;
 }
 
+std::string HardwareClassOf(const target::HardwareInfo& hardware) {
+  return HardwareClassOf(hardware.target, hardware.Summary());
+}
+
+std::string HardwareClassOf(target::Target target, const std::string& hardware_summary) {
+  return absl::StrCat(target::TargetName(target), ": ", hardware_summary);
+}
+
 bool WorkerRegistry::AliveLocked(const Entry& entry, int64_t now_ms) const {
   return now_ms - entry.last_seen_ms < 3000LL * heartbeat_seconds_;
 }
@@ -57,26 +66,35 @@ size_t WorkerRegistry::Alive(target::Target target, int64_t now_ms) const {
   return alive;
 }
 
-std::shared_ptr<const RegisteredWorker> WorkerRegistry::Reference(target::Target target,
-                                                                  int64_t now_ms) const {
+size_t WorkerRegistry::AliveInClass(const std::string& hardware_class, int64_t now_ms) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t alive = 0;
+  for (const auto& [worker_id, entry] : workers_) {
+    if (entry.worker->hardware_class == hardware_class && AliveLocked(entry, now_ms)) ++alive;
+  }
+  return alive;
+}
+
+std::shared_ptr<const RegisteredWorker> WorkerRegistry::Reference(
+    const std::string& hardware_class, int64_t now_ms) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const Entry* newest = nullptr;
   for (const auto& [worker_id, entry] : workers_) {
-    if (entry.worker->row.target != target || !AliveLocked(entry, now_ms)) continue;
+    if (entry.worker->hardware_class != hardware_class || !AliveLocked(entry, now_ms)) continue;
     if (newest == nullptr || entry.last_seen_ms > newest->last_seen_ms) newest = &entry;
   }
   return newest == nullptr ? nullptr : newest->worker;
 }
 
-std::vector<target::Target> WorkerRegistry::Targets() const {
+std::vector<std::string> WorkerRegistry::Classes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<target::Target> targets;
+  std::vector<std::string> classes;
   for (const auto& [worker_id, entry] : workers_) {
-    if (std::find(targets.begin(), targets.end(), entry.worker->row.target) == targets.end()) {
-      targets.push_back(entry.worker->row.target);
+    if (std::find(classes.begin(), classes.end(), entry.worker->hardware_class) == classes.end()) {
+      classes.push_back(entry.worker->hardware_class);
     }
   }
-  return targets;
+  return classes;
 }
 
 }  // namespace gtco::server

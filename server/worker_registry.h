@@ -20,6 +20,9 @@ namespace gtco::server {
 struct RegisteredWorker {
   db::WorkerRow row;
   target::HardwareInfo hardware;
+  /// HardwareClassOf(hardware): workers of one class share the tasks' search spaces and ready
+  /// queues, and measure each other's candidates.
+  std::string hardware_class;
   /// A CPU worker that replays traces itself: it gets "trace" candidates, and the server skips
   /// emitting their LLVM bitcode.
   bool replays_traces = false;
@@ -40,11 +43,14 @@ class WorkerRegistry {
                                                                 int64_t now_ms);
   /// Workers of `target` seen within three heartbeats of `now_ms`.
   size_t Alive(target::Target target, int64_t now_ms) const;
-  /// The live worker of `target` seen last (its hardware shapes new search spaces); nullptr
-  /// when none is alive.
-  std::shared_ptr<const RegisteredWorker> Reference(target::Target target, int64_t now_ms) const;
-  /// The targets of every registered worker, alive or not.
-  std::vector<target::Target> Targets() const;
+  /// Live workers of the hardware class `hardware_class`.
+  size_t AliveInClass(const std::string& hardware_class, int64_t now_ms) const;
+  /// The live worker of `hardware_class` seen last (it stands for its class when the preparer
+  /// lowers candidates); nullptr when none is alive.
+  std::shared_ptr<const RegisteredWorker> Reference(const std::string& hardware_class,
+                                                    int64_t now_ms) const;
+  /// The hardware classes of every registered worker, alive or not.
+  std::vector<std::string> Classes() const;
 
  private:
   struct Entry {

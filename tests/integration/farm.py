@@ -83,11 +83,13 @@ class Farm:
             args += ["--token", token]
         return args
 
-    def start_worker(self, extra=(), target="cpu", token=None):
+    def start_worker(self, extra=(), target="cpu", token=None, env=None):
+        """env: extra environment variables of the worker (e.g. GTCO_CPU_ISA=avx2)."""
         worker = subprocess.Popen([WORKER, "--server", self.address, "--target", target,
                                    *self._security(token or self.token), *extra],
                                   stdout=self._log(f"worker{len(self.workers)}.log"),
-                                  stderr=subprocess.STDOUT)
+                                  stderr=subprocess.STDOUT,
+                                  env=dict(os.environ, **env) if env else None)
         self.workers.append(worker)
         return worker
 
