@@ -1,4 +1,5 @@
-// Op decompositions: Clip -> Min / Max; Split -> one Slice per output.
+// Op decompositions: Clip -> Min / Max; Split -> one Slice per output; Gemm weights stored in
+// the layout the kernels read.
 #include "common/graph/decompose.h"
 
 #include <optional>
@@ -92,12 +93,49 @@ absl::Status DecomposeSplit(const Node& node, Graph& graph, std::vector<Node>* r
   return absl::OkStatus();
 }
 
+/// Gemm(A, B, transB=1) with a constant B: B is stored transposed ([K, N], the layout the
+/// matmul kernels stream) and transB cleared, so no kernel transposes or packs the weight at
+/// run time.
+void PrepackGemmWeight(Node& node, Graph& graph) {
+  if (node.IntAttr("transB", 0) == 0 || node.inputs.size() < 2) return;
+  const Tensor& b = graph.tensor(node.inputs[1]);
+  if (!b.is_constant || b.shape.size() != 2 || b.type != ElemType::kFloat32 ||
+      static_cast<int64_t>(b.float_data.size()) != b.NumElements()) {
+    return;
+  }
+  for (const std::string& output : graph.outputs) {
+    if (output == b.name) return;
+  }
+  const int64_t n = b.shape[0], k = b.shape[1];
+  Tensor transposed;
+  transposed.name = graph.FreshName(b.name + "_kn");
+  transposed.type = b.type;
+  transposed.has_shape = true;
+  transposed.shape = {k, n};
+  transposed.is_constant = true;
+  transposed.float_data.resize(b.float_data.size());
+  for (int64_t row = 0; row < n; ++row) {
+    for (int64_t col = 0; col < k; ++col) {
+      transposed.float_data[col * n + row] = b.float_data[row * k + col];
+    }
+  }
+  node.inputs[1] = transposed.name;
+  graph.SetTensor(std::move(transposed));
+  node.attributes.erase("transB");
+}
+
 }  // namespace
 
 absl::Status DecomposeOps(Graph& graph) {
   std::vector<Node> rewritten;
   rewritten.reserve(graph.nodes.size());
   for (const Node& node : graph.nodes) {
+    if (node.op_type == "Gemm" && node.domain.empty()) {
+      Node gemm = node;
+      PrepackGemmWeight(gemm, graph);
+      rewritten.push_back(gemm);
+      continue;
+    }
     if (node.op_type == "Split" && node.domain.empty()) {
       absl::Status split = DecomposeSplit(node, graph, &rewritten);
       if (!split.ok()) return split;

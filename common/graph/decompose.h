@@ -11,6 +11,8 @@ namespace gtco::graph {
 /// Identity. Bounds must be constant scalars: UNIMPLEMENTED naming the node otherwise.
 /// Rewrites Split as one Slice per output (sizes from the outputs' inferred shapes; a Split
 /// whose shapes are unknown is UNIMPLEMENTED naming the node).
+/// A Gemm with transB=1 and a constant f32 B gets B transposed into a fresh constant ([K, N]) and
+/// transB cleared: exported artifacts carry the weight in the layout the kernels read.
 absl::Status DecomposeOps(Graph& graph);
 
 }  // namespace gtco::graph
