@@ -37,41 +37,32 @@ if ((${#missing[@]})); then
 fi
 
 # NVRTC and the CUDA headers, pinned to the release of the CUDA toolkit GTCO is tested with.
-cuda_wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96)
-cuda_dir=.deps/cuda
-if [[ ! -f $cuda_dir/installed ]] || [[ "$(cat "$cuda_dir/installed")" != "${cuda_wheels[*]}" ]]; then
-  echo "== installing ${cuda_wheels[*]} into $cuda_dir"
-  rm -rf "$cuda_dir"
-  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
-    --target "$cuda_dir" "${cuda_wheels[@]}"
-  echo "${cuda_wheels[*]}" >"$cuda_dir/installed"
-fi
+# pip_into DIR WHEEL...: the pinned wheels (no dependencies resolved: every one is listed) in DIR,
+# reinstalled only when the pins changed.
+pip_into() {
+  local dir=$1
+  shift
+  if [[ ! -f $dir/installed ]] || [[ "$(cat "$dir/installed")" != "$*" ]]; then
+    echo "== installing $* into $dir"
+    rm -rf "$dir"
+    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+      --no-deps --target "$dir" "$@"
+    echo "$*" >"$dir/installed"
+  fi
+}
+
+pip_into .deps/cuda nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96
 
 # ONNX Runtime (the reference for exported models' outputs and the speed baseline), pinned with its
 # pure-Python dependencies, into .deps/python; numpy comes from Debian.
 if [[ "${1:-}" == "--tests" ]]; then
-  ort_wheels=(onnxruntime==1.20.1 coloredlogs==15.0.1 flatbuffers==25.12.19 humanfriendly==10.0
-    mpmath==1.3.0 packaging==26.4 protobuf==7.36.2 sympy==1.14.0)
-  py_dir=.deps/python
-  if [[ ! -f $py_dir/installed ]] || [[ "$(cat "$py_dir/installed")" != "${ort_wheels[*]}" ]]; then
-    echo "== installing ${ort_wheels[*]} into $py_dir"
-    rm -rf "$py_dir"
-    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-      --no-deps --target "$py_dir" "${ort_wheels[@]}"
-    echo "${ort_wheels[*]}" >"$py_dir/installed"
-  fi
+  pip_into .deps/python onnxruntime==1.20.1 coloredlogs==15.0.1 flatbuffers==25.12.19 \
+    humanfriendly==10.0 mpmath==1.3.0 packaging==26.4 protobuf==7.36.2 sympy==1.14.0
   # Hugging Face transformers (BERT exported at test time), the last release that works with
   # Debian's torch 1.13, pinned with its dependencies, into .deps/transformers.
-  hf_wheels=(transformers==4.39.3 tokenizers==0.15.2 huggingface-hub==0.36.2 safetensors==0.8.0
-    regex==2026.11.19 tqdm==4.70.1 filelock==4.3.1 fsspec==2026.9.0 hf-xet==1.8.0)
-  hf_dir=.deps/transformers
-  if [[ ! -f $hf_dir/installed ]] || [[ "$(cat "$hf_dir/installed")" != "${hf_wheels[*]}" ]]; then
-    echo "== installing ${hf_wheels[*]} into $hf_dir"
-    rm -rf "$hf_dir"
-    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-      --no-deps --target "$hf_dir" "${hf_wheels[@]}"
-    echo "${hf_wheels[*]}" >"$hf_dir/installed"
-  fi
+  pip_into .deps/transformers transformers==4.39.3 tokenizers==0.15.2 huggingface-hub==0.36.2 \
+    safetensors==0.8.0 regex==2026.11.19 tqdm==4.70.1 filelock==4.3.1 fsspec==2026.9.0 \
+    hf-xet==1.8.0
   # The onnx package's backend node test cases (data only), from the release of Debian's libonnx.
   node_dir=.deps/onnx-node
   onnx_wheel=onnx==1.12.0
