@@ -1,14 +1,23 @@
 #!/usr/bin/python3
 """End to end: real models exported from PyTorch, tuned on a local farm, exported as artifacts and
-run with gtco-run beside ONNX Runtime (2 threads each, batch 1, each in its own process, median
-of N runs after warm-up, peak RSS, outputs compared). Writes bench/results/e2e.md.
+run with gtco-run beside ONNX Runtime and TVM MetaSchedule (2 threads each, batch 1, each in its
+own process, median of N runs after warm-up, peak RSS, outputs compared). Writes
+bench/results/e2e.md.
 
     PYTHONPATH=.deps/python bench/e2e/run_e2e.py [--models resnet50,vit_b_16,bert_base]
         [--trials-per-task 8] [--runs 50] [--bert-python /path/to/venv/bin/python]
+        [--tvm-python .deps/tvm/bin/python | --no-tvm] [--tvm-max-tasks N]
 
-BERT needs `transformers` (a venv with --system-site-packages and pip install
-"transformers<4.40"; --bert-python names its interpreter). TVM MetaSchedule is not in this
-table yet.
+BERT needs `transformers`: scripts/setup.sh --tests pins it into .deps/transformers, which the
+BERT export uses (or a venv with --system-site-packages and pip install "transformers<4.40";
+--bert-python names its interpreter). TVM (apache-tvm 0.27.0.post1) lives in
+its own venv, bench/e2e/install_tvm.sh makes it (.deps/tvm, the default --tvm-python when it is
+there). bench/e2e/tvm_runner.py, under that interpreter and in its own process, imports the same
+ONNX file with TVM's Relax frontend, tunes it with MetaSchedule at the same trials per task as
+GTCO (times the tasks TVM extracts, which are not GTCO's), builds it for this host (llvm,
+-mcpu of the host, 2 cores), and times it in a fresh process on the inputs ONNX Runtime ran;
+its outputs are compared with ONNX Runtime's. A model TVM cannot import or build gets "failed"
+in its columns, with the reason in {work}/{model}.tvm.log.
 """
 import argparse
 import datetime
@@ -19,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_exported import ROOT, compare, cpu_name  # noqa: E402
@@ -62,14 +73,68 @@ def client(address, *args):
     return result.stdout
 
 
+def run_tvm(python, onnx_path, result, name, work, args):
+    """TVM MetaSchedule on `onnx_path` (bench/e2e/tvm_runner.py under `python`, in its own
+    process), on the inputs `result` (run_exported.compare) gave both runtimes; returns the
+    runner's JSON with worst_rel_diff (against ONNX Runtime's outputs) and log, or a dict with
+    error and log when it failed."""
+    out_dir = os.path.join(work, f"{name}.tvm-out")
+    log_path = os.path.join(work, f"{name}.tvm.log")
+    command = [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tvm_runner.py"),
+               onnx_path, result["work"], out_dir, "--trials-per-task", str(args.trials_per_task),
+               "--runs", str(args.runs), "--threads", "2",
+               "--work-dir", os.path.join(work, f"{name}.tvm")]
+    if args.tvm_max_tasks:
+        command += ["--max-tasks", str(args.tvm_max_tasks)]
+    # The venv has its own onnx, protobuf and numpy: .deps/python (ONNX Runtime's) stays out.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    print(f"{name}: TVM MetaSchedule tuning, log in {log_path}", flush=True)
+    with open(log_path, "w") as log:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        with open(log_path) as log:
+            tail = log.read()[-2000:]
+        print(f"{name}: TVM failed ({done.returncode}):\n{tail}", flush=True)
+        return {"error": f"exit {done.returncode}", "log": log_path}
+    tvm = json.loads(lines[-1])
+    worst = 0.0
+    for n in range(tvm["outputs"]):
+        got = np.load(os.path.join(out_dir, f"{n}.npy"))
+        want = np.load(os.path.join(result["work"], "ort", f"{n}.npy"))
+        if got.shape != want.shape:
+            print(f"{name}: TVM's output {n} is {got.shape}, ONNX Runtime's {want.shape}")
+            worst = float("inf")
+            continue
+        scale = max(float(np.max(np.abs(want))), 1e-30)
+        worst = max(worst, float(np.max(np.abs(got.astype(want.dtype) - want))) / scale)
+    tvm["worst_rel_diff"] = worst
+    tvm["log"] = log_path
+    return tvm
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,vit_b_16,bert_base")
     parser.add_argument("--trials-per-task", type=int, default=8)
     parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--bert-python", default=sys.executable)
+    parser.add_argument("--bert-python", default="/usr/bin/python3",
+                        help="the interpreter that exports BERT (default: Debian's python3 with "
+                             "the transformers scripts/setup.sh --tests puts in .deps/transformers)")
+    default_tvm = os.path.join(ROOT, ".deps", "tvm", "bin", "python")
+    parser.add_argument("--tvm-python",
+                        default=default_tvm if os.path.exists(default_tvm) else None,
+                        help="the TVM venv's interpreter (bench/e2e/install_tvm.sh; default "
+                             ".deps/tvm/bin/python when it is there, else no TVM columns)")
+    parser.add_argument("--no-tvm", action="store_true", help="leave TVM MetaSchedule out")
+    parser.add_argument("--tvm-max-tasks", type=int, default=0,
+                        help="tune only TVM's N tasks of most weight (a quick check, not a result; "
+                             "0: all)")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "e2e.md"))
     args = parser.parse_args()
+    tvm_python = None if args.no_tvm else args.tvm_python
+    if tvm_python and not os.path.exists(tvm_python):
+        parser.error(f"--tvm-python {tvm_python} does not exist (bench/e2e/install_tvm.sh)")
     work = tempfile.mkdtemp(prefix="gtco-e2e-farm-")
     address = f"127.0.0.1:{free_port()}"
     server = subprocess.Popen([os.path.join(BUILD, "server", "gtco-server"), "--listen", address,
@@ -85,8 +150,13 @@ def main():
         for name in args.models.split(","):
             onnx_path = os.path.join(work, f"{name}.onnx")
             python = args.bert_python if name.startswith("bert") else "/usr/bin/python3"
+            env = dict(os.environ)
+            transformers_dir = os.path.join(ROOT, ".deps", "transformers")
+            if os.path.isdir(transformers_dir):
+                env["PYTHONPATH"] = os.pathsep.join(
+                    [p for p in (env.get("PYTHONPATH", ""), transformers_dir) if p])
             subprocess.run([python, "-c", EXPORT_SCRIPT, name, onnx_path], check=True,
-                           capture_output=True)
+                           capture_output=True, env=env)
             tasks = len(json.loads(client(address, "query", "--model", onnx_path, "--target", "cpu",
                                           "--json"))["records"])
             budget = tasks * args.trials_per_task
@@ -97,15 +167,33 @@ def main():
             artifact = os.path.join(work, f"{name}.gtco")
             client(address, "export", onnx_path, "-o", artifact)
             result = compare(onnx_path, artifact, args.runs)
-            rows.append((name, tasks, int(job["trials_done"]), tuning_seconds, result))
             print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
                   result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
+            tvm = run_tvm(tvm_python, onnx_path, result, name, work, args) if tvm_python else None
+            if tvm and "error" not in tvm:
+                print(name, "tvm", json.dumps({k: tvm[k] for k in (
+                    "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
+                    "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
+            rows.append((name, tasks, int(job["trials_done"]), tuning_seconds, result, tvm))
     finally:
         worker.terminate()
         server.terminate()
     command = " ".join(["bench/e2e/run_e2e.py"] + sys.argv[1:])
+    tvms = [row[5] for row in rows if row[5] and "error" not in row[5]]
+    version = tvms[0]["version"] if tvms else "0.27"
+    tvm_text = [] if not tvm_python else [
+        f"TVM {version} MetaSchedule (its own venv and process): the same ONNX file through "
+        "its Relax frontend, tuned at the same trials per task (times the tasks TVM extracts, "
+        "which are not GTCO's; TVM's evolutionary search, XGBoost cost model, gradient task "
+        "scheduler, weights prepacked; symbolic-shape tasks, which MetaSchedule refuses, left "
+        "untuned) for llvm with this host's -mcpu and 2 cores, then timed like the others in a "
+        "process that loads TVM's runtime library only, TVM_NUM_THREADS=2; its outputs compared "
+        "with ONNX Runtime's."
+        + (f" Only TVM's {args.tvm_max_tasks} tasks of most weight were tuned (--tvm-max-tasks): "
+           "not a result." if args.tvm_max_tasks else "")]
     lines = [
-        "# End to end: exported GTCO artifacts vs ONNX Runtime",
+        "# End to end: exported GTCO artifacts vs ONNX Runtime"
+        + (" and TVM MetaSchedule" if tvm_python else ""),
         "",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores; {datetime.date.today()}; "
         f"command: `PYTHONPATH=.deps/python {command}`.",
@@ -114,18 +202,30 @@ def main():
         f"by gtco-run and by ONNX Runtime (ORT_ENABLE_ALL), 2 threads each, each in its own "
         f"process, median of {args.runs} runs after warm-up; outputs compared on the same random "
         "inputs.",
+        *tvm_text,
         "",
         "| model | tasks | trials | tuning wall | GTCO (gtco-run) | ONNX Runtime | GTCO speed-up | "
-        "peak RSS GTCO / ORT | max rel. output diff |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "peak RSS GTCO / ORT | max rel. output diff |"
+        + (" TVM tasks / trials | TVM tuning wall | TVM MetaSchedule | GTCO speed-up vs TVM | "
+           "TVM peak RSS | TVM max rel. output diff |" if tvm_python else ""),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" * 6 if tvm_python else ""),
     ]
-    for name, tasks, trials, seconds, r in rows:
+    for name, tasks, trials, seconds, r, tvm in rows:
         g, o = r["gtco"], r["ort"]
-        lines.append(
+        line = (
             f"| {name} | {tasks} | {trials} | {seconds:.0f} s | {g['median_seconds'] * 1e3:.2f} ms | "
             f"{o['median_seconds'] * 1e3:.2f} ms | {o['median_seconds'] / g['median_seconds']:.2f}x | "
             f"{g['peak_rss_bytes'] / 2**20:.0f} / {o['peak_rss_bytes'] / 2**20:.0f} MiB | "
             f"{r['worst_rel_diff']:.1e} |")
+        if tvm_python and "error" in tvm:
+            line += " failed |" * 6
+        elif tvm_python:
+            line += (
+                f" {tvm['tasks']} / {tvm['trials']} | {tvm['tuning_seconds']:.0f} s | "
+                f"{tvm['median_seconds'] * 1e3:.2f} ms | "
+                f"{tvm['median_seconds'] / g['median_seconds']:.2f}x | "
+                f"{tvm['peak_rss_bytes'] / 2**20:.0f} MiB | {tvm['worst_rel_diff']:.1e} |")
+        lines.append(line)
     with open(args.output, "w") as out:
         out.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -54,8 +54,9 @@ def cpu_name():
 
 def compare(model, artifact, runs):
     """Runs `artifact` (gtco-run) and `model` (ONNX Runtime), each in its own process, on the same
-    random inputs; returns a dict of both medians, peak RSS, the kernels tuned and the worst
-    relative output difference."""
+    random inputs; returns a dict of both medians, peak RSS, the kernels tuned, the worst
+    relative output difference, and the folder of the inputs ({n}.npy) and of ONNX Runtime's
+    outputs (ort/{n}.npy), which bench/e2e/tvm_runner.py reuses."""
     work = tempfile.mkdtemp(prefix="gtco-e2e-")
     described = json.loads(subprocess.run([GTCO_RUN, artifact, "--describe", "--json"],
                                           capture_output=True, text=True, check=True).stdout)
@@ -84,6 +85,7 @@ def compare(model, artifact, runs):
         scale = max(float(np.max(np.abs(want))), 1e-30)
         worst = max(worst, float(np.max(np.abs(got - want))) / scale)
     return {"gtco": gtco, "ort": ort, "worst_rel_diff": worst, "cpu": described["cpu"],
+            "work": work,
             "tuned": sum(1 for k in described["kernels"] if k["tuned"]),
             "kernels": len(described["kernels"])}
 
