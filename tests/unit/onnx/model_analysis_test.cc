@@ -140,9 +140,9 @@ TEST(ModelAnalysisTest, KeysAreSharedAcrossModelsWithTheSameMath) {
   ASSERT_TRUE(dynamic.ok()) << dynamic.status();
   ASSERT_TRUE(bigger.ok()) << bigger.status();
   ASSERT_EQ(mlp->tasks.size(), 2u);
-  EXPECT_EQ(mlp->tasks[0].workload.Description(),
-            "matmul 1x4x64x32 (b x m x n x k) trans_b +add+relu");
-  EXPECT_EQ(mlp->tasks[1].workload.Description(), "matmul 1x4x16x64 (b x m x n x k) trans_b +add");
+  // The Gemms' constant weights are stored [K, N] (transB cleared at planning).
+  EXPECT_EQ(mlp->tasks[0].workload.Description(), "matmul 1x4x64x32 (b x m x n x k) +add+relu");
+  EXPECT_EQ(mlp->tasks[1].workload.Description(), "matmul 1x4x16x64 (b x m x n x k) +add");
   EXPECT_EQ(mlp->tasks[0].node_names, (std::vector<std::string>{"/fc1/Gemm", "/Relu"}));
   ASSERT_EQ(dynamic->tasks.size(), 2u);
   ASSERT_EQ(bigger->tasks.size(), 2u);
@@ -164,8 +164,8 @@ TEST(ModelAnalysisTest, ShapeArithmeticFoldsInPatchVit) {
   EXPECT_EQ(pos->workload.anchor, AnchorKind::kNone);
   EXPECT_EQ(pos->workload.inputs[1].shape, (std::vector<int64_t>{5, 32}));
   EXPECT_NE(FindByDescription(*analysis, "matmul 4x5x5x16 (b x m x n x k) +div"), nullptr);
-  EXPECT_NE(FindByDescription(*analysis, "matmul 1x2x10x32 (b x m x n x k) trans_b +add"),
-            nullptr);  // classification head on the class token
+  EXPECT_NE(FindByDescription(*analysis, "matmul 1x2x10x32 (b x m x n x k) +add"),
+            nullptr);  // classification head on the class token (weight stored [K, N])
 }
 
 // patch_vit's position embedding holds 5 tokens (4 patches + the class token): 16 patches do not
