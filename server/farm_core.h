@@ -158,15 +158,18 @@ class FarmCore {
   std::vector<TaskCurve> CurvesLocked(const Job& job) const;
 
   // Scheduling (farm_scheduling.cc): under mutex_, cheap; the search runs off the lock.
-  /// A task of `worker`'s target with a candidate of its hardware class (or of no class yet)
-  /// waiting to be leased again; nullptr if none. `*candidate_id` gets the candidate.
-  Task* TaskWithPendingLocked(const Worker& worker, std::string* candidate_id);
+  /// A task of `worker`'s target with a candidate of its hardware class (or of no class yet,
+  /// from before a restart, whose mapping the class has) waiting to be leased again; nullptr if
+  /// none. `*candidate_id` gets the candidate and `*state` the task's state for the class.
+  absl::StatusOr<Task*> TaskWithPendingLocked(const Worker& worker, std::string* candidate_id,
+                                              TaskClass** state);
   /// Runs the dual-task scheduler on the next job with budget left and reserves one round of
   /// trials there (the placements, searched later off the lock). Empty when no job can take
   /// trials now.
   absl::StatusOr<std::vector<Placement>> ScheduleRoundLocked(const Worker& worker);
   /// The task's spaces for `worker`'s hardware class, created (pruned for that hardware, with
-  /// the class's earlier measurements replayed) the first time the class needs them.
+  /// the class's earlier measurements replayed) the first time the class needs them; a class no
+  /// mapping applies to gets its verdicts and no spaces.
   absl::StatusOr<TaskClass*> SpacesForLocked(Task& task, const Worker& worker);
   /// The cost model's scores of `traces` (empty while it is untrained). Preparer thread only.
   std::vector<double> ScoreTraces(const Task& task, TaskClass& state,

@@ -150,16 +150,17 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
     int64_t planned = 0;
     while (static_cast<int64_t>(batch.size()) + planned < count) {
       std::string candidate_id;
-      if (Task* task = TaskWithPendingLocked(worker, &candidate_id)) {
-        absl::StatusOr<TaskClass*> state = SpacesForLocked(*task, worker);
-        if (!state.ok()) {
-          scheduled = state.status();
-          break;
-        }
+      TaskClass* state = nullptr;
+      absl::StatusOr<Task*> waiting = TaskWithPendingLocked(worker, &candidate_id, &state);
+      if (!waiting.ok()) {
+        scheduled = waiting.status();
+        break;
+      }
+      if (Task* task = *waiting) {
         task->pending.erase(std::find(task->pending.begin(), task->pending.end(), candidate_id));
-        task->candidate_class[candidate_id] = (*state)->key;
-        batch.push_back(BatchItem{task, (*state)->build, candidate_id,
-                                  task->outstanding.at(candidate_id)});
+        task->candidate_class[candidate_id] = state->key;
+        batch.push_back(
+            BatchItem{task, state->build, candidate_id, task->outstanding.at(candidate_id)});
         continue;
       }
       absl::StatusOr<std::vector<Placement>> round = ScheduleRoundLocked(worker);

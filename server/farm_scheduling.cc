@@ -27,18 +27,23 @@ void FarmCore::LogDecisionLocked(Job& job, const std::string& decision) {
   while (job.decisions.size() > kMaxDecisions) job.decisions.pop_front();
 }
 
-FarmCore::Task* FarmCore::TaskWithPendingLocked(const Worker& worker, std::string* candidate_id) {
+absl::StatusOr<FarmCore::Task*> FarmCore::TaskWithPendingLocked(const Worker& worker,
+                                                               std::string* candidate_id,
+                                                               TaskClass** state) {
   for (auto& [job_id, job] : jobs_) {
     if (job->row.state != db::JobState::kRunning || job->row.target != worker.row.target) continue;
     for (auto& task : job->tasks) {
       if (task->Finished()) continue;
       for (const std::string& id : task->pending) {
         auto owner = task->candidate_class.find(id);
-        if (owner == task->candidate_class.end() || owner->second.empty() ||
-            owner->second == worker.hardware_class) {
-          *candidate_id = id;
-          return task.get();
-        }
+        const bool unowned = owner == task->candidate_class.end() || owner->second.empty();
+        if (!unowned && owner->second != worker.hardware_class) continue;
+        GTCO_ASSIGN_OR_RETURN(TaskClass* own, SpacesForLocked(*task, worker));
+        // One proposed before a restart is this class's only if its mapping is among the class's.
+        if (own->MappingOfTrace(task->outstanding.at(id)) < 0) continue;
+        *candidate_id = id;
+        *state = own;
+        return task.get();
       }
     }
   }
@@ -53,15 +58,19 @@ absl::StatusOr<TaskClass*> FarmCore::SpacesForLocked(Task& task, const Worker& w
   build->workload = task.workload;
   build->hardware = worker.hardware;
   build->hardware_class = worker.hardware_class;
-  GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
-                        kernels::CreateMappingSpaces(task.workload, worker.hardware));
-  if (spaces.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no intrinsic mapping applies to ", task.description, " on ", worker.hardware.Summary()));
+  // A class no mapping applies to keeps its verdicts (status --explain says why) and no spaces:
+  // it counts as exhausted, so the scheduler leaves the task to the other classes.
+  std::vector<schedule::MappingVerdict> verdicts =
+      kernels::ExplainMappings(task.workload, worker.hardware);
+  const bool any_applies = std::any_of(verdicts.begin(), verdicts.end(),
+                                       [](const auto& verdict) { return verdict.applies; });
+  std::vector<schedule::SearchSpace> spaces;
+  if (any_applies) {
+    GTCO_ASSIGN_OR_RETURN(spaces, kernels::CreateMappingSpaces(task.workload, worker.hardware));
   }
   TaskClass& state = task.classes[worker.hardware_class];
   state.key = worker.hardware_class;
-  state.verdicts = kernels::ExplainMappings(task.workload, worker.hardware);
+  state.verdicts = std::move(verdicts);
   for (schedule::SearchSpace& space : spaces) {
     MappingState mapping;
     mapping.space = std::make_unique<schedule::SearchSpace>(std::move(space));
@@ -189,13 +198,8 @@ absl::StatusOr<std::vector<FarmCore::Placement>> FarmCore::ScheduleRoundLocked(
     for (size_t index = 0; index < job.tasks.size(); ++index) {
       Task& candidate_task = *job.tasks[index];
       if (candidate_task.Finished()) continue;
-      absl::StatusOr<TaskClass*> state = SpacesForLocked(candidate_task, worker);
-      if (!state.ok()) {
-        if (!absl::IsFailedPrecondition(state.status())) return state.status();
-        class_curves[index].exhausted = true;
-        continue;
-      }
-      if ((*state)->Exhausted()) class_curves[index].exhausted = true;
+      GTCO_ASSIGN_OR_RETURN(TaskClass* state, SpacesForLocked(candidate_task, worker));
+      if (state->Exhausted()) class_curves[index].exhausted = true;
     }
     TaskChoice task_choice = ChooseTask(class_curves, job.scheduler);
     for (size_t index = 0; index < job.tasks.size(); ++index) {

@@ -46,6 +46,7 @@ struct TaskClass {
   /// Trace text -> features of traces the search scored (a cache). Preparer thread only.
   std::unordered_map<std::string, costmodel::Features> scored_features;
 
+  /// Every schedule of every mapping tried (true at once for a class no mapping applies to).
   bool Exhausted() const {
     for (const MappingState& mapping : mappings) {
       if (!mapping.exhausted) return false;
@@ -95,13 +96,16 @@ struct FarmCore::Task {
   }
   /// Trials proposed or reserved and not measured yet.
   int64_t InFlight() const { return static_cast<int64_t>(outstanding.size()) + reserved; }
-  /// Every class that has spaces has tried all of its schedules.
+  /// Every class with spaces has tried all of its schedules (false while no class has any: the
+  /// task waits for workers of a class some mapping applies to).
   bool Exhausted() const {
-    if (classes.empty()) return false;
+    bool searched = false;
     for (const auto& [key, state] : classes) {
+      if (state.mappings.empty()) continue;
       if (!state.Exhausted()) return false;
+      searched = true;
     }
-    return true;
+    return searched;
   }
 };
 

@@ -5,12 +5,14 @@ sent an AVX-512 program (which it would have to fail), and `status --explain` sh
 per class."""
 import os
 import shutil
+import time
 import unittest
 from collections import defaultdict
 
 from farm import DATA, Farm
 
 MODEL = os.path.join(DATA, "transformer_block.onnx")
+BF16 = os.path.join(DATA, "matmul_bf16.onnx")
 
 
 def host_has_avx512():
@@ -67,6 +69,31 @@ class HardwareClassesTest(unittest.TestCase):
                         self.assertFalse(mapping["applies"], (hardware, mapping))
         text = farm.client("status", job, "--explain").stdout
         self.assertIn("on cpu: ", text)
+
+    def test_a_task_no_present_class_can_run_waits_for_one_that_can(self):
+        with open("/proc/cpuinfo") as cpuinfo:
+            if not any(line.startswith("flags") and " avx512_bf16" in line for line in cpuinfo):
+                self.skipTest("this host has no AVX-512 BF16")
+        farm = self.farm
+        farm.start_worker(env={"GTCO_CPU_ISA": "avx2"})
+        job = farm.submit(BF16, 6)
+        # The AVX2 class has no bf16 mapping: nothing is measured, the job waits and says why.
+        farm.wait_for(job, lambda s: any(m.get("hardware") for t in s["tasks"]
+                                         for m in t.get("mappings", [])), timeout=120)
+        time.sleep(3)
+        status = farm.client_json("status", job, "--explain")
+        self.assertEqual(status["state"], "running", status)
+        self.assertEqual(int(status.get("trials_done", 0)), 0, status)
+        mappings = [m for t in status["tasks"] for m in t["mappings"]]
+        self.assertTrue(mappings and not any(m.get("applies") for m in mappings), mappings)
+        self.assertTrue(all("avx512_bf16" in m["reason"] or "avx512f" in m["reason"]
+                            for m in mappings if m["name"] == "avx512_bf16"), mappings)
+        # A worker of a class that can run it arrives: the job is tuned and finishes.
+        farm.start_worker()
+        done = farm.wait_for(job, lambda s: s["state"] != "running", timeout=300)
+        self.assertEqual(done["state"], "done", farm.read_logs())
+        hardware = {row[0] for row in farm.sql("SELECT hardware FROM measurements")}
+        self.assertTrue(hardware and all("avx512f" in h for h in hardware), hardware)
 
 
 if __name__ == "__main__":
