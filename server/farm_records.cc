@@ -1,5 +1,4 @@
 // FarmCore::ExportRecords / ImportRecords: moving tuning records between schedule databases.
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -167,6 +166,7 @@ absl::StatusOr<ImportSummary> FarmCore::ImportRecords(std::vector<PortableRecord
   // One finished job per target holds the new records; one task per workload in it.
   std::map<target::Target, db::JobRow> jobs;
   std::map<std::pair<target::Target, std::string>, db::TaskRow> tasks;
+  std::map<target::Target, int> tasks_of_target;
   std::map<std::string, db::WorkloadRow> workload_rows;
   std::vector<db::MeasurementRow> rows;
   const int64_t now = NowMs();
@@ -188,8 +188,7 @@ absl::StatusOr<ImportSummary> FarmCore::ImportRecords(std::vector<PortableRecord
     if (task == tasks.end()) {
       db::TaskRow row;
       row.job_id = job->second.job_id;
-      row.ordinal = static_cast<int>(std::count_if(
-          tasks.begin(), tasks.end(), [&](const auto& t) { return t.first.first == m.target; }));
+      row.ordinal = tasks_of_target[m.target]++;
       row.task_id = absl::StrCat(row.job_id, ".t", row.ordinal);
       row.workload_key = m.workload_key;
       row.target = m.target;
@@ -202,8 +201,10 @@ absl::StatusOr<ImportSummary> FarmCore::ImportRecords(std::vector<PortableRecord
     workload_rows.emplace(record.workload.key, record.workload);
     rows.push_back(m);
   }
-  summary.already_present = static_cast<int64_t>(records.size()) - static_cast<int64_t>(rows.size());
-  if (rows.empty()) return summary;
+  if (rows.empty()) {
+    summary.already_present = summary.received;
+    return summary;
+  }
   std::vector<db::JobRow> job_rows;
   for (auto& [target, job] : jobs) {
     job.model_name = absl::StrCat("records import by ", importer.empty() ? "admin" : importer,

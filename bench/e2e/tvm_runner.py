@@ -29,14 +29,14 @@ def hide_torch(work_dir):
     """tvm_ffi and tvm.relax try to JIT-compile a torch DLPack extension whenever torch imports
     (it fails with Debian's torch 1.13, after a few seconds), in this process and in every
     builder and runner worker MetaSchedule starts (its builder starts a new pool for each
-    batch). Nothing here needs torch: a stub on PYTHONPATH makes `import torch` fail at once,
+    batch). Nothing here needs torch: a torch.py of our own first on PYTHONPATH makes `import torch` fail at once,
     here and in the children."""
-    stub = os.path.join(work_dir, "notorch")
-    os.makedirs(stub, exist_ok=True)
-    with open(os.path.join(stub, "torch.py"), "w") as out:
+    hidden = os.path.join(work_dir, "notorch")
+    os.makedirs(hidden, exist_ok=True)
+    with open(os.path.join(hidden, "torch.py"), "w") as out:
         out.write('raise ImportError("torch is hidden from bench/e2e/tvm_runner.py")\n')
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [stub] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        [hidden] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     os.environ["TVM_FFI_DISABLE_TORCH_C_DLPACK"] = "1"
     sys.modules["torch"] = None
 
