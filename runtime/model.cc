@@ -44,27 +44,34 @@ inline void CopyElement(const char* src, char* dst) {
   std::memcpy(dst, src, Bytes);
 }
 
-/// Visits the output of shape `out_shape` in row-major order, copying element after element
-/// from `src` at offset base + sum(index[d] * in_strides[d]) (in elements). Rows whose elements
-/// are contiguous in the input (innermost stride 1: most transposes and slices of attention)
-/// are copied with one memcpy each.
+/// Copies rows [row_begin, row_end) of the output of shape `out_shape` (row-major; a row is
+/// the innermost extent when the input's innermost stride is 1, else one element) from `src`
+/// at element offset base + sum(index[d] * in_strides[d]). Contiguous rows (most transposes
+/// and slices of attention) are copied with one memcpy each.
 template <int Bytes>
-void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_shape,
-                   const std::vector<int64_t>& in_strides, int64_t base) {
+void StridedCopyRows(const char* src, char* dst, const std::vector<int64_t>& out_shape,
+                     const std::vector<int64_t>& in_strides, int64_t base, int64_t row_begin,
+                     int64_t row_end) {
   const int rank = static_cast<int>(out_shape.size());
-  int64_t total = 1;
-  for (int64_t dim : out_shape) total *= dim;
-  if (total == 0) return;
   const bool rows = rank > 0 && in_strides[rank - 1] == 1;
   const int64_t row = rows ? out_shape[rank - 1] : 1;
   const int outer_rank = rows ? rank - 1 : rank;
+  // The index of the first row, digit by digit, and its input offset.
   std::vector<int64_t> index(outer_rank, 0);
   int64_t offset = base;
-  for (int64_t flat = 0; flat < total; flat += row) {
+  {
+    int64_t rest = row_begin;
+    for (int dim = outer_rank - 1; dim >= 0; --dim) {
+      index[dim] = rest % out_shape[dim];
+      rest /= out_shape[dim];
+      offset += index[dim] * in_strides[dim];
+    }
+  }
+  for (int64_t r = row_begin; r < row_end; ++r) {
     if (rows) {
-      std::memcpy(dst + flat * Bytes, src + offset * Bytes, row * Bytes);
+      std::memcpy(dst + r * row * Bytes, src + offset * Bytes, row * Bytes);
     } else {
-      CopyElement<Bytes>(src + offset * Bytes, dst + flat * Bytes);
+      CopyElement<Bytes>(src + offset * Bytes, dst + r * Bytes);
     }
     for (int dim = outer_rank - 1; dim >= 0; --dim) {
       ++index[dim];
@@ -74,6 +81,104 @@ void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_s
       index[dim] = 0;
     }
   }
+}
+
+/// The transposes whose output rows are strided in the input but whose next-to-last output
+/// dimension is contiguous there (Kᵀ for Q·Kᵀ, NCHW <-> NHWC): out[o, r, c] = in[offset(o) +
+/// r + c * column_stride], copied in 16 x 16 tiles so both sides move whole cache lines.
+/// Work item `item` is one block of 16 rows of one outer index.
+template <int Bytes>
+void TransposeTiles(const char* src, char* dst, const std::vector<int64_t>& out_shape,
+                    const std::vector<int64_t>& in_strides, int64_t base, int64_t item) {
+  constexpr int64_t kTile = 16;
+  const int rank = static_cast<int>(out_shape.size());
+  const int64_t rows = out_shape[rank - 2], cols = out_shape[rank - 1];
+  const int64_t column_stride = in_strides[rank - 1];
+  const int64_t blocks = (rows + kTile - 1) / kTile;
+  int64_t outer = item / blocks;
+  const int64_t row_begin = (item % blocks) * kTile;
+  const int64_t row_end = std::min(rows, row_begin + kTile);
+  int64_t offset = base;
+  const int64_t out_base = outer * rows * cols;
+  for (int dim = rank - 3; dim >= 0; --dim) {
+    offset += (outer % out_shape[dim]) * in_strides[dim];
+    outer /= out_shape[dim];
+  }
+  for (int64_t col_begin = 0; col_begin < cols; col_begin += kTile) {
+    const int64_t col_end = std::min(cols, col_begin + kTile);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      char* out_row = dst + (out_base + r * cols) * Bytes;
+      const char* in_column = src + (offset + r) * Bytes;
+      for (int64_t c = col_begin; c < col_end; ++c) {
+        CopyElement<Bytes>(in_column + c * column_stride * Bytes, out_row + c * Bytes);
+      }
+    }
+  }
+}
+
+/// Copies below this many bytes run on the calling thread: splitting them costs more than it
+/// saves.
+constexpr int64_t kParallelCopyBytes = 64 * 1024;
+
+/// The copy of StridedCopyRows over the whole output, split over the parallel-for pool when
+/// large. Split because a copy right after a parallel kernel reads lines the other threads
+/// wrote: one thread pulling all of them from the other cores' caches took 5-6x as long as
+/// with one thread in all (ViT-B/16's attention slices and transposes, 600 KB each).
+template <int Bytes>
+void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_shape,
+                   const std::vector<int64_t>& in_strides, int64_t base) {
+  const int rank = static_cast<int>(out_shape.size());
+  int64_t total = 1;
+  for (int64_t dim : out_shape) total *= dim;
+  if (total == 0) return;
+  const bool rows = rank > 0 && in_strides[rank - 1] == 1;
+  const int64_t row = rows ? out_shape[rank - 1] : 1;
+  const int64_t num_rows = total / row;
+  if (!rows && rank >= 2 && in_strides[rank - 2] == 1) {
+    struct Tiles {
+      const char* src;
+      char* dst;
+      const std::vector<int64_t>* out_shape;
+      const std::vector<int64_t>* in_strides;
+      int64_t base;
+    } tiles{src, dst, &out_shape, &in_strides, base};
+    const int64_t items = total / (out_shape[rank - 2] * out_shape[rank - 1]) *
+                          ((out_shape[rank - 2] + 15) / 16);
+    auto body = [](int64_t item, void* raw) {
+      const Tiles& t = *static_cast<const Tiles*>(raw);
+      TransposeTiles<Bytes>(t.src, t.dst, *t.out_shape, *t.in_strides, t.base, item);
+    };
+    if (total * Bytes < kParallelCopyBytes) {
+      for (int64_t item = 0; item < items; ++item) body(item, &tiles);
+    } else {
+      gtco_parallel_for(items, body, &tiles);
+    }
+    return;
+  }
+  if (total * Bytes < kParallelCopyBytes || num_rows < 2) {
+    return StridedCopyRows<Bytes>(src, dst, out_shape, in_strides, base, 0, num_rows);
+  }
+  struct Closure {
+    const char* src;
+    char* dst;
+    const std::vector<int64_t>* out_shape;
+    const std::vector<int64_t>* in_strides;
+    int64_t base, num_rows, rows_per_chunk;
+  };
+  // Chunks of at least 16 KB each.
+  const int64_t rows_per_chunk =
+      std::max<int64_t>(1, (16 * 1024) / std::max<int64_t>(1, row * Bytes));
+  Closure closure{src, dst, &out_shape, &in_strides, base, num_rows, rows_per_chunk};
+  const int64_t chunks = (num_rows + rows_per_chunk - 1) / rows_per_chunk;
+  gtco_parallel_for(
+      chunks,
+      [](int64_t chunk, void* raw) {
+        const Closure& c = *static_cast<const Closure*>(raw);
+        const int64_t begin = chunk * c.rows_per_chunk;
+        StridedCopyRows<Bytes>(c.src, c.dst, *c.out_shape, *c.in_strides, c.base, begin,
+                               std::min(c.num_rows, begin + c.rows_per_chunk));
+      },
+      &closure);
 }
 
 void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<int64_t>& out_shape,

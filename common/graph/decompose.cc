@@ -1,5 +1,5 @@
 // Op decompositions: Clip -> Min / Max; Split -> one Slice per output; Gemm weights stored in
-// the layout the kernels read.
+// the layout the kernels read; strided 1x1 convolutions -> a strided Slice and a 1x1 one.
 #include "common/graph/decompose.h"
 
 #include <optional>
@@ -124,6 +124,70 @@ void PrepackGemmWeight(Node& node, Graph& graph) {
   node.attributes.erase("transB");
 }
 
+Tensor IntsConstant(const std::string& name, const std::vector<int64_t>& values) {
+  Tensor tensor = IntConstant(name, 0);
+  tensor.shape = {static_cast<int64_t>(values.size())};
+  tensor.int_data = values;
+  return tensor;
+}
+
+/// Conv(x, W) with a 1x1 kernel, no padding and strides > 1 (ResNet's downsample branches) ->
+/// Conv(Slice(x, steps = strides), W) with unit strides. The 1x1 convolution is then a plain
+/// GEMM over contiguous pixels, and the subsampling one strided copy of the input; inside the
+/// convolution kernel it was a gather per element of every packed panel (ResNet-50's three
+/// downsample convolutions ran at ~140 GFLOP/s against ~210 for the unit-stride 1x1 ones).
+/// Anything else about the node stays as it is. Returns false when the node is not such a
+/// convolution.
+bool SubsampleStridedPointwiseConv(const Node& node, Graph& graph, std::vector<Node>* rewritten) {
+  if (node.inputs.size() < 2) return false;
+  const Tensor* x = graph.FindTensor(node.inputs[0]);
+  const Tensor* w = graph.FindTensor(node.inputs[1]);
+  if (x == nullptr || w == nullptr || !x->has_shape || x->shape.size() != 4 || !w->has_shape ||
+      w->shape.size() != 4 || w->shape[2] != 1 || w->shape[3] != 1) {
+    return false;
+  }
+  const std::vector<int64_t> strides = node.IntsAttr("strides");
+  if (strides.size() != 2 || (strides[0] <= 1 && strides[1] <= 1) || strides[0] < 1 ||
+      strides[1] < 1) {
+    return false;
+  }
+  for (int64_t pad : node.IntsAttr("pads")) {
+    if (pad != 0) return false;
+  }
+  if (node.HasAttr("auto_pad")) {
+    const std::string& auto_pad = node.attributes.at("auto_pad").s;
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
+  }
+  const int64_t height = x->shape[2], width = x->shape[3];
+  const std::string base = node.name + "_subsample";
+  const std::string starts = graph.FreshName(base + "_starts");
+  graph.SetTensor(IntsConstant(starts, {0, 0}));
+  const std::string ends = graph.FreshName(base + "_ends");
+  graph.SetTensor(IntsConstant(ends, {height, width}));
+  const std::string axes = graph.FreshName(base + "_axes");
+  graph.SetTensor(IntsConstant(axes, {2, 3}));
+  const std::string steps = graph.FreshName(base + "_steps");
+  graph.SetTensor(IntsConstant(steps, strides));
+  Tensor subsampled;
+  subsampled.name = graph.FreshName(base);
+  subsampled.type = x->type;
+  subsampled.has_shape = true;
+  subsampled.shape = {x->shape[0], x->shape[1], (height - 1) / strides[0] + 1,
+                      (width - 1) / strides[1] + 1};
+  Node slice;
+  slice.op_type = "Slice";
+  slice.name = subsampled.name;
+  slice.inputs = {node.inputs[0], starts, ends, axes, steps};
+  slice.outputs = {subsampled.name};
+  Node conv = node;
+  conv.inputs[0] = subsampled.name;
+  conv.attributes.erase("strides");
+  graph.SetTensor(std::move(subsampled));
+  rewritten->push_back(std::move(slice));
+  rewritten->push_back(std::move(conv));
+  return true;
+}
+
 }  // namespace
 
 absl::Status DecomposeOps(Graph& graph) {
@@ -134,6 +198,10 @@ absl::Status DecomposeOps(Graph& graph) {
       Node gemm = node;
       PrepackGemmWeight(gemm, graph);
       rewritten.push_back(gemm);
+      continue;
+    }
+    if (node.op_type == "Conv" && node.domain.empty() &&
+        SubsampleStridedPointwiseConv(node, graph, &rewritten)) {
       continue;
     }
     if (node.op_type == "Split" && node.domain.empty()) {

@@ -13,6 +13,8 @@ namespace gtco::graph {
 /// whose shapes are unknown is UNIMPLEMENTED naming the node).
 /// A Gemm with transB=1 and a constant f32 B gets B transposed into a fresh constant ([K, N]) and
 /// transB cleared: exported artifacts carry the weight in the layout the kernels read.
+/// A Conv with a 1x1 kernel, no padding and a stride > 1 becomes a Slice of its input with the
+/// strides as steps, then the same Conv with unit strides (a plain GEMM over the pixels).
 absl::Status DecomposeOps(Graph& graph);
 
 }  // namespace gtco::graph

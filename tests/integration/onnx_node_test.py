@@ -9,6 +9,7 @@ backend/test/data/node into .deps/onnx-node. Every case of the ops below runs: t
 must pass, and every other one must be refused with an error naming what is unsupported (at
 export, or by gtco-run for a dtype .npy cannot hold) -- never a wrong answer."""
 import glob
+import itertools
 import json
 import os
 import re
@@ -17,7 +18,8 @@ import tempfile
 import unittest
 
 import numpy as np
-from onnx import TensorProto, numpy_helper
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
 from farm import RUN, SOURCE_DIR, Farm
 
@@ -103,32 +105,41 @@ class OnnxNodeCasesTest(unittest.TestCase):
     def run_case(self, case):
         """None when the case passes, else why not (export refusal or mismatch)."""
         case_dir = os.path.join(NODE_DIR, case)
-        artifact = os.path.join(self.dir, case + ".gtco")
-        exported = self.farm.client("export", os.path.join(case_dir, "model.onnx"), "-o",
-                                    artifact, "--json", check=False)
+        data = os.path.join(case_dir, "test_data_set_0")
+        inputs = sorted(glob.glob(os.path.join(data, "input_*.pb")),
+                        key=lambda p: int(re.findall(r"\d+", p)[-1]))
+        expected = sorted(glob.glob(os.path.join(data, "output_*.pb")))
+        return self.run_model(case, os.path.join(case_dir, "model.onnx"), inputs, expected)
+
+    def run_model(self, name, model, inputs, expected, threads=None):
+        """Exports `model` (default schedules) over gRPC, runs it with gtco-run on `inputs` and
+        compares with `expected`: None when they match, else why not. An input or expected
+        output is an array or the path of a TensorProto file, read only when it is needed (some
+        refused cases hold tensors numpy cannot read)."""
+        artifact = os.path.join(self.dir, name + ".gtco")
+        exported = self.farm.client("export", model, "-o", artifact, "--json", check=False)
         if exported.returncode != 0:
             return "export: " + exported.stderr.strip()
-        data = os.path.join(case_dir, "test_data_set_0")
-        args, out_dir = [], os.path.join(self.dir, case + ".out")
+        args, out_dir = [], os.path.join(self.dir, name + ".out")
         os.makedirs(out_dir, exist_ok=True)
         described = subprocess.run([RUN, artifact, "--describe", "--json"], capture_output=True,
                                    text=True, check=True).stdout
-        inputs = json.loads(described)["inputs"]
-        for index, path in enumerate(sorted(glob.glob(os.path.join(data, "input_*.pb")),
-                                            key=lambda p: int(re.findall(r"\d+", p)[-1]))):
-            _, value = to_numpy(path)
-            if index >= len(inputs):
+        declared = json.loads(described)["inputs"]
+        for index, value in enumerate(inputs):
+            if index >= len(declared):
                 break  # an input the exporter folded into a constant
-            npy = os.path.join(self.dir, f"{case}.in{index}.npy")
-            np.save(npy, value)
-            args += ["--input", f"{inputs[index]['name']}={npy}"]
+            npy = os.path.join(self.dir, f"{name}.in{index}.npy")
+            np.save(npy, to_numpy(value)[1] if isinstance(value, str) else value)
+            args += ["--input", f"{declared[index]['name']}={npy}"]
+        if threads is not None:
+            args += ["--threads", str(threads)]
         run = subprocess.run([RUN, artifact, "--output-dir", out_dir, *args],
                              capture_output=True, text=True)
         if run.returncode != 0:
             return "run: " + run.stderr.strip()
         outputs = json.loads(described)["outputs"]
-        for index, path in enumerate(sorted(glob.glob(os.path.join(data, "output_*.pb")))):
-            _, want = to_numpy(path)
+        for index, want in enumerate(expected):
+            want = to_numpy(want)[1] if isinstance(want, str) else want
             got = np.load(os.path.join(out_dir, file_name(outputs[index]["name"]) + ".npy"))
             if got.shape != want.shape:
                 return f"output {index}: shape {got.shape}, expected {want.shape}"
@@ -139,6 +150,48 @@ class OnnxNodeCasesTest(unittest.TestCase):
             elif not np.array_equal(got, want):
                 return f"output {index}: values differ"
         return None
+
+    def test_large_transposes_and_slices_copy_exactly(self):
+        """Data movement big enough to be split over threads (>= 64 KB), in every permutation of
+        an attention-sized tensor (rows copied whole, 16x16 tiles, element by element), and the
+        slices of a fused QKV projection, in f32 and int64, on 1 and 2 threads."""
+        rng = np.random.default_rng(7)
+        cases = []
+        for dtype, onnx_type in ((np.float32, TensorProto.FLOAT), (np.int64, TensorProto.INT64)):
+            x = rng.integers(-1000, 1000, (12, 197, 64)).astype(dtype)
+            for perm in itertools.permutations(range(3)):
+                graph = helper.make_graph(
+                    [helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))], "t",
+                    [helper.make_tensor_value_info("x", onnx_type, list(x.shape))],
+                    [helper.make_tensor_value_info("y", onnx_type,
+                                                   [x.shape[axis] for axis in perm])])
+                cases.append((f"transpose_{dtype.__name__}_{''.join(map(str, perm))}", graph,
+                              [x], [np.transpose(x, perm)]))
+            qkv = rng.integers(-1000, 1000, (197, 2304)).astype(dtype)
+            starts = [helper.make_tensor(f"s{i}", TensorProto.INT64, [1], [768 * i])
+                      for i in range(3)]
+            ends = [helper.make_tensor(f"e{i}", TensorProto.INT64, [1], [768 * (i + 1)])
+                    for i in range(3)]
+            axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+            graph = helper.make_graph(
+                [helper.make_node("Slice", ["qkv", f"s{i}", f"e{i}", "axes"], [f"y{i}"])
+                 for i in range(3)], "s",
+                [helper.make_tensor_value_info("qkv", onnx_type, list(qkv.shape))],
+                [helper.make_tensor_value_info(f"y{i}", onnx_type, [197, 768]) for i in range(3)],
+                initializer=starts + ends + [axes])
+            cases.append((f"slice_{dtype.__name__}", graph, [qkv],
+                          [qkv[:, 768 * i:768 * (i + 1)] for i in range(3)]))
+        failures = {}
+        for name, graph, inputs, expected in cases:
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+            model.ir_version = 8
+            path = os.path.join(self.dir, name + ".onnx")
+            onnx.save(model, path)
+            for threads in (1, 2):
+                why = self.run_model(f"{name}_t{threads}", path, inputs, expected, threads)
+                if why is not None:
+                    failures[f"{name} on {threads} threads"] = why
+        self.assertEqual(failures, {}, "\n".join(f"{k}: {v}" for k, v in failures.items()))
 
     def test_claimed_cases_pass_and_the_others_are_refused(self):
         cases = sorted(c for c in os.listdir(NODE_DIR) if FAMILIES.match(c) and "expanded" not in c)

@@ -274,6 +274,53 @@ TEST(ConvPlanningTest, ClipWithARuntimeBoundNamesTheNode) {
   EXPECT_NE(graph.status().message().find("computed at run time"), std::string::npos);
 }
 
+TEST(ConvPlanningTest, StridedPointwiseConvBecomesSubsampleThenUnitStrideConv) {
+  // ResNet's downsample branch: 1x1, stride 2, no padding, BN folded in.
+  std::vector<Tensor> tensors = {Activation("x", {1, 8, 7, 6}), Weights("w", {16, 8, 1, 1})};
+  for (Tensor& param : BnParams("bn_", 16)) tensors.push_back(param);
+  absl::StatusOr<Graph> graph = Prepare(
+      tensors,
+      {MakeNode("Conv", "down", {"x", "w"}, {"c"},
+                {{"kernel_shape", IntsAttr({1, 1})}, {"strides", IntsAttr({2, 2})}}),
+       Bn("bn", "c", "y", "bn_")},
+      {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 2u);
+  const Node& slice = graph->nodes[0];
+  EXPECT_EQ(slice.op_type, "Slice");
+  ASSERT_EQ(slice.inputs.size(), 5u);
+  EXPECT_EQ(slice.inputs[0], "x");
+  EXPECT_EQ(graph->tensor(slice.inputs[1]).int_data, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(graph->tensor(slice.inputs[2]).int_data, (std::vector<int64_t>{7, 6}));
+  EXPECT_EQ(graph->tensor(slice.inputs[3]).int_data, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(graph->tensor(slice.inputs[4]).int_data, (std::vector<int64_t>{2, 2}));
+  // ceil(7 / 2) x ceil(6 / 2), as the strided convolution's output.
+  EXPECT_EQ(graph->tensor(slice.outputs[0]).shape, (std::vector<int64_t>{1, 8, 4, 3}));
+  const Node& conv = graph->nodes[1];
+  EXPECT_EQ(conv.op_type, "Conv");
+  EXPECT_EQ(conv.inputs[0], slice.outputs[0]);
+  EXPECT_FALSE(conv.HasAttr("strides"));
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(*graph);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 1u);
+  EXPECT_EQ((*planned)[0].workload.output.shape, (std::vector<int64_t>{1, 16, 4, 3}));
+  EXPECT_NE((*planned)[0].workload.Description().find("conv 1x8x4x3 k16 1x1 s1 p0"),
+            std::string::npos)
+      << (*planned)[0].workload.Description();
+
+  // A padded strided 1x1 convolution reads zeros the subsample would not: it stays one conv.
+  absl::StatusOr<Graph> padded = Prepare(
+      {Activation("x", {1, 8, 7, 6}), Weights("w", {16, 8, 1, 1})},
+      {MakeNode("Conv", "padded", {"x", "w"}, {"y"},
+                {{"kernel_shape", IntsAttr({1, 1})},
+                 {"strides", IntsAttr({2, 2})},
+                 {"pads", IntsAttr({1, 1, 1, 1})}})},
+      {"y"});
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  ASSERT_EQ(padded->nodes.size(), 1u);
+  EXPECT_EQ(padded->nodes[0].IntsAttr("strides"), (std::vector<int64_t>{2, 2}));
+}
+
 TEST(ConvPlanningTest, SplitBecomesOneSlicePerOutput) {
   Graph graph;
   graph.opset = 17;
