@@ -419,6 +419,10 @@ TEST_F(ScheduleJitTest, PoolMaxAndAverageWithPadsCeilModeAndEpilogue) {
   CheckRandomTraces(Pool(true, 2, 12, 12, 3, 1, {2, 2, 2, 2}, false, false, /*dilation=*/2), 6,
                     46);
   CheckRandomTraces(Pool(false, 4, 8, 8, 2, 2, {0, 0, 0, 0}), 6, 47);
+  // Rows wide enough for whole 16-lane vectors of interior columns, read as stride-2 and
+  // stride-3 spans (one load and a shuffle), beside the clamped border columns.
+  CheckRandomTraces(Pool(true, 2, 6, 75, 3, 2, {1, 1, 1, 1}), 6, 49);
+  CheckRandomTraces(Pool(false, 2, 5, 100, 3, 3, {1, 1, 1, 1}, false, true), 6, 50);
   ir::Workload w = Pool(true, 3, 9, 9, 3, 2, {1, 1, 1, 1});
   w.inputs.push_back(schedule::testing::Tensor({3, 1, 1}));
   w.epilogue = {{ir::EwOp::kMul, {schedule::testing::Acc(), schedule::testing::In(1)}},

@@ -1,8 +1,11 @@
 // Pooling sketch "pool_vec/v1" (anchor pool): a (parallel) loop over the N*C planes, a loop over
 // output rows, and output columns in vectors of vw lanes (unrolled by `unroll`); every tap of
 // the window is unrolled, its reads outside the image masked (the load goes to a clamped
-// address), a max or a sum divided by the taps counted; the epilogue fused into the store.
+// address; only in the border columns that reach the padding), a max or a sum divided by the
+// taps counted; the epilogue fused into the store.
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "common/ir/pool.h"
 #include "common/kernels/family.h"
@@ -69,7 +72,16 @@ class PoolSketchImpl final : public LoopSketch {
     const Expr plane = MakeVar("plane"), oh = MakeVar("oh");
     const bool pad_h = p.pad_top > 0 || p.pad_bottom > 0 || p.ceil_mode;
     const bool pad_w = p.pad_left > 0 || p.pad_right > 0 || p.ceil_mode;
-    auto columns = [&](const Expr& ow, const Expr&) {
+    // Output columns whose whole window lies inside the image in w need no clamp there: their
+    // loads are (strided) ramps, not gathers. Only the few columns at each border read padding.
+    int64_t interior_begin = 0, interior_end = out_w;
+    if (pad_w) {
+      interior_begin = std::min(out_w, (p.pad_left + p.stride_w - 1) / p.stride_w);
+      const int64_t last_start = p.in_w - 1 - (p.kernel_w - 1) * p.dilation_w + p.pad_left;
+      interior_end = last_start < 0 ? 0 : std::min(out_w, last_start / p.stride_w + 1);
+      interior_end = std::max(interior_end, interior_begin);
+    }
+    auto columns = [&](bool clamp_w, const Expr& ow) {
       Expr best = ir::MakeFloat(-std::numeric_limits<double>::infinity());
       Expr sum = ir::MakeFloat(0.0), count = ir::MakeFloat(0.0);
       for (int64_t r = 0; r < p.kernel_h; ++r) {
@@ -77,12 +89,12 @@ class PoolSketchImpl final : public LoopSketch {
         for (int64_t s = 0; s < p.kernel_w; ++s) {
           const Expr iw = ow * MakeInt(p.stride_w) + MakeInt(s * p.dilation_w - p.pad_left);
           const Expr inside = AndMaybe(Within(ih, 0, p.in_h, !pad_h),
-                                       Within(iw, 0, p.in_w, !pad_w));
+                                       Within(iw, 0, p.in_w, !clamp_w));
           const Expr address =
               plane * MakeInt(p.in_h * p.in_w) +
               (pad_h ? ir::Max(MakeInt(0), ir::Min(ih, MakeInt(p.in_h - 1))) : ih) *
                   MakeInt(p.in_w) +
-              (pad_w ? ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1))) : iw);
+              (clamp_w ? ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1))) : iw);
           const Expr value = ir::MakeLoad(InputName(0), address);
           if (p.max) {
             best = ir::Max(best, inside == nullptr
@@ -108,9 +120,20 @@ class PoolSketchImpl final : public LoopSketch {
       return ir::MakeStore(kOutputName, row * MakeInt(out_w) + ow,
                            epilogue.Apply(pooled, row, ow));
     };
-    Stmt body = ir::MakeFor(
-        "oh", MakeInt(0), MakeInt(out_h), ForKind::kSerial,
-        EmitVectorRange("p", MakeInt(0), MakeInt(out_w), values[kVw], values[kUnroll], columns));
+    std::vector<Stmt> ranges;
+    auto range = [&](const char* tag, int64_t begin, int64_t end, bool clamp_w) {
+      if (end <= begin) return;
+      ranges.push_back(EmitVectorRange(tag, MakeInt(begin), MakeInt(end - begin), values[kVw],
+                                       values[kUnroll],
+                                       [&columns, clamp_w](const Expr& ow, const Expr&) {
+                                         return columns(clamp_w, ow);
+                                       }));
+    };
+    range("pl", 0, interior_begin, true);
+    range("p", interior_begin, interior_end, false);
+    range("pr", interior_end, out_w, true);
+    Stmt body = ir::MakeFor("oh", MakeInt(0), MakeInt(out_h), ForKind::kSerial,
+                            ir::MakeBlock(ranges));
     body = ir::MakeFor("plane", MakeInt(0), MakeInt(p.batch * p.channels),
                        values[kPar] == 1 ? ForKind::kParallel : ForKind::kSerial, body);
     return ir::LoweredFunc{func_name, KernelParams(w), body};
