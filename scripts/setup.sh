@@ -18,7 +18,8 @@ targets=(--target gtco-server gtco-worker gtco-client gtco-run)
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
     libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv
-    python3-yaml python3-requests python3-packaging python3-typing-extensions)
+    python3-yaml python3-requests python3-packaging python3-typing-extensions
+    python3-grpcio python3-protobuf python3-pybind11)  # the gtco Python package, built offline
   targets=()  # everything, tests included
 fi
 

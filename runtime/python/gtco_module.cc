@@ -1,4 +1,5 @@
-// The `gtco` Python module: load an exported model and run it on numpy arrays.
+// `gtco._runtime`, the compiled half of the `gtco` Python package (gtco/__init__.py re-exports
+// it): load an exported model and run it on numpy arrays.
 //
 //   import gtco, numpy as np
 //   model = gtco.load("model.gtco")
@@ -177,7 +178,7 @@ class PyModel {
 }  // namespace
 }  // namespace gtco::runtime
 
-PYBIND11_MODULE(gtco, module) {
+PYBIND11_MODULE(_runtime, module) {
   using gtco::runtime::PyModel;
   module.doc() = "Run models exported by a GTCO tuning farm (.gtco artifacts).";
   py::class_<PyModel>(module, "Model")
