@@ -23,6 +23,7 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; w
 trap cleanup EXIT
 
 echo "== starting gtco-server on $server_address (database $farm/gtco.db, metrics :$metrics_port)"
+echo "   dashboard: http://127.0.0.1:$metrics_port/ (live tuning curves while the job runs)"
 # A single-user farm on loopback: no tokens (--no-auth is refused on any other address).
 build/server/gtco-server --listen "$server_address" --db "$farm/gtco.db" --no-auth \
   --metrics-port "$metrics_port" >"$farm/server.log" 2>&1 &

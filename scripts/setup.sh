@@ -19,7 +19,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
     libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv
     python3-yaml python3-requests python3-packaging python3-typing-extensions
-    python3-grpcio python3-protobuf python3-pybind11)  # the gtco Python package, built offline
+    python3-grpcio python3-protobuf python3-pybind11  # the gtco Python package, built offline
+    chromium)  # the dashboard's browser test (driven by Playwright, below)
   targets=()  # everything, tests included
 fi
 
@@ -64,6 +65,9 @@ if [[ "${1:-}" == "--tests" ]]; then
   pip_into .deps/transformers transformers==4.39.3 tokenizers==0.15.2 huggingface-hub==0.36.2 \
     safetensors==0.8.0 regex==2026.11.19 tqdm==4.70.1 filelock==4.3.1 fsspec==2026.9.0 \
     hf-xet==1.8.0
+  # Playwright (the dashboard's browser test) with its one dependency, into .deps/playwright; it
+  # drives Debian's /usr/bin/chromium (156 checked with Playwright 1.65.2) and downloads no browser.
+  pip_into .deps/playwright playwright==1.65.2 greenlet==3.5.6
   # The onnx package's backend node test cases (data only), from the release of Debian's libonnx.
   node_dir=.deps/onnx-node
   onnx_wheel=onnx==1.12.0

@@ -15,16 +15,22 @@ std::unique_ptr<AuthGate> AuthGate::Open() { return std::unique_ptr<AuthGate>(ne
 
 absl::StatusOr<auth::Principal> AuthGate::Authorize(
     const grpc::ServerContext& context, std::initializer_list<auth::Role> allowed) const {
-  if (database_ == nullptr) return auth::Principal{"", auth::Role::kAdmin, ""};
   const auto& metadata = context.client_metadata();
   auto header = metadata.find("authorization");
-  if (header == metadata.end()) {
+  if (header == metadata.end()) return AuthorizeHeader(std::nullopt, allowed);
+  return AuthorizeHeader(absl::string_view(header->second.data(), header->second.size()), allowed);
+}
+
+absl::StatusOr<auth::Principal> AuthGate::AuthorizeHeader(
+    std::optional<absl::string_view> authorization,
+    std::initializer_list<auth::Role> allowed) const {
+  if (database_ == nullptr) return auth::Principal{"", auth::Role::kAdmin, ""};
+  if (!authorization) {
     return absl::UnauthenticatedError(
         "no token: pass --token TOKEN or set GTCO_TOKEN (an admin issues tokens with "
         "`gtco-server admin --db DB issue-token`)");
   }
-  absl::StatusOr<std::string> token =
-      auth::BearerToken(absl::string_view(header->second.data(), header->second.size()));
+  absl::StatusOr<std::string> token = auth::BearerToken(*authorization);
   if (!token.ok()) return token.status();
   absl::StatusOr<auth::Principal> principal = auth::VerifyToken(*database_, *token);
   if (!principal.ok()) return principal.status();

@@ -6,9 +6,11 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/auth/principal.h"
 #include "common/db/database.h"
 
@@ -26,6 +28,10 @@ class AuthGate {
   /// header, PERMISSION_DENIED when its role is not one of `allowed`.
   absl::StatusOr<auth::Principal> Authorize(const grpc::ServerContext& context,
                                             std::initializer_list<auth::Role> allowed) const;
+  /// The same check on the value of an "authorization" header (nullopt: no header), for the
+  /// dashboard's HTTP API.
+  absl::StatusOr<auth::Principal> AuthorizeHeader(std::optional<absl::string_view> authorization,
+                                                  std::initializer_list<auth::Role> allowed) const;
   bool enabled() const { return database_ != nullptr; }
 
  private:

@@ -107,6 +107,8 @@ class FarmCore {
                                      const std::vector<TrialResult>& results);
   /// Marks the worker alive and extends the leases of the candidates it holds among `held`.
   absl::Status Heartbeat(const std::string& worker_id, const std::vector<std::string>& held);
+  /// Every worker registered with this server: hardware, liveness, throughput (the dashboard).
+  std::vector<WorkerSnapshot> Workers() const { return workers_.Snapshot(NowMs()); }
 
   /// Periodic housekeeping: expires leases, refreshes gauges. Called by the server's ticker.
   void Tick();

@@ -78,6 +78,7 @@ absl::StatusOr<ReportTally> FarmCore::Report(const std::string& worker_id,
       if (metrics_) metrics_->CountRejectedResult("duplicate");
     }
   }
+  workers_.CountResults(worker_id, tally.stored, NowMs());
   return tally;
 }
 

@@ -1,4 +1,5 @@
-// gtco-server start-up: open the database, resume jobs, serve gRPC + health + /metrics.
+// gtco-server start-up: open the database, resume jobs, serve gRPC + health, and on the HTTP
+// port /metrics and the web dashboard.
 #include "server/server_app.h"
 
 #include <grpcpp/grpcpp.h>
@@ -24,6 +25,7 @@
 #include "common/util/logging.h"
 #include "server/admin_app.h"
 #include "server/auth_gate.h"
+#include "server/dashboard.h"
 #include "server/farm_core.h"
 #include "server/farm_metrics.h"
 #include "server/rpc_metrics.h"
@@ -33,7 +35,7 @@ namespace gtco::server {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gtco-server [--listen HOST:PORT] [--db PATH] [--metrics-port PORT]\n"
+    "usage: gtco-server [--listen HOST:PORT] [--db PATH] [--http-port PORT]\n"
     "                   [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--no-auth]\n"
     "                   [--allow-insecure] [--lease-seconds N] [--heartbeat-seconds N]\n"
     "                   [--round-size N] [--max-model-mb N] [--verbose]\n"
@@ -46,7 +48,9 @@ constexpr const char* kUsage =
     "                    clients, verified when presented)\n"
     "  --no-auth         an open single-user farm (no tokens); loopback addresses only\n"
     "  --allow-insecure  serve a non-loopback address without TLS\n"
-    "  --metrics-port    serve Prometheus /metrics on this port (default: off)\n"
+    "  --http-port       serve the web dashboard (/) and Prometheus /metrics on this port\n"
+    "                    (default: off; --metrics-port is the same flag); --http-address\n"
+    "                    (or --metrics-address) binds it (default 127.0.0.1)\n"
     "  --model-dir       where cost models are saved (default: beside a SQLite database; not\n"
     "                    saved for PostgreSQL, where they warm-start from the records)\n"
     "  A second server on the same database waits as a standby and takes over the farm when\n"
@@ -148,7 +152,7 @@ int RunServerApp(int argc, char** argv) {
   }
   util::FlagSpec spec{{"listen", "db", "metrics-port", "lease-seconds", "heartbeat-seconds",
                        "round-size", "max-model-mb", "metrics-address", "tls-cert", "tls-key",
-                       "tls-client-ca", "model-dir"},
+                       "tls-client-ca", "model-dir", "http-port", "http-address"},
                       {"verbose", "help", "no-auth", "allow-insecure"}};
   auto args = util::ParsedArgs::Parse(std::vector<std::string>(argv + 1, argv + argc), spec);
   if (!args.ok() || args->Has("help") || !args->positional().empty()) {
@@ -162,12 +166,18 @@ int RunServerApp(int argc, char** argv) {
   auto heartbeat = args->GetInt("heartbeat-seconds", options.heartbeat_seconds);
   auto round = args->GetInt("round-size", options.default_round_size);
   auto max_mb = args->GetInt("max-model-mb", 2048);
-  auto metrics_port = args->GetInt("metrics-port", -1);
+  // --http-port is the clearer name of --metrics-port: the port serves the dashboard too.
+  auto metrics_port = args->GetInt(args->Has("http-port") ? "http-port" : "metrics-port", -1);
   for (const auto* value : {&lease, &heartbeat, &round, &max_mb, &metrics_port}) {
     if (!value->ok()) {
       std::cerr << "gtco-server: " << value->status().message() << "\n" << kUsage;
       return 2;
     }
+  }
+  if (args->Has("http-port") && args->Has("metrics-port") &&
+      args->Get("http-port") != args->Get("metrics-port")) {
+    std::cerr << "gtco-server: --http-port and --metrics-port name the same port; give one\n";
+    return 2;
   }
   options.lease_seconds = static_cast<int>(*lease);
   options.heartbeat_seconds = static_cast<int>(*heartbeat);
@@ -273,20 +283,6 @@ int RunServerApp(int argc, char** argv) {
     return 1;
   }
 
-  std::unique_ptr<metrics::MetricsHttpServer> metrics_server;
-  if (*metrics_port >= 0) {
-    metrics_server = std::make_unique<metrics::MetricsHttpServer>(&registry);
-    metrics_server->set_before_scrape([&core] { (*core)->Tick(); });
-    absl::Status started = metrics_server->Start(args->Get("metrics-address", "127.0.0.1"),
-                                                 static_cast<int>(*metrics_port));
-    if (!started.ok()) {
-      std::cerr << "gtco-server: metrics: " << started.message() << "\n";
-      return 1;
-    }
-    GTCO_LOG(kInfo, "metrics on http://" << args->Get("metrics-address", "127.0.0.1") << ":"
-                                         << metrics_server->port() << "/metrics");
-  }
-
   // Tokens are checked on a connection of their own (the core's is busy with the farm).
   std::unique_ptr<AuthGate> gate;
   if (args->Has("no-auth")) {
@@ -299,6 +295,42 @@ int RunServerApp(int argc, char** argv) {
       return 1;
     }
     gate = std::make_unique<AuthGate>(std::move(*auth_database));
+  }
+
+  // The HTTP port serves /metrics and the web dashboard (declared first: it outlives the server).
+  std::unique_ptr<Dashboard> dashboard;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_server;
+  if (*metrics_port >= 0) {
+    // The dashboard reads history on a connection of its own, like the gate.
+    auto dashboard_database = db::OpenDatabase(db_path);
+    if (!dashboard_database.ok()) {
+      std::cerr << "gtco-server: cannot open database: " << dashboard_database.status().message()
+                << "\n";
+      return 1;
+    }
+    (*dashboard_database)->SetStatementObserver(observe);
+    dashboard =
+        std::make_unique<Dashboard>(core->get(), gate.get(), std::move(*dashboard_database));
+    metrics_server = std::make_unique<metrics::MetricsHttpServer>(&registry);
+    metrics_server->set_before_scrape([&core] { (*core)->Tick(); });
+    metrics_server->set_fallback_handler(
+        [&dashboard](const metrics::HttpRequest& request) { return dashboard->Handle(request); });
+    const std::string http_address =
+        args->Get("http-address", args->Get("metrics-address", "127.0.0.1"));
+    absl::Status started = metrics_server->Start(http_address, static_cast<int>(*metrics_port));
+    if (!started.ok()) {
+      std::cerr << "gtco-server: metrics: " << started.message() << "\n";
+      return 1;
+    }
+    GTCO_LOG(kInfo, "metrics on http://" << http_address << ":" << metrics_server->port()
+                                         << "/metrics, dashboard on http://" << http_address << ":"
+                                         << metrics_server->port() << "/");
+    if (gate->enabled() && !IsLoopback(http_address)) {
+      GTCO_LOG(kWarning, "the dashboard on " << http_address
+                                             << " is plain HTTP: team tokens cross "
+                                                "the network in clear text; put it behind a TLS "
+                                                "proxy");
+    }
   }
 
   grpc::EnableDefaultHealthCheckService(true);

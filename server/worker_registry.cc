@@ -29,7 +29,7 @@ absl::StatusOr<std::shared_ptr<const RegisteredWorker>> WorkerRegistry::Register
   GTCO_LOG(kInfo, "worker " << worker_id << " registered from " << hello.hostname << ": "
                             << worker->hardware.Summary());
   std::lock_guard<std::mutex> lock(mutex_);
-  workers_[worker_id] = Entry{worker, now_ms};
+  workers_[worker_id] = Entry{worker, now_ms, 0, {}};
   return worker;
 }
 
@@ -95,6 +95,37 @@ std::vector<std::string> WorkerRegistry::Classes() const {
     }
   }
   return classes;
+}
+
+namespace {
+constexpr int64_t kThroughputWindowMs = 60 * 1000;
+}  // namespace
+
+void WorkerRegistry::CountResults(const std::string& worker_id, int64_t count, int64_t now_ms) {
+  if (count <= 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = workers_.find(worker_id);
+  if (found == workers_.end()) return;
+  Entry& entry = found->second;
+  entry.results += count;
+  entry.recent.emplace_back(now_ms, count);
+  while (!entry.recent.empty() && entry.recent.front().first <= now_ms - kThroughputWindowMs) {
+    entry.recent.pop_front();
+  }
+}
+
+std::vector<WorkerSnapshot> WorkerRegistry::Snapshot(int64_t now_ms) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<WorkerSnapshot> snapshot;
+  for (const auto& [worker_id, entry] : workers_) {
+    WorkerSnapshot worker{entry.worker, entry.last_seen_ms, AliveLocked(entry, now_ms),
+                          entry.results, 0};
+    for (const auto& [when, count] : entry.recent) {
+      if (when > now_ms - kThroughputWindowMs) worker.results_last_minute += count;
+    }
+    snapshot.push_back(std::move(worker));
+  }
+  return snapshot;
 }
 
 }  // namespace gtco::server

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,15 @@ struct RegisteredWorker {
   bool replays_traces = false;
 };
 
+/// A registered worker's liveness and recent throughput (the dashboard's workers page).
+struct WorkerSnapshot {
+  std::shared_ptr<const RegisteredWorker> worker;
+  int64_t last_seen_ms = 0;
+  bool alive = false;               ///< seen within three heartbeats
+  int64_t results = 0;              ///< results stored since it registered with this server
+  int64_t results_last_minute = 0;  ///< of which in the last 60 s
+};
+
 /// Thread-safe. Lock order: a caller may hold FarmCore's lock when it calls in, never the reverse.
 class WorkerRegistry {
  public:
@@ -51,11 +61,17 @@ class WorkerRegistry {
                                                     int64_t now_ms) const;
   /// The hardware classes of every registered worker, alive or not.
   std::vector<std::string> Classes() const;
+  /// Counts `count` results of `worker_id` stored at `now_ms` (unknown workers are ignored).
+  void CountResults(const std::string& worker_id, int64_t count, int64_t now_ms);
+  /// Every registered worker, by id, as of `now_ms`.
+  std::vector<WorkerSnapshot> Snapshot(int64_t now_ms) const;
 
  private:
   struct Entry {
     std::shared_ptr<const RegisteredWorker> worker;
     int64_t last_seen_ms = 0;
+    int64_t results = 0;
+    std::deque<std::pair<int64_t, int64_t>> recent;  ///< (when, results) of the last minute
   };
   bool AliveLocked(const Entry& entry, int64_t now_ms) const;
 

@@ -1,4 +1,4 @@
-// civetweb-backed /metrics endpoint.
+// civetweb-backed /metrics endpoint, and the fallback handler for every other path.
 #include "common/metrics/http_server.h"
 
 #include <civetweb.h>
@@ -52,7 +52,7 @@ absl::Status MetricsHttpServer::Start(const std::string& address, int port) {
   const char* options[] = {"listening_ports",
                            listen_spec.c_str(),  //
                            "num_threads",
-                           "2",  //
+                           "4",  // a scrape is not held up by a dashboard's polls
                            "request_timeout_ms",
                            "10000",  //
                            nullptr};
@@ -77,6 +77,7 @@ absl::Status MetricsHttpServer::Start(const std::string& address, int port) {
         absl::StrCat("metrics server: started on ", listen_spec, " but reports no port"));
   }
   mg_set_request_handler(context, "/metrics$", &MetricsHttpServer::HandleMetrics, this);
+  if (fallback_) mg_set_request_handler(context, "**", &MetricsHttpServer::HandleFallback, this);
   context_ = context;
   port_ = bound_ports[0].port;
   return absl::OkStatus();
@@ -91,6 +92,34 @@ void MetricsHttpServer::Stop() {
 
 int MetricsHttpServer::HandleMetrics(mg_connection* connection, void* server) {
   return static_cast<MetricsHttpServer*>(server)->Respond(connection);
+}
+
+int MetricsHttpServer::HandleFallback(mg_connection* connection, void* server) {
+  return static_cast<MetricsHttpServer*>(server)->RespondFallback(connection);
+}
+
+int MetricsHttpServer::RespondFallback(mg_connection* connection) {
+  const mg_request_info* info = mg_get_request_info(connection);
+  HttpRequest request;
+  request.method = info->request_method;
+  request.path = info->local_uri != nullptr ? info->local_uri : "";
+  // civetweb may try the catch-all pattern before "/metrics$": /metrics is always the registry.
+  if (request.path == "/metrics") return Respond(connection);
+  request.query = info->query_string != nullptr ? info->query_string : "";
+  const char* authorization = mg_get_header(connection, "Authorization");
+  request.authorization = authorization != nullptr ? authorization : "";
+  const HttpResponse response = fallback_(request);
+  std::string head = absl::StrCat("HTTP/1.1 ", response.status, " ",
+                                  mg_get_response_code_text(connection, response.status),
+                                  "\r\nContent-Type: ", response.content_type,
+                                  "\r\nContent-Length: ", response.body.size(), "\r\n");
+  for (const auto& [name, value] : response.headers) {
+    absl::StrAppend(&head, name, ": ", value, "\r\n");
+  }
+  absl::StrAppend(&head, "Connection: close\r\n\r\n");
+  mg_write(connection, head.data(), head.size());
+  if (request.method != "HEAD") mg_write(connection, response.body.data(), response.body.size());
+  return response.status;
 }
 
 int MetricsHttpServer::Respond(mg_connection* connection) {
