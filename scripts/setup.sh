@@ -20,6 +20,7 @@ if [[ "${1:-}" == "--tests" ]]; then
     libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv
     python3-yaml python3-requests python3-packaging python3-typing-extensions
     python3-grpcio python3-protobuf python3-pybind11  # the gtco Python package, built offline
+    python3-attr python3-importlib-resources  # kubernetes-validate (.deps/k8s, below)
     chromium)  # the dashboard's browser test (driven by Playwright, below)
   targets=()  # everything, tests included
 fi
@@ -60,6 +61,11 @@ pip_into .deps/cuda nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96
 if [[ "${1:-}" == "--tests" ]]; then
   pip_into .deps/python onnxruntime==1.20.1 coloredlogs==15.0.1 flatbuffers==25.12.19 \
     humanfriendly==10.0 mpmath==1.3.0 packaging==26.4 protobuf==7.36.2 sympy==1.14.0
+  # kubernetes-validate (bundles the Kubernetes schemas) for tests/integration/k8s_test.py, with
+  # what Debian 12 ships too old (jsonschema 4.10) or not at all; PyYAML, attrs, packaging,
+  # typing-extensions and importlib-resources come from Debian.
+  pip_into .deps/k8s kubernetes-validate==1.37.0 jsonschema==4.26.0 referencing==0.37.0 \
+    jsonschema-specifications==2025.9.1 rpds-py==2026.9.1
   # Hugging Face transformers (BERT exported at test time), the last release that works with
   # Debian's torch 1.13, pinned with its dependencies, into .deps/transformers.
   pip_into .deps/transformers transformers==4.39.3 tokenizers==0.15.2 huggingface-hub==0.36.2 \
