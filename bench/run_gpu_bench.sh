@@ -2,14 +2,16 @@
 # GPU verification and benchmark of the CUDA path, in two halves.
 #
 #   bench/run_gpu_bench.sh pack   here, no GPU needed: builds the CUDA-only binaries (no LLVM:
-#                                 gtco-server, gtco-worker, gtco-client, gpu_vs_vendor) in
+#                                 gtco-server, gtco-worker, gtco-client, gtco-run, gpu_vs_vendor) in
 #                                 build-gpu/ and packs them with their non-system shared libraries
 #                                 into gpu-pack/gtco-gpu.tar.xz (well under the 64 MiB a device
 #                                 call may carry).
 #   bench/run_gpu_bench.sh run    on the GPU machine, from the repository root, with gpu-pack/:
 #                                 1. the integration test: a real gtco-server (SQLite) and a CUDA
 #                                    gtco-worker tune the bundled transformer block for target
-#                                    cuda (every stored time verified against the reference);
+#                                    cuda (every stored time verified against the reference),
+#                                    exports it for the GPU (--target cuda) and runs the artifact
+#                                    with gtco-run against ONNX Runtime's output of the same input;
 #                                 2. the benchmark: tunes each GEMM / row / attention workload
 #                                    through the same farm, then times the best kernels beside
 #                                    cuBLAS (same process) and PyTorch eager (bench/gpu/torch_eager.py).
@@ -26,10 +28,11 @@ pack() {
   scripts/setup.sh --deps-only
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGTCO_WITH_LLVM=OFF -DGTCO_WITH_CUDA=ON \
     -DGTCO_BUILD_TESTS=OFF >/dev/null
-  cmake --build build-gpu -j"$(nproc)" --target gtco-server gtco-worker gtco-client gpu_vs_vendor
+  cmake --build build-gpu -j"$(nproc)" --target gtco-server gtco-worker gtco-client gtco-run \
+    gpu_vs_vendor
   rm -rf gpu-pack && mkdir -p gpu-pack/stage/bin gpu-pack/stage/lib
   cp build-gpu/server/gtco-server build-gpu/worker/gtco-worker build-gpu/client/gtco-client \
-     build-gpu/bench/gpu/gpu_vs_vendor gpu-pack/stage/bin/
+     build-gpu/runtime/gtco-run build-gpu/bench/gpu/gpu_vs_vendor gpu-pack/stage/bin/
   strip gpu-pack/stage/bin/*
   # Every shared library they load except glibc's own, the CUDA driver and the CUDA toolkit's
   # (the GPU machine has CUDA 13 at /usr/local/cuda).

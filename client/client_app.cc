@@ -48,6 +48,9 @@ constexpr const char* kUsage =
     "                    x86-64-v4] [--require-tuned] [--json]   the model with its best records,\n"
     "                              compiled for this host's CPU (or --isa) into one artifact\n"
     "                              that gtco-run and the runtime library run\n"
+    "  export MODEL.onnx -o OUT.gtco --target cuda [--arch sm_80|sm_86|sm_89|sm_90] ...\n"
+    "                              cubins compiled by NVRTC for the GPU architecture (default:\n"
+    "                              that of the farm's CUDA workers); gtco-run runs it on a GPU\n"
     "  records export -o|--output OUT.jsonl [--target cpu|cuda] [--workload KEY] [--include-failed]\n"
     "                              every stored record (or those of a target or workload), one\n"
     "                              JSON object per line, with its workload and provenance\n"
@@ -555,7 +558,7 @@ bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* he
 
 int RunClientApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
-                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa"},
+                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa", "arch"},
                       {"watch", "json", "help", "explain", "require-tuned", "include-failed"}};
   std::vector<std::string> raw(argv + 1, argv + argc);
   for (std::string& arg : raw) {
@@ -648,7 +651,12 @@ int RunClientApp(int argc, char** argv) {
     header.set_model_name(path.substr(path.find_last_of('/') + 1));
     gtco::v1::ExportSpec* export_spec = header.mutable_export_spec();
     const std::string isa = args->Get("isa", "host");
-    if (isa == "host") {
+    if (header.target() == "cuda") {
+      if (args->Has("isa")) return Usage("--isa is for CPU exports; a CUDA export takes --arch");
+      export_spec->set_cuda_arch(args->Get("arch"));
+    } else if (args->Has("arch")) {
+      return Usage("--arch is for CUDA exports (--target cuda)");
+    } else if (isa == "host") {
       // By default the artifact is for this machine: its CPU features pick the instruction set
       // and the records measured on the same CPU.
       const target::HardwareInfo host = target::DetectHostCpu();

@@ -282,6 +282,12 @@ std::string ManifestToJson(const Manifest& m) {
                        {"hardware", k.hardware},
                        {"worker", k.worker},
                        {"median_seconds", k.median_seconds}});
+    if (m.target == "cuda") {
+      kernels.back()["cubin"] = {k.cubin_offset, k.cubin_bytes};
+      kernels.back()["grid"] = k.grid;
+      kernels.back()["block"] = k.block;
+      kernels.back()["shared_bytes"] = k.shared_bytes;
+    }
   }
   json root = {{"format", m.format},
                {"model", m.model},
@@ -300,6 +306,10 @@ std::string ManifestToJson(const Manifest& m) {
                {"code_bytes", m.code_bytes},
                {"weights_sha256", m.weights_sha256},
                {"weights_bytes", m.weights_bytes}};
+  if (m.target == "cuda") {
+    root["cuda_arch"] = m.cuda_arch;
+    root["data_cubin"] = {m.data_cubin_offset, m.data_cubin_bytes};
+  }
   return root.dump(1);
 }
 
@@ -317,6 +327,9 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
     }
     m.model = root.at("model").get<std::string>();
     m.target = root.at("target").get<std::string>();
+    if (m.target != "cpu" && m.target != "cuda") {
+      return Bad(absl::StrCat("target '", m.target, "' is neither cpu nor cuda"));
+    }
     m.cpu = root.at("cpu").get<std::string>();
     m.features = root.at("features").get<std::vector<std::string>>();
     m.inputs = Indices(root.at("inputs"), "inputs");
@@ -327,6 +340,18 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
     m.code_bytes = Int(root.at("code_bytes"), "code_bytes", 0, kMaxBytes);
     m.weights_sha256 = root.at("weights_sha256").get<std::string>();
     m.weights_bytes = Int(root.at("weights_bytes"), "weights_bytes", 0, kMaxBytes);
+    // A slice [offset, offset + bytes) of the code section.
+    auto code_slice = [&m](const json& pair, const char* what, int64_t* offset, int64_t* bytes) {
+      *offset = Int(pair.at(0), what, 0, kMaxBytes);
+      *bytes = Int(pair.at(1), what, 1, kMaxBytes);
+      if (*offset + *bytes > m.code_bytes) {
+        throw FieldError{absl::StrCat(what, " lies outside the code section")};
+      }
+    };
+    if (m.target == "cuda") {
+      m.cuda_arch = root.at("cuda_arch").get<std::string>();
+      code_slice(root.at("data_cubin"), "data_cubin", &m.data_cubin_offset, &m.data_cubin_bytes);
+    }
     for (const json& entry : root.at("tensors")) {
       TensorSpec t;
       t.name = entry.at("name").get<std::string>();
@@ -370,6 +395,15 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       k.worker = entry.at("worker").get<std::string>();
       if (!entry.at("median_seconds").is_number()) throw FieldError{"median_seconds"};
       k.median_seconds = entry.at("median_seconds").get<double>();
+      if (m.target == "cuda") {
+        code_slice(entry.at("cubin"), "a kernel's cubin", &k.cubin_offset, &k.cubin_bytes);
+        k.grid = Ints(entry.at("grid"), "a kernel's grid", 1, kMaxBytes);
+        k.block = Ints(entry.at("block"), "a kernel's block", 1, 1024);
+        if (k.grid.size() != 3 || k.block.size() != 3) {
+          throw FieldError{"a kernel's grid and block have 3 dimensions each"};
+        }
+        k.shared_bytes = Int(entry.at("shared_bytes"), "shared_bytes", 0, 1 << 20);
+      }
       m.kernels.push_back(std::move(k));
     }
     for (const json& entry : root.at("steps")) {

@@ -1,5 +1,6 @@
 // The exported-model artifact (.gtco): one file holding a manifest (JSON), the model's kernels
-// compiled ahead of time into a shared object, and the weights, each section checksummed.
+// compiled ahead of time (CPU: into a shared object; CUDA: cubins, one per kernel plus one of
+// the data-movement kernels, back to back), and the weights, each section checksummed.
 //
 // Layout (little-endian): a 128-byte header
 //   "GTCOART1" | u64 manifest_offset, manifest_bytes, code_offset, code_bytes, weights_offset,
@@ -67,7 +68,8 @@ struct StepSpec {
 
 /// One compiled kernel and where its schedule came from.
 struct KernelSpec {
-  std::string entry;         ///< symbol in the shared object: void entry(void** args)
+  std::string entry;         ///< CPU: symbol in the shared object, void entry(void** args);
+                             ///< CUDA: the __global__ function in its cubin
   std::string workload_key;
   std::string description;
   std::string mapping;
@@ -76,13 +78,22 @@ struct KernelSpec {
   std::string hardware;      ///< tuned: the hardware the record was measured on
   std::string worker;
   double median_seconds = 0.0;
+  // CUDA only: the kernel's cubin (a slice of the code section) and its launch.
+  int64_t cubin_offset = 0, cubin_bytes = 0;
+  std::vector<int64_t> grid = {1, 1, 1};   ///< blocks in x, y, z
+  std::vector<int64_t> block = {1, 1, 1};  ///< threads in x, y, z
+  int64_t shared_bytes = 0;                ///< dynamic shared memory per block
 };
 
 struct Manifest {
   std::string format = "gtco-artifact/1";
   std::string model;
-  std::string target = "cpu";
+  std::string target = "cpu";         ///< "cpu" (code: a shared object) or "cuda" (cubins)
   std::string cpu;                    ///< the CPU the code was compiled for (LLVM name)
+  /// CUDA: the architecture of every cubin ("sm_90"), and the cubin of the data-movement
+  /// kernels (runtime/cuda_steps.h) in the code section.
+  std::string cuda_arch;
+  int64_t data_cubin_offset = 0, data_cubin_bytes = 0;
   std::vector<std::string> features;  ///< CPU features the code needs (cpuinfo spellings)
   std::vector<TensorSpec> tensors;
   std::vector<int> inputs, outputs;   ///< tensor indices

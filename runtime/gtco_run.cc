@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,15 @@
 
 namespace gtco::runtime {
 namespace {
+
+/// The whole file at `path`.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  return bytes.str();
+}
 
 constexpr const char* kUsage =
     "usage: gtco-run MODEL.gtco [--input NAME=FILE.npy]... [--random-inputs] [--output-dir DIR]\n"
@@ -126,15 +137,7 @@ int Main(int argc, char** argv) {
   }
   if (model_path.empty()) return Usage("no model given");
   if (threads > 0) SetParallelThreads(threads);
-  absl::StatusOr<std::unique_ptr<Model>> loaded = Model::Load(model_path);
-  if (!loaded.ok()) {
-    std::cerr << "gtco-run: " << loaded.status().message() << "\n";
-    return 3;
-  }
-  const Model& model = **loaded;
-  const Manifest& m = model.manifest();
-  nlohmann::json report = {{"model", m.model}, {"cpu", m.cpu}, {"features", m.features}};
-  if (describe) {
+  auto describe_model = [&](const Manifest& m, nlohmann::json& report) {
     nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array(),
                    kernels = nlohmann::json::array();
     for (int index : m.inputs) {
@@ -157,8 +160,12 @@ int Main(int argc, char** argv) {
     report["kernels"] = kernels;
     report["warnings"] = m.warnings;
     if (!json) {
-      std::cout << "model " << m.model << " (compiled for " << m.cpu << ": "
-                << absl::StrJoin(m.features, " ") << ")\n";
+      if (m.target == "cuda") {
+        std::cout << "model " << m.model << " (CUDA, compiled for " << m.cuda_arch << ")\n";
+      } else {
+        std::cout << "model " << m.model << " (compiled for " << m.cpu << ": "
+                  << absl::StrJoin(m.features, " ") << ")\n";
+      }
       for (int index : m.inputs) {
         std::cout << "  input  " << m.tensors[index].name << " "
                   << ElemTypeName(m.tensors[index].dtype) << " "
@@ -178,7 +185,34 @@ int Main(int argc, char** argv) {
       }
       for (const std::string& warning : m.warnings) std::cout << "  warning: " << warning << "\n";
     }
+  };
+  const bool describe_only = describe && input_files.empty() && !random_inputs && bench == 0 &&
+                             output_dir.empty() && !profile;
+  absl::StatusOr<std::unique_ptr<Model>> loaded = Model::Load(model_path);
+  if (!loaded.ok()) {
+    // A model this host cannot run (a CUDA artifact without a GPU, code for missing CPU
+    // features) can still be described from its verified manifest.
+    absl::StatusOr<std::string> bytes = ReadFileBytes(model_path);
+    absl::StatusOr<ArtifactView> view =
+        bytes.ok() ? ReadArtifact(*bytes) : absl::StatusOr<ArtifactView>(bytes.status());
+    if (describe_only && view.ok()) {
+      nlohmann::json report = {{"model", view->manifest.model}, {"target", view->manifest.target},
+                               {"runs_here", false},
+                               {"why_not", std::string(loaded.status().message())}};
+      describe_model(view->manifest, report);
+      std::cout << (json ? report.dump(1) + "\n"
+                         : absl::StrCat("  cannot run here: ", loaded.status().message(), "\n"));
+      return 0;
+    }
+    std::cerr << "gtco-run: " << loaded.status().message() << "\n";
+    return 3;
   }
+  const Model& model = **loaded;
+  const Manifest& m = model.manifest();
+  nlohmann::json report = {{"model", m.model}, {"target", m.target}, {"cpu", m.cpu},
+                           {"features", m.features}};
+  if (m.target == "cuda") report["cuda_arch"] = m.cuda_arch;
+  if (describe) describe_model(m, report);
   // Inputs.
   std::vector<NpyArray> arrays;
   std::vector<HostTensor> inputs;

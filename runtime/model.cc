@@ -19,6 +19,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/parallel.h"
+#ifdef GTCO_RUNTIME_HAS_CUDA
+#include "runtime/cuda_model.h"
+#endif
+#include "runtime/strides.h"
 
 namespace gtco::runtime {
 namespace {
@@ -27,15 +31,6 @@ using ParallelFor = void (*)(int64_t, void (*)(int64_t, void*), void*);
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
-}
-
-/// Row-major strides (in elements) of `shape`.
-std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int dim = static_cast<int>(shape.size()) - 2; dim >= 0; --dim) {
-    strides[dim] = strides[dim + 1] * shape[dim + 1];
-  }
-  return strides;
 }
 
 /// One element of `Bytes` bytes.
@@ -195,19 +190,6 @@ void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<in
   }
 }
 
-/// Element strides (0 where broadcast) of a tensor of shape `shape` read at the indices of
-/// `out_shape` (numpy broadcasting; checked by the manifest).
-std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
-                                      const std::vector<int64_t>& out_shape) {
-  std::vector<int64_t> strides(out_shape.size(), 0);
-  const std::vector<int64_t> own = Strides(shape);
-  const size_t offset = out_shape.size() - shape.size();
-  for (size_t dim = 0; dim < shape.size(); ++dim) {
-    strides[offset + dim] = shape[dim] == 1 ? 0 : own[dim];
-  }
-  return strides;
-}
-
 /// Calls visit(flat, offsets) for every element of `out_shape` in row-major order, with each
 /// input's element offset under its broadcast strides.
 template <typename Visit>
@@ -331,9 +313,20 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
   model->manifest_ = std::move(view->manifest);
   model->weights_ = view->weights.data();
   const Manifest& m = model->manifest_;
-  if (m.target != "cpu") {
-    return absl::UnimplementedError(absl::StrCat(path, ": a '", m.target,
-                                                 "' artifact; this runtime runs CPU artifacts"));
+  if (m.target == "cuda") {
+#ifdef GTCO_RUNTIME_HAS_CUDA
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda =
+        CudaExecutor::Create(m, view->code, view->weights);
+    if (!cuda.ok()) {
+      return absl::Status(cuda.status().code(), absl::StrCat(path, ": ", cuda.status().message()));
+    }
+    model->cuda_ = std::move(*cuda);
+    return model;
+#else
+    return absl::UnimplementedError(absl::StrCat(
+        path, ": a CUDA artifact, and this runtime was built without the CUDA headers (rebuild "
+              "it where scripts/setup.sh installs them)"));
+#endif
   }
   const std::vector<std::string> host = HostCpuFeatures();
   std::vector<std::string> missing;
@@ -432,6 +425,9 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "' has no data"));
     }
   }
+#ifdef GTCO_RUNTIME_HAS_CUDA
+  if (cuda_ != nullptr) return cuda_->Run(inputs, outputs, profile);
+#endif
   // This run's arena (64-byte aligned), back to the pool when the run ends.
   Arena arena = TakeArena();
   if (arena == nullptr) return absl::ResourceExhaustedError("cannot allocate the arena");
@@ -462,20 +458,12 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
     } else if (step.op == "copy") {
       std::memmove(out_data, data(step.inputs[0]), out.Bytes());
     } else if (step.op == "transpose") {
-      const TensorSpec& in = m.tensors[step.inputs[0]];
-      const std::vector<int64_t> in_strides = Strides(in.shape);
-      std::vector<int64_t> strides;
-      for (int64_t axis : step.params) strides.push_back(in_strides[axis]);
-      StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape, strides, 0);
+      StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape,
+                  TransposeStrides(m.tensors[step.inputs[0]].shape, step.params), 0);
     } else if (step.op == "slice") {
-      const TensorSpec& in = m.tensors[step.inputs[0]];
-      const std::vector<int64_t> in_strides = Strides(in.shape);
-      std::vector<int64_t> strides;
       int64_t base = 0;
-      for (size_t dim = 0; dim < in.shape.size(); ++dim) {
-        base += step.params[2 * dim] * in_strides[dim];
-        strides.push_back(step.params[2 * dim + 1] * in_strides[dim]);
-      }
+      const std::vector<int64_t> strides =
+          SliceStrides(m.tensors[step.inputs[0]].shape, step.params, &base);
       StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape, strides, base);
     } else if (step.op == "concat") {
       const int64_t axis = step.params.at(0);

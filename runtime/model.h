@@ -35,11 +35,15 @@ struct StepTime {
   double seconds = 0.0;
 };
 
+class CudaExecutor;
+
 class Model {
  public:
   /// Maps `path` and verifies it (ReadArtifact), checks that this host has every CPU feature the
   /// code needs (FAILED_PRECONDITION naming the missing ones), loads the code and resolves every
-  /// kernel (DATA_LOSS when one is missing).
+  /// kernel (DATA_LOSS when one is missing). A CUDA artifact opens the GPU instead (see
+  /// CudaExecutor::Create): FAILED_PRECONDITION without a usable one, UNIMPLEMENTED in a runtime
+  /// built without the CUDA headers.
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path);
   ~Model();
   Model(const Model&) = delete;
@@ -68,6 +72,8 @@ class Model {
   /// handle, the first model's kernels).
   int code_fd_ = -1;
   std::vector<void (*)(void**)> entries_;
+  /// CUDA artifacts: runs every step on the GPU (shared_ptr: complete only where built).
+  std::shared_ptr<CudaExecutor> cuda_;
 
   /// Arenas of finished runs, for the next ones (one per run at a time at most).
   using Arena = std::unique_ptr<char, void (*)(void*)>;

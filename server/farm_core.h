@@ -69,10 +69,11 @@ class FarmCore {
   /// The best record of each task of the model on spec.target (nothing is tuned).
   absl::StatusOr<QueryResult> QueryModel(const JobSpec& spec, const std::string& model_bytes);
   /// The model's plan compiled into a runtime artifact for `export_target` (server/farm_export.cc):
-  /// per workload the best ok record measured on the same CPU, else on a compatible one (never
-  /// one whose mapping needs a feature the target lacks), else the default schedule with a
-  /// warning. `progress` gets human-readable lines. FAILED_PRECONDITION when this server was built
-  /// without LLVM or for CUDA (not exported yet), or for untuned workloads with require_tuned.
+  /// per workload the best ok record measured on the same CPU (CUDA: a GPU of the same
+  /// architecture), else on a compatible one (never one whose mapping needs a feature the target
+  /// lacks), else the default schedule with a warning. `progress` gets human-readable lines.
+  /// FAILED_PRECONDITION when this server was built without LLVM, or for untuned workloads with
+  /// require_tuned.
   absl::StatusOr<ExportOutcome> ExportModel(const JobSpec& spec, const ExportTarget& export_target,
                                             const std::string& model_bytes,
                                             const std::function<void(const std::string&)>& progress);
@@ -230,6 +231,9 @@ class FarmCore {
   // the scheduler's bookkeeping) comes first when a thread takes two.
   CostModels models_;
   WorkerRegistry workers_;
+  /// The architecture ("sm_90") of the first registered CUDA worker class, else sm_90 (said
+  /// through `progress`).
+  std::string CudaWorkersArch(const std::function<void(const std::string&)>& progress);
   LeaseQueue leases_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;  ///< a job changed (WaitForJobChange waits here)

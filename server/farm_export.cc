@@ -29,20 +29,35 @@ bool RunsOn(const ir::Workload& w, const std::string& text, const target::Hardwa
 }
 
 }  // namespace
+
+std::string FarmCore::CudaWorkersArch(const std::function<void(const std::string&)>& progress) {
+  // Hardware classes read "cuda: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, ...)".
+  for (const std::string& hardware_class : workers_.Classes()) {
+    const size_t at = hardware_class.find("(sm_");
+    if (hardware_class.rfind("cuda", 0) != 0 || at == std::string::npos) continue;
+    const size_t end = hardware_class.find(',', at);
+    if (end == std::string::npos) continue;
+    const std::string arch = hardware_class.substr(at + 1, end - at - 1);
+    if (progress) progress(absl::StrCat("compiling for ", arch, ", the farm's CUDA workers'"));
+    return arch;
+  }
+  if (progress) progress("no CUDA worker has registered: compiling for sm_90 (--arch picks)");
+  return "sm_90";
+}
 #endif
 
 absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
     const JobSpec& spec, const ExportTarget& export_target, const std::string& model_bytes,
     const std::function<void(const std::string&)>& progress) {
 #ifndef GTCO_HAVE_EXPORT
-  return absl::FailedPreconditionError(
-      "this gtco-server was built without LLVM and cannot export CPU artifacts");
+  return absl::FailedPreconditionError("this gtco-server was built without the exporter");
 #else
-  if (spec.target != target::Target::kCpu) {
-    return absl::FailedPreconditionError(
-        "export --target cuda is not available yet; export --target cpu");
-  }
   exporter::ExportOptions options;
+  options.target = spec.target;
+  if (spec.target == target::Target::kCuda) {
+    options.cuda_arch = export_target.cuda_arch;
+    if (options.cuda_arch.empty()) options.cuda_arch = CudaWorkersArch(progress);
+  }
   options.cpu_features = export_target.cpu_features;
   options.cpu_model = export_target.cpu_model;
   options.cores = export_target.cores;
@@ -50,17 +65,24 @@ absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
   options.require_tuned = export_target.require_tuned;
   options.progress = progress;
   GTCO_ASSIGN_OR_RETURN(const target::HardwareInfo hw, exporter::ExportHardware(options));
+  // CPU: the same CPU first; CUDA: a GPU of the same architecture first ("(sm_90, ..." in the
+  // hardware summary of the records' workers).
+  const bool cuda = spec.target == target::Target::kCuda;
   const std::string same_hardware = hw.Summary();
+  const std::string same_arch = absl::StrCat("(", options.cuda_arch, ",");
+  auto same = [&](const std::string& hardware) {
+    return cuda ? hardware.find(same_arch) != std::string::npos : hardware == same_hardware;
+  };
   exporter::ScheduleLookup lookup = [&](const ir::Workload& w, const std::string& key)
       -> absl::StatusOr<std::optional<exporter::ChosenSchedule>> {
     std::vector<db::MeasurementRow> rows;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      GTCO_ASSIGN_OR_RETURN(rows, db_->TopMeasurements(key, target::Target::kCpu, 64));
+      GTCO_ASSIGN_OR_RETURN(rows, db_->TopMeasurements(key, spec.target, 64));
     }
     const db::MeasurementRow* chosen = nullptr;
     for (const db::MeasurementRow& row : rows) {  // lowest median first
-      if (row.hardware == same_hardware && RunsOn(w, row.trace, hw)) {
+      if (same(row.hardware) && RunsOn(w, row.trace, hw)) {
         chosen = &row;
         break;
       }
@@ -78,7 +100,10 @@ absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
     return std::optional<exporter::ChosenSchedule>(exporter::ChosenSchedule{
         trace, mapping, chosen->hardware, chosen->worker_id, chosen->median_seconds});
   };
-  if (progress) progress(absl::StrCat("planning ", spec.model_name, " for ", same_hardware));
+  if (progress) {
+    progress(absl::StrCat("planning ", spec.model_name, " for ",
+                          cuda ? options.cuda_arch : same_hardware));
+  }
   GTCO_ASSIGN_OR_RETURN(exporter::ExportResult result,
                         exporter::ExportModel(model_bytes, spec.shapes, options, lookup));
   ExportOutcome outcome;

@@ -109,6 +109,7 @@ struct ExportTarget {
   int cores = 1;
   std::string isa;
   bool require_tuned = false;
+  std::string cuda_arch;  ///< CUDA: "sm_90", ...; "" = that of the farm's CUDA workers
 };
 
 /// An exported artifact and what went into it.

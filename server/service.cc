@@ -173,6 +173,7 @@ grpc::Status ClientServiceImpl::Export(
   export_target.cores = wanted.cores();
   export_target.isa = wanted.isa();
   export_target.require_tuned = wanted.require_tuned();
+  export_target.cuda_arch = wanted.cuda_arch();
   absl::StatusOr<ExportOutcome> outcome = core_->ExportModel(
       *spec, export_target, bytes, [stream](const std::string& line) {
         gtco::v1::ExportReply reply;

@@ -134,6 +134,27 @@ CudaMeasurer::CudaMeasurer(std::unique_ptr<CudaDriver> driver, target::HardwareI
   seed_ = options.seed != 0 ? options.seed : std::random_device{}();
 }
 
+absl::StatusOr<target::HardwareInfo> ReadHardware(const CudaDriver& driver) {
+  GTCO_ASSIGN_OR_RETURN(const runtime::CudaDeviceFacts facts, driver.ReadDevice());
+  target::HardwareInfo info;
+  info.target = target::Target::kCuda;
+  info.cores = 1;
+  info.cpu_model = facts.name;
+  info.sm_major = facts.sm_major;
+  info.sm_minor = facts.sm_minor;
+  info.sm_count = facts.sm_count;
+  info.shared_bytes_per_block = facts.shared_bytes_per_block;
+  info.shared_bytes_per_sm = facts.shared_bytes_per_sm;
+  info.registers_per_block = facts.registers_per_block;
+  info.registers_per_sm = facts.registers_per_sm;
+  info.max_threads_per_block = facts.max_threads_per_block;
+  info.max_threads_per_sm = facts.max_threads_per_sm;
+  info.max_blocks_per_sm = facts.max_blocks_per_sm;
+  info.l2_bytes = facts.l2_bytes;
+  info.memory_bytes = facts.memory_bytes;
+  return info;
+}
+
 CudaMeasurer::~CudaMeasurer() {
   for (CudaEvent event : events_) driver_->DestroyEvent(event);
   for (auto& [key, kernel] : kernels_) driver_->UnloadModule(kernel.module);
@@ -142,7 +163,7 @@ CudaMeasurer::~CudaMeasurer() {
 absl::StatusOr<std::unique_ptr<CudaMeasurer>> CudaMeasurer::Create(int device,
                                                                    MeasureOptions options) {
   GTCO_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver, CudaDriver::Open(device));
-  GTCO_ASSIGN_OR_RETURN(target::HardwareInfo hardware, driver->ReadHardware());
+  GTCO_ASSIGN_OR_RETURN(target::HardwareInfo hardware, ReadHardware(*driver));
   GTCO_RETURN_IF_ERROR(driver->Activate());
   std::unique_ptr<CudaMeasurer> measurer(
       new CudaMeasurer(std::move(driver), std::move(hardware), options));

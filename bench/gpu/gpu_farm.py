@@ -3,7 +3,8 @@
 
 1. Integration: a gtco-server on a SQLite file and one `gtco-worker --target cuda` tune the
    bundled transformer block for target cuda; every stored time must come from a verified run
-   (the server refuses unverified ones), the job must finish, `query --model` must answer.
+   (the server refuses unverified ones), the job must finish, `query --model` must answer; the
+   block exported for the GPU (--target cuda) runs under gtco-run, compared with ONNX Runtime.
 2. Benchmark: builds ONNX models of the benchmark workloads (f16/bf16 GEMMs at 4096^3 and the
    ViT-B/16 batch-32 GEMMs; softmax, layernorm and attention at ViT-B/16 batch 32), tunes each
    through the same farm, exports the best trace per workload and re-times it beside cuBLAS in
@@ -101,6 +102,7 @@ def integration(out, budget):
                               "mappings": [(m.get("name"), m.get("trials"), m.get("best_seconds"))
                                            for m in t.get("mappings", [])]}
                              for t in status.get("tasks", [])]}
+        summary["exported"] = exported_artifact(farm, model)
         with open(os.path.join(out, "e2e.json"), "w") as file:
             json.dump(summary, file, indent=2)
         print(json.dumps(summary, indent=2))
@@ -108,6 +110,33 @@ def integration(out, budget):
             raise SystemExit("integration failed:\n" + farm.read_logs())
     finally:
         farm.stop()
+
+
+def exported_artifact(farm, model):
+    """export --target cuda of the tuned block, run by gtco-run on the bundled input and compared
+    with ONNX Runtime's output (tests/data/transformer_block.ort_output.npy)."""
+    artifact = os.path.join(farm.dir, "block_cuda.gtco")
+    summary = farm.client_json("export", model, "--target", "cuda", "-o", artifact)
+    out_dir = os.path.join(farm.dir, "exported_out")
+    os.makedirs(out_dir, exist_ok=True)
+    run = subprocess.run([farm_lib.RUN, artifact, "--input",
+                          "input=" + os.path.join(farm_lib.DATA, "transformer_block.input.npy"),
+                          "--output-dir", out_dir, "--bench", "50", "--json"],
+                         capture_output=True, text=True, timeout=600)
+    result = {"kernels": summary.get("kernels"), "tuned": summary.get("tuned"),
+              "arch": summary.get("cpu"), "returncode": run.returncode,
+              "stderr": run.stderr.strip()[-2000:]}
+    if run.returncode == 0:
+        result["median_seconds"] = json.loads(run.stdout)["median_seconds"]
+        try:
+            import numpy as np
+            got = np.load(os.path.join(out_dir, "output.npy"))
+            want = np.load(os.path.join(farm_lib.DATA, "transformer_block.ort_output.npy"))
+            result["max_abs_diff_vs_onnxruntime"] = float(np.max(np.abs(got - want)))
+            result["matches_onnxruntime"] = bool(np.allclose(got, want, rtol=2e-2, atol=2e-3))
+        except ImportError:
+            result["matches_onnxruntime"] = "numpy missing: not compared"
+    return result
 
 
 def benchmark(out, budget):

@@ -2,14 +2,19 @@
 #include "common/export/model_export.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#ifdef GTCO_EXPORT_HAS_LLVM
 #include "common/codegen/llvm/aot.h"
 #include "common/codegen/llvm/llvm_codegen.h"
+#endif
+#include "common/codegen/cuda/nvrtc.h"
+#include "common/kernels/build_program.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
 #include "common/graph/shape_inference.h"
@@ -17,6 +22,7 @@
 #include "common/onnx/model_analysis.h"
 #include "common/util/status.h"
 #include "runtime/artifact.h"
+#include "runtime/cuda_steps.h"
 
 namespace gtco::exporter {
 namespace {
@@ -26,6 +32,12 @@ using graph::Node;
 using runtime::ElemType;
 
 constexpr int64_t kAlign = 64;
+
+/// What a build without the LLVM code generator answers a CPU export.
+[[maybe_unused]] absl::Status NoLlvm() {
+  return absl::FailedPreconditionError(
+      "this build has no LLVM code generator: it exports CUDA artifacts only (--target cuda)");
+}
 
 int64_t RoundUp(int64_t value, int64_t align) { return (value + align - 1) / align * align; }
 
@@ -118,11 +130,17 @@ class Exporter {
   absl::StatusOr<std::vector<PendingStep>> Ordered() const;
   absl::Status BuildTensors(const std::vector<PendingStep>& steps);
   absl::StatusOr<std::string> CompileCode();
+  /// CUDA: every kernel's cubin and the data-movement module's, back to back (64-byte aligned),
+  /// their slices recorded in the manifest.
+  absl::StatusOr<std::string> CompileCudaCode(const target::HardwareInfo& hw);
+  bool cuda() const { return options_.target == target::Target::kCuda; }
 
   const Graph& graph_;
   const ExportOptions& options_;
   const ScheduleLookup& lookup_;
+#ifdef GTCO_EXPORT_HAS_LLVM
   codegen::AotTarget target_;
+#endif
   std::vector<PendingStep> steps_;
   std::map<std::string, std::string> alias_of_;  ///< reshape-like output -> its input
   struct Kernel {
@@ -157,6 +175,10 @@ absl::Status Exporter::AddDataStep(const Node& node) {
   step.output = node.outputs[0];
   step.inputs = {node.inputs[0]};
   const int64_t rank = static_cast<int64_t>(in.shape.size());
+  if (cuda() && std::max(rank, static_cast<int64_t>(out.shape.size())) > runtime::kCudaMaxRank) {
+    return unimplemented(absl::StrCat("has more than ", runtime::kCudaMaxRank,
+                                      " dimensions, which the CUDA steps do not take"));
+  }
   if (op == "Transpose") {
     GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> perm, graph::TransposePerm(node, rank));
     step.spec.op = "transpose";
@@ -392,6 +414,9 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
 }
 
 absl::StatusOr<std::string> Exporter::CompileCode() {
+#ifndef GTCO_EXPORT_HAS_LLVM
+  return NoLlvm();
+#else
   std::vector<std::string> modules;
   std::set<std::string> extra_features, extra_flags;
   for (Kernel& kernel : kernels_) {
@@ -415,13 +440,65 @@ absl::StatusOr<std::string> Exporter::CompileCode() {
   manifest_.features = target.features;
   Progress(absl::StrCat("compiling ", modules.size(), " kernels for ", target.cpu));
   return codegen::CompileSharedObject(modules, target);
+#endif
+}
+
+absl::StatusOr<std::string> Exporter::CompileCudaCode(const target::HardwareInfo& hw) {
+  std::string code;
+  auto append = [&code](const std::string& cubin, int64_t* offset, int64_t* bytes) {
+    code.resize(RoundUp(static_cast<int64_t>(code.size()), kAlign), '\0');
+    *offset = static_cast<int64_t>(code.size());
+    *bytes = static_cast<int64_t>(cubin.size());
+    code += cubin;
+  };
+  Progress(absl::StrCat("compiling ", kernels_.size(), " CUDA kernels for ", manifest_.cuda_arch,
+                        " with NVRTC"));
+  std::vector<std::pair<std::string, runtime::KernelSpec*>> sources;
+  for (size_t index = 0; index < kernels_.size(); ++index) {
+    runtime::KernelSpec& spec = manifest_.kernels[index];
+    GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(spec.trace));
+    GTCO_ASSIGN_OR_RETURN(kernels::Program program,
+                          kernels::BuildProgram(kernels_[index].workload, trace, hw, spec.entry));
+    const schedule::CudaPlan& plan = program.launch;
+    // A kernel that needs an architecture-specific target (wgmma: sm_90a) makes the whole
+    // artifact that target's: its SASS runs only there.
+    if (!plan.arch.empty()) manifest_.cuda_arch = plan.arch;
+    spec.grid = {plan.grid_x, plan.grid_y, plan.grid_z};
+    spec.block = {plan.block_x, plan.block_y, plan.block_z};
+    spec.shared_bytes = plan.dynamic_shared_bytes;
+    sources.push_back({std::move(program.code), &spec});
+  }
+  for (auto& [source, spec] : sources) {
+    absl::StatusOr<codegen::CompiledCuda> compiled =
+        codegen::CompileCuda(source, spec->entry, manifest_.cuda_arch);
+    if (!compiled.ok()) {
+      return absl::Status(compiled.status().code(),
+                          absl::StrCat("export: kernel ", spec->description, ": ",
+                                       compiled.status().message()));
+    }
+    append(compiled->cubin, &spec->cubin_offset, &spec->cubin_bytes);
+  }
+  GTCO_ASSIGN_OR_RETURN(codegen::CompiledCuda steps,
+                        codegen::CompileCuda(runtime::CudaStepKernelsSource(),
+                                             runtime::kCudaCopyKernel, manifest_.cuda_arch));
+  append(steps.cubin, &manifest_.data_cubin_offset, &manifest_.data_cubin_bytes);
+  return code;
 }
 
 absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkload>& planned) {
   GTCO_ASSIGN_OR_RETURN(const target::HardwareInfo hw, ExportHardware(options_));
-  GTCO_ASSIGN_OR_RETURN(target_, codegen::AotTargetFor(hw.cpu_features, options_.isa));
   manifest_.model = graph_.name;
-  manifest_.cpu = target_.cpu;
+  if (cuda()) {
+    manifest_.target = "cuda";
+    manifest_.cuda_arch = options_.cuda_arch;
+  } else {
+#ifdef GTCO_EXPORT_HAS_LLVM
+    GTCO_ASSIGN_OR_RETURN(target_, codegen::AotTargetFor(hw.cpu_features, options_.isa));
+    manifest_.cpu = target_.cpu;
+#else
+    return NoLlvm();
+#endif
+  }
   std::set<std::string> in_workloads;
   for (const graph::PlannedWorkload& item : planned) {
     in_workloads.insert(item.node_names.begin(), item.node_names.end());
@@ -434,12 +511,17 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   GTCO_ASSIGN_OR_RETURN(std::vector<PendingStep> ordered, Ordered());
   GTCO_RETURN_IF_ERROR(BuildTensors(ordered));
   for (const Kernel& kernel : kernels_) manifest_.kernels.push_back(kernel.spec);
-  GTCO_ASSIGN_OR_RETURN(std::string code, CompileCode());
+  std::string code;
+  if (cuda()) {
+    GTCO_ASSIGN_OR_RETURN(code, CompileCudaCode(hw));
+  } else {
+    GTCO_ASSIGN_OR_RETURN(code, CompileCode());
+  }
   ExportResult result;
   result.kernels = static_cast<int>(kernels_.size());
   for (const Kernel& kernel : kernels_) result.tuned += kernel.spec.tuned ? 1 : 0;
   result.warnings = manifest_.warnings;
-  result.cpu = manifest_.cpu;
+  result.cpu = cuda() ? manifest_.cuda_arch : manifest_.cpu;
   result.estimated_seconds = estimated_seconds_;
   result.artifact = runtime::WriteArtifact(manifest_, code, weights_);
   return result;
@@ -448,6 +530,23 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
 }  // namespace
 
 absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options) {
+  if (options.target == target::Target::kCuda) {
+    const std::string& arch = options.cuda_arch;
+    int sm = 0;
+    const bool digits = arch.size() == 5 && arch.compare(0, 3, "sm_") == 0 &&
+                        std::isdigit(static_cast<unsigned char>(arch[3])) &&
+                        std::isdigit(static_cast<unsigned char>(arch[4]));
+    if (digits) sm = (arch[3] - '0') * 10 + (arch[4] - '0');
+    if (!digits || sm < 80) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "export: CUDA architecture '", arch, "' is not one GTCO compiles for (sm_80 or later, "
+          "e.g. sm_80, sm_86, sm_89, sm_90)"));
+    }
+    return target::CudaArchPreset(sm);
+  }
+#ifndef GTCO_EXPORT_HAS_LLVM
+  return NoLlvm();
+#else
   std::vector<std::string> features = options.cpu_features;
   if (features.empty()) {
     GTCO_ASSIGN_OR_RETURN(features, codegen::LevelFeatures(options.isa.empty() ? "x86-64-v3"
@@ -472,6 +571,7 @@ absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options
   }
   std::sort(hw.cpu_features.begin(), hw.cpu_features.end());
   return hw;
+#endif
 }
 
 absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
@@ -480,7 +580,7 @@ absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
                                          const ScheduleLookup& lookup) {
   GTCO_ASSIGN_OR_RETURN(Graph graph, onnx::PrepareGraph(model_bytes, overrides));
   graph::PlanOptions plan_options;
-  plan_options.target = target::Target::kCpu;
+  plan_options.target = options.target;
   GTCO_ASSIGN_OR_RETURN(std::vector<graph::PlannedWorkload> planned,
                         graph::PlanWorkloads(graph, plan_options));
   return Exporter(graph, options, lookup).Run(planned);

@@ -34,6 +34,10 @@ using ScheduleLookup =
                                                                 const std::string& key)>;
 
 struct ExportOptions {
+  /// kCpu: a shared object for an x86-64 level (the fields below); kCuda: cubins for
+  /// `cuda_arch` plus the data-movement kernels (runtime/cuda_steps.h).
+  target::Target target = target::Target::kCpu;
+  std::string cuda_arch = "sm_90";  ///< CUDA: "sm_80", "sm_90", ... (SASS for exactly it)
   /// The CPU features (cpuinfo spellings) of the hardware to export for; the code targets the
   /// highest x86-64 level they all allow, capped by `isa`. Empty: the features of level `isa`.
   std::vector<std::string> cpu_features;
@@ -50,7 +54,7 @@ struct ExportResult {
   double estimated_seconds = 0.0;     ///< sum over kernel steps of their records' medians
   int kernels = 0, tuned = 0;         ///< distinct kernels, and those from records
   std::vector<std::string> warnings;  ///< untuned workloads, by description and key
-  std::string cpu;                    ///< the x86-64 level compiled for
+  std::string cpu;                    ///< the x86-64 level compiled for (CUDA: the sm_ arch)
 };
 
 /// The hardware the export compiles for: the features of the x86-64 level `options` select
@@ -58,6 +62,8 @@ struct ExportResult {
 /// cpu_features when that level is x86-64-v4; cpu_model and cores from `options`. Records whose
 /// mapping does not apply to it are never chosen. INVALID_ARGUMENT for an unknown isa,
 /// FAILED_PRECONDITION below x86-64-v2.
+/// CUDA: the published limits of the architecture's data-center GPU (target::CudaArchPreset);
+/// INVALID_ARGUMENT for an arch that is not "sm_XY".
 absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options);
 
 /// Exports `model_bytes` (with `overrides` as at submit). Errors: those of the import and the

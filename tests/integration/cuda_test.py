@@ -1,12 +1,16 @@
 """The CUDA path end to end with real processes: a gtco-server and a `gtco-worker --target cuda`
-tune the bundled transformer block for target cuda; every stored time comes from a verified run.
+tune the bundled transformer block for target cuda; every stored time comes from a verified run;
+the block exported for the GPU (cubins from the records) runs under gtco-run and matches the CPU.
 Needs an NVIDIA GPU: skips where the CUDA worker cannot start (no driver or no GPU), after checking
 that it says so clearly."""
+import json
 import os
 import subprocess
 import unittest
 
-from farm import DATA, Farm
+import numpy as np
+
+from farm import DATA, RUN, Farm
 
 MODEL = os.path.join(DATA, "transformer_block.onnx")
 
@@ -40,9 +44,36 @@ class CudaEndToEndTest(unittest.TestCase):
             print("failed measurements by kind:", kinds)
             query = farm.client_json("query", "--model", MODEL, "--target", "cuda")
             self.assertGreater(float(query["estimated_latency_seconds"]), 0)
+            self.check_exported_artifact(farm)
         finally:
             farm.stop()
 
+
+    def check_exported_artifact(self, farm):
+        """export --target cuda (the worker's architecture, the records just measured) runs under
+        gtco-run on this GPU and computes what ONNX Runtime computes for the same input
+        (tests/data/transformer_block.{input,ort_output}.npy, made by ONNX Runtime 1.20.1 on CPU;
+        TF32 Tensor Core matmuls carry ~1e-3 relative error per product)."""
+        artifact = os.path.join(farm.dir, "block_cuda.gtco")
+        summary = farm.client_json("export", MODEL, "--target", "cuda", "-o", artifact)
+        self.assertEqual(summary["tuned"], summary["kernels"], summary)
+        got, median = run_artifact(artifact, farm.dir)
+        self.assertGreater(median, 0)
+        want = np.load(os.path.join(DATA, "transformer_block.ort_output.npy"))
+        self.assertTrue(np.allclose(got, want, rtol=2e-2, atol=2e-3), np.max(np.abs(got - want)))
+
+
+def run_artifact(artifact, directory):
+    """(output, median seconds) of `artifact` on the bundled input, by gtco-run --bench 20."""
+    out_dir = os.path.join(directory, "out_" + os.path.basename(artifact))
+    os.makedirs(out_dir, exist_ok=True)
+    run = subprocess.run([RUN, artifact, "--input",
+                          "input=" + os.path.join(DATA, "transformer_block.input.npy"),
+                          "--output-dir", out_dir, "--bench", "20", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        raise AssertionError(f"gtco-run {artifact}: {run.stderr}")
+    return np.load(os.path.join(out_dir, "output.npy")), json.loads(run.stdout)["median_seconds"]
 
 if __name__ == "__main__":
     unittest.main()

@@ -9,9 +9,11 @@
 #include <sstream>
 #include <thread>
 
+#include "common/codegen/cuda/nvrtc.h"
 #include "common/target/target.h"
 #include "runtime/gtco_runtime.h"
 #include "runtime/model.h"
+#include "runtime/npy.h"
 
 namespace gtco::exporter {
 namespace {
@@ -232,6 +234,85 @@ TEST(ModelExportTest, CApiDescribesAndRunsFromSeveralThreadsAtOnce) {
   gtco_model* none = nullptr;
   EXPECT_EQ(gtco_model_load("/nonexistent/model.gtco", &none), GTCO_NOT_FOUND);
   EXPECT_NE(std::string(gtco_last_error()).find("cannot open"), std::string::npos);
+}
+
+// The bundled block's reference output (tests/data/transformer_block.{input,ort_output}.npy, by
+// ONNX Runtime 1.20.1), which the GPU checks compare the CUDA artifact with, is what the CPU
+// artifact computes.
+TEST(ModelExportTest, BundledBlockMatchesItsOnnxRuntimeReference) {
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ReadModel("transformer_block.onnx"), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::string path = WriteTemp("block_reference.gtco", result->artifact);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string data = std::string(GTCO_SOURCE_DIR) + "/tests/data/";
+  absl::StatusOr<runtime::NpyArray> x = runtime::ReadNpy(data + "transformer_block.input.npy");
+  absl::StatusOr<runtime::NpyArray> want =
+      runtime::ReadNpy(data + "transformer_block.ort_output.npy");
+  ASSERT_TRUE(x.ok() && want.ok()) << x.status() << want.status();
+  absl::StatusOr<std::vector<runtime::OutputTensor>> got =
+      (*model)->Run({{x->dtype, x->shape, x->data.data()}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ((*got)[0].bytes.size(), want->data.size());
+  const float* a = reinterpret_cast<const float*>((*got)[0].bytes.data());
+  const float* b = reinterpret_cast<const float*>(want->data.data());
+  for (size_t i = 0; i < want->data.size() / 4; ++i) {
+    ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-4 * std::abs(b[i])) << "element " << i;
+  }
+}
+
+// --target cuda: NVRTC compiles every kernel and the data-movement steps to SASS for the
+// requested architecture (no GPU needed); the artifact describes their launches, and a host
+// without an NVIDIA driver refuses to run it, saying why. (On a GPU, integration.cuda runs one.)
+TEST(ModelExportTest, CudaArtifactsCarryCubinsAndNeedAGpu) {
+  if (!codegen::NvrtcAvailable()) GTEST_SKIP() << codegen::NvrtcLoadStatus();
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    SCOPED_TRACE(arch);
+    ExportOptions options;
+    options.target = target::Target::kCuda;
+    options.cuda_arch = arch;
+    absl::StatusOr<ExportResult> result =
+        ExportModel(ReadModel("transformer_block.onnx"), {}, options, kNoRecords);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->cpu, arch);
+    EXPECT_GT(result->kernels, 0);
+    absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+    ASSERT_TRUE(view.ok()) << view.status();
+    const runtime::Manifest& m = view->manifest;
+    EXPECT_EQ(m.target, "cuda");
+    EXPECT_EQ(m.cuda_arch, arch);
+    auto is_elf = [&](int64_t offset, int64_t bytes) {
+      return bytes > 4 && view->code.substr(offset, 4) == std::string_view("\x7f" "ELF", 4);
+    };
+    EXPECT_TRUE(is_elf(m.data_cubin_offset, m.data_cubin_bytes));
+    ASSERT_EQ(m.kernels.size(), static_cast<size_t>(result->kernels));
+    for (const runtime::KernelSpec& kernel : m.kernels) {
+      SCOPED_TRACE(kernel.description);
+      EXPECT_TRUE(is_elf(kernel.cubin_offset, kernel.cubin_bytes));
+      EXPECT_GE(kernel.grid[0] * kernel.grid[1] * kernel.grid[2], 1);
+      EXPECT_GE(kernel.block[0] * kernel.block[1] * kernel.block[2], 32);
+    }
+    // The manifest round-trips through its JSON with the launches intact.
+    absl::StatusOr<runtime::Manifest> again =
+        runtime::ManifestFromJson(runtime::ManifestToJson(m));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->kernels[0].grid, m.kernels[0].grid);
+    EXPECT_EQ(again->kernels[0].cubin_bytes, m.kernels[0].cubin_bytes);
+    // Without a GPU, loading says what is missing.
+    const std::string path = WriteTemp(std::string("block_") + arch + ".gtco", result->artifact);
+    absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+    if (model.ok()) continue;  // a GPU that runs it: integration.cuda checks its outputs
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition) << model.status();
+    EXPECT_NE(model.status().message().find("NVIDIA GPU"), std::string::npos) << model.status();
+  }
+  // An architecture GTCO does not compile for is refused before any work.
+  ExportOptions old;
+  old.target = target::Target::kCuda;
+  old.cuda_arch = "sm_70";
+  absl::StatusOr<ExportResult> refused =
+      ExportModel(ReadModel("transformer_block.onnx"), {}, old, kNoRecords);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
 }
 
 }  // namespace

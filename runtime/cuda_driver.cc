@@ -1,5 +1,5 @@
 // The CUDA driver loaded with dlopen/dlsym; every CUresult becomes an absl::Status here.
-#include "worker/cuda_driver.h"
+#include "runtime/cuda_driver.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/util/status.h"
 
-namespace gtco::worker {
+namespace gtco::runtime {
 
 // The driver entry points, by the versioned names libcuda.so.1 exports (<cuda.h> maps the
 // unversioned names of its prototypes onto these): X(member, exported symbol).
@@ -280,15 +280,13 @@ std::string CudaDriver::DriverVersion() const {
   return absl::StrCat(version / 1000, ".", (version % 1000) / 10);
 }
 
-absl::StatusOr<target::HardwareInfo> CudaDriver::ReadHardware() const {
-  target::HardwareInfo info;
-  info.target = target::Target::kCuda;
-  info.cores = 1;
+absl::StatusOr<CudaDeviceFacts> CudaDriver::ReadDevice() const {
+  CudaDeviceFacts info;
   std::array<char, 256> name{};
   GTCO_RETURN_IF_ERROR(CudaResultToStatus(
       api_->device_get_name(name.data(), static_cast<int>(name.size()) - 1, device_),
       "cuDeviceGetName"));
-  info.cpu_model = name.data();
+  info.name = name.data();
   const auto attribute = [this](CUdevice_attribute which, const char* label,
                                 auto* value) -> absl::Status {
     int raw = 0;
@@ -324,9 +322,9 @@ absl::Status CudaDriver::Activate() {
     GTCO_RETURN_IF_ERROR(
         Check(api_->primary_ctx_retain(&context, device_), "cuDevicePrimaryCtxRetain"));
     context_retained_ = true;
-    GTCO_RETURN_IF_ERROR(Check(api_->ctx_set_current(context), "cuCtxSetCurrent"));
+    context_ = context;
   }
-  return absl::OkStatus();
+  return Check(api_->ctx_set_current(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
 }
 
 absl::StatusOr<DevicePtr> CudaDriver::Alloc(size_t bytes) {
@@ -440,4 +438,4 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-}  // namespace gtco::worker
+}  // namespace gtco::runtime

@@ -1,0 +1,53 @@
+// Element strides of row-major tensors, as the data-movement steps read them (CPU and CUDA).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gtco::runtime {
+
+/// Row-major strides (in elements) of `shape`.
+inline std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int dim = static_cast<int>(shape.size()) - 2; dim >= 0; --dim) {
+    strides[dim] = strides[dim + 1] * shape[dim + 1];
+  }
+  return strides;
+}
+
+/// Element strides (0 where broadcast) of a tensor of shape `shape` read at the indices of
+/// `out_shape` (numpy broadcasting; checked by the manifest).
+inline std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
+                                             const std::vector<int64_t>& out_shape) {
+  std::vector<int64_t> strides(out_shape.size(), 0);
+  const std::vector<int64_t> own = Strides(shape);
+  const size_t offset = out_shape.size() - shape.size();
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    strides[offset + dim] = shape[dim] == 1 ? 0 : own[dim];
+  }
+  return strides;
+}
+
+/// The input strides a transpose with permutation `perm` reads its output's indices at.
+inline std::vector<int64_t> TransposeStrides(const std::vector<int64_t>& in_shape,
+                                             const std::vector<int64_t>& perm) {
+  const std::vector<int64_t> in_strides = Strides(in_shape);
+  std::vector<int64_t> strides;
+  for (int64_t axis : perm) strides.push_back(in_strides[axis]);
+  return strides;
+}
+
+/// The input strides and base offset of a slice with params {start, step} per input dim.
+inline std::vector<int64_t> SliceStrides(const std::vector<int64_t>& in_shape,
+                                         const std::vector<int64_t>& params, int64_t* base) {
+  const std::vector<int64_t> in_strides = Strides(in_shape);
+  std::vector<int64_t> strides;
+  *base = 0;
+  for (size_t dim = 0; dim < in_shape.size(); ++dim) {
+    *base += params[2 * dim] * in_strides[dim];
+    strides.push_back(params[2 * dim + 1] * in_strides[dim]);
+  }
+  return strides;
+}
+
+}  // namespace gtco::runtime
