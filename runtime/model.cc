@@ -39,18 +39,21 @@ inline void CopyElement(const char* src, char* dst) {
   std::memcpy(dst, src, Bytes);
 }
 
-/// Copies rows [row_begin, row_end) of the output of shape `out_shape` (row-major; a row is
-/// the innermost extent when the input's innermost stride is 1, else one element) from `src`
-/// at element offset base + sum(index[d] * in_strides[d]). Contiguous rows (most transposes
-/// and slices of attention) are copied with one memcpy each.
+/// Copies rows [row_begin, row_end) of the output of shape `out_shape` (row-major; a row is its
+/// innermost extent) from `src` at element offset base + sum(index[d] * in_strides[d]). Rows
+/// contiguous in the input (most transposes and slices of attention) are one memcpy each; the
+/// others (subsampling slices, strided windows) one loop at the innermost input stride.
 template <int Bytes>
 void StridedCopyRows(const char* src, char* dst, const std::vector<int64_t>& out_shape,
                      const std::vector<int64_t>& in_strides, int64_t base, int64_t row_begin,
                      int64_t row_end) {
   const int rank = static_cast<int>(out_shape.size());
-  const bool rows = rank > 0 && in_strides[rank - 1] == 1;
-  const int64_t row = rows ? out_shape[rank - 1] : 1;
-  const int outer_rank = rows ? rank - 1 : rank;
+  if (rank == 0) {
+    CopyElement<Bytes>(src + base * Bytes, dst);
+    return;
+  }
+  const int64_t row = out_shape[rank - 1], step = in_strides[rank - 1];
+  const int outer_rank = rank - 1;
   // The index of the first row, digit by digit, and its input offset.
   std::vector<int64_t> index(outer_rank, 0);
   int64_t offset = base;
@@ -63,10 +66,12 @@ void StridedCopyRows(const char* src, char* dst, const std::vector<int64_t>& out
     }
   }
   for (int64_t r = row_begin; r < row_end; ++r) {
-    if (rows) {
-      std::memcpy(dst + r * row * Bytes, src + offset * Bytes, row * Bytes);
+    char* out_row = dst + r * row * Bytes;
+    if (step == 1) {
+      std::memcpy(out_row, src + offset * Bytes, row * Bytes);
     } else {
-      CopyElement<Bytes>(src + offset * Bytes, dst + r * Bytes);
+      const char* in = src + offset * Bytes;
+      for (int64_t c = 0; c < row; ++c) CopyElement<Bytes>(in + c * step * Bytes, out_row + c * Bytes);
     }
     for (int dim = outer_rank - 1; dim >= 0; --dim) {
       ++index[dim];
@@ -126,10 +131,9 @@ void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_s
   int64_t total = 1;
   for (int64_t dim : out_shape) total *= dim;
   if (total == 0) return;
-  const bool rows = rank > 0 && in_strides[rank - 1] == 1;
-  const int64_t row = rows ? out_shape[rank - 1] : 1;
+  const int64_t row = rank > 0 ? out_shape[rank - 1] : 1;
   const int64_t num_rows = total / row;
-  if (!rows && rank >= 2 && in_strides[rank - 2] == 1) {
+  if (rank >= 2 && in_strides[rank - 1] != 1 && in_strides[rank - 2] == 1) {
     struct Tiles {
       const char* src;
       char* dst;
