@@ -14,6 +14,7 @@ file raises the usual `OSError`. A Client is safe to share between threads.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -87,6 +88,21 @@ def host_cpu() -> Tuple[List[str], str, int]:
         features = [f for f in features if not f.startswith(beyond)]
         model += " [GTCO_CPU_ISA=avx2]"
     return features, model, os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def _renamed_when_complete(partial: str, output: str) -> Iterator[None]:
+    """The body writes `partial`; it becomes `output` when the body completes, and is removed
+    when the body raises (so `output` is never half-written)."""
+    try:
+        yield
+    except BaseException:
+        try:
+            os.remove(partial)
+        except OSError:
+            pass
+        raise
+    os.replace(partial, output)
 
 
 def _job_id(job: JobRef) -> str:
@@ -332,8 +348,8 @@ class Client:
             max(self.timeout, 300))
 
     def export(self, model: Model, output: Union[str, "os.PathLike[str]"], *,
-               target: str = "cpu", isa: str = "host", require_tuned: bool = False,
-               shapes: Optional[Shapes] = None,
+               target: str = "cpu", isa: str = "host", arch: str = "",
+               require_tuned: bool = False, shapes: Optional[Shapes] = None,
                on_progress: Optional[Callable[[str], None]] = None) -> "pb.ExportSummary":
         """Compiles the model with its best records into one artifact and writes it to `output`
         (through OUTPUT.partial, renamed only once complete: `output` is never half-written).
@@ -341,6 +357,8 @@ class Client:
 
         isa: "host" (this machine's CPU: its features pick the instruction set and records
         measured on the same CPU come first), or "x86-64-v2" | "x86-64-v3" | "x86-64-v4".
+        arch (target "cuda"): the GPU architecture of the cubins ("sm_80", "sm_90"; "" is that
+        of the farm's CUDA workers).
         require_tuned: refuse (FailedPrecondition, naming them) when a workload has no record,
         instead of compiling its default schedule (listed in the summary's `warnings`).
         on_progress: called with each progress line of the server.
@@ -349,7 +367,11 @@ class Client:
         """
         data, model_name = _read_model(model, None)
         spec = pb.ExportSpec(require_tuned=require_tuned)
-        if isa == "host":
+        if target == "cuda":
+            spec.cuda_arch = arch
+        elif arch:
+            raise ValueError("arch is for CUDA exports (target='cuda')")
+        elif isa == "host":
             features, cpu_model, cores = host_cpu()
             spec.cpu_features.extend(features)
             spec.cpu_model, spec.cores = cpu_model, cores
@@ -360,7 +382,7 @@ class Client:
         output = os.fspath(output)
         partial = output + ".partial"
 
-        def invoke(stub: Any, timeout: float) -> Tuple[pb.ExportSummary, int]:
+        def invoke(stub: Any, timeout: float) -> Tuple["pb.ExportSummary", int]:
             summary, received = pb.ExportSummary(), 0
             with open(partial, "wb") as file:
                 for reply in stub.Export(_chunks(header, data), timeout=timeout,
@@ -375,18 +397,11 @@ class Client:
                         on_progress(reply.progress)
             return summary, received
 
-        try:
+        with _renamed_when_complete(partial, output):
             summary, received = self._call(invoke, max(self.timeout, 1800))
             if received != summary.artifact_bytes:
                 raise errors.DataLoss(f"the artifact arrived incomplete ({received} of "
                                       f"{summary.artifact_bytes} bytes); nothing was written")
-            os.replace(partial, output)
-        except BaseException:
-            try:
-                os.remove(partial)
-            except OSError:
-                pass
-            raise
         return summary
 
     # ------------------------------------------------------------------ records
@@ -416,20 +431,12 @@ class Client:
         output = os.fspath(output)
         partial = output + ".partial"
         count, workloads = 0, set()
-        try:
-            with open(partial, "w") as file:
-                for record in self.records(target=target, workload=workload,
-                                           include_failed=include_failed):
-                    file.write(json.dumps(to_dict(record), separators=(",", ":")) + "\n")
-                    workloads.add(record.workload_key)
-                    count += 1
-            os.replace(partial, output)
-        except BaseException:
-            try:
-                os.remove(partial)
-            except OSError:
-                pass
-            raise
+        with _renamed_when_complete(partial, output), open(partial, "w") as file:
+            for record in self.records(target=target, workload=workload,
+                                       include_failed=include_failed):
+                file.write(json.dumps(to_dict(record), separators=(",", ":")) + "\n")
+                workloads.add(record.workload_key)
+                count += 1
         return RecordsFile(output, count, len(workloads))
 
     def import_records(self, source: Union[str, "os.PathLike[str]",
