@@ -15,6 +15,7 @@
 #endif
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/kernels/build_program.h"
+#include "common/kernels/prepack.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
 #include "common/graph/shape_inference.h"
@@ -127,6 +128,9 @@ class Exporter {
   }
   absl::Status AddDataStep(const Node& node);
   absl::Status AddKernels(const std::vector<graph::PlannedWorkload>& planned);
+  /// Stores each matmul's constant B in the panels its kernel streams (kernels::PrepackConstantB)
+  /// when every weight that kernel reads is read by it alone; the kernel's trace then says so.
+  absl::Status PrepackWeights();
   absl::StatusOr<std::vector<PendingStep>> Ordered() const;
   absl::Status BuildTensors(const std::vector<PendingStep>& steps);
   absl::StatusOr<std::string> CompileCode();
@@ -151,6 +155,11 @@ class Exporter {
   };
   std::vector<Kernel> kernels_;
   std::map<std::string, int> kernel_of_key_;
+  struct Prepacked {
+    std::vector<float> data;
+    std::vector<int64_t> shape;
+  };
+  std::map<std::string, Prepacked> prepacked_;  ///< weight name -> its pre-packed layout
   runtime::Manifest manifest_;
   std::string weights_;
   double estimated_seconds_ = 0.0;
@@ -268,6 +277,48 @@ absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& pla
   return absl::OkStatus();
 }
 
+absl::Status Exporter::PrepackWeights() {
+  // Which kernels (-1: anything else) read each constant.
+  std::map<std::string, std::set<int>> readers;
+  for (const PendingStep& step : steps_) {
+    for (const std::string& input : step.inputs) {
+      const std::string root = Root(input);
+      if (graph_.IsConstant(root)) readers[root].insert(step.spec.op == "kernel" ? step.spec.kernel : -1);
+    }
+  }
+  for (const std::string& output : graph_.outputs) readers[Root(output)].insert(-1);
+  for (size_t index = 0; index < kernels_.size(); ++index) {
+    Kernel& kernel = kernels_[index];
+    if (kernel.workload.anchor != ir::AnchorKind::kMatMul) continue;
+    std::set<std::string> weights;
+    bool all_constant = true;
+    for (const PendingStep& step : steps_) {
+      if (step.spec.op != "kernel" || step.spec.kernel != static_cast<int>(index)) continue;
+      const std::string root = Root(step.inputs.at(1));
+      const graph::Tensor* tensor = graph_.FindTensor(root);
+      all_constant = all_constant && tensor != nullptr && graph_.IsConstant(root) &&
+                     tensor->type == graph::ElemType::kFloat32 &&
+                     readers[root] == std::set<int>{static_cast<int>(index)} &&
+                     static_cast<int64_t>(tensor->float_data.size()) == tensor->NumElements();
+      weights.insert(root);
+    }
+    if (!all_constant || weights.empty()) continue;
+    GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(kernel.spec.trace));
+    std::string packed_trace;
+    for (const std::string& name : weights) {
+      const graph::Tensor& tensor = graph_.tensor(name);
+      const std::vector<float> values(tensor.float_data.begin(), tensor.float_data.end());
+      GTCO_ASSIGN_OR_RETURN(std::optional<kernels::PrepackedOperand> packed,
+                            kernels::PrepackConstantB(kernel.workload, trace, values));
+      if (!packed.has_value()) break;  // this schedule reads B as it is
+      packed_trace = packed->trace.ToString();
+      prepacked_[name] = Prepacked{std::move(packed->data), std::move(packed->shape)};
+    }
+    if (!packed_trace.empty()) kernel.spec.trace = packed_trace;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<PendingStep>> Exporter::Ordered() const {
   std::set<std::string> ready;
   for (const std::string& input : graph_.inputs) ready.insert(input);
@@ -324,7 +375,14 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
       spec.weight = true;
       weights_.resize(RoundUp(static_cast<int64_t>(weights_.size()), kAlign), '\0');
       spec.weight_offset = static_cast<int64_t>(weights_.size());
-      weights_ += WeightBytes(constant, spec.dtype);
+      auto packed = prepacked_.find(root);
+      if (packed != prepacked_.end()) {
+        spec.shape = packed->second.shape;
+        weights_.append(reinterpret_cast<const char*>(packed->second.data.data()),
+                        packed->second.data.size() * sizeof(float));
+      } else {
+        weights_ += WeightBytes(constant, spec.dtype);
+      }
     } else {
       auto [slot, added] = storage_of_root.emplace(root, static_cast<int>(lives.size()));
       if (added) lives.push_back({});
@@ -508,6 +566,7 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
     GTCO_RETURN_IF_ERROR(AddDataStep(node));
   }
   GTCO_RETURN_IF_ERROR(AddKernels(planned));
+  if (!cuda()) GTCO_RETURN_IF_ERROR(PrepackWeights());
   GTCO_ASSIGN_OR_RETURN(std::vector<PendingStep> ordered, Ordered());
   GTCO_RETURN_IF_ERROR(BuildTensors(ordered));
   for (const Kernel& kernel : kernels_) manifest_.kernels.push_back(kernel.spec);

@@ -12,6 +12,7 @@
 #include "common/ir/pool.h"
 #include "common/ir/reference.h"
 #include "common/kernels/family.h"
+#include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "tests/unit/schedule/test_workloads.h"
@@ -108,6 +109,52 @@ TEST_F(ScheduleJitTest, MatMulTransposedOperands) {
   CheckRandomTraces(MatMul(1, 33, 40, 19, /*trans_a=*/true, /*trans_b=*/false), 12, 6);
   // One shared (unbatched) B across 3 batches of A.
   CheckRandomTraces(MatMul(3, 9, 35, 70, false, false, true, /*b_batched=*/false), 12, 7);
+}
+
+// pack_b = 2: the exporter stores a constant B in the panels the kernel streams
+// (PrepackConstantB); every blocked schedule sampled, switched to read B that way, computes
+// what it computes on the plain B (tails in M, N and K included).
+TEST_F(ScheduleJitTest, MatMulReadsAPrepackedConstantB) {
+  int prepacked = 0;
+  for (const ir::Workload& w : {MatMul(1, 37, 100, 70), MatMul(1, 128, 768, 96),
+                                MatMulBiasGelu(1, 19, 45, 300),
+                                MatMul(3, 9, 35, 70, false, false, true, /*b_batched=*/false)}) {
+    SCOPED_TRACE(w.Description());
+    absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, target::DetectHostCpu());
+    ASSERT_TRUE(space.ok()) << space.status();
+    std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 11);
+    const std::vector<float> expected = ir::ComputeReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    std::mt19937_64 rng(17);
+    for (int sample = 0; sample < 24; ++sample) {
+      const Trace trace = space->Sample(rng);
+      absl::StatusOr<std::optional<kernels::PrepackedOperand>> packed =
+          kernels::PrepackConstantB(w, trace, inputs[1]);
+      ASSERT_TRUE(packed.ok()) << trace.ToString() << ": " << packed.status();
+      if (!packed->has_value()) continue;  // not a blocked schedule: B is read as it is
+      ++prepacked;
+      EXPECT_EQ((*packed)->trace.Get("pack_b"), 2);
+      EXPECT_EQ(static_cast<int64_t>((*packed)->data.size()),
+                (*packed)->shape[0] * (*packed)->shape[1]);
+      std::vector<std::vector<float>> with_packed = inputs;
+      with_packed[1] = (*packed)->data;
+      absl::StatusOr<std::vector<float>> output = Run(w, (*packed)->trace, with_packed);
+      ASSERT_TRUE(output.ok()) << (*packed)->trace.ToString() << ": " << output.status();
+      absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
+      EXPECT_TRUE(match.ok()) << (*packed)->trace.ToString() << ": " << match;
+    }
+    ASSERT_TRUE(jit_->Reset().ok());
+  }
+  EXPECT_GT(prepacked, 10);
+  // A transposed B is read as it is.
+  const ir::Workload transposed = MatMulBiasGelu(2, 19, 19, 64, /*trans_b=*/true);
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(transposed, target::DetectHostCpu());
+  ASSERT_TRUE(space.ok());
+  absl::StatusOr<std::optional<kernels::PrepackedOperand>> none = kernels::PrepackConstantB(
+      transposed, space->DefaultTrace(), ir::RandomInputs(transposed, 1)[1]);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
 }
 
 TEST_F(ScheduleJitTest, MatMulResidualAndRowBroadcastEpilogue) {

@@ -254,6 +254,9 @@ class FmaConvSketch final : public LoopSketch {
     if (w.anchor != ir::AnchorKind::kConv) {
       return absl::InvalidArgumentError("the conv sketch lowers conv workloads only");
     }
+    if (values[kPackB] == kPackBPrepacked) {
+      return absl::InvalidArgumentError("a conv's B (the image patches) cannot be pre-packed");
+    }
     const ir::MatMulParams view = ir::ConvGemmView(w.conv);
     GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, spec_.vw));
     GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, ConvEpilogue(w));

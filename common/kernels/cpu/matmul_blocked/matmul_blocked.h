@@ -42,6 +42,11 @@ MappingVerdict FmaVerdict(const char* mapping, const FmaMappingSpec& spec, const
 /// Knob order of the blocked sketch (trace order).
 enum BlockedKnob { kMr, kNr, kKc, kMc, kNc, kPar, kUnrollK, kPackA, kPackB, kNumBlockedKnobs };
 
+/// The pack_b value of a B the exporter stored pre-packed (PrepackB): a constant weight read
+/// from the kernel's B input in the panels the micro-kernel streams, with no packing at run
+/// time. Never among the searched values (Knobs offers 0 and 1).
+inline constexpr int64_t kPackBPrepacked = 2;
+
 /// Every size derived from one (workload, decisions) pair. Row blocks are multiples of mr and
 /// column blocks multiples of tc unless a single block covers the whole dimension, so the row
 /// tail (M % mr rows) lives in the last M block and the column tail (N % tc) in the last N block.
@@ -49,6 +54,7 @@ struct BlockedPlan {
   ir::MatMulParams p;
   int64_t vw = 16, mr = 1, nr = 1, kc = 1, unroll_k = 1;
   bool parallel = false, pack_a = false, pack_b = false;
+  bool prepacked_b = false;  ///< B arrives in PrepackB's layout (pack_b = kPackBPrepacked)
   int64_t tc = 16;         ///< columns of a full register tile (nr * vw)
   int64_t row_block = 1;   ///< rows per M block
   int64_t col_block = 16;  ///< columns per N block
@@ -65,6 +71,14 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::Workload& w, const KnobVal
 /// Same for the matmul view `p` (positive sizes assumed checked).
 absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& p, const KnobValues& values,
                                             int64_t vw);
+
+/// Floats of B in the pre-packed layout of `plan`: K rows of every column tile, zero-padded to
+/// whole tiles of tc columns.
+int64_t PrepackedBElements(const BlockedPlan& plan);
+/// B (row-major [K, N], not batched, not transposed) in the layout a plan with prepacked_b
+/// reads: for each K block (kc rows, the last one shorter), for each column tile (tc columns,
+/// zero past N), its [rows][tc] panel; the block of K block kb starts at kb * kc * padded N.
+std::vector<float> PrepackB(const BlockedPlan& plan, const float* b);
 
 /// The blocked sketch's knobs and candidate values for the matmul view `p` on `hw`.
 std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParams& p,

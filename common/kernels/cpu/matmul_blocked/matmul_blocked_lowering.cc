@@ -43,6 +43,10 @@ struct TileSpec {
   Expr a_pack_base;     ///< packed A panel start (nullptr: read A directly)
   int64_t b_width = 0;  ///< packed B panel width in floats (0: read B directly)
   bool masked = false;  ///< columns past N are computed on zero padding and not stored
+  /// Where the packed panel is: the kernel's packing buffer (offset 0), or for a pre-packed B
+  /// the B input itself at `b_base`.
+  std::string b_buffer = kBPack;
+  Expr b_base;
 };
 
 class BlockedLowering {
@@ -67,6 +71,8 @@ class BlockedLowering {
   Stmt KLoop(const TileSpec& tile, const std::string& acc) const;
   Stmt WriteBack(const TileSpec& tile, const std::string& acc, bool final_block) const;
   Stmt PackBPanel(const Expr& j0, int64_t width, bool zero_past_n) const;
+  /// N rounded up to whole column tiles: the row length of a pre-packed B's K block.
+  int64_t PaddedN() const { return (plan_.p.n + plan_.tc - 1) / plan_.tc * plan_.tc; }
   Stmt PackABlock(const Expr& i_begin, const Expr& row_tiles) const;
   Stmt KBlockBody(const Expr& i_begin, const Expr& row_tiles, const Expr& j_begin,
                   const Expr& col_tiles) const;
@@ -125,9 +131,10 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
               ? ir::MakeLoad(kAPack, tile.a_pack_base + k_local * MakeInt(tile.rows) + r)
               : ALoad(tile.i0 + r, KBegin() + k_local);
       const Expr col_in_tile = c * MakeInt(plan_.vw) + v;
-      const Expr b_value = tile.b_width > 0
-                               ? ir::MakeLoad(kBPack, k_local * MakeInt(tile.b_width) + col_in_tile)
-                               : BLoad(KBegin() + k_local, tile.j0 + col_in_tile);
+      Expr panel_index = k_local * MakeInt(tile.b_width) + col_in_tile;
+      if (tile.b_base != nullptr) panel_index = tile.b_base + panel_index;
+      const Expr b_value = tile.b_width > 0 ? ir::MakeLoad(tile.b_buffer, panel_index)
+                                            : BLoad(KBegin() + k_local, tile.j0 + col_in_tile);
       return ir::MakeStore(acc, slot, ir::MakeLoad(acc, slot) + a_value * b_value);
     });
   };
@@ -234,24 +241,40 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
                     bool masked) {
     TileSpec full{tag, plan_.mr, vecs,    i_begin + it * MakeInt(plan_.mr),
                   j0,  nullptr,  b_width, masked};
+    if (plan_.prepacked_b) {
+      // This column tile's panel of the current K block in the pre-packed B (PrepackB).
+      full.b_buffer = InputName(1);
+      full.b_base = ko_ * MakeInt(plan_.kc * PaddedN()) + (j0 / MakeInt(plan_.tc)) * KExtent() *
+                                                              MakeInt(plan_.tc);
+    }
     if (plan_.pack_a) full.a_pack_base = it * MakeInt(plan_.mr * plan_.kc);
     std::vector<Stmt> stmts = {
         LoopOrSkip("it", MakeInt(0), row_tiles, ForKind::kSerial, Tile(full))};
     if (plan_.row_tail > 0) {
       TileSpec tail{tag + "t", plan_.row_tail, vecs, tail_i0, j0, nullptr, b_width, masked};
+      tail.b_buffer = full.b_buffer;
+      tail.b_base = full.b_base;
       if (plan_.pack_a) tail.a_pack_base = row_tiles * MakeInt(plan_.mr * plan_.kc);
       stmts.push_back(When(last_m_always, last_m, Tile(tail)));
     }
     return ir::MakeBlock(stmts);
   };
   const Expr j0 = j_begin + jt * MakeInt(plan_.tc);
-  Stmt panel = column("m", plan_.nr, j0, plan_.pack_b ? plan_.tc : 0, false);
+  Stmt panel =
+      column("m", plan_.nr, j0, plan_.pack_b || plan_.prepacked_b ? plan_.tc : 0, false);
   if (plan_.pack_b) panel = ir::MakeBlock({PackBPanel(j0, plan_.tc, false), panel});
   std::vector<Stmt> stmts = {LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial, panel)};
   if (plan_.col_tail > 0) {
     // The N tail always goes through a zero-padded packed panel; stores are masked.
     const Expr tail_j0 = MakeInt(plan_.p.n - plan_.col_tail);
     const int64_t width = plan_.col_tail_vecs * plan_.vw;
+    if (plan_.prepacked_b) {
+      // Pre-packed: the tail tile's panel is already zero-padded to tc columns.
+      stmts.push_back(When(last_n_always, last_n,
+                           column("n", plan_.col_tail_vecs, tail_j0, plan_.tc, true)));
+      if (plan_.pack_a) stmts.insert(stmts.begin(), PackABlock(i_begin, row_tiles));
+      return ir::MakeBlock(stmts);
+    }
     stmts.push_back(When(last_n_always, last_n,
                          ir::MakeBlock({PackBPanel(tail_j0, width, width > plan_.col_tail),
                                         column("n", plan_.col_tail_vecs, tail_j0, width, true)})));
@@ -279,7 +302,7 @@ Stmt BlockedLowering::TaskBody() const {
     body = ir::MakeFor("ko", MakeInt(0), MakeInt(plan_.k_blocks), ForKind::kSerial, body);
   }
   const int64_t panel_width = std::max(plan_.tc, plan_.col_tail_vecs * plan_.vw);
-  if (plan_.pack_b || plan_.col_tail > 0) {
+  if (plan_.pack_b || (plan_.col_tail > 0 && !plan_.prepacked_b)) {
     body = ir::MakeAllocate(kBPack, plan_.kc * panel_width, body);
   }
   if (plan_.pack_a) {

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
+#include "common/kernels/prepack.h"
+#include "common/kernels/registry.h"
 #include "common/kernels/family.h"
 #include "common/schedule/lower_util.h"
 #include "common/schedule/mapping.h"
@@ -113,7 +115,13 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
   GTCO_RETURN_IF_ERROR(CheckRange("par", values[kPar], 0, 1));
   GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", values[kUnrollK], {1, 2, 4, 8}));
   GTCO_RETURN_IF_ERROR(CheckRange("pack_a", values[kPackA], 0, 1));
-  GTCO_RETURN_IF_ERROR(CheckRange("pack_b", values[kPackB], 0, 1));
+  // pack_b 2 (B pre-packed by the exporter, kPackBPrepacked) is never searched: a worker cannot
+  // measure it on random inputs without packing them the same way.
+  GTCO_RETURN_IF_ERROR(CheckRange("pack_b", values[kPackB], 0, kPackBPrepacked));
+  if (values[kPackB] == kPackBPrepacked && (matmul.b_batched || matmul.trans_b)) {
+    return absl::InvalidArgumentError(
+        "pack_b=2 (pre-packed B) needs one B shared by the batch, not transposed");
+  }
   BlockedPlan plan;
   plan.p = matmul;
   const ir::MatMulParams& p = plan.p;
@@ -126,6 +134,7 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
   plan.parallel = values[kPar] == 1;
   plan.pack_a = values[kPackA] == 1;
   plan.pack_b = values[kPackB] == 1;
+  plan.prepacked_b = values[kPackB] == kPackBPrepacked;
   plan.row_block = values[kMc] >= p.m ? p.m : RoundUp(values[kMc], plan.mr);
   plan.m_blocks = CeilDiv(p.m, plan.row_block);
   if (plan.m_blocks == 1) plan.row_block = p.m;
@@ -140,6 +149,28 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
     return absl::InvalidArgumentError("matmul blocks exceed the 4 MiB local buffer limit");
   }
   return plan;
+}
+
+int64_t PrepackedBElements(const BlockedPlan& plan) {
+  return plan.p.k * CeilDiv(plan.p.n, plan.tc) * plan.tc;
+}
+
+std::vector<float> PrepackB(const BlockedPlan& plan, const float* b) {
+  const ir::MatMulParams& p = plan.p;
+  const int64_t tiles = CeilDiv(p.n, plan.tc), padded = tiles * plan.tc;
+  std::vector<float> packed(PrepackedBElements(plan), 0.0f);
+  for (int64_t kb = 0; kb < plan.k_blocks; ++kb) {
+    const int64_t k0 = kb * plan.kc, extent = std::min(plan.kc, p.k - k0);
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      float* block = packed.data() + k0 * padded + tile * extent * plan.tc;
+      for (int64_t k = 0; k < extent; ++k) {
+        for (int64_t c = 0; c < plan.tc && tile * plan.tc + c < p.n; ++c) {
+          block[k * plan.tc + c] = b[(k0 + k) * p.n + tile * plan.tc + c];
+        }
+      }
+    }
+  }
+  return packed;
 }
 
 namespace {
@@ -284,6 +315,35 @@ const MappingSketch& Avx2FmaMatMulMapping() {
   static const internal::FmaMatMulMapping* const mapping =
       new internal::FmaMatMulMapping(internal::Avx2FmaSpec());
   return *mapping;
+}
+
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workload& w,
+                                                                 const schedule::Trace& t,
+                                                                 const std::vector<float>& b) {
+  if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
+  int64_t vw = 0;
+  for (const internal::FmaMappingSpec& spec : {internal::Avx512FmaSpec(), internal::Avx2FmaSpec()}) {
+    if (t.sketch == spec.sketch_name) vw = spec.vw;
+  }
+  const ir::MatMulParams& p = w.matmul;
+  if (vw == 0 || p.b_batched || p.trans_b) return std::optional<PrepackedOperand>();
+  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
+  schedule::KnobValues values = resolved.values;
+  values[internal::kPackB] = internal::kPackBPrepacked;
+  GTCO_ASSIGN_OR_RETURN(const internal::BlockedPlan plan,
+                        internal::MakeBlockedPlan(w, values, vw));
+  if (static_cast<int64_t>(b.size()) != p.k * p.n) {
+    return absl::InvalidArgumentError(absl::StrCat("B has ", b.size(), " elements, not ", p.k,
+                                                   " x ", p.n));
+  }
+  PrepackedOperand prepacked;
+  prepacked.trace = t;
+  for (auto& [name, value] : prepacked.trace.decisions) {
+    if (name == "pack_b") value = internal::kPackBPrepacked;
+  }
+  prepacked.data = internal::PrepackB(plan, b.data());
+  prepacked.shape = {p.k, internal::PrepackedBElements(plan) / p.k};
+  return std::optional<PrepackedOperand>(std::move(prepacked));
 }
 
 }  // namespace gtco::kernels
