@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/util/status.h"
+#include "runtime/cuda_arch.h"
 #include "runtime/cuda_steps.h"
 #include "runtime/model.h"
 #include "runtime/strides.h"
@@ -24,23 +25,6 @@ CudaLaunchDims StepDims(int64_t work) {
   dims.block_x = kStepThreads;
   dims.grid_x = std::clamp<int64_t>((work + kStepThreads - 1) / kStepThreads, 1, kMaxStepBlocks);
   return dims;
-}
-
-/// True when SASS built for `arch` ("sm_86", "sm_90a") runs on a device of compute capability
-/// major.minor: the same major version and a minor at least as high (an "a" architecture only on
-/// exactly its own).
-bool ArchRunsOn(const std::string& arch, int major, int minor) {
-  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return false;
-  const bool exact = arch.back() == 'a';
-  const std::string digits = arch.substr(3, arch.size() - 3 - (exact ? 1 : 0));
-  if (digits.size() < 2) return false;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-  }
-  const int version = std::stoi(digits);
-  const int arch_major = version / 10, arch_minor = version % 10;
-  if (exact) return arch_major == major && arch_minor == minor;
-  return arch_major == major && arch_minor <= minor;
 }
 
 CudaCopyParams CopyParams(const std::vector<int64_t>& shape, const std::vector<int64_t>& src,
@@ -74,7 +58,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const Manifes
   if (!driver.ok()) return needs_gpu(driver.status());
   GTCO_RETURN_IF_ERROR((*driver)->Activate());
   GTCO_ASSIGN_OR_RETURN(const CudaDeviceFacts device, (*driver)->ReadDevice());
-  if (!ArchRunsOn(m.cuda_arch, device.sm_major, device.sm_minor)) {
+  GTCO_ASSIGN_OR_RETURN(const CudaArch arch, ParseCudaArch(m.cuda_arch));
+  if (!CudaArchRunsOn(arch, device.sm_major, device.sm_minor)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "this artifact was compiled for ", m.cuda_arch, ", which the GPU here (", device.name,
         ", compute capability ", device.sm_major, ".", device.sm_minor,
@@ -216,14 +201,12 @@ absl::Status CudaExecutor::RunStep(const StepSpec& step, int* gather_slot) {
   if (step.op == "gather") {
     const TensorSpec& in = m.tensors[step.inputs[0]];
     const TensorSpec& indices = m.tensors[step.inputs[1]];
+    const GatherGeometry g = GatherGeometryOf(in.shape, step.params.at(0), elem);
     CudaGatherParams p{};
-    const int64_t axis = step.params.at(0);
-    p.outer = 1;
-    p.inner_bytes = elem;
-    for (int64_t dim = 0; dim < axis; ++dim) p.outer *= in.shape[dim];
-    for (size_t dim = axis + 1; dim < in.shape.size(); ++dim) p.inner_bytes *= in.shape[dim];
+    p.outer = g.outer;
+    p.extent = g.extent;
+    p.inner_bytes = g.inner_bytes;
     p.count = indices.NumElements();
-    p.extent = in.shape[axis];
     p.index_bytes = static_cast<int32_t>(ElemSize(indices.dtype));
     DevicePtr data = Data(step.inputs[0]), index_data = Data(step.inputs[1]);
     DevicePtr error = gather_errors_.pointer() + sizeof(int) * (*gather_slot)++;

@@ -7,11 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,14 +24,6 @@
 namespace gtco::runtime {
 namespace {
 
-/// The whole file at `path`.
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  return bytes.str();
-}
 
 constexpr const char* kUsage =
     "usage: gtco-run MODEL.gtco [--input NAME=FILE.npy]... [--random-inputs] [--output-dir DIR]\n"
@@ -192,14 +182,13 @@ int Main(int argc, char** argv) {
   if (!loaded.ok()) {
     // A model this host cannot run (a CUDA artifact without a GPU, code for missing CPU
     // features) can still be described from its verified manifest.
-    absl::StatusOr<std::string> bytes = ReadFileBytes(model_path);
-    absl::StatusOr<ArtifactView> view =
-        bytes.ok() ? ReadArtifact(*bytes) : absl::StatusOr<ArtifactView>(bytes.status());
-    if (describe_only && view.ok()) {
-      nlohmann::json report = {{"model", view->manifest.model}, {"target", view->manifest.target},
+    absl::StatusOr<Manifest> manifest =
+        describe_only ? Model::ReadManifest(model_path) : absl::StatusOr<Manifest>(loaded.status());
+    if (manifest.ok()) {
+      nlohmann::json report = {{"model", manifest->model}, {"target", manifest->target},
                                {"runs_here", false},
                                {"why_not", std::string(loaded.status().message())}};
-      describe_model(view->manifest, report);
+      describe_model(*manifest, report);
       std::cout << (json ? report.dump(1) + "\n"
                          : absl::StrCat("  cannot run here: ", loaded.status().message(), "\n"));
       return 0;

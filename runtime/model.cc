@@ -83,29 +83,31 @@ void StridedCopyRows(const char* src, char* dst, const std::vector<int64_t>& out
   }
 }
 
+/// Rows and columns of one tile of TransposeTiles.
+constexpr int64_t kTransposeTile = 16;
+
 /// The transposes whose output rows are strided in the input but whose next-to-last output
 /// dimension is contiguous there (Kᵀ for Q·Kᵀ, NCHW <-> NHWC): out[o, r, c] = in[offset(o) +
-/// r + c * column_stride], copied in 16 x 16 tiles so both sides move whole cache lines.
-/// Work item `item` is one block of 16 rows of one outer index.
+/// r + c * column_stride], copied in kTransposeTile-square tiles so both sides move whole cache
+/// lines. Work item `item` is one band of kTransposeTile rows of one outer index.
 template <int Bytes>
 void TransposeTiles(const char* src, char* dst, const std::vector<int64_t>& out_shape,
                     const std::vector<int64_t>& in_strides, int64_t base, int64_t item) {
-  constexpr int64_t kTile = 16;
   const int rank = static_cast<int>(out_shape.size());
   const int64_t rows = out_shape[rank - 2], cols = out_shape[rank - 1];
   const int64_t column_stride = in_strides[rank - 1];
-  const int64_t blocks = (rows + kTile - 1) / kTile;
-  int64_t outer = item / blocks;
-  const int64_t row_begin = (item % blocks) * kTile;
-  const int64_t row_end = std::min(rows, row_begin + kTile);
+  const int64_t bands = (rows + kTransposeTile - 1) / kTransposeTile;
+  int64_t outer = item / bands;
+  const int64_t row_begin = (item % bands) * kTransposeTile;
+  const int64_t row_end = std::min(rows, row_begin + kTransposeTile);
   int64_t offset = base;
   const int64_t out_base = outer * rows * cols;
   for (int dim = rank - 3; dim >= 0; --dim) {
     offset += (outer % out_shape[dim]) * in_strides[dim];
     outer /= out_shape[dim];
   }
-  for (int64_t col_begin = 0; col_begin < cols; col_begin += kTile) {
-    const int64_t col_end = std::min(cols, col_begin + kTile);
+  for (int64_t col_begin = 0; col_begin < cols; col_begin += kTransposeTile) {
+    const int64_t col_end = std::min(cols, col_begin + kTransposeTile);
     for (int64_t r = row_begin; r < row_end; ++r) {
       char* out_row = dst + (out_base + r * cols) * Bytes;
       const char* in_column = src + (offset + r) * Bytes;
@@ -120,10 +122,26 @@ void TransposeTiles(const char* src, char* dst, const std::vector<int64_t>& out_
 /// saves.
 constexpr int64_t kParallelCopyBytes = 64 * 1024;
 
-/// The copy of StridedCopyRows over the whole output, split over the parallel-for pool when
-/// large. Split because a copy right after a parallel kernel reads lines the other threads
-/// wrote: one thread pulling all of them from the other cores' caches took 5-6x as long as
-/// with one thread in all (ViT-B/16's attention slices and transposes, 600 KB each).
+/// What the work items of one strided copy share.
+struct CopyJob {
+  const char* src;
+  char* dst;
+  const std::vector<int64_t>* out_shape;
+  const std::vector<int64_t>* in_strides;
+  int64_t base = 0, num_rows = 0, rows_per_item = 1;
+};
+
+/// Runs body(item, job) for every item < items: split over the parallel-for pool when the copy
+/// moves `bytes` >= kParallelCopyBytes, on the calling thread otherwise. Split because a copy
+/// right after a parallel kernel reads lines the other threads wrote: one thread pulling all of
+/// them from the other cores' caches took 5-6x as long as with one thread in all (ViT-B/16's
+/// attention slices and transposes, 600 KB each).
+void RunCopyItems(int64_t items, int64_t bytes, void (*body)(int64_t, void*), CopyJob* job) {
+  if (bytes >= kParallelCopyBytes) return gtco_parallel_for(items, body, job);
+  for (int64_t item = 0; item < items; ++item) body(item, job);
+}
+
+/// StridedCopyRows over the whole output (or TransposeTiles where it applies), in work items.
 template <int Bytes>
 void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_shape,
                    const std::vector<int64_t>& in_strides, int64_t base) {
@@ -132,52 +150,29 @@ void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_s
   for (int64_t dim : out_shape) total *= dim;
   if (total == 0) return;
   const int64_t row = rank > 0 ? out_shape[rank - 1] : 1;
-  const int64_t num_rows = total / row;
+  CopyJob job{src, dst, &out_shape, &in_strides, base, total / row};
   if (rank >= 2 && in_strides[rank - 1] != 1 && in_strides[rank - 2] == 1) {
-    struct Tiles {
-      const char* src;
-      char* dst;
-      const std::vector<int64_t>* out_shape;
-      const std::vector<int64_t>* in_strides;
-      int64_t base;
-    } tiles{src, dst, &out_shape, &in_strides, base};
-    const int64_t items = total / (out_shape[rank - 2] * out_shape[rank - 1]) *
-                          ((out_shape[rank - 2] + 15) / 16);
-    auto body = [](int64_t item, void* raw) {
-      const Tiles& t = *static_cast<const Tiles*>(raw);
-      TransposeTiles<Bytes>(t.src, t.dst, *t.out_shape, *t.in_strides, t.base, item);
-    };
-    if (total * Bytes < kParallelCopyBytes) {
-      for (int64_t item = 0; item < items; ++item) body(item, &tiles);
-    } else {
-      gtco_parallel_for(items, body, &tiles);
-    }
-    return;
+    const int64_t rows = out_shape[rank - 2];
+    const int64_t items = job.num_rows / rows * ((rows + kTransposeTile - 1) / kTransposeTile);
+    return RunCopyItems(
+        items, total * Bytes,
+        [](int64_t item, void* raw) {
+          const CopyJob& j = *static_cast<const CopyJob*>(raw);
+          TransposeTiles<Bytes>(j.src, j.dst, *j.out_shape, *j.in_strides, j.base, item);
+        },
+        &job);
   }
-  if (total * Bytes < kParallelCopyBytes || num_rows < 2) {
-    return StridedCopyRows<Bytes>(src, dst, out_shape, in_strides, base, 0, num_rows);
-  }
-  struct Closure {
-    const char* src;
-    char* dst;
-    const std::vector<int64_t>* out_shape;
-    const std::vector<int64_t>* in_strides;
-    int64_t base, num_rows, rows_per_chunk;
-  };
-  // Chunks of at least 16 KB each.
-  const int64_t rows_per_chunk =
-      std::max<int64_t>(1, (16 * 1024) / std::max<int64_t>(1, row * Bytes));
-  Closure closure{src, dst, &out_shape, &in_strides, base, num_rows, rows_per_chunk};
-  const int64_t chunks = (num_rows + rows_per_chunk - 1) / rows_per_chunk;
-  gtco_parallel_for(
-      chunks,
-      [](int64_t chunk, void* raw) {
-        const Closure& c = *static_cast<const Closure*>(raw);
-        const int64_t begin = chunk * c.rows_per_chunk;
-        StridedCopyRows<Bytes>(c.src, c.dst, *c.out_shape, *c.in_strides, c.base, begin,
-                               std::min(c.num_rows, begin + c.rows_per_chunk));
+  // Items of at least 16 KB each.
+  job.rows_per_item = std::max<int64_t>(1, (16 * 1024) / std::max<int64_t>(1, row * Bytes));
+  RunCopyItems(
+      (job.num_rows + job.rows_per_item - 1) / job.rows_per_item, total * Bytes,
+      [](int64_t item, void* raw) {
+        const CopyJob& j = *static_cast<const CopyJob*>(raw);
+        const int64_t begin = item * j.rows_per_item;
+        StridedCopyRows<Bytes>(j.src, j.dst, *j.out_shape, *j.in_strides, j.base, begin,
+                               std::min(j.num_rows, begin + j.rows_per_item));
       },
-      &closure);
+      &job);
 }
 
 void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<int64_t>& out_shape,
@@ -289,9 +284,7 @@ Model::~Model() {
   if (code_fd_ >= 0) close(code_fd_);
 }
 
-absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
-  std::unique_ptr<Model> model(new Model());
-  model->mapping_ = std::make_unique<Mapping>();
+absl::StatusOr<ArtifactView> Model::MapArtifact(const std::string& path, Mapping* mapping) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrCat("cannot open artifact '", path, "': ",
@@ -302,18 +295,32 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
     close(fd);
     return absl::InvalidArgumentError(absl::StrCat("artifact '", path, "' is empty"));
   }
-  model->mapping_->length = static_cast<size_t>(info.st_size);
-  model->mapping_->address = mmap(nullptr, model->mapping_->length, PROT_READ, MAP_PRIVATE, fd, 0);
+  mapping->length = static_cast<size_t>(info.st_size);
+  mapping->address = mmap(nullptr, mapping->length, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (model->mapping_->address == MAP_FAILED) {
+  if (mapping->address == MAP_FAILED) {
     return absl::InternalError(absl::StrCat("cannot map '", path, "': ", std::strerror(errno)));
   }
-  const std::string_view bytes(static_cast<const char*>(model->mapping_->address),
-                               model->mapping_->length);
-  absl::StatusOr<ArtifactView> view = ReadArtifact(bytes);
+  absl::StatusOr<ArtifactView> view = ReadArtifact(
+      std::string_view(static_cast<const char*>(mapping->address), mapping->length));
   if (!view.ok()) {
     return absl::Status(view.status().code(), absl::StrCat(path, ": ", view.status().message()));
   }
+  return view;
+}
+
+absl::StatusOr<Manifest> Model::ReadManifest(const std::string& path) {
+  Mapping mapping;
+  absl::StatusOr<ArtifactView> view = MapArtifact(path, &mapping);
+  if (!view.ok()) return view.status();
+  return std::move(view->manifest);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  std::unique_ptr<Model> model(new Model());
+  model->mapping_ = std::make_unique<Mapping>();
+  absl::StatusOr<ArtifactView> view = MapArtifact(path, model->mapping_.get());
+  if (!view.ok()) return view.status();
   model->manifest_ = std::move(view->manifest);
   model->weights_ = view->weights.data();
   const Manifest& m = model->manifest_;
@@ -487,11 +494,9 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
     } else if (step.op == "gather") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const TensorSpec& indices = m.tensors[step.inputs[1]];
-      const int64_t axis = step.params.at(0);
-      int64_t outer = 1, inner = ElemSize(out.dtype);
-      for (int64_t dim = 0; dim < axis; ++dim) outer *= in.shape[dim];
-      for (size_t dim = axis + 1; dim < in.shape.size(); ++dim) inner *= in.shape[dim];
-      const int64_t count = indices.NumElements(), extent = in.shape[axis];
+      const GatherGeometry g = GatherGeometryOf(in.shape, step.params.at(0), ElemSize(out.dtype));
+      const int64_t outer = g.outer, inner = g.inner_bytes, extent = g.extent;
+      const int64_t count = indices.NumElements();
       const char* src = data(step.inputs[0]);
       const char* index_data = data(step.inputs[1]);
       for (int64_t i = 0; i < count; ++i) {

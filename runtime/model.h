@@ -49,6 +49,10 @@ class Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
+  /// The verified manifest of the artifact at `path` (mapped, not read into memory), for
+  /// describing one this host cannot run. The errors of Load's mapping and verification.
+  static absl::StatusOr<Manifest> ReadManifest(const std::string& path);
+
   const Manifest& manifest() const { return manifest_; }
 
   /// Runs the model on `inputs` (one per manifest input, in order). INVALID_ARGUMENT naming the
@@ -63,6 +67,8 @@ class Model {
  private:
   Model() = default;
   struct Mapping;
+  /// Maps `path` into `mapping` and verifies it (ReadArtifact); the view points into the mapping.
+  static absl::StatusOr<ArtifactView> MapArtifact(const std::string& path, Mapping* mapping);
   std::unique_ptr<Mapping> mapping_;  ///< the mapped file
   Manifest manifest_;
   const char* weights_ = nullptr;     ///< inside the mapping

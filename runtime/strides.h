@@ -50,4 +50,19 @@ inline std::vector<int64_t> SliceStrides(const std::vector<int64_t>& in_shape,
   return strides;
 }
 
+/// A gather along `axis` of a tensor of shape `shape` seen as [outer, extent, inner]:
+/// out[o, i, :] = in[o, index[i], :], with `inner_bytes` bytes per (o, index) block.
+struct GatherGeometry {
+  int64_t outer = 1, extent = 1, inner_bytes = 1;
+};
+inline GatherGeometry GatherGeometryOf(const std::vector<int64_t>& shape, int64_t axis,
+                                       int64_t elem_bytes) {
+  GatherGeometry g;
+  g.inner_bytes = elem_bytes;
+  for (int64_t dim = 0; dim < axis; ++dim) g.outer *= shape[dim];
+  for (size_t dim = axis + 1; dim < shape.size(); ++dim) g.inner_bytes *= shape[dim];
+  g.extent = shape[axis];
+  return g;
+}
+
 }  // namespace gtco::runtime

@@ -27,7 +27,8 @@ absl::StatusOr<auth::Principal> AuthGate::AuthorizeHeader(
   if (database_ == nullptr) return auth::Principal{"", auth::Role::kAdmin, ""};
   if (!authorization) {
     return absl::UnauthenticatedError(
-        "no token: pass --token TOKEN or set GTCO_TOKEN (an admin issues tokens with "
+        "no token: gtco-client takes --token TOKEN or GTCO_TOKEN, the dashboard and HTTP API "
+        "\"Authorization: Bearer TOKEN\" (an admin issues tokens with "
         "`gtco-server admin --db DB issue-token`)");
   }
   absl::StatusOr<std::string> token = auth::BearerToken(*authorization);
@@ -42,6 +43,18 @@ absl::StatusOr<auth::Principal> AuthGate::AuthorizeHeader(
   return absl::PermissionDeniedError(absl::StrCat(
       "token ", principal->token_id, " has role ", auth::RoleName(principal->role),
       "; this call needs a ", absl::StrJoin(names, " or "), " token"));
+}
+
+absl::StatusOr<JobInfo> VisibleTo(const auth::Principal& principal, const std::string& job_id,
+                                  absl::StatusOr<JobInfo> job) {
+  if (job.ok() && HiddenFrom(principal, job->team)) {
+    return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
+  }
+  return job;
+}
+
+std::string ListedTeam(const auth::Principal& principal, const std::string& requested) {
+  return principal.role == auth::Role::kSubmitter ? principal.team : requested;
 }
 
 bool HiddenFrom(const auth::Principal& principal, const std::string& team) {

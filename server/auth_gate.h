@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "common/auth/principal.h"
 #include "common/db/database.h"
+#include "server/farm_types.h"
 
 namespace gtco::server {
 
@@ -41,5 +42,15 @@ class AuthGate {
 
 /// True for a submitter asking about `team`'s job when it is not its own (admins see all).
 bool HiddenFrom(const auth::Principal& principal, const std::string& team);
+
+/// `job` (the farm's answer for `job_id`) as `principal` may see it, over gRPC and on the
+/// dashboard alike: another team's job is NOT_FOUND worded as an unknown one, so that its
+/// existence does not leak.
+absl::StatusOr<JobInfo> VisibleTo(const auth::Principal& principal, const std::string& job_id,
+                                  absl::StatusOr<JobInfo> job);
+
+/// The team whose jobs `principal` lists: a submitter its own, whatever it asked for; anyone
+/// else `requested` ("" = every team).
+std::string ListedTeam(const auth::Principal& principal, const std::string& requested);
 
 }  // namespace gtco::server

@@ -18,6 +18,7 @@
 #include "common/db/states.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
+#include "server/rpc_status.h"
 #include "server/web_assets.h"
 
 namespace gtco::server {
@@ -25,6 +26,7 @@ namespace {
 
 using metrics::HttpRequest;
 using metrics::HttpResponse;
+using metrics::QueryParam;
 
 constexpr absl::string_view kApiPrefix = "/api/";
 constexpr absl::string_view kStaticPrefix = "/static/";
@@ -73,6 +75,7 @@ HttpResponse JsonResponse(int status, std::string body) {
 }
 
 HttpResponse ErrorResponse(const absl::Status& status) {
+  LogIfServerSide(status);  // the operator sees a failing database here as over gRPC
   HttpResponse response = JsonResponse(HttpStatusOf(status.code()), ErrorJson(status));
   if (status.code() == absl::StatusCode::kUnauthenticated) {
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"gtco\"");
@@ -120,33 +123,6 @@ bool IsPagePath(absl::string_view path) {
   return false;
 }
 
-/// Decodes %XX escapes and '+' (a query string's space).
-std::string UrlDecode(absl::string_view text) {
-  std::string decoded;
-  for (size_t at = 0; at < text.size(); ++at) {
-    int value = 0;
-    if (text[at] == '+') {
-      decoded.push_back(' ');
-    } else if (text[at] == '%' && at + 2 < text.size() &&
-               absl::SimpleHexAtoi(text.substr(at + 1, 2), &value)) {
-      decoded.push_back(static_cast<char>(value));
-      at += 2;
-    } else {
-      decoded.push_back(text[at]);
-    }
-  }
-  return decoded;
-}
-
-/// The value of `name` in the query string; nullopt when absent.
-std::optional<std::string> QueryParam(const std::string& query, absl::string_view name) {
-  for (absl::string_view pair : absl::StrSplit(query, '&', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> split = absl::StrSplit(pair, '=');
-    if (UrlDecode(split.first) == name) return UrlDecode(split.second);
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 Dashboard::Dashboard(FarmCore* core, const AuthGate* gate, std::unique_ptr<db::Database> database)
@@ -161,13 +137,10 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
   const absl::string_view path = request.path;
   try {
     if (absl::StartsWith(path, kApiPrefix)) {
-      if (gate_->enabled() && request.authorization.empty()) {
-        return ErrorResponse(absl::UnauthenticatedError(
-            "sign in with a team token: send \"Authorization: Bearer <token>\" (an admin issues "
-            "tokens with `gtco-server admin --db DB issue-token`)"));
-      }
       absl::StatusOr<auth::Principal> principal = gate_->AuthorizeHeader(
-          request.authorization, {auth::Role::kSubmitter, auth::Role::kAdmin});
+          request.authorization.empty() ? std::nullopt
+                                        : std::optional<absl::string_view>(request.authorization),
+          {auth::Role::kSubmitter, auth::Role::kAdmin});
       if (!principal.ok()) return ErrorResponse(principal.status());
       absl::StatusOr<std::string> document =
           Api(*principal, std::string(path.substr(kApiPrefix.size())), request.query);
@@ -201,9 +174,8 @@ absl::StatusOr<std::string> Dashboard::Api(const auth::Principal& principal,
     if (std::optional<std::string> name = QueryParam(query, "state"); name && !name->empty()) {
       GTCO_ASSIGN_OR_RETURN(state, db::ParseJobState(*name));
     }
-    // Exactly as ListJobs over gRPC: a submitter lists its own team's jobs only.
-    const std::string team = principal.role == auth::Role::kSubmitter ? principal.team : "";
-    GTCO_ASSIGN_OR_RETURN(std::vector<JobInfo> jobs, core_->ListJobs(team, state));
+    GTCO_ASSIGN_OR_RETURN(std::vector<JobInfo> jobs,
+                          core_->ListJobs(ListedTeam(principal, ""), state));
     return JobListJson(jobs);
   }
   if (parts.size() >= 2 && parts.size() <= 3 && parts[0] == "jobs" && !parts[1].empty()) {
@@ -220,11 +192,7 @@ absl::StatusOr<std::string> Dashboard::Api(const auth::Principal& principal,
 
 absl::StatusOr<JobInfo> Dashboard::VisibleJob(const auth::Principal& principal,
                                               const std::string& job_id) {
-  absl::StatusOr<JobInfo> job = core_->GetJob(job_id);
-  if (job.ok() && HiddenFrom(principal, job->team)) {
-    return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
-  }
-  return job;
+  return VisibleTo(principal, job_id, core_->GetJob(job_id));
 }
 
 absl::StatusOr<std::string> Dashboard::JobDocument(const auth::Principal& principal,

@@ -22,6 +22,8 @@ std::string Dump(const Json& json) {
 
 /// Unknown ETAs and latencies stay negative or 0 in the core; JSON carries null for "unknown".
 Json SecondsOrNull(double seconds, bool known) { return known ? Json(seconds) : Json(nullptr); }
+/// A time that is unknown until positive (best latencies before the first success).
+Json PositiveOrNull(double seconds) { return SecondsOrNull(seconds, seconds > 0); }
 
 Json PairsJson(const std::vector<std::pair<int64_t, double>>& pairs) {
   Json list = Json::array();
@@ -33,7 +35,7 @@ Json SeriesJson(const CurveSeries& series) {
   return Json{{"name", series.name},
               {"trials", series.trials},
               {"failed", series.failed},
-              {"best_seconds", SecondsOrNull(series.best_seconds, series.best_seconds > 0)},
+              {"best_seconds", PositiveOrNull(series.best_seconds)},
               {"points", PairsJson(series.points)},
               {"best", PairsJson(series.best)}};
 }
@@ -75,7 +77,7 @@ Json MappingJson(const MappingInfo& mapping) {
               {"reason", mapping.reason},
               {"trials", mapping.trials},
               {"in_flight", mapping.in_flight},
-              {"best_seconds", SecondsOrNull(mapping.best_seconds, mapping.best_seconds > 0)},
+              {"best_seconds", PositiveOrNull(mapping.best_seconds)},
               {"considered", mapping.considered},
               {"admitted", mapping.admitted},
               {"pruned", pruned}};
@@ -93,7 +95,7 @@ Json TaskJson(const TaskInfo& task) {
               {"trials_allotted", task.trials_allotted},
               {"trials_done", task.trials_done},
               {"trials_failed", task.trials_failed},
-              {"best_seconds", SecondsOrNull(task.best_seconds, task.best_seconds > 0)},
+              {"best_seconds", PositiveOrNull(task.best_seconds)},
               {"gflops", task.gflops},
               {"eta_seconds", SecondsOrNull(task.eta_seconds, task.eta_seconds >= 0)},
               {"expected_gain_seconds", task.expected_gain_seconds},
@@ -118,7 +120,7 @@ Json JobSummaryJson(const JobInfo& job) {
               {"updated_unix_seconds", job.updated_unix_seconds},
               {"eta_seconds", SecondsOrNull(job.eta_seconds, job.eta_seconds >= 0)},
               {"estimated_latency_seconds",
-               SecondsOrNull(job.estimated_latency_seconds, job.estimated_latency_seconds > 0)},
+               PositiveOrNull(job.estimated_latency_seconds)},
               {"tasks_total", job.tasks.size()},
               {"tasks_finished", tasks_finished}};
 }
@@ -292,7 +294,7 @@ std::string PlanJson(const JobInfo& job, const std::vector<TaskHistory>& history
                              {"flops", flops},
                              {"weight", entry.task.weight},
                              {"state", db::TaskStateName(entry.task.state)},
-                             {"best_seconds", SecondsOrNull(best, best > 0)},
+                             {"best_seconds", PositiveOrNull(best)},
                              {"latency_share", job.estimated_latency_seconds > 0
                                                    ? Json(latency / job.estimated_latency_seconds)
                                                    : Json(nullptr)}});
@@ -301,8 +303,7 @@ std::string PlanJson(const JobInfo& job, const std::vector<TaskHistory>& history
                    {"model_name", job.model_name},
                    {"target", target::TargetName(job.target)},
                    {"total_flops", total_flops},
-                   {"estimated_latency_seconds", SecondsOrNull(job.estimated_latency_seconds,
-                                                               job.estimated_latency_seconds > 0)},
+                   {"estimated_latency_seconds", PositiveOrNull(job.estimated_latency_seconds)},
                    {"subgraphs", subgraphs}});
 }
 

@@ -231,8 +231,8 @@ class FarmCore {
   // the scheduler's bookkeeping) comes first when a thread takes two.
   CostModels models_;
   WorkerRegistry workers_;
-  /// The architecture ("sm_90") of the first registered CUDA worker class, else sm_90 (said
-  /// through `progress`).
+  /// The architecture ("sm_90") of a registered CUDA worker, else sm_90 (said through
+  /// `progress`).
   std::string CudaWorkersArch(const std::function<void(const std::string&)>& progress);
   LeaseQueue leases_;
   mutable std::mutex mutex_;

@@ -31,13 +31,10 @@ bool RunsOn(const ir::Workload& w, const std::string& text, const target::Hardwa
 }  // namespace
 
 std::string FarmCore::CudaWorkersArch(const std::function<void(const std::string&)>& progress) {
-  // Hardware classes read "cuda: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, ...)".
-  for (const std::string& hardware_class : workers_.Classes()) {
-    const size_t at = hardware_class.find("(sm_");
-    if (hardware_class.rfind("cuda", 0) != 0 || at == std::string::npos) continue;
-    const size_t end = hardware_class.find(',', at);
-    if (end == std::string::npos) continue;
-    const std::string arch = hardware_class.substr(at + 1, end - at - 1);
+  for (const WorkerSnapshot& snapshot : Workers()) {
+    const target::HardwareInfo& hardware = snapshot.worker->hardware;
+    if (hardware.target != target::Target::kCuda) continue;
+    const std::string arch = absl::StrCat("sm_", hardware.SmVersion());
     if (progress) progress(absl::StrCat("compiling for ", arch, ", the farm's CUDA workers'"));
     return arch;
   }

@@ -36,9 +36,13 @@ void LogServerSideError(const absl::Status& status) {
 
 }  // namespace
 
+void LogIfServerSide(const absl::Status& status) {
+  if (!status.ok() && IsServerSide(status.code())) LogServerSideError(status);
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  if (IsServerSide(status.code())) LogServerSideError(status);
+  LogIfServerSide(status);
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       std::string(status.message()));
 }

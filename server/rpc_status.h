@@ -13,6 +13,8 @@ namespace gtco::server {
 /// own trouble rather than the caller's (UNAVAILABLE: its database is down or full; INTERNAL,
 /// DATA_LOSS, UNKNOWN) are also logged, at most one line a second, so the operator sees them.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+/// The logging half of ToGrpcStatus, for answers that are not gRPC (the dashboard's HTTP API).
+void LogIfServerSide(const absl::Status& status);
 /// The code's name as absl and gRPC spell it ("OK", "UNAVAILABLE", ...).
 std::string StatusCodeName(grpc::StatusCode code);
 

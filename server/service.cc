@@ -77,11 +77,7 @@ grpc::Status ClientServiceImpl::Submit(grpc::ServerContext* context,
 
 absl::StatusOr<JobInfo> ClientServiceImpl::VisibleJob(const auth::Principal& principal,
                                                       const std::string& job_id) {
-  absl::StatusOr<JobInfo> status = core_->GetJob(job_id);
-  if (status.ok() && HiddenFrom(principal, status->team)) {
-    return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
-  }
-  return status;
+  return VisibleTo(principal, job_id, core_->GetJob(job_id));
 }
 
 grpc::Status ClientServiceImpl::GetJob(grpc::ServerContext* context,
@@ -111,7 +107,7 @@ grpc::Status ClientServiceImpl::ListJobs(grpc::ServerContext* context,
                                          const gtco::v1::ListJobsRequest* request,
                                          gtco::v1::ListJobsReply* reply) {
   GTCO_AUTHORIZE(principal, gate_->Authorize(*context, {Role::kSubmitter, Role::kAdmin}));
-  const std::string& team = principal.role == Role::kSubmitter ? principal.team : request->team();
+  const std::string team = ListedTeam(principal, request->team());
   std::optional<db::JobState> state;
   if (!request->state().empty()) {
     absl::StatusOr<db::JobState> parsed = db::ParseJobState(request->state());

@@ -2,18 +2,17 @@
 #include "worker/cuda_measure.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <random>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/ir/reference.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
+#include "runtime/cuda_arch.h"
 
 namespace gtco::worker {
 namespace {
@@ -91,23 +90,8 @@ absl::StatusOr<std::string> CudaArchFor(const target::HardwareInfo& hw,
                                         const std::string& requested) {
   const std::string own = absl::StrCat("sm_", hw.SmVersion());
   if (requested.empty()) return own;
-  // sm_XY[a|f]: plain SASS runs on the same major version with a minor version >= Y;
-  // architecture-specific targets ("a", "f") only on exactly that version here.
-  std::string digits = requested.size() > 3 ? requested.substr(3) : "";
-  std::string suffix;
-  while (!digits.empty() && std::isalpha(static_cast<unsigned char>(digits.back()))) {
-    suffix.insert(suffix.begin(), digits.back());
-    digits.pop_back();
-  }
-  int version = 0;
-  if (requested.rfind("sm_", 0) != 0 || !absl::SimpleAtoi(digits, &version) || version < 10 ||
-      suffix.size() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown CUDA architecture '", requested, "' (expected sm_XY or sm_XYa)"));
-  }
-  const bool runs = suffix.empty() ? version / 10 == hw.sm_major && version % 10 <= hw.sm_minor
-                                   : version == hw.SmVersion();
-  if (!runs) {
+  GTCO_ASSIGN_OR_RETURN(const runtime::CudaArch arch, runtime::ParseCudaArch(requested));
+  if (!runtime::CudaArchRunsOn(arch, hw.sm_major, hw.sm_minor)) {
     return absl::InvalidArgumentError(absl::StrCat("the candidate is built for ", requested,
                                                    ", which does not run on ", hw.cpu_model, " (",
                                                    own, ")"));

@@ -2,7 +2,6 @@
 #include "common/export/model_export.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <map>
 #include <set>
@@ -23,6 +22,7 @@
 #include "common/onnx/model_analysis.h"
 #include "common/util/status.h"
 #include "runtime/artifact.h"
+#include "runtime/cuda_arch.h"
 #include "runtime/cuda_steps.h"
 
 namespace gtco::exporter {
@@ -590,18 +590,13 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
 
 absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options) {
   if (options.target == target::Target::kCuda) {
-    const std::string& arch = options.cuda_arch;
-    int sm = 0;
-    const bool digits = arch.size() == 5 && arch.compare(0, 3, "sm_") == 0 &&
-                        std::isdigit(static_cast<unsigned char>(arch[3])) &&
-                        std::isdigit(static_cast<unsigned char>(arch[4]));
-    if (digits) sm = (arch[3] - '0') * 10 + (arch[4] - '0');
-    if (!digits || sm < 80) {
+    absl::StatusOr<runtime::CudaArch> arch = runtime::ParseCudaArch(options.cuda_arch);
+    if (!arch.ok() || arch->specific || arch->version < 80) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "export: CUDA architecture '", arch, "' is not one GTCO compiles for (sm_80 or later, "
-          "e.g. sm_80, sm_86, sm_89, sm_90)"));
+          "export: CUDA architecture '", options.cuda_arch, "' is not one GTCO compiles for "
+          "(sm_80 or later, e.g. sm_80, sm_86, sm_89, sm_90)"));
     }
-    return target::CudaArchPreset(sm);
+    return target::CudaArchPreset(arch->version);
   }
 #ifndef GTCO_EXPORT_HAS_LLVM
   return NoLlvm();

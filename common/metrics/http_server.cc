@@ -136,4 +136,14 @@ int MetricsHttpServer::Respond(mg_connection* connection) {
   return 200;
 }
 
+std::optional<std::string> QueryParam(const std::string& query, const std::string& name) {
+  // civetweb's own parser (it decodes %XX and '+'); the value is never longer than the query.
+  std::string value(query.size() + 1, '\0');
+  const int length =
+      mg_get_var(query.data(), query.size(), name.c_str(), value.data(), value.size());
+  if (length < 0) return std::nullopt;
+  value.resize(static_cast<size_t>(length));
+  return value;
+}
+
 }  // namespace gtco::metrics

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,9 @@ struct HttpRequest {
   std::string query;          ///< the raw query string without '?' ("" when none)
   std::string authorization;  ///< the Authorization header ("" when absent)
 };
+
+/// The URL-decoded value of `name` in query string `query` ("a=1&b=x%20y"); nullopt when absent.
+std::optional<std::string> QueryParam(const std::string& query, const std::string& name);
 
 /// What a fallback handler answers; the server adds Content-Length and closes the connection.
 struct HttpResponse {

@@ -9,14 +9,14 @@ bench/results/dashboard.png."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import unittest
 import urllib.error
 import urllib.request
 
-from farm import DATA, SERVER, SOURCE_DIR, Farm
+import auth_test
+from farm import DATA, SOURCE_DIR, Farm
 
 PLAYWRIGHT_DIR = os.path.join(SOURCE_DIR, ".deps", "playwright")
 CHROMIUM = os.environ.get("GTCO_CHROMIUM", "/usr/bin/chromium")
@@ -33,11 +33,8 @@ except ImportError:  # reported by the test, with what to run
 
 
 def admin(db, *args):
-    result = subprocess.run([SERVER, "admin", "--db", db, *args], capture_output=True, text=True,
-                            timeout=60)
-    if result.returncode != 0:
-        raise AssertionError(f"admin {' '.join(args)} exited {result.returncode}: {result.stderr}")
-    return result.stdout.strip()
+    """`gtco-server admin` (auth_test's helper), its output without the trailing newline."""
+    return auth_test.admin(db, *args).stdout.strip()
 
 
 class DashboardTest(unittest.TestCase):
