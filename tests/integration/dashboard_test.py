@@ -9,6 +9,7 @@ bench/results/dashboard.png."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import unittest
@@ -16,7 +17,7 @@ import urllib.error
 import urllib.request
 
 import auth_test
-from farm import DATA, SOURCE_DIR, Farm
+from farm import DATA, SERVER, SOURCE_DIR, Farm
 
 PLAYWRIGHT_DIR = os.path.join(SOURCE_DIR, ".deps", "playwright")
 CHROMIUM = os.environ.get("GTCO_CHROMIUM", "/usr/bin/chromium")
@@ -103,6 +104,15 @@ class DashboardTest(unittest.TestCase):
     def sign_in(self, token):
         self.page.fill("#token", token)
         self.page.click("#sign-in-form button")
+
+    def test_http_port_and_metrics_port_must_agree(self):
+        """--http-port and its alias --metrics-port name one port: two different ones are a usage
+        error, before anything listens."""
+        ran = subprocess.run([SERVER, "--listen", "127.0.0.1:1", "--db", ":memory:", "--no-auth",
+                              "--http-port", "9464", "--metrics-port", "9465"],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(ran.returncode, 2, ran.stderr)
+        self.assertIn("name the same port", ran.stderr)
 
     def test_api_refuses_wrong_tokens_and_other_teams(self):
         theirs = self.submit(NLP_MODEL, 8, self.nlp)
