@@ -118,6 +118,8 @@ def main():
     parser.add_argument("--models", default="resnet50,vit_b_16,bert_base")
     parser.add_argument("--trials-per-task", type=int, default=8)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="alternating gtco-run / ONNX Runtime processes per model")
     parser.add_argument("--bert-python", default="/usr/bin/python3",
                         help="the interpreter that exports BERT (default: Debian's python3 with "
                              "the transformers scripts/setup.sh --tests puts in .deps/transformers)")
@@ -166,7 +168,7 @@ def main():
             tuning_seconds = time.time() - start
             artifact = os.path.join(work, f"{name}.gtco")
             client(address, "export", onnx_path, "-o", artifact)
-            result = compare(onnx_path, artifact, args.runs)
+            result = compare(onnx_path, artifact, args.runs, args.rounds)
             print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
                   result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
             tvm = run_tvm(tvm_python, onnx_path, result, name, work, args) if tvm_python else None
@@ -200,8 +202,10 @@ def main():
         "Each model: torch.onnx.export (opset 17, random weights, batch 1), tuned on a local farm "
         f"(one CPU worker, {args.trials_per_task} trials per task), exported for this host, run "
         f"by gtco-run and by ONNX Runtime (ORT_ENABLE_ALL), 2 threads each, each in its own "
-        f"process, median of {args.runs} runs after warm-up; outputs compared on the same random "
-        "inputs.",
+        f"processes: {args.rounds} rounds in which the two take turns, each process timing "
+        f"{-(-args.runs // args.rounds)} runs after warm-up, a system's time the median of its "
+        "rounds' medians (so a slow stretch of the VM lands on both); outputs compared on the "
+        "same random inputs.",
         *tvm_text,
         "",
         "| model | tasks | trials | tuning wall | GTCO (gtco-run) | ONNX Runtime | GTCO speed-up | "

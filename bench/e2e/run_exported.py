@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """An exported model (gtco-run) beside ONNX Runtime on the same ONNX model: each in its own
-process, 2 threads, batch as exported, median of N runs after warm-up, peak RSS, and whether the
-outputs match on the same random inputs.
+process, 2 threads, batch as exported, N runs after warm-up in alternating rounds (median of the
+rounds' medians), peak RSS, and whether the outputs match on the same random inputs.
 
     PYTHONPATH=.deps/python bench/e2e/run_exported.py MODEL.onnx ARTIFACT.gtco [--runs 50]
+        [--rounds 5]
 """
 import argparse
 import json
@@ -52,7 +53,7 @@ def cpu_name():
     return platform.processor()
 
 
-def compare(model, artifact, runs):
+def compare(model, artifact, runs, rounds=5):
     """Runs `artifact` (gtco-run) and `model` (ONNX Runtime), each in its own process, on the same
     random inputs; returns a dict of both medians, peak RSS, the kernels tuned, the worst
     relative output difference, and the folder of the inputs ({n}.npy) and of ONNX Runtime's
@@ -72,13 +73,30 @@ def compare(model, artifact, runs):
         gtco_args += ["--input", f"{spec['name']}={work}/{n}.npy"]
     os.makedirs(f"{work}/gtco", exist_ok=True)
     os.makedirs(f"{work}/ort", exist_ok=True)
-    gtco = json.loads(subprocess.run(
-        [GTCO_RUN, artifact, *gtco_args, "--threads", "2", "--bench", str(runs),
-         "--output-dir", f"{work}/gtco", "--json"], capture_output=True, text=True,
-        check=True).stdout)
-    ort = json.loads(subprocess.run(
-        [sys.executable, "-c", ORT_RUNNER, model, work, str(runs), f"{work}/ort"],
-        capture_output=True, text=True, check=True).stdout)
+    # The two systems take turns: `rounds` fresh processes each, alternating, each timing
+    # runs / rounds runs after its warm-up; a system's time is the median of its rounds' medians.
+    # On a shared VM the speed drifts by 10 % within minutes; alternating puts both systems in
+    # the same stretches instead of one after the other.
+    per_round = max(1, -(-runs // rounds))
+    gtco_rounds, ort_rounds = [], []
+    for _ in range(rounds):
+        gtco_rounds.append(json.loads(subprocess.run(
+            [GTCO_RUN, artifact, *gtco_args, "--threads", "2", "--bench", str(per_round),
+             "--output-dir", f"{work}/gtco", "--json"], capture_output=True, text=True,
+            check=True).stdout))
+        ort_rounds.append(json.loads(subprocess.run(
+            [sys.executable, "-c", ORT_RUNNER, model, work, str(per_round), f"{work}/ort"],
+            capture_output=True, text=True, check=True).stdout))
+
+    def merged(results):
+        medians = sorted(r["median_seconds"] for r in results)
+        out = dict(results[0])
+        out["median_seconds"] = medians[len(medians) // 2]
+        out["round_medians"] = [r["median_seconds"] for r in results]
+        out["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in results)
+        return out
+
+    gtco, ort = merged(gtco_rounds), merged(ort_rounds)
     worst = 0.0
     for n, written in enumerate(gtco["outputs_written"]):
         got, want = np.load(written["path"]), np.load(f"{work}/ort/{n}.npy")
@@ -95,10 +113,13 @@ def main():
     parser.add_argument("model")
     parser.add_argument("artifact")
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="alternating processes per system (runs are split over them)")
     args = parser.parse_args()
-    r = compare(args.model, args.artifact, args.runs)
+    r = compare(args.model, args.artifact, args.runs, args.rounds)
     gtco, ort = r["gtco"], r["ort"]
-    print(f"{os.path.basename(args.model)} on {cpu_name()}, 2 threads, median of {args.runs} runs")
+    print(f"{os.path.basename(args.model)} on {cpu_name()}, 2 threads, {args.runs} runs in "
+          f"{args.rounds} alternating rounds, median of the rounds' medians")
     print(f"  gtco-run       {gtco['median_seconds'] * 1e3:9.3f} ms   peak RSS "
           f"{gtco['peak_rss_bytes'] / 2**20:7.1f} MiB   ({r['tuned']} of {r['kernels']} "
           f"kernels tuned, compiled for {r['cpu']})")

@@ -385,6 +385,44 @@ TEST_F(ScheduleJitTest, ConvGroupsDilationAsymmetricPadsAndEpilogue) {
   CheckEveryConvMapping(w, 8, 23, check);
 }
 
+// Packed B panels of a conv are gathered one output row at a time (PatchRowPacker): panels wider
+// and narrower than an output row, rows split across panels, the zero-padded tail panel, strides
+// 2 and 3 (strided runs), dilation, pads on some sides only, several images and groups. Every
+// sampled schedule is forced to pack B so that each shape goes through the packer.
+TEST_F(ScheduleJitTest, ConvPackedPatchPanelsEveryRowLayout) {
+  for (const ir::Workload& w :
+       {Conv(1, 8, 7, 7, 16, 3, 3, 1, {1, 1, 1, 1}), Conv(1, 4, 30, 30, 8, 3, 3, 1, {1, 1, 1, 1}),
+        Conv(2, 6, 15, 13, 8, 3, 3, 2, {1, 0, 1, 2}, 2), Conv(1, 3, 20, 20, 8, 5, 5, 3, {2, 2, 2, 2}),
+        Conv(1, 4, 12, 12, 8, 3, 3, 1, {2, 2, 2, 2}, 1, 2, 2), Conv(1, 5, 9, 40, 4, 1, 3, 1, {0, 1, 0, 1})}) {
+    ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+    absl::StatusOr<std::vector<SearchSpace>> spaces =
+        kernels::CreateMappingSpaces(w, target::DetectHostCpu());
+    ASSERT_TRUE(spaces.ok()) << spaces.status();
+    std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 5);
+    const std::vector<float> expected = ir::ComputeReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    std::mt19937_64 rng(29);
+    for (const SearchSpace& space : *spaces) {
+      if (space.mapping() == "direct") continue;
+      SCOPED_TRACE(space.mapping() + " " + w.Description());
+      for (int sample = 0; sample < 10; ++sample) {
+        std::string text = space.Sample(rng).ToString();
+        const size_t at = text.find("pack_b=0");
+        if (at != std::string::npos) text.replace(at, 8, "pack_b=1");
+        absl::StatusOr<Trace> trace = Trace::Parse(text);
+        ASSERT_TRUE(trace.ok()) << text << ": " << trace.status();
+        ASSERT_EQ(trace->Get("pack_b"), 1) << text;
+        absl::StatusOr<std::vector<float>> output = Run(w, *trace, inputs);
+        ASSERT_TRUE(output.ok()) << text << ": " << output.status();
+        absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
+        EXPECT_TRUE(match.ok()) << text << ": " << match;
+      }
+      ASSERT_TRUE(jit_->Reset().ok());
+    }
+  }
+}
+
 TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {
   const auto check = [](const SearchSpace& space, const ir::Workload& w, int samples,
                         uint64_t seed) { CheckSpace(space, w, samples, seed); };

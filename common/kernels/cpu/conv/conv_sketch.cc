@@ -12,6 +12,8 @@
 // micro-kernels: "conv_dw_direct/v1" computes them directly, a (parallel) loop over the N*K
 // output planes and output rows, output columns in vectors, every tap unrolled with its weight
 // broadcast and reads outside the image masked.
+#include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -37,6 +39,70 @@ using ir::Stmt;
 
 /// Windows of at most this many taps are unrolled by the direct sketch.
 constexpr int64_t kMaxDirectTaps = 64;
+
+/// Packs one row k = (c, r, s) of the patch matrix, columns [j0, j0 + width): the columns of one
+/// output row oh read input row ih = oh * stride - pad + r * dilation from iw = ow * stride - pad
+/// + s * dilation on, an affine (mostly contiguous) run. So the packer loops over the output rows
+/// the columns span and copies each run as one vector range under the lanes' masks (in this
+/// output row, inside the image; zero elsewhere), instead of dividing every column into (oh, ow)
+/// and gathering element by element.
+std::function<Stmt(const Expr&, const Expr&, const Expr&, int64_t, bool, const std::string&,
+                   const Expr&)>
+PatchRowPacker(const ir::ConvParams& p) {
+  return [p](const Expr& b, const Expr& k, const Expr& j0, int64_t width, bool zero_past_n,
+             const std::string& buffer, const Expr& dest) -> Stmt {
+    const int64_t cg = p.in_channels / p.groups, rs = p.kernel_h * p.kernel_w;
+    const int64_t out_w = ir::ConvOutW(p), out_h = ir::ConvOutH(p);
+    const Expr n = p.groups > 1 ? b / MakeInt(p.groups) : b;
+    const Expr group = p.groups > 1 ? b % MakeInt(p.groups) : MakeInt(0);
+    const Expr c = rs > 1 ? k / MakeInt(rs) : k;
+    const Expr r = p.kernel_h > 1 ? (k % MakeInt(rs)) / MakeInt(p.kernel_w) : MakeInt(0);
+    const Expr s = p.kernel_w > 1 ? k % MakeInt(p.kernel_w) : MakeInt(0);
+    const Expr plane =
+        (n * MakeInt(p.in_channels) + group * MakeInt(cg) + c) * MakeInt(p.in_h * p.in_w);
+    const Expr first_oh = j0 / MakeInt(out_w);
+    const Expr last_oh =
+        ir::Min((j0 + MakeInt(width - 1)) / MakeInt(out_w), MakeInt(out_h - 1));
+    const Expr row = ir::MakeVar("prow"), pc = ir::MakeVar("ppc");
+    const Expr oh = first_oh + row;
+    const Expr row_start = oh * MakeInt(out_w);
+    // This output row's columns of the panel: [begin, end), at most min(width, OW) of them, so
+    // a power of two at least that many lanes covers it (a 7-wide output row takes one 8-lane
+    // vector, not the panel's; other lane counts legalize badly under masks).
+    const Expr begin = ir::Max(j0, row_start);
+    const Expr end = ir::Min(j0 + MakeInt(width), row_start + MakeInt(out_w));
+    int64_t lanes = 1;
+    while (lanes < out_w) lanes *= 2;
+    lanes = std::min(width, lanes);
+    const Expr col = begin + pc;
+    const Expr at = dest + (col - j0);
+    const Expr ih = oh * MakeInt(p.stride_h) + (r * MakeInt(p.dilation_h) - MakeInt(p.pad_top));
+    const Expr iw = (col - row_start) * MakeInt(p.stride_w) +
+                    (s * MakeInt(p.dilation_w) - MakeInt(p.pad_left));
+    const Expr in_row = Lt(col, end);
+    const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
+    const Expr inside_h = And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h)));
+    const Stmt zero = ir::MakeStore(buffer, at, ir::MakeFloat(0.0));
+    const Stmt copy = ir::MakeStore(
+        buffer, at, ir::MakeLoad(InputName(0), plane + ih * MakeInt(p.in_w) + iw));
+    // The input row is inside the image or not (uniform); its columns are checked per lane.
+    const Stmt run = ir::MakeIf(
+        inside_h,
+        ir::MakeFor("ppc", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                    ir::MakeIf(in_row, ir::MakeIf(inside_w, copy, zero))),
+        ir::MakeFor("ppc", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                    ir::MakeIf(in_row, zero)));
+    Stmt rows = ir::MakeFor("prow", MakeInt(0), last_oh - first_oh + MakeInt(1),
+                            ir::ForKind::kSerial, run);
+    if (!zero_past_n) return rows;
+    // The tail panel: columns past N (past the last output row) are zero.
+    const Stmt clear = ir::MakeFor(
+        "ppc", MakeInt(0), MakeInt(width), ir::ForKind::kVectorized,
+        ir::MakeIf(Le(MakeInt(out_h * out_w), j0 + pc),
+                   ir::MakeStore(buffer, dest + pc, ir::MakeFloat(0.0))));
+    return ir::MakeBlock({clear, rows});
+  };
+}
 
 /// The conv's operands as the blocked lowering reads them: batch entry b = n * groups + g.
 GemmOperands ConvOperands(const ir::ConvParams& p) {
@@ -80,6 +146,10 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
     return never_outside ? ir::MakeLoad(InputName(0), plane + ih * MakeInt(p.in_w) + iw)
                          : ir::MakeSelect(inside, value, ir::MakeFloat(0.0));
   };
+  const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 &&
+                         p.stride_w == 1 && p.pad_top == 0 && p.pad_left == 0 &&
+                         p.pad_bottom == 0 && p.pad_right == 0;
+  if (!pointwise) operands.pack_b_row = PatchRowPacker(p);
   return operands;
 }
 

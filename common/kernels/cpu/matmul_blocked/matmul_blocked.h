@@ -92,6 +92,14 @@ const char* BlockedPruneRule(const FmaMappingSpec& spec, const ir::MatMulParams&
 struct GemmOperands {
   std::function<ir::Expr(const ir::Expr& b, const ir::Expr& row, const ir::Expr& k)> a;
   std::function<ir::Expr(const ir::Expr& b, const ir::Expr& k, const ir::Expr& col)> b;
+  /// Optional: the statement storing row `k` of B's columns [j0, j0 + width) of batch entry `b`
+  /// at buffer[dest + c] for c < width, zero for columns past N when `zero_past_n`. Absent: one
+  /// vectorized copy through `b`. The implicit-GEMM conv sets it: a patch row is contiguous
+  /// within each output row, so it packs one vector range per output row instead of computing
+  /// every element's (oh, ow) and gathering.
+  std::function<ir::Stmt(const ir::Expr& b, const ir::Expr& k, const ir::Expr& j0, int64_t width,
+                         bool zero_past_n, const std::string& buffer, const ir::Expr& dest)>
+      pack_b_row;
 };
 /// A plain matmul's operands: inputs "in0" (A) and "in1" (B) as MatMulParams lays them out.
 GemmOperands MatMulOperands(const ir::MatMulParams& p);

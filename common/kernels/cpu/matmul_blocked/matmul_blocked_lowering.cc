@@ -199,6 +199,11 @@ Stmt BlockedLowering::Tile(const TileSpec& tile) const {
 Stmt BlockedLowering::PackBPanel(const Expr& j0, int64_t width, bool zero_past_n) const {
   // bpack[k][width] = B[k_begin + k][j0 + col], zero past column N (the tail panel).
   const Expr k_local = MakeVar("pk"), col = MakeVar("pc");
+  if (operands_.pack_b_row) {
+    return ir::MakeFor("pk", MakeInt(0), KExtent(), ForKind::kSerial,
+                       operands_.pack_b_row(b_, KBegin() + k_local, j0, width, zero_past_n,
+                                            kBPack, k_local * MakeInt(width)));
+  }
   const Expr dest = k_local * MakeInt(width) + col;
   Stmt copy = ir::MakeStore(kBPack, dest, BLoad(KBegin() + k_local, j0 + col));
   if (zero_past_n) {
