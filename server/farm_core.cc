@@ -63,13 +63,6 @@ absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, target::Targ
   return absl::OkStatus();
 }
 
-/// Planning for the job's target: CUDA jobs fuse attention into one workload.
-graph::PlanOptions PlanOptionsFor(target::Target target) {
-  graph::PlanOptions options;
-  options.target = target;
-  return options;
-}
-
 /// Splits `budget` over tasks in proportion to their shares (largest remainder), at least one
 /// trial each: the even split a job starts from; the dual-task scheduler then moves trials.
 std::vector<int64_t> SplitBudget(int64_t budget, const std::vector<double>& shares) {
@@ -294,7 +287,7 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
   }
   if (model_bytes.empty()) return absl::InvalidArgumentError("the model is empty (0 bytes)");
   GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
-                        onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
+                        onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, graph::PlanOptionsFor(target)));
   if (analysis.tasks.empty()) {
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
@@ -417,7 +410,7 @@ absl::StatusOr<QueryResult> FarmCore::QueryModel(const JobSpec& spec,
   const target::Target target = spec.target;
   GTCO_RETURN_IF_ERROR(CheckCanBuild(target));
   GTCO_ASSIGN_OR_RETURN(onnx::ModelAnalysis analysis,
-                        onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, PlanOptionsFor(target)));
+                        onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, graph::PlanOptionsFor(target)));
   std::lock_guard<std::mutex> lock(mutex_);
   QueryResult result;
   for (const onnx::ModelTask& model_task : analysis.tasks) {

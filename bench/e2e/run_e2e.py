@@ -5,7 +5,8 @@ own process, median of N runs after warm-up, peak RSS, outputs compared). Writes
 bench/results/e2e.md.
 
     PYTHONPATH=.deps/python bench/e2e/run_e2e.py [--models resnet50,vit_b_16,bert_base]
-        [--trials-per-task 8] [--runs 50] [--bert-python /path/to/venv/bin/python]
+        [--trials-per-task 8] [--runs 50] [--rounds 5] [--ablation]
+        [--bert-python /path/to/venv/bin/python]
         [--tvm-python .deps/tvm/bin/python | --no-tvm] [--tvm-max-tasks N]
 
 BERT needs `transformers`: scripts/setup.sh --tests pins it into .deps/transformers, which the
@@ -113,6 +114,43 @@ def run_tvm(python, onnx_path, result, name, work, args):
     return tvm
 
 
+class Farm:
+    """A local farm: gtco-server (SQLite in `work`) and one CPU worker; `env` extra environment of
+    the server (GTCO_UNFUSED_ATTENTION=1 plans attention unfused: the ablation baseline)."""
+
+    def __init__(self, work, tag, env=None):
+        self.address = f"127.0.0.1:{free_port()}"
+        server_env = dict(os.environ, **(env or {}))
+        self.server = subprocess.Popen(
+            [os.path.join(BUILD, "server", "gtco-server"), "--listen", self.address,
+             "--db", os.path.join(work, f"{tag}.db"), "--no-auth"],
+            stdout=open(os.path.join(work, f"{tag}.server.log"), "w"),
+            stderr=subprocess.STDOUT, env=server_env)
+        time.sleep(2)
+        self.worker = subprocess.Popen(
+            [os.path.join(BUILD, "worker", "gtco-worker"), "--server", self.address,
+             "--target", "cpu"], stdout=open(os.path.join(work, f"{tag}.worker.log"), "w"),
+            stderr=subprocess.STDOUT)
+
+    def tune_and_export(self, onnx_path, trials_per_task, artifact):
+        """Tunes the model at trials_per_task per task and exports it to `artifact`; returns
+        (tasks, trials done, tuning seconds)."""
+        tasks = len(json.loads(client(self.address, "query", "--model", onnx_path, "--target",
+                                      "cpu", "--json"))["records"])
+        start = time.time()
+        job = json.loads(client(self.address, "submit", onnx_path, "--target", "cpu", "--budget",
+                                str(tasks * trials_per_task), "--watch", "--json"))
+        seconds = time.time() - start
+        client(self.address, "export", onnx_path, "-o", artifact)
+        return tasks, int(job["trials_done"]), seconds
+
+    def stop(self):
+        self.worker.terminate()
+        self.server.terminate()
+        self.worker.wait()
+        self.server.wait()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,vit_b_16,bert_base")
@@ -132,21 +170,16 @@ def main():
     parser.add_argument("--tvm-max-tasks", type=int, default=0,
                         help="tune only TVM's N tasks of most weight (a quick check, not a result; "
                              "0: all)")
+    parser.add_argument("--ablation", action="store_true",
+                        help="also tune and time each transformer with attention unfused (a farm "
+                             "whose server runs with GTCO_UNFUSED_ATTENTION=1)")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "e2e.md"))
     args = parser.parse_args()
     tvm_python = None if args.no_tvm else args.tvm_python
     if tvm_python and not os.path.exists(tvm_python):
         parser.error(f"--tvm-python {tvm_python} does not exist (bench/e2e/install_tvm.sh)")
     work = tempfile.mkdtemp(prefix="gtco-e2e-farm-")
-    address = f"127.0.0.1:{free_port()}"
-    server = subprocess.Popen([os.path.join(BUILD, "server", "gtco-server"), "--listen", address,
-                               "--db", os.path.join(work, "gtco.db"), "--no-auth"],
-                              stdout=open(os.path.join(work, "server.log"), "w"),
-                              stderr=subprocess.STDOUT)
-    time.sleep(2)
-    worker = subprocess.Popen([os.path.join(BUILD, "worker", "gtco-worker"), "--server", address,
-                               "--target", "cpu"], stdout=open(os.path.join(work, "worker.log"), "w"),
-                              stderr=subprocess.STDOUT)
+    farm = Farm(work, "gtco")
     rows = []
     try:
         for name in args.models.split(","):
@@ -159,15 +192,9 @@ def main():
                     [p for p in (env.get("PYTHONPATH", ""), transformers_dir) if p])
             subprocess.run([python, "-c", EXPORT_SCRIPT, name, onnx_path], check=True,
                            capture_output=True, env=env)
-            tasks = len(json.loads(client(address, "query", "--model", onnx_path, "--target", "cpu",
-                                          "--json"))["records"])
-            budget = tasks * args.trials_per_task
-            start = time.time()
-            job = json.loads(client(address, "submit", onnx_path, "--target", "cpu", "--budget",
-                                    str(budget), "--watch", "--json"))
-            tuning_seconds = time.time() - start
             artifact = os.path.join(work, f"{name}.gtco")
-            client(address, "export", onnx_path, "-o", artifact)
+            tasks, trials, tuning_seconds = farm.tune_and_export(onnx_path, args.trials_per_task,
+                                                                 artifact)
             result = compare(onnx_path, artifact, args.runs, args.rounds)
             print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
                   result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
@@ -176,10 +203,25 @@ def main():
                 print(name, "tvm", json.dumps({k: tvm[k] for k in (
                     "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
                     "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
-            rows.append((name, tasks, int(job["trials_done"]), tuning_seconds, result, tvm))
+            rows.append((name, tasks, trials, tuning_seconds, result, tvm))
+            if args.ablation and not name.startswith("resnet"):
+                # The same model planned with attention unfused (matmul, softmax, matmul), tuned
+                # at the same trials per task on a farm of its own, timed against ONNX Runtime
+                # the same way: the fused attention's gain by itself.
+                baseline = Farm(work, f"{name}-unfused", {"GTCO_UNFUSED_ATTENTION": "1"})
+                try:
+                    unfused = os.path.join(work, f"{name}.unfused.gtco")
+                    u_tasks, u_trials, u_seconds = baseline.tune_and_export(
+                        onnx_path, args.trials_per_task, unfused)
+                finally:
+                    baseline.stop()
+                u_result = compare(onnx_path, unfused, args.runs, args.rounds)
+                print(name, "unfused attention", u_result["gtco"]["median_seconds"],
+                      u_result["ort"]["median_seconds"], flush=True)
+                rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds,
+                             u_result, None))
     finally:
-        worker.terminate()
-        server.terminate()
+        farm.stop()
     command = " ".join(["bench/e2e/run_e2e.py"] + sys.argv[1:])
     tvms = [row[5] for row in rows if row[5] and "error" not in row[5]]
     version = tvms[0]["version"] if tvms else "0.27"
@@ -207,6 +249,10 @@ def main():
         "rounds' medians (so a slow stretch of the VM lands on both); outputs compared on the "
         "same random inputs.",
         *tvm_text,
+        *([] if not args.ablation else [
+            "Ablation: rows \"(attention unfused)\" are the same model tuned on a second farm "
+            "whose server plans attention as matmul, softmax, matmul (GTCO_UNFUSED_ATTENTION=1), "
+            "same trials per task, timed against ONNX Runtime the same way."]),
         "",
         "| model | tasks | trials | tuning wall | GTCO (gtco-run) | ONNX Runtime | GTCO speed-up | "
         "peak RSS GTCO / ORT | max rel. output diff |"
@@ -221,7 +267,9 @@ def main():
             f"{o['median_seconds'] * 1e3:.2f} ms | {o['median_seconds'] / g['median_seconds']:.2f}x | "
             f"{g['peak_rss_bytes'] / 2**20:.0f} / {o['peak_rss_bytes'] / 2**20:.0f} MiB | "
             f"{r['worst_rel_diff']:.1e} |")
-        if tvm_python and "error" in tvm:
+        if tvm_python and tvm is None:
+            line += " - |" * 6
+        elif tvm_python and "error" in tvm:
             line += " failed |" * 6
         elif tvm_python:
             line += (

@@ -633,10 +633,8 @@ absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
                                          const ExportOptions& options,
                                          const ScheduleLookup& lookup) {
   GTCO_ASSIGN_OR_RETURN(Graph graph, onnx::PrepareGraph(model_bytes, overrides));
-  graph::PlanOptions plan_options;
-  plan_options.target = options.target;
   GTCO_ASSIGN_OR_RETURN(std::vector<graph::PlannedWorkload> planned,
-                        graph::PlanWorkloads(graph, plan_options));
+                        graph::PlanWorkloads(graph, graph::PlanOptionsFor(options.target)));
   return Exporter(graph, options, lookup).Run(planned);
 }
 

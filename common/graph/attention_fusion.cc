@@ -17,7 +17,8 @@ using Shape = std::vector<int64_t>;
 
 class Matcher {
  public:
-  explicit Matcher(const Graph& graph) : graph_(graph), consumers_(graph.ConsumerMap()) {
+  Matcher(const Graph& graph, const AttentionOptions& options)
+      : graph_(graph), options_(options), consumers_(graph.ConsumerMap()) {
     for (int index = 0; index < static_cast<int>(graph.nodes.size()); ++index) {
       for (const std::string& output : graph.nodes[index].outputs) producers_[output] = index;
     }
@@ -74,7 +75,13 @@ class Matcher {
   /// `scores_matmul` is its only reader.
   void MatchKTranspose(int scores_matmul, AttentionMatch& match) const;
 
+  /// Follows an optional Add of a mask back from `scores` (the Softmax input, read by
+  /// `reader`), like MatchScale; sets match.mask and params.mask_groups. False when the Add
+  /// is there but its other operand is no mask the workload can take.
+  bool MatchMask(std::string& scores, int& reader, AttentionMatch& match) const;
+
   const Graph& graph_;
+  AttentionOptions options_;
   std::map<std::string, std::vector<int>> consumers_;
   std::map<std::string, int> producers_;
 };
@@ -102,6 +109,37 @@ bool Matcher::MatchScale(std::string& scores, int& reader, double& scale,
   scores = operand;
   reader = producer;
   return true;
+}
+
+bool Matcher::MatchMask(std::string& scores, int& reader, AttentionMatch& match) const {
+  const int producer = Producer(scores);
+  if (producer < 0 || NodeAt(producer).op_type != "Add") return true;  // no mask
+  const Node& node = NodeAt(producer);
+  if (!options_.allow_mask || node.inputs.size() != 2 || node.outputs.size() != 1) return false;
+  const Shape& out = ShapeOf(node.outputs[0]);
+  const size_t rank = out.size();
+  for (int side = 0; side < 2; ++side) {
+    const std::string& operand = node.inputs[side];
+    const std::string& mask = node.inputs[1 - side];
+    if (ShapeOf(operand) != out || !IsF32(mask) || !OnlyReadBy(operand, producer)) continue;
+    // The mask right-aligned to the scores' rank: [g_0 .. g_t, 1 .. 1 (batch), 1, seq_k].
+    Shape aligned = ShapeOf(mask);
+    if (aligned.size() > rank || rank < 2) continue;
+    aligned.insert(aligned.begin(), rank - aligned.size(), 1);
+    if (aligned[rank - 1] != out[rank - 1] || aligned[rank - 2] != 1) continue;
+    size_t leading = 0;
+    while (leading < rank - 2 && aligned[leading] == out[leading]) ++leading;
+    bool trailing_ones = true;
+    for (size_t axis = leading; axis < rank - 2; ++axis) trailing_ones &= aligned[axis] == 1;
+    if (!trailing_ones) continue;
+    match.mask = mask;
+    match.params.mask_groups = NumElements(Shape(aligned.begin(), aligned.begin() + leading));
+    match.nodes.push_back(producer);
+    scores = operand;
+    reader = producer;
+    return true;
+  }
+  return false;
 }
 
 void Matcher::MatchKTranspose(int scores_matmul, AttentionMatch& match) const {
@@ -144,6 +182,7 @@ std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
   if (!OnlyReadBy(scores, softmax_index)) return std::nullopt;
   double scale = 1.0;
   int scores_reader = softmax_index;
+  if (!MatchMask(scores, scores_reader, match)) return std::nullopt;
   if (!MatchScale(scores, scores_reader, scale, match.nodes)) return std::nullopt;
   const int scores_matmul = Producer(scores);
   if (scores_matmul < 0 || NodeAt(scores_matmul).op_type != "MatMul" ||
@@ -179,15 +218,16 @@ std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
   p.value_dim = v[rank - 1];
   p.scale = static_cast<float>(scale);
   p.k_transposed = true;
-  MatchKTranspose(scores_matmul, match);
+  if (options_.absorb_k_transpose) MatchKTranspose(scores_matmul, match);
   std::sort(match.nodes.begin(), match.nodes.end());
   return match;
 }
 
 }  // namespace
 
-std::vector<AttentionMatch> FindAttentionPatterns(const Graph& graph) {
-  Matcher matcher(graph);
+std::vector<AttentionMatch> FindAttentionPatterns(const Graph& graph,
+                                                  const AttentionOptions& options) {
+  Matcher matcher(graph, options);
   std::vector<AttentionMatch> matches;
   std::set<int> used;
   for (int index = 0; index < static_cast<int>(graph.nodes.size()); ++index) {

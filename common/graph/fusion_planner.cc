@@ -2,6 +2,7 @@
 #include "common/graph/fusion_planner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -62,7 +63,15 @@ class Planner {
         target_(options.target),
         consumers_(graph.ConsumerMap()),
         assigned_(graph.nodes.size(), false) {
-    if (options.target == target::Target::kCuda) attention_ = FindAttentionPatterns(graph);
+    if (options.target == target::Target::kCuda) {
+      attention_ = FindAttentionPatterns(graph);
+    } else if (options.fuse_attention) {
+      // The CPU kernel (cpu/attention) adds masks and streams K^T as the model stores it.
+      AttentionOptions cpu;
+      cpu.allow_mask = true;
+      cpu.absorb_k_transpose = false;
+      attention_ = FindAttentionPatterns(graph, cpu);
+    }
     for (size_t match_idx = 0; match_idx < attention_.size(); ++match_idx) {
       attention_at_[attention_[match_idx].final_matmul] = static_cast<int>(match_idx);
       for (int node : attention_[match_idx].nodes) assigned_[node] = true;
@@ -197,7 +206,7 @@ class Planner {
   target::Target target_;
   std::map<std::string, std::vector<int>> consumers_;
   std::vector<bool> assigned_;
-  std::vector<AttentionMatch> attention_;  ///< fused attention subgraphs (target "cuda" only)
+  std::vector<AttentionMatch> attention_;  ///< fused attention subgraphs
   std::map<int, int> attention_at_;        ///< final MatMul node -> index into attention_
 };
 
@@ -267,6 +276,7 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
     planned.input_tensors[0] = match.q;
     planned.input_tensors[1] = match.k;
     planned.input_tensors[2] = match.v;
+    if (!match.mask.empty()) planned.input_tensors[3] = match.mask;
   } else if (region.anchored) {
     const Node& anchor = graph_.nodes[region.seed];
     for (int index = 0; index < workload.num_anchor_inputs; ++index) {
@@ -285,6 +295,13 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
 absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
                                                            const PlanOptions& options) {
   return Planner(graph, options).Run();
+}
+
+PlanOptions PlanOptionsFor(target::Target target) {
+  PlanOptions options;
+  options.target = target;
+  options.fuse_attention = std::getenv("GTCO_UNFUSED_ATTENTION") == nullptr;
+  return options;
 }
 
 }  // namespace gtco::graph

@@ -27,10 +27,13 @@ struct PlannedWorkload {
 
 /// What the workloads are planned for.
 struct PlanOptions {
-  /// The target whose workers run the workloads. Fused attention (kAttention) is planned only
-  /// for kCuda, whose mappings implement it; kCpu plans exactly what planning without options
-  /// did.
+  /// The target whose workers run the workloads.
   target::Target target = target::Target::kCpu;
+  /// For kCpu: plan each attention subgraph (masked ones included) as one kAttention workload.
+  /// Off by default for now: callers opt in (the exporter, the farm's planning of CPU jobs) so
+  /// that the unfused plan stays available as the ablation baseline. kCuda always fuses
+  /// unmasked attention.
+  bool fuse_attention = false;
 };
 
 /// Plans the workloads of `graph`, which must have passed FoldConstants and
@@ -49,5 +52,11 @@ struct PlanOptions {
 /// anchor.
 absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
                                                            const PlanOptions& options = {});
+
+/// The plan options the farm tunes and the exporter exports a model for `target` with (they must
+/// agree, or exported workloads would find no records): fused attention on both targets, unless
+/// the process runs with GTCO_UNFUSED_ATTENTION set (the ablation baseline of bench/e2e: a
+/// server started with it plans, tunes and exports attention as matmul, softmax, matmul).
+PlanOptions PlanOptionsFor(target::Target target);
 
 }  // namespace gtco::graph

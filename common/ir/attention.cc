@@ -61,6 +61,10 @@ std::vector<int64_t> AttentionOutShape(const AttentionParams& p) {
   return {p.batch, p.seq_q, p.value_dim};
 }
 
+std::vector<int64_t> AttentionMaskShape(const AttentionParams& p) {
+  return {p.mask_groups, p.seq_k};
+}
+
 Workload MakeAttentionWorkload(const AttentionParams& p, DType dtype, DType out_dtype) {
   Workload w;
   w.anchor = AnchorKind::kAttention;
@@ -71,6 +75,12 @@ Workload MakeAttentionWorkload(const AttentionParams& p, DType dtype, DType out_
   w.inputs[2].shape = AttentionVShape(p);
   for (TensorDesc& input : w.inputs) input.dtype = dtype;
   w.num_anchor_inputs = 3;
+  if (p.mask_groups > 0) {
+    w.inputs.push_back(TensorDesc{});
+    w.inputs[3].shape = AttentionMaskShape(p);
+    w.inputs[3].dtype = DType::kF32;
+    w.num_anchor_inputs = 4;
+  }
   w.output.dtype = out_dtype;
   w.output.shape = AttentionOutShape(p);
   return w;
@@ -79,7 +89,9 @@ Workload MakeAttentionWorkload(const AttentionParams& p, DType dtype, DType out_
 std::string AttentionParamsLine(const AttentionParams& p) {
   return absl::StrCat("attention batch=", p.batch, " seq_q=", p.seq_q, " seq_k=", p.seq_k,
                       " head_dim=", p.head_dim, " value_dim=", p.value_dim,
-                      " scale=", HexFloat(p.scale), " k_transposed=", p.k_transposed ? 1 : 0);
+                      " scale=", HexFloat(p.scale), " k_transposed=", p.k_transposed ? 1 : 0,
+                      // Unmasked workloads keep the line (and key) they had before masks.
+                      p.mask_groups > 0 ? absl::StrCat(" mask_groups=", p.mask_groups) : "");
 }
 
 absl::Status ParseAttentionParamsLine(const std::string& line, AttentionParams& p) {
@@ -112,6 +124,8 @@ absl::Status ParseAttentionParamsLine(const std::string& line, AttentionParams& 
       p.value_dim = value;
     } else if (key == "k_transposed") {
       p.k_transposed = value != 0;
+    } else if (key == "mask_groups") {
+      p.mask_groups = value;
     } else {
       return LineError("unknown attention field", line);
     }
@@ -126,6 +140,7 @@ std::string AttentionSummary(const Workload& w) {
   if (p.value_dim != p.head_dim) absl::StrAppend(&text, " v=", p.value_dim);
   absl::StrAppend(&text, " scale=", p.scale);
   if (p.k_transposed) absl::StrAppend(&text, " k_transposed");
+  if (p.mask_groups > 0) absl::StrAppend(&text, " masked");
   const DType in = w.inputs.empty() ? DType::kF32 : w.inputs[0].dtype;
   if (in != DType::kF32 || w.output.dtype != DType::kF32) {
     absl::StrAppend(&text, " ", DTypeName(in), "->", DTypeName(w.output.dtype));
@@ -153,6 +168,15 @@ absl::Status ValidateAttentionShapes(const Workload& w) {
   GTCO_RETURN_IF_ERROR(ExpectShape(w.inputs[0], AttentionQShape(p), "input Q"));
   GTCO_RETURN_IF_ERROR(ExpectShape(w.inputs[1], AttentionKShape(p), "input K"));
   GTCO_RETURN_IF_ERROR(ExpectShape(w.inputs[2], AttentionVShape(p), "input V"));
+  if (p.mask_groups < 0 || (p.mask_groups > 0 && p.batch % p.mask_groups != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("workload attention mask_groups ",
+                                                   p.mask_groups, " does not divide batch ",
+                                                   p.batch));
+  }
+  if (p.mask_groups > 0) {
+    if (w.inputs.size() < 4) return absl::InvalidArgumentError("workload attention: no mask input");
+    GTCO_RETURN_IF_ERROR(ExpectShape(w.inputs[3], AttentionMaskShape(p), "mask"));
+  }
   return ExpectShape(w.output, AttentionOutShape(p), "output");
 }
 
@@ -168,6 +192,9 @@ absl::Status ValidateAttentionDTypes(const Workload& w) {
   if (!IsAttentionDType(q)) return error("Q, K and V must be f32, f16 or bf16");
   if (out != DType::kF32 && out != q) return error("the output must be f32 or the inputs' dtype");
   if (out != DType::kF32 && !w.epilogue.empty()) return error("epilogues need an f32 output");
+  if (w.attention.mask_groups > 0 && (w.inputs.size() < 4 || w.inputs[3].dtype != DType::kF32)) {
+    return error("the mask must be f32");
+  }
   return absl::OkStatus();
 }
 
@@ -177,11 +204,15 @@ int64_t AttentionFlops(const AttentionParams& p) {
 }
 
 std::vector<double> AttentionReference(const AttentionParams& p, const std::vector<float>& q,
-                                       const std::vector<float>& k, const std::vector<float>& v) {
+                                       const std::vector<float>& k, const std::vector<float>& v,
+                                       const std::vector<float>* mask) {
   const int64_t sq = p.seq_q, sk = p.seq_k, d = p.head_dim, dv = p.value_dim;
   GTCO_CHECK(static_cast<int64_t>(q.size()) == p.batch * sq * d, "attention reference: Q size");
   GTCO_CHECK(static_cast<int64_t>(k.size()) == p.batch * sk * d, "attention reference: K size");
   GTCO_CHECK(static_cast<int64_t>(v.size()) == p.batch * sk * dv, "attention reference: V size");
+  GTCO_CHECK(p.mask_groups == 0 ||
+                 (mask != nullptr && static_cast<int64_t>(mask->size()) == p.mask_groups * sk),
+             "attention reference: mask size");
   std::vector<double> out(p.batch * sq * dv, 0.0);
   std::vector<double> scores(sk);
   for (int64_t batch = 0; batch < p.batch; ++batch) {
@@ -197,6 +228,9 @@ std::vector<double> AttentionReference(const AttentionParams& p, const std::vect
           dot += static_cast<double>(q_batch[row * d + dim]) * k_value;
         }
         scores[key] = static_cast<double>(p.scale) * dot;
+        if (p.mask_groups > 0) {
+          scores[key] += (*mask)[(batch / (p.batch / p.mask_groups)) * sk + key];
+        }
         max_score = std::max(max_score, scores[key]);
       }
       double sum = 0.0;

@@ -19,6 +19,8 @@ std::vector<int64_t> AttentionQShape(const AttentionParams& p);
 std::vector<int64_t> AttentionKShape(const AttentionParams& p);
 std::vector<int64_t> AttentionVShape(const AttentionParams& p);
 std::vector<int64_t> AttentionOutShape(const AttentionParams& p);
+/// The mask's canonical shape [mask_groups, seq_k] (masked workloads only).
+std::vector<int64_t> AttentionMaskShape(const AttentionParams& p);
 
 /// A workload computing `p` on Q, K, V of `dtype` into an `out_dtype` output, without epilogue.
 /// Valid when the sizes are positive, `scale` is finite and the dtypes are allowed.
@@ -49,9 +51,10 @@ absl::Status ValidateAttentionDTypes(const Workload& w);
 int64_t AttentionFlops(const AttentionParams& p);
 
 /// Plain evaluation of `p` (scores, softmax and the weighted sum of V all in double) on Q, K, V
-/// values in their canonical layouts; the output [batch, seq_q, value_dim] row-major, before any
+/// values (and the mask, for a masked `p`) in their canonical layouts; the output [batch, seq_q, value_dim] row-major, before any
 /// epilogue or output rounding. GTCO_CHECKs the input sizes.
 std::vector<double> AttentionReference(const AttentionParams& p, const std::vector<float>& q,
-                                       const std::vector<float>& k, const std::vector<float>& v);
+                                       const std::vector<float>& k, const std::vector<float>& v,
+                                       const std::vector<float>* mask = nullptr);
 
 }  // namespace gtco::ir

@@ -143,7 +143,8 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
   }
   if (w.anchor == AnchorKind::kAttention) {
     const std::vector<double> exact =
-        AttentionReference(w.attention, inputs[0], inputs[1], inputs[2]);
+        AttentionReference(w.attention, inputs[0], inputs[1], inputs[2],
+                           w.attention.mask_groups > 0 ? &inputs[3] : nullptr);
     for (size_t flat = 0; flat < exact.size(); ++flat) {
       result[flat] = static_cast<float>(exact[flat]);
     }

@@ -662,9 +662,13 @@ int64_t Workload::MinBytes() const {
 }
 
 absl::Status Workload::Validate() const {
-  if (num_anchor_inputs != AnchorInputCount(anchor)) {
+  // A masked attention reads its mask as a fourth anchor input.
+  const int anchor_inputs =
+      AnchorInputCount(anchor) +
+      (anchor == AnchorKind::kAttention && attention.mask_groups > 0 ? 1 : 0);
+  if (num_anchor_inputs != anchor_inputs) {
     return absl::InvalidArgumentError(absl::StrCat("anchor ", AnchorKindName(anchor), " takes ",
-                                                   AnchorInputCount(anchor), " inputs, not ",
+                                                   anchor_inputs, " inputs, not ",
                                                    num_anchor_inputs));
   }
   if (static_cast<int>(inputs.size()) < num_anchor_inputs) {

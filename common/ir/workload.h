@@ -30,7 +30,8 @@
 //                   seq_q, value_dim]; batch counts batch * heads). Q, K and V share one dtype,
 //                   f32, f16 or bf16, and compute accumulates in fp32; the output is f32 or the
 //                   inputs' dtype (rounded to nearest even once at the end); epilogues only on
-//                   f32 outputs. See attention.h.
+//                   f32 outputs. With mask_groups > 0 a fourth input, an f32 additive mask
+//                   [mask_groups, seq_k], is added to the scores. See attention.h.
 //      kConv:       inputs X [N, C, H, W], W [K, C/groups, R, S]; 2-D convolution as ONNX Conv
 //                   (cross-correlation, zero padding): out[n, k, oh, ow] = sum_{c, r, s}
 //                   X[n, g*C/groups + c, oh*stride_h - pad_top + r*dilation_h,
@@ -131,6 +132,10 @@ struct AttentionParams {
   /// K is stored [batch, head_dim, seq_k] (as the B operand of torch's q @ k.transpose(-2, -1))
   /// instead of [batch, seq_k, head_dim].
   bool k_transposed = false;
+  /// 0: no mask. Else a fourth anchor input, the additive mask M [mask_groups, seq_k] (BERT's
+  /// padding mask): s[b, i, j] += M[b / (batch / mask_groups), j] before the softmax, the same
+  /// for every query row; mask_groups divides batch.
+  int64_t mask_groups = 0;
 };
 
 /// 2-D convolution (kConv), ONNX Conv semantics; see the anchor table above.

@@ -174,7 +174,7 @@ class DashboardTest(unittest.TestCase):
         self.assertGreater(ok_trials, 80)
         # The last poll, after the end, brings every trial's point.
         self.wait_until(lambda: self.points() == ok_trials, f"{ok_trials} points")
-        self.assertEqual(page.locator("#curves .curve-card").count(), 8)
+        self.assertEqual(page.locator("#curves .curve-card").count(), 6)  # attention fused
         self.assertGreaterEqual(page.locator("#curves svg.curve path.best").count(), 16)
         self.assertGreater(page.locator("#allocation svg rect.bar").count(), 0)
         # The --explain table: every task with its mappings' spaces after pruning.
@@ -182,7 +182,7 @@ class DashboardTest(unittest.TestCase):
         self.assertIn("schedules after pruning", page.inner_text("#tasks"))
         self.assertGreater(page.locator("#decisions li").count(), 0)
         self.assertIn("round", page.inner_text("#decisions"))
-        self.assertEqual(page.locator("#plan tbody tr").count(), 8)
+        self.assertEqual(page.locator("#plan tbody tr").count(), 6)
         if os.environ.get("GTCO_UPDATE_SCREENSHOT") == "1":
             os.makedirs(os.path.dirname(SCREENSHOT), exist_ok=True)
             # The top of the page: summary, curves, rounds and the start of the --explain table.

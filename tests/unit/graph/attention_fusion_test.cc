@@ -4,6 +4,7 @@
 #include "common/graph/attention_fusion.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -58,7 +59,8 @@ struct AttentionGraphSpec {
   std::string scale_op = "Div";  ///< "Div", "Mul", "MulLeft" (constant first) or "" (none)
   int64_t softmax_axis = -1;
   bool probs_is_output = false;  ///< the Softmax output is also a graph output
-  bool mask = false;             ///< an Add of a [16] mask between scale and Softmax
+  bool mask = false;             ///< an Add of a mask between scale and Softmax
+  std::vector<int64_t> mask_shape = {16};
   bool residual = false;         ///< out = attention + r
 };
 
@@ -87,7 +89,7 @@ Graph AttentionGraph(const AttentionGraphSpec& spec) {
     scaled = "s2";
   }
   if (spec.mask) {
-    tensors.push_back(Activation("mask", {16}));
+    tensors.push_back(Activation("mask", spec.mask_shape));
     nodes.push_back(MakeNode("Add", "mask_add", {scaled, "mask"}, {"s3"}));
     scaled = "s3";
   }
@@ -141,6 +143,60 @@ TEST(AttentionFusionTest, CpuPlanningIsUnchanged) {
     EXPECT_EQ((*by_default)[i].workload.CanonicalString(), cpu[i].workload.CanonicalString());
     EXPECT_EQ((*by_default)[i].node_names, cpu[i].node_names);
   }
+}
+
+// The farm's CPU planning (PlanOptionsFor(kCpu)) fuses attention too, masked ones included, and
+// leaves K^T as the model computes it (the CPU kernel streams its key-contiguous rows).
+TEST(AttentionFusionTest, CpuFusesMaskedAttentionReadingKTransposed) {
+  AttentionGraphSpec spec;
+  spec.mask = true;
+  spec.residual = true;
+  const Graph graph = AttentionGraph(spec);
+  absl::StatusOr<std::vector<PlannedWorkload>> planned =
+      PlanWorkloads(graph, PlanOptionsFor(target::Target::kCpu));
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 1u);
+  const PlannedWorkload& item = (*planned)[0];
+  const ir::Workload& w = item.workload;
+  EXPECT_EQ(w.anchor, AnchorKind::kAttention);
+  EXPECT_TRUE(w.attention.k_transposed);
+  EXPECT_EQ(w.attention.mask_groups, 1);
+  EXPECT_FLOAT_EQ(w.attention.scale, 1.0f / std::sqrt(32.0f));
+  EXPECT_EQ(w.num_anchor_inputs, 4);
+  EXPECT_EQ(w.inputs[1].shape, (std::vector<int64_t>{2, 32, 16}));
+  EXPECT_EQ(w.inputs[3].shape, (std::vector<int64_t>{1, 16}));
+  EXPECT_EQ(item.input_tensors,
+            (std::vector<std::string>{"q", "kt", "v", "mask", "r"}));
+  EXPECT_EQ(item.node_names, (std::vector<std::string>{"scores", "scale", "mask_add", "softmax",
+                                                       "context", "residual"}));
+  EXPECT_TRUE(w.Validate().ok()) << w.Validate();
+  // A mask per batch entry ([N, 1, 1, S] against scores [N, H, S, S]) is one row per group of
+  // heads; a mask varying over the query rows is no mask the kernel takes: left unfused.
+  for (const auto& [mask_shape, groups] :
+       std::vector<std::pair<std::vector<int64_t>, int64_t>>{{{1, 1, 1, 16}, 1},
+                                                             {{1, 2, 1, 16}, 2},
+                                                             {{1, 2, 16, 16}, 0}}) {
+    AttentionGraphSpec shaped = spec;
+    shaped.mask_shape = mask_shape;
+    const Graph masked = AttentionGraph(shaped);
+    const std::vector<AttentionMatch> matches =
+        FindAttentionPatterns(masked, AttentionOptions{true, false});
+    if (groups == 0) {
+      EXPECT_TRUE(matches.empty());
+      continue;
+    }
+    ASSERT_EQ(matches.size(), 1u);
+    EXPECT_EQ(matches[0].params.mask_groups, groups);
+  }
+  // CUDA keeps masked attention unfused; with the environment's ablation switch the CPU does too.
+  EXPECT_TRUE(FindAttentionPatterns(graph).empty());
+  setenv("GTCO_UNFUSED_ATTENTION", "1", 1);
+  const PlanOptions ablation = PlanOptionsFor(target::Target::kCpu);
+  unsetenv("GTCO_UNFUSED_ATTENTION");
+  absl::StatusOr<std::vector<PlannedWorkload>> unfused = PlanWorkloads(graph, ablation);
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  EXPECT_EQ(Anchors(*unfused), (std::vector<AnchorKind>{AnchorKind::kMatMul, AnchorKind::kSoftmax,
+                                                        AnchorKind::kMatMul}));
 }
 
 TEST(AttentionFusionTest, ScaleVariantsAndTransposedK) {

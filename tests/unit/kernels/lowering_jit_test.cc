@@ -8,6 +8,7 @@
 
 #include "common/codegen/llvm/jit.h"
 #include "common/codegen/llvm/llvm_codegen.h"
+#include "common/ir/attention.h"
 #include "common/ir/conv.h"
 #include "common/ir/pool.h"
 #include "common/ir/reference.h"
@@ -421,6 +422,58 @@ TEST_F(ScheduleJitTest, ConvPackedPatchPanelsEveryRowLayout) {
       ASSERT_TRUE(jit_->Reset().ok());
     }
   }
+}
+
+ir::Workload CpuAttention(int64_t batch, int64_t seq_q, int64_t seq_k, int64_t head_dim,
+                          int64_t value_dim, int64_t mask_groups, float scale = 0.125f) {
+  ir::AttentionParams p;
+  p.batch = batch;
+  p.seq_q = seq_q;
+  p.seq_k = seq_k;
+  p.head_dim = head_dim;
+  p.value_dim = value_dim;
+  p.scale = scale;
+  p.k_transposed = true;
+  p.mask_groups = mask_groups;
+  return ir::MakeAttentionWorkload(p);
+}
+
+// The fused CPU attention (cpu/attention): BERT's masked heads, ViT's 197 tokens (key and
+// query tails), odd small shapes, a mask per group of heads, and an epilogue on the output.
+TEST_F(ScheduleJitTest, CpuFusedAttentionMatchesTheReference) {
+  for (const ir::Workload& w :
+       {CpuAttention(2, 128, 128, 64, 64, 1), CpuAttention(2, 197, 197, 64, 64, 0),
+        CpuAttention(4, 5, 37, 16, 8, 2, 0.25f), CpuAttention(1, 1, 3, 4, 16, 1, 1.0f)}) {
+    SCOPED_TRACE(w.Description());
+    ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+    absl::StatusOr<std::vector<SearchSpace>> spaces =
+        kernels::CreateMappingSpaces(w, target::DetectHostCpu());
+    ASSERT_TRUE(spaces.ok()) << spaces.status();
+    ASSERT_EQ(spaces->front().mapping(), "rows");
+    CheckSpace(spaces->front(), w, 8, 31);
+  }
+  ir::Workload with_epilogue = CpuAttention(2, 9, 20, 8, 16, 1);
+  with_epilogue.inputs.push_back(schedule::testing::Tensor({2, 9, 16}));  // residual
+  with_epilogue.epilogue = {
+      {ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(4)}}};
+  ASSERT_TRUE(with_epilogue.Validate().ok()) << with_epilogue.Validate();
+  CheckRandomTraces(with_epilogue, 8, 32);
+  // A mask of BERT's kind: -FLT_MAX on padded keys, so those keys get no weight.
+  ir::Workload padded = CpuAttention(2, 16, 24, 8, 8, 1);
+  std::vector<std::vector<float>> inputs = ir::RandomInputs(padded, 33);
+  for (int key = 16; key < 24; ++key) inputs[3][key] = -3.4028234663852886e38f;
+  const std::vector<float> expected = ir::ComputeReference(padded, inputs);
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(padded, target::DetectHostCpu());
+  ASSERT_TRUE(space.ok()) << space.status();
+  absl::StatusOr<std::vector<float>> output = Run(padded, space->DefaultTrace(), inputs);
+  ASSERT_TRUE(output.ok()) << output.status();
+  double rtol, atol;
+  ir::DefaultTolerance(padded, &rtol, &atol);
+  EXPECT_TRUE(ir::CompareOutputs(expected, *output, rtol, atol).ok());
+  // K not transposed: no CPU mapping applies (the planner keeps such patterns unfused).
+  ir::AttentionParams plain = CpuAttention(1, 4, 4, 8, 8, 0).attention;
+  plain.k_transposed = false;
+  EXPECT_FALSE(kernels::CreateSpace(ir::MakeAttentionWorkload(plain), target::DetectHostCpu()).ok());
 }
 
 TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {

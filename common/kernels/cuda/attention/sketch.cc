@@ -118,7 +118,10 @@ class CudaAttentionSketch final : public CudaSketch {
   CudaGenerator Generator() const override { return &GenerateAttentionKernel; }
   std::vector<std::string> KnobNames() const override { return {"bq", "bk", "warps", "vw"}; }
   bool AppliesTo(const ir::Workload& w) const override {
-    return w.anchor == ir::AnchorKind::kAttention && w.inputs.size() >= 3;
+    // The CUDA kernel adds no mask: masked attention stays unfused on CUDA (the planner only
+    // fuses masked patterns for the CPU).
+    return w.anchor == ir::AnchorKind::kAttention && w.inputs.size() >= 3 &&
+           w.attention.mask_groups == 0;
   }
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
@@ -223,6 +226,7 @@ class FlashMapping final : public CudaMappingSketch {
     const std::string missing = MissingCudaArch(hw, 70);
     if (!missing.empty()) return {Name(), false, missing};
     const ir::AttentionParams& p = w.attention;
+    if (p.mask_groups > 0) return {Name(), false, "the CUDA kernel adds no attention mask"};
     if (p.head_dim > kMaxHeadDim || p.value_dim > kMaxHeadDim) {
       return {Name(), false,
               absl::StrCat("head_dim ", p.head_dim, " / value_dim ", p.value_dim, " exceed ",
