@@ -90,7 +90,8 @@ std::string MatMulKernelSignature(const ir::Workload& w, const std::string& entr
   return signature;
 }
 
-std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn) {
+std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn,
+                               const MatMulOperands& operands) {
   const ir::MatMulParams& p = w.matmul;
   const bool wide =
       p.m * p.k >= kInt32Elements || p.k * p.n >= kInt32Elements || p.m * p.n >= kInt32Elements;
@@ -101,14 +102,22 @@ std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn) {
   absl::StrAppend(&code, "  const int gtco_batch = blockIdx.z;\n");
   absl::StrAppend(&code, "  const int gtco_block_m = blockIdx.y * ", bm, ";\n");
   absl::StrAppend(&code, "  const int gtco_block_n = blockIdx.x * ", bn, ";\n");
-  absl::StrAppend(
-      &code, "  const ", StorageType(w.inputs[0].dtype), "* __restrict__ gtco_a = in0",
-      p.a_batched ? absl::StrCat(" + (long long)gtco_batch * ", p.m * p.k, "LL") : std::string(),
-      ";\n");
-  absl::StrAppend(
-      &code, "  const ", StorageType(w.inputs[1].dtype), "* __restrict__ gtco_b = in1",
-      p.b_batched ? absl::StrCat(" + (long long)gtco_batch * ", p.k * p.n, "LL") : std::string(),
-      ";\n");
+  const std::string a_pointer =
+      !operands.a_pointer.empty()
+          ? operands.a_pointer
+          : absl::StrCat("in0", p.a_batched ? absl::StrCat(" + (long long)gtco_batch * ",
+                                                           p.m * p.k, "LL")
+                                            : std::string());
+  const std::string b_pointer =
+      !operands.b_pointer.empty()
+          ? operands.b_pointer
+          : absl::StrCat("in1", p.b_batched ? absl::StrCat(" + (long long)gtco_batch * ",
+                                                           p.k * p.n, "LL")
+                                            : std::string());
+  absl::StrAppend(&code, "  const ", StorageType(w.inputs[0].dtype), "* __restrict__ gtco_a = ",
+                  a_pointer, ";\n");
+  absl::StrAppend(&code, "  const ", StorageType(w.inputs[1].dtype), "* __restrict__ gtco_b = ",
+                  b_pointer, ";\n");
   return code;
 }
 
@@ -187,6 +196,8 @@ std::string EmitOperandTileCopy(const OperandTileCopy& copy) {
   const bool async = copy.async && (chunk_bytes == 4 || chunk_bytes == 8 || chunk_bytes == 16);
   const TileChunks chunks{copy.rows, copy.cols, copy.vw, copy.threads};
   const char* type = StorageType(copy.dtype);
+  // A gathered operand is copied element by element (the tiling sets vw 1 for it).
+  const bool gathered = copy.gather != nullptr && copy.gather->active();
   // Bounds the tile can cross: only where the matrix is not a whole number of tiles.
   const bool check_rows = copy.global_rows % copy.rows != 0;
   const bool check_cols = copy.global_cols % copy.cols != 0;
@@ -194,8 +205,10 @@ std::string EmitOperandTileCopy(const OperandTileCopy& copy) {
   absl::StrAppend(&code, "    ", chunks.DeclareThreadOrigin());
   absl::StrAppend(&code, "    const int gtco_gr = ", copy.row0, " + gtco_tr;\n");
   absl::StrAppend(&code, "    const int gtco_gc = ", copy.col0, " + gtco_tc;\n");
-  absl::StrAppend(&code, "    const ", type, "* gtco_src = ", copy.src, " + (gtco_index)gtco_gr * ",
-                  copy.global_cols, " + gtco_gc;\n");
+  if (!gathered) {
+    absl::StrAppend(&code, "    const ", type, "* gtco_src = ", copy.src,
+                    " + (gtco_index)gtco_gr * ", copy.global_cols, " + gtco_gc;\n");
+  }
   absl::StrAppend(&code, "    const int gtco_dst = ", copy.dst_bytes, " + (gtco_tr * ", copy.stride,
                   " + gtco_tc) * ", elem_bytes, ";\n");
   if (chunks.Guarded()) {
@@ -205,6 +218,20 @@ std::string EmitOperandTileCopy(const OperandTileCopy& copy) {
   }
   for (int64_t it = 0; it < chunks.Iterations(); ++it) {
     const int64_t row_offset = chunks.RowOffset(it), col_offset = chunks.ColOffset(it);
+    const int64_t dst_offset = (row_offset * copy.stride + col_offset) * elem_bytes;
+    if (gathered) {
+      absl::StrAppend(&code, "      {\n",
+                      copy.gather->emit(absl::StrCat("gtco_gr + ", row_offset),
+                                        absl::StrCat("gtco_gc + ", col_offset)));
+      if (async) {
+        absl::StrAppend(&code, "      gtco_mm_cp_async4(gtco_smem_base + gtco_dst + ", dst_offset,
+                        ", gtco_src, gtco_ok ? 4 : 0);\n      }\n");
+      } else {
+        absl::StrAppend(&code, "      *reinterpret_cast<float*>(gtco_smem + gtco_dst + ",
+                        dst_offset, ") = gtco_ok ? *gtco_src : 0.0f;\n      }\n");
+      }
+      continue;
+    }
     std::vector<std::string> conditions;
     if (check_rows) {
       conditions.push_back(absl::StrCat("gtco_gr + ", row_offset, " < ", copy.global_rows));
@@ -214,7 +241,6 @@ std::string EmitOperandTileCopy(const OperandTileCopy& copy) {
     }
     const std::string ok = conditions.empty() ? "true" : absl::StrJoin(conditions, " && ");
     const std::string src = absl::StrCat("gtco_src + ", row_offset * copy.global_cols + col_offset);
-    const int64_t dst_offset = (row_offset * copy.stride + col_offset) * elem_bytes;
     if (async) {
       absl::StrAppend(&code, "      gtco_mm_cp_async", chunk_bytes, "(gtco_smem_base + gtco_dst + ",
                       dst_offset, ", ", src, ", (", ok, ") ? ", chunk_bytes, " : 0);\n");

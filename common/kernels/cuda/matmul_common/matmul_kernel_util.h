@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,33 @@ std::string KernelArgs(const ir::Workload& w);
 /// min(255, registers per block / threads)).
 std::string MatMulKernelSignature(const ir::Workload& w, const std::string& entry, int threads);
 
+/// An operand that the kernel gathers element by element instead of reading it as a stored
+/// row-major matrix: the patch matrix of an implicit-GEMM convolution, whose elements are pixels of
+/// the image (or zeros in the padding). `emit(row, col)` returns statements that, for int
+/// expressions `row` and `col` of the operand in its stored orientation (B: row k, column n),
+/// declare `const bool gtco_ok` (false outside the matrix and in padding: the element reads as
+/// zero) and `const float* gtco_src` (the element's address; a valid address even when !gtco_ok, so
+/// that a load or cp.async never leaves the tensor). A gathered operand is copied one element per
+/// chunk (vw 1), in f32.
+struct OperandGather {
+  std::function<std::string(const std::string& row, const std::string& col)> emit;
+  bool active() const { return static_cast<bool>(emit); }
+};
+
+/// How a matmul kernel finds its operands. Defaults (empty fields) read the workload's A and B as
+/// stored matrices, per batch as MatMulParams::a_batched and b_batched say. A convolution's
+/// implicit GEMM overrides the batch pointers (batch = image * groups + group) and gathers B.
+struct MatMulOperands {
+  std::string a_pointer;  ///< expression of gtco_batch, in0, in1: this batch's A; empty: default
+  std::string b_pointer;  ///< likewise for B (with a gather: what gtco_b means to the gather)
+  OperandGather b_gather;  ///< inactive: B is the stored [K, N] (or [N, K]) matrix at gtco_b
+};
+
 /// Opening statements of a matmul kernel body for block tiles of bm x bn (see the names above):
-/// blockIdx.x walks N tiles, blockIdx.y M tiles, blockIdx.z the batch.
-std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn);
+/// blockIdx.x walks N tiles, blockIdx.y M tiles, blockIdx.z the batch. gtco_a and gtco_b come from
+/// `operands` where it overrides them.
+std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn,
+                               const MatMulOperands& operands = {});
 
 /// A __device__ function `gtco_store<count>(<kernel params>, int gtco_batch, int i, int j,
 /// float v0, ..., float v<count-1>)` that applies the epilogue to the outputs (i, j + e) of the
@@ -82,6 +107,9 @@ struct OperandTileCopy {
   /// cp.async when the chunk is 4, 8 or 16 bytes (else plain loads and stores, complete when
   /// the statements finish).
   bool async = true;
+  /// When active, elements come from the gather (vw 1, f32) instead of `src`; the gather checks
+  /// the bounds itself.
+  const OperandGather* gather = nullptr;
 };
 /// The statements of `copy` as one block. Needs `gtco_smem_base`, the shared address of
 /// gtco_smem (see EmitSharedBase()).

@@ -13,7 +13,8 @@ using cuda_matmul::TensorCoreTiling;
 
 /// Statements copying K tile `kt` (an int expression) of A and B into stage `stage`.
 std::string EmitStageCopy(const ir::Workload& w, const TensorCoreTiling& tiling,
-                          const std::string& stage, const std::string& kt) {
+                          const MatMulOperands& operands, const std::string& stage,
+                          const std::string& kt) {
   const ir::MatMulParams& p = w.matmul;
   const std::string k0 = absl::StrCat("(", kt, ") * ", tiling.bk);
   OperandTileCopy a;
@@ -46,6 +47,7 @@ std::string EmitStageCopy(const ir::Workload& w, const TensorCoreTiling& tiling,
   b.vw = tiling.vw_b;
   b.dtype = w.inputs[1].dtype;
   b.threads = tiling.Threads();
+  b.gather = &operands.b_gather;
   if (tiling.b_k_contiguous) {  // stored [N, K]
     b.row0 = "gtco_block_n";
     b.col0 = k0;
@@ -85,7 +87,13 @@ absl::Status CheckTensorCoreTiling(const TensorCoreTiling& tiling, int64_t mma_k
 absl::StatusOr<std::string> EmitTensorCoreMatMul(const ir::Workload& w,
                                                  const TensorCoreTiling& tiling,
                                                  const std::string& entry,
-                                                 const TensorCoreKernelParts& parts) {
+                                                 const TensorCoreKernelParts& parts,
+                                                 const MatMulOperands& operands) {
+  if (operands.b_gather.active() &&
+      (tiling.b_k_contiguous || tiling.vw_b != 1 || w.inputs[1].dtype != ir::DType::kF32)) {
+    return absl::InvalidArgumentError(
+        "a gathered B operand must be f32, stored [K, N] and copied one element at a time");
+  }
   const int64_t mi_count = tiling.wm / 16, ni_count = tiling.wn / 8;
   const int64_t k_tiles = (w.matmul.k + tiling.bk - 1) / tiling.bk;
   const char* type = StorageType(w.inputs[0].dtype);
@@ -97,7 +105,7 @@ absl::StatusOr<std::string> EmitTensorCoreMatMul(const ir::Workload& w,
   absl::StrAppend(&code, MatMulKernelSignature(w, entry, static_cast<int>(tiling.Threads())),
                   " {\n");
   absl::StrAppend(&code, "  extern __shared__ __align__(16) unsigned char gtco_smem[];\n");
-  absl::StrAppend(&code, EmitMatMulPreamble(w, tiling.bm, tiling.bn));
+  absl::StrAppend(&code, EmitMatMulPreamble(w, tiling.bm, tiling.bn, operands));
   absl::StrAppend(&code, "  constexpr int kAStage = ", tiling.a_rows * tiling.a_stride,
                   ", kBStage = ", tiling.b_rows * tiling.b_stride, ";\n");
   absl::StrAppend(&code, "  ", type, "* const gtco_sa = reinterpret_cast<", type,
@@ -122,7 +130,7 @@ absl::StatusOr<std::string> EmitTensorCoreMatMul(const ir::Workload& w,
   absl::StrAppend(&code, "  constexpr int kTiles = ", k_tiles, ";\n");
   absl::StrAppend(&code, "  #pragma unroll\n  for (int gtco_s = 0; gtco_s < ", tiling.stages - 1,
                   "; ++gtco_s) {\n    if (gtco_s < kTiles) {\n",
-                  EmitStageCopy(w, tiling, "gtco_s", "gtco_s"),
+                  EmitStageCopy(w, tiling, operands, "gtco_s", "gtco_s"),
                   "    }\n    gtco_mm_cp_async_commit();\n  }\n");
   absl::StrAppend(&code,
                   "  #pragma unroll 1\n  for (int gtco_kt = 0; gtco_kt < kTiles; ++gtco_kt) {\n");
@@ -131,7 +139,7 @@ absl::StatusOr<std::string> EmitTensorCoreMatMul(const ir::Workload& w,
   absl::StrAppend(
       &code, "    {\n      const int gtco_next = gtco_kt + ", tiling.stages - 1,
       ";\n      if (gtco_next < kTiles) {\n",
-      EmitStageCopy(w, tiling, absl::StrCat("gtco_next % ", tiling.stages), "gtco_next"),
+      EmitStageCopy(w, tiling, operands, absl::StrCat("gtco_next % ", tiling.stages), "gtco_next"),
       "      }\n      gtco_mm_cp_async_commit();\n    }\n");
   absl::StrAppend(&code, "    const int gtco_stage = gtco_kt % ", tiling.stages, ";\n");
   absl::StrAppend(&code, parts.consume_stage("gtco_stage"));

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "common/ir/workload.h"
 #include "common/kernels/cuda/matmul_common/cuda_matmul_common.h"
+#include "common/kernels/cuda/matmul_common/matmul_kernel_util.h"
 #include "common/kernels/family.h"
 
 namespace gtco::kernels::mm {
@@ -37,11 +38,13 @@ struct TensorCoreKernelParts {
 absl::Status CheckTensorCoreTiling(const cuda_matmul::TensorCoreTiling& tiling, int64_t mma_k,
                                    int64_t wn_multiple);
 
-/// The complete kernel source (Prelude() first) named `entry`. INVALID_ARGUMENT for a bad
-/// epilogue.
+/// The complete kernel source (Prelude() first) named `entry`, its operands located by
+/// `operands` (a gathered B needs tiling.vw_b 1 and [K, N] storage). INVALID_ARGUMENT for a bad
+/// epilogue or a gather the tiling cannot copy.
 absl::StatusOr<std::string> EmitTensorCoreMatMul(const ir::Workload& w,
                                                  const cuda_matmul::TensorCoreTiling& tiling,
                                                  const std::string& entry,
-                                                 const TensorCoreKernelParts& parts);
+                                                 const TensorCoreKernelParts& parts,
+                                                 const MatMulOperands& operands = {});
 
 }  // namespace gtco::kernels::mm

@@ -41,6 +41,11 @@ struct SimtOperand {
   int64_t stride = 0;         ///< shared row stride (elements)
   int64_t vw = 1;
   int64_t smem_offset = 0;  ///< bytes from gtco_smem to buffer 0
+  /// When active, the operand's elements are gathered (vw 1, f32, stored [K, N]) rather than read
+  /// from `global`.
+  const mm::OperandGather* gather = nullptr;
+
+  bool Gathered() const { return gather != nullptr && gather->active(); }
 };
 
 /// The operand's K tile in its stored layout: rows x cols with chunks of vw along cols.
@@ -61,9 +66,11 @@ std::string OpenChunks(const SimtOperand& op, const SimtTiling& tiling, const st
     const std::string col0 = op.k_contiguous ? k0 : op.origin;
     absl::StrAppend(&code, "    const int gtco_gr = ", row0, " + gtco_tr;\n");
     absl::StrAppend(&code, "    const int gtco_gc = ", col0, " + gtco_tc;\n");
-    absl::StrAppend(&code, "    const ", StorageType(op.dtype), "* gtco_src = ", op.global,
-                    " + (gtco_index)gtco_gr * ", op.k_contiguous ? "kK" : std::to_string(op.extent),
-                    " + gtco_gc;\n");
+    if (!op.Gathered()) {
+      absl::StrAppend(&code, "    const ", StorageType(op.dtype), "* gtco_src = ", op.global,
+                      " + (gtco_index)gtco_gr * ",
+                      op.k_contiguous ? "kK" : std::to_string(op.extent), " + gtco_gc;\n");
+    }
   }
   if (chunks.Guarded()) {
     absl::StrAppend(&code, "    if ((int)threadIdx.x < ", chunks.Chunks(), ") {\n");
@@ -98,7 +105,13 @@ std::string FetchToRegisters(const SimtOperand& op, const SimtTiling& tiling,
   const mm::TileChunks chunks = StoredChunks(op, tiling);
   std::string code = OpenChunks(op, tiling, kt);
   const char* lanes[] = {"x", "y", "z", "w"};
-  for (int64_t it = 0; it < chunks.Iterations(); ++it) {
+  for (int64_t it = 0; op.Gathered() && it < chunks.Iterations(); ++it) {
+    absl::StrAppend(&code, "    {\n",
+                    op.gather->emit(absl::StrCat("gtco_gr + ", chunks.RowOffset(it)),
+                                    absl::StrCat("gtco_gc + ", chunks.ColOffset(it))),
+                    "    gtco_r", op.name, "[", it, "] = gtco_ok ? *gtco_src : 0.0f;\n    }\n");
+  }
+  for (int64_t it = 0; !op.Gathered() && it < chunks.Iterations(); ++it) {
     const auto [ok, offset] = ChunkSource(op, tiling, p, it);
     const std::string reg = absl::StrCat("gtco_r", op.name, "[", it * op.vw, " + ");
     const std::string src = absl::StrCat("(gtco_src + ", offset, ")");
@@ -196,7 +209,14 @@ std::string CopyAsync(const SimtOperand& op, const SimtTiling& tiling, const ir:
                   " + (", buffer, ") * ", tiling.bk * op.stride * 4, " + (", SharedThreadOffset(op),
                   ") * 4;\n");
   const int64_t bytes = op.vw * 4;
-  for (int64_t it = 0; it < chunks.Iterations(); ++it) {
+  for (int64_t it = 0; op.Gathered() && it < chunks.Iterations(); ++it) {
+    absl::StrAppend(&code, "    {\n",
+                    op.gather->emit(absl::StrCat("gtco_gr + ", chunks.RowOffset(it)),
+                                    absl::StrCat("gtco_gc + ", chunks.ColOffset(it))),
+                    "    gtco_mm_cp_async4(gtco_dst + ", SharedOffset(op, chunks, it, 0) * 4,
+                    ", gtco_src, gtco_ok ? 4 : 0);\n    }\n");
+  }
+  for (int64_t it = 0; !op.Gathered() && it < chunks.Iterations(); ++it) {
     const auto [ok, offset] = ChunkSource(op, tiling, p, it);
     absl::StrAppend(&code, "    gtco_mm_cp_async", bytes, "(gtco_dst + ",
                     SharedOffset(op, chunks, it, 0) * 4, ", gtco_src + ", offset, ", (", ok, ") ? ",
@@ -313,8 +333,14 @@ absl::Status CheckSimtValues(const ir::Workload& w, const SimtTiling& tiling) {
 
 absl::StatusOr<std::string> GenerateSimtMatMul(const ir::Workload& w, const KnobValues& values,
                                                const CudaPlan& plan, const std::string& entry) {
+  GTCO_RETURN_IF_ERROR(cuda_matmul::CheckCudaMatMul(w));
+  return EmitSimtMatMul(w, values, plan, entry, mm::MatMulOperands{});
+}
+
+absl::StatusOr<std::string> EmitSimtMatMul(const ir::Workload& w, const KnobValues& values,
+                                           const CudaPlan& plan, const std::string& entry,
+                                           const mm::MatMulOperands& operands) {
   namespace cm = cuda_matmul;
-  GTCO_RETURN_IF_ERROR(cm::CheckCudaMatMul(w));
   if (!cm::IsFloatDType(w.inputs[0].dtype) || !cm::IsFloatDType(w.inputs[1].dtype) ||
       !cm::IsFloatDType(w.output.dtype)) {
     return absl::InvalidArgumentError(
@@ -329,6 +355,11 @@ absl::StatusOr<std::string> GenerateSimtMatMul(const ir::Workload& w, const Knob
     return absl::InvalidArgumentError("cuda_mm_simt/v1: plan and knobs disagree");
   }
   const ir::MatMulParams& p = w.matmul;
+  if (operands.b_gather.active() &&
+      (cm::BKContiguous(p) || tiling.vw_b != 1 || w.inputs[1].dtype != ir::DType::kF32)) {
+    return absl::InvalidArgumentError(
+        "cuda_mm_simt/v1: a gathered B must be f32, stored [K, N] and copied with vw_b=1");
+  }
   const SimtOperand a{"a",         "gtco_a",         w.inputs[0].dtype, cm::AKContiguous(p),
                       p.m,         "gtco_block_m",   tiling.bm,         tiling.AStride(),
                       tiling.vw_a, /*smem_offset=*/0};
@@ -341,7 +372,8 @@ absl::StatusOr<std::string> GenerateSimtMatMul(const ir::Workload& w, const Knob
                       tiling.bn,
                       tiling.BStride(),
                       tiling.vw_b,
-                      /*smem_offset=*/tiling.Buffers() * tiling.bk * tiling.AStride() * 4};
+                      /*smem_offset=*/tiling.Buffers() * tiling.bk * tiling.AStride() * 4,
+                      &operands.b_gather};
 
   std::string code = Prelude();
   if (tiling.stages > 1) absl::StrAppend(&code, AsyncCopyHelpers());
@@ -350,7 +382,7 @@ absl::StatusOr<std::string> GenerateSimtMatMul(const ir::Workload& w, const Knob
   absl::StrAppend(&code, MatMulKernelSignature(w, entry, static_cast<int>(tiling.Threads())),
                   " {\n");
   absl::StrAppend(&code, "  extern __shared__ __align__(16) unsigned char gtco_smem[];\n");
-  absl::StrAppend(&code, EmitMatMulPreamble(w, tiling.bm, tiling.bn));
+  absl::StrAppend(&code, EmitMatMulPreamble(w, tiling.bm, tiling.bn, operands));
   absl::StrAppend(&code, "  constexpr int kTiles = ", CeilDiv(p.k, tiling.bk), ";\n");
   absl::StrAppend(&code, "  const int gtco_tx = threadIdx.x % ", tiling.ThreadsN(), ";\n");
   absl::StrAppend(&code, "  const int gtco_ty = threadIdx.x / ", tiling.ThreadsN(), ";\n");

@@ -121,8 +121,14 @@ std::string Tf32ConsumeStage(const TensorCoreTiling& tiling, const std::string& 
 
 absl::StatusOr<std::string> GenerateTf32MatMul(const ir::Workload& w, const KnobValues& values,
                                                const CudaPlan& plan, const std::string& entry) {
+  GTCO_RETURN_IF_ERROR(cuda_matmul::CheckCudaMatMul(w));
+  return EmitTf32MatMul(w, values, plan, entry, mm::MatMulOperands{});
+}
+
+absl::StatusOr<std::string> EmitTf32MatMul(const ir::Workload& w, const KnobValues& values,
+                                           const CudaPlan& plan, const std::string& entry,
+                                           const mm::MatMulOperands& operands) {
   namespace cm = cuda_matmul;
-  GTCO_RETURN_IF_ERROR(cm::CheckCudaMatMul(w));
   if (w.inputs[0].dtype != ir::DType::kF32 || w.inputs[1].dtype != ir::DType::kF32 ||
       w.output.dtype != ir::DType::kF32) {
     return absl::InvalidArgumentError(
@@ -131,10 +137,12 @@ absl::StatusOr<std::string> GenerateTf32MatMul(const ir::Workload& w, const Knob
   if (values.size() != 6) {
     return absl::InvalidArgumentError("cuda_mm_tf32/v1 expects 6 decisions");
   }
-  const TensorCoreTiling tiling = cm::MakeTensorCoreTiling(
+  TensorCoreTiling tiling = cm::MakeTensorCoreTiling(
       w, values[cm::kTcBm], values[cm::kTcBn], values[cm::kTcBk], values[cm::kTcWm],
       values[cm::kTcWn], static_cast<int>(values[cm::kTcStages]), cm::kTf32PadKContiguous,
       cm::kTf32PadKStrided);
+  // A gathered B is copied element by element (its rows are not contiguous in memory).
+  if (operands.b_gather.active()) tiling.vw_b = 1;
   GTCO_RETURN_IF_ERROR(CheckTensorCoreTiling(tiling, /*mma_k=*/8, /*wn_multiple=*/8));
   if (plan.Threads() != tiling.Threads()) {
     return absl::InvalidArgumentError("cuda_mm_tf32/v1: plan and knobs disagree");
@@ -145,7 +153,7 @@ absl::StatusOr<std::string> GenerateTf32MatMul(const ir::Workload& w, const Knob
   parts.consume_stage = [&tiling](const std::string& stage) {
     return Tf32ConsumeStage(tiling, stage);
   };
-  return EmitTensorCoreMatMul(w, tiling, entry, parts);
+  return EmitTensorCoreMatMul(w, tiling, entry, parts, operands);
 }
 
 }  // namespace gtco::kernels
