@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/codegen/cuda/nvrtc.h"
+#include "common/ir/conv.h"
 #include "common/ir/reference.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
@@ -24,6 +25,7 @@ constexpr int kMaxBatch = 32;            ///< timed launches between host synchr
 constexpr double kWarmupSeconds = 0.01;  ///< GPU time spent warming up before timing
 constexpr int kMaxWarmupLaunches = 100;
 constexpr const char* kTf32Sketch = "cuda_mm_tf32/";
+constexpr const char* kTf32ConvSketch = "cuda_conv_tf32/";
 
 using Clock = std::chrono::steady_clock;
 
@@ -101,12 +103,20 @@ absl::StatusOr<std::string> CudaArchFor(const target::HardwareInfo& hw,
 
 void CudaTolerance(const ir::Workload& w, const std::string& trace, double* rtol, double* atol) {
   ir::DefaultTolerance(w, rtol, atol);  // includes one rounding step of an f16/bf16 output
+  // The K of the sum each output is: the matmul's, or a conv's C/groups*R*S (its implicit GEMM).
+  int64_t tf32_k = 0;
   if (w.anchor == ir::AnchorKind::kMatMul && SketchOf(trace).rfind(kTf32Sketch, 0) == 0) {
+    tf32_k = w.matmul.k;
+  } else if (w.anchor == ir::AnchorKind::kConv &&
+             SketchOf(trace).rfind(kTf32ConvSketch, 0) == 0) {
+    tf32_k = ir::ConvGemmView(w.conv).k;
+  }
+  if (tf32_k > 0) {
     // Products of inputs in [-1, 1] carry ~5e-4 relative error each (inputs rounded to TF32;
     // twice that truncated), so a sum of k has an error of ~4e-4 sqrt(k) standard deviations
     // (k values of magnitude 1/3): 3e-3 sqrt(k) keeps even truncation far out in the tail over
     // millions of outputs, while a wrong kernel is off by ~sqrt(k)/3.
-    const double scale = std::sqrt(static_cast<double>(std::max<int64_t>(w.matmul.k, 1)));
+    const double scale = std::sqrt(static_cast<double>(tf32_k));
     *rtol = std::max(*rtol, 1e-3 * scale);
     *atol = std::max(*atol, 3e-3 * scale);
   }

@@ -32,8 +32,9 @@ absl::StatusOr<std::string> CudaArchFor(const target::HardwareInfo& hw,
 
 /// The output tolerances for a CUDA candidate of workload `w` with schedule trace `trace`:
 /// ir::DefaultTolerance (which allows one rounding step of a 16-bit output), loosened for TF32
-/// Tensor Core matmuls (sketch "cuda_mm_tf32"): TF32 keeps 10 mantissa bits, so each product
-/// carries ~1e-3 relative error and the error of a k-term sum grows with sqrt(k).
+/// Tensor Core matmuls and convolutions (sketches "cuda_mm_tf32", "cuda_conv_tf32"): TF32 keeps
+/// 10 mantissa bits, so each product carries ~1e-3 relative error and the error of a k-term sum
+/// grows with sqrt(k) (a conv's k is C/groups*R*S).
 void CudaTolerance(const ir::Workload& w, const std::string& trace, double* rtol, double* atol);
 
 /// Measures CUDA candidates (language "cuda-c") on one GPU. Not thread-safe; lives in the

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/costmodel/features.h"
+#include "common/ir/conv.h"
 #include "common/util/status.h"
 
 namespace gtco::costmodel {
@@ -40,6 +41,15 @@ Features ExtractCudaFeatures(const ir::Workload& w, const schedule::CudaPlan& pl
              w.anchor == ir::AnchorKind::kReduceMean) {
     extent_m = w.row.rows;
     extent_n = w.row.cols;
+  } else if (w.anchor == ir::AnchorKind::kConv && plan.tile_n > 0) {
+    // Implicit GEMM: the plan tiles the conv's GEMM view like a matmul.
+    const ir::MatMulParams view = ir::ConvGemmView(w.conv);
+    extent_m = view.m;
+    extent_n = view.n;
+    extent_k = view.k;
+  } else if (w.anchor == ir::AnchorKind::kConv || w.anchor == ir::AnchorKind::kPool) {
+    // Sliding-window kernels (pooling, depthwise conv): tile_m is the outputs of one block.
+    extent_m = w.output.NumElements();
   }
   const std::vector<float> values = {
       Log2p(flops),

@@ -243,9 +243,16 @@ absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& pla
         kernel.spec.worker = chosen->worker;
         kernel.spec.median_seconds = chosen->median_seconds;
       } else {
-        GTCO_ASSIGN_OR_RETURN(schedule::SearchSpace space, kernels::CreateSpace(item.workload, hw));
-        kernel.spec.trace = space.DefaultTrace().ToString();
-        kernel.spec.mapping = space.mapping();
+        absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpace(item.workload, hw);
+        if (!space.ok()) {
+          // No mapping of the target computes this workload (e.g. an integer matmul on CUDA).
+          return absl::UnimplementedError(absl::StrCat(
+              "export: node '", absl::StrJoin(item.node_names, "+"), "' (",
+              kernel.spec.description, ") has no '", target::TargetName(hw.target),
+              "' kernel: ", space.status().message()));
+        }
+        kernel.spec.trace = space->DefaultTrace().ToString();
+        kernel.spec.mapping = space->mapping();
         untuned.push_back(absl::StrCat(kernel.spec.description, " (", key, ")"));
       }
       kernels_.push_back(std::move(kernel));

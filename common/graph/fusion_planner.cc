@@ -60,7 +60,6 @@ class Planner {
  public:
   Planner(const Graph& graph, const PlanOptions& options)
       : graph_(graph),
-        target_(options.target),
         consumers_(graph.ConsumerMap()),
         assigned_(graph.nodes.size(), false) {
     if (options.target == target::Target::kCuda) {
@@ -90,11 +89,6 @@ class Planner {
       }
       if (assigned_[index]) continue;  // inside an attention pattern
       GTCO_ASSIGN_OR_RETURN(AnchorHead head, LowerAnchor(graph_.nodes[index], graph_));
-      if (head.workload.anchor == ir::AnchorKind::kConv && target_ != target::Target::kCpu) {
-        return absl::UnimplementedError(absl::StrCat(
-            "ONNX op 'Conv' at node '", graph_.nodes[index].name, "': convolutions have CPU "
-            "kernels only so far; submit with --target cpu"));
-      }
       regions.push_back(Grow(index, /*anchored=*/true, &head));
     }
     for (int index = 0; index < NumNodes(); ++index) {
@@ -203,7 +197,6 @@ class Planner {
   absl::StatusOr<PlannedWorkload> Build(const Region& region) const;
 
   const Graph& graph_;
-  target::Target target_;
   std::map<std::string, std::vector<int>> consumers_;
   std::vector<bool> assigned_;
   std::vector<AttentionMatch> attention_;  ///< fused attention subgraphs

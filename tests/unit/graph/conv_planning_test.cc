@@ -1,7 +1,11 @@
 // Convolutional graphs through the graph passes: BatchNormalization folded into its Conv (or into
 // a per-channel Mul + Add), Conv planned as a conv workload with its bias, residual and ReLU
-// fused, GlobalAveragePool as a per-channel mean, and CUDA refusing convolutions by name.
+// fused, GlobalAveragePool as a per-channel mean, and the same plans for CUDA, whose conv, pool,
+// mean and matmul workloads all have CUDA mappings (a ResNet-18-like graph end to end).
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "common/graph/batchnorm_folding.h"
 #include "common/graph/constant_folding.h"
@@ -10,6 +14,8 @@
 #include "common/graph/op_support.h"
 #include "common/ir/conv.h"
 #include "common/ir/reference.h"
+#include "common/kernels/registry.h"
+#include "common/target/target.h"
 #include "common/util/status.h"
 #include "gtest/gtest.h"
 #include "tests/unit/graph/test_graphs.h"
@@ -203,7 +209,18 @@ TEST(ConvPlanningTest, GroupedStridedConvAndGlobalAveragePool) {
   EXPECT_EQ(gap.row.cols, 25);
 }
 
-TEST(ConvPlanningTest, SameUpperPadsAndCudaRefusal) {
+/// The names of the CUDA mappings that apply to `w` on sm_`sm`, in registry order (empty when
+/// none does).
+std::vector<std::string> CudaMappings(const ir::Workload& w, int sm) {
+  absl::StatusOr<std::vector<schedule::SearchSpace>> spaces =
+      kernels::CreateMappingSpaces(w, target::CudaArchPreset(sm));
+  std::vector<std::string> names;
+  if (!spaces.ok()) return names;
+  for (const schedule::SearchSpace& space : *spaces) names.push_back(space.mapping());
+  return names;
+}
+
+TEST(ConvPlanningTest, SameUpperPadsPlanForCpuAndCuda) {
   absl::StatusOr<Graph> graph = Prepare(
       {Activation("x", {1, 3, 10, 10}), Weights("w", {4, 3, 4, 4})},
       {MakeNode("Conv", "same", {"x", "w"}, {"y"},
@@ -225,12 +242,81 @@ TEST(ConvPlanningTest, SameUpperPadsAndCudaRefusal) {
   EXPECT_EQ(p.pad_bottom, 2);
   EXPECT_EQ(p.pad_left, 1);
   EXPECT_EQ(p.pad_right, 2);
+  // CUDA plans the same conv workload (same key, so records are shared), and its space has the
+  // implicit-GEMM mappings: TF32 tensor cores from sm_80, SIMT everywhere.
   PlanOptions cuda;
   cuda.target = target::Target::kCuda;
   absl::StatusOr<std::vector<PlannedWorkload>> on_gpu = PlanWorkloads(*graph, cuda);
-  ASSERT_FALSE(on_gpu.ok());
-  EXPECT_EQ(on_gpu.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(on_gpu.status().message().find("node 'same'"), std::string::npos) << on_gpu.status();
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
+  ASSERT_EQ(on_gpu->size(), 1u);
+  EXPECT_EQ((*on_gpu)[0].workload.Key(), (*planned)[0].workload.Key());
+  for (int sm : {80, 90}) {
+    EXPECT_EQ(CudaMappings((*on_gpu)[0].workload, sm),
+              (std::vector<std::string>{"tf32_mma", "simt"}));
+  }
+  EXPECT_EQ(CudaMappings((*on_gpu)[0].workload, 70), (std::vector<std::string>{"simt"}));
+}
+
+TEST(ConvPlanningTest, ResNet18LikeGraphPlansForCudaWithAMappingPerWorkload) {
+  // Stem (7x7 s2 p3 conv, BN, ReLU, 3x3 s2 max pool), a basic block, a downsampling block (3x3
+  // s2 conv and a strided 1x1 shortcut), global average pool, flatten and the classifier.
+  std::vector<Tensor> tensors = {Activation("x", {1, 3, 32, 32}), Weights("w_stem", {8, 3, 7, 7}),
+                                 Weights("w_a1", {8, 8, 3, 3}),   Weights("w_a2", {8, 8, 3, 3}),
+                                 Weights("w_b1", {16, 8, 3, 3}),  Weights("w_b2", {16, 16, 3, 3}),
+                                 Weights("w_down", {16, 8, 1, 1}), Weights("w_fc", {10, 16}),
+                                 Weights("b_fc", {10})};
+  for (const char* prefix : {"bn_stem_", "bn_a1_", "bn_a2_"}) {
+    for (Tensor& param : BnParams(prefix, 8)) tensors.push_back(param);
+  }
+  for (const char* prefix : {"bn_b1_", "bn_b2_", "bn_down_"}) {
+    for (Tensor& param : BnParams(prefix, 16)) tensors.push_back(param);
+  }
+  const std::map<std::string, Attribute> stem_attrs = {{"kernel_shape", IntsAttr({7, 7})},
+                                                       {"pads", IntsAttr({3, 3, 3, 3})},
+                                                       {"strides", IntsAttr({2, 2})}};
+  absl::StatusOr<Graph> graph = Prepare(
+      tensors,
+      {MakeNode("Conv", "stem", {"x", "w_stem"}, {"s0"}, stem_attrs),
+       Bn("bn_stem", "s0", "s1", "bn_stem_"), MakeNode("Relu", "stem_relu", {"s1"}, {"s2"}),
+       MakeNode("MaxPool", "pool", {"s2"}, {"p"},
+                {{"kernel_shape", IntsAttr({3, 3})},
+                 {"pads", IntsAttr({1, 1, 1, 1})},
+                 {"strides", IntsAttr({2, 2})}}),
+       MakeNode("Conv", "a1", {"p", "w_a1"}, {"a1c"}, Conv3x3Attrs()),
+       Bn("bn_a1", "a1c", "a1b", "bn_a1_"), MakeNode("Relu", "a1_relu", {"a1b"}, {"a1r"}),
+       MakeNode("Conv", "a2", {"a1r", "w_a2"}, {"a2c"}, Conv3x3Attrs()),
+       Bn("bn_a2", "a2c", "a2b", "bn_a2_"), MakeNode("Add", "a_add", {"a2b", "p"}, {"a_sum"}),
+       MakeNode("Relu", "a_relu", {"a_sum"}, {"a"}),
+       MakeNode("Conv", "b1", {"a", "w_b1"}, {"b1c"}, Conv3x3Attrs(2)),
+       Bn("bn_b1", "b1c", "b1b", "bn_b1_"), MakeNode("Relu", "b1_relu", {"b1b"}, {"b1r"}),
+       MakeNode("Conv", "b2", {"b1r", "w_b2"}, {"b2c"}, Conv3x3Attrs()),
+       Bn("bn_b2", "b2c", "b2b", "bn_b2_"),
+       MakeNode("Conv", "down", {"a", "w_down"}, {"dc"},
+                {{"kernel_shape", IntsAttr({1, 1})}, {"strides", IntsAttr({2, 2})}}),
+       Bn("bn_down", "dc", "db", "bn_down_"), MakeNode("Add", "b_add", {"b2b", "db"}, {"b_sum"}),
+       MakeNode("Relu", "b_relu", {"b_sum"}, {"b"}),
+       MakeNode("GlobalAveragePool", "gap", {"b"}, {"g"}),
+       MakeNode("Flatten", "flatten", {"g"}, {"f"}),
+       MakeNode("Gemm", "fc", {"f", "w_fc", "b_fc"}, {"y"}, {{"transB", IntAttr(1)}})},
+      {"y"});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  PlanOptions cuda;
+  cuda.target = target::Target::kCuda;
+  absl::StatusOr<std::vector<PlannedWorkload>> planned = PlanWorkloads(*graph, cuda);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  std::map<AnchorKind, int> anchors;
+  for (const PlannedWorkload& item : *planned) {
+    ++anchors[item.workload.anchor];
+    for (int sm : {80, 90}) {
+      EXPECT_FALSE(CudaMappings(item.workload, sm).empty())
+          << item.workload.Description() << " has no CUDA mapping on sm_" << sm;
+    }
+  }
+  // stem, a1, a2, b1, b2 and the (subsampled) shortcut; one max pool; the mean; the classifier.
+  EXPECT_EQ(anchors[AnchorKind::kConv], 6);
+  EXPECT_EQ(anchors[AnchorKind::kPool], 1);
+  EXPECT_EQ(anchors[AnchorKind::kReduceMean], 1);
+  EXPECT_EQ(anchors[AnchorKind::kMatMul], 1);
 }
 
 TEST(ConvPlanningTest, MaxPoolAfterTheStemAndClipAsRelu6) {

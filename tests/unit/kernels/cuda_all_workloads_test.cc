@@ -1,7 +1,8 @@
 // CI without a GPU: every CUDA kernel the generator produces for the test workloads (the tasks of
-// the bundled models and the benchmark shapes), under every applicable mapping, compiles with
-// NVRTC for sm_80 and sm_90 and fits its register and shared-memory budget. Skips cleanly in a
-// build without NVRTC.
+// the bundled models, vit_tiny's patch-embedding conv among them, and the benchmark shapes,
+// ResNet-50 convs and max pool among them), under every applicable mapping, compiles with NVRTC
+// for sm_80 and sm_90 and fits its register and shared-memory budget. Skips cleanly in a build
+// without NVRTC.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/codegen/cuda/nvrtc.h"
+#include "common/ir/conv.h"
+#include "common/ir/pool.h"
 #include "common/kernels/build_program.h"
 #include "common/kernels/registry.h"
 #include "common/onnx/model_analysis.h"
@@ -101,6 +104,29 @@ std::vector<ir::Workload> BenchWorkloads() {
   attention.num_anchor_inputs = 3;
   attention.output = {ir::DType::kF32, {32 * 12, 197, 64}};
   workloads.push_back(attention);
+  // ResNet-50's stem (7x7 s2 p3 conv, bias, ReLU), a bottleneck 3x3 conv, and its max pool.
+  ir::ConvParams stem;
+  stem.in_channels = 3;
+  stem.in_h = stem.in_w = 224;
+  stem.out_channels = 64;
+  stem.kernel_h = stem.kernel_w = 7;
+  stem.stride_h = stem.stride_w = 2;
+  stem.pad_top = stem.pad_left = stem.pad_bottom = stem.pad_right = 3;
+  workloads.push_back(ir::MakeConvWorkload(stem));
+  ir::ConvParams bottleneck = stem;
+  bottleneck.in_channels = bottleneck.out_channels = 128;
+  bottleneck.in_h = bottleneck.in_w = 28;
+  bottleneck.kernel_h = bottleneck.kernel_w = 3;
+  bottleneck.stride_h = bottleneck.stride_w = 1;
+  bottleneck.pad_top = bottleneck.pad_left = bottleneck.pad_bottom = bottleneck.pad_right = 1;
+  workloads.push_back(ir::MakeConvWorkload(bottleneck));
+  ir::PoolParams pool;
+  pool.channels = 64;
+  pool.in_h = pool.in_w = 112;
+  pool.kernel_h = pool.kernel_w = 3;
+  pool.stride_h = pool.stride_w = 2;
+  pool.pad_top = pool.pad_left = pool.pad_bottom = pool.pad_right = 1;
+  workloads.push_back(ir::MakePoolWorkload(pool));
   return workloads;
 }
 
@@ -170,7 +196,7 @@ std::vector<Case> Cases() {
   std::vector<Case> cases;
   for (int sm : {80, 90}) {
     for (const char* name : {"bench", "transformer_block.onnx", "mlp.onnx", "matmul_bf16.onnx",
-                             "matmul_f16.onnx", "patch_vit.onnx"}) {
+                             "matmul_f16.onnx", "patch_vit.onnx", "vit_tiny.onnx"}) {
       cases.push_back({name, sm});
     }
   }

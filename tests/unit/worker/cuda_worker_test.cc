@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "common/codegen/cuda/nvrtc.h"
+#include "common/ir/conv.h"
 #include "common/ir/reference.h"
 #include "common/target/target.h"
 #include "tests/unit/worker/cuda_test_kernels.h"
@@ -175,6 +176,23 @@ TEST(CudaToleranceTest, Tf32MatMulsGetLooserTolerances) {
   CudaTolerance(w, "cuda_mm_tf32/v1;bm=128;bn=128", &rtol, &atol);
   EXPECT_NEAR(rtol, 1e-3 * 32, 1e-12);
   EXPECT_NEAR(atol, 3e-3 * 32, 1e-12);
+}
+
+TEST(CudaToleranceTest, Tf32ConvsGetTheToleranceOfTheirImplicitGemm) {
+  ir::ConvParams p;
+  p.in_channels = 64;
+  p.in_h = p.in_w = 14;
+  p.out_channels = 64;
+  p.kernel_h = p.kernel_w = 4;  // K = 64 * 16 = 1024, as F32MatMul(.., 1024) above
+  const ir::Workload w = ir::MakeConvWorkload(p);
+  double default_rtol = 0, default_atol = 0, rtol = 0, atol = 0;
+  ir::DefaultTolerance(w, &default_rtol, &default_atol);
+  CudaTolerance(w, "cuda_conv_simt/v1;bm=64;bn=64", &rtol, &atol);
+  EXPECT_EQ(rtol, default_rtol);
+  EXPECT_EQ(atol, default_atol);
+  CudaTolerance(w, "cuda_conv_tf32/v1;bm=128;bn=128", &rtol, &atol);
+  EXPECT_NEAR(rtol, std::max(default_rtol, 1e-3 * 32), 1e-12);
+  EXPECT_NEAR(atol, std::max(default_atol, 3e-3 * 32), 1e-12);
 }
 
 /// `value` with the 13 low mantissa bits cleared: what a Tensor Core reads of an f32 operand
