@@ -49,6 +49,7 @@ using schedule::MissingCudaArch;
 
 // Loop-IR lowering helpers (CPU families).
 using schedule::AlignToOutput;
+using schedule::ConvEpilogueInputShape;
 using schedule::CheckOneOf;
 using schedule::CheckRange;
 using schedule::EmitVectorRange;

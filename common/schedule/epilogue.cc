@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/ir/conv.h"
 #include "common/schedule/lower_util.h"
 #include "common/util/status.h"
 
@@ -176,6 +177,25 @@ Expr LowerEwOp(ir::EwOp op, const Expr& a, const Expr& b) {
       return a;
   }
   return a;
+}
+
+absl::StatusOr<std::vector<int64_t>> ConvEpilogueInputShape(const ir::Workload& w, size_t index) {
+  const std::vector<int64_t> out4 = ir::ConvOutShape(w.conv);
+  const std::vector<int64_t>& shape = w.inputs.at(index).shape;
+  std::vector<int64_t> aligned;
+  if (!AlignToOutput(shape, out4, &aligned)) {
+    return absl::InvalidArgumentError(absl::StrCat("conv epilogue input ", index, " of shape [",
+                                                   absl::StrJoin(shape, ","),
+                                                   "] does not broadcast to the output"));
+  }
+  const bool full = aligned[2] == out4[2] && aligned[3] == out4[3];
+  const bool none = aligned[2] == 1 && aligned[3] == 1;
+  if (!full && !none) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv epilogue input ", index, " of shape [", absl::StrJoin(shape, ","),
+        "] broadcasts over one spatial dim only; the conv kernels need both or neither"));
+  }
+  return std::vector<int64_t>{aligned[0], aligned[1], full ? out4[2] * out4[3] : 1};
 }
 
 }  // namespace gtco::schedule

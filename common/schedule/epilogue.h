@@ -49,6 +49,11 @@ class EpilogueBuilder {
 bool AlignToOutput(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
                    std::vector<int64_t>* aligned);
 
+/// Epilogue input `index` of conv workload `w` over the conv's GEMM view [N, K, OH*OW]: its
+/// shape there, [n, k, OH*OW or 1] (it must broadcast over both spatial dims or neither).
+/// INVALID_ARGUMENT naming the input otherwise.
+absl::StatusOr<std::vector<int64_t>> ConvEpilogueInputShape(const ir::Workload& w, size_t index);
+
 /// The IR form of one element-wise op (`b` ignored for unary ops); matches ir::EvalEwOp.
 ir::Expr LowerEwOp(ir::EwOp op, const ir::Expr& a, const ir::Expr& b);
 

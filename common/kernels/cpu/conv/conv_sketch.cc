@@ -158,27 +158,14 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
 absl::StatusOr<EpilogueBuilder> ConvEpilogue(const ir::Workload& w) {
   const ir::ConvParams& p = w.conv;
   const int64_t spatial = ir::ConvOutH(p) * ir::ConvOutW(p);
-  const std::vector<int64_t> out4 = ir::ConvOutShape(p);
   std::vector<std::vector<int64_t>> shapes;
   for (size_t index = 0; index < w.inputs.size(); ++index) {
     if (static_cast<int>(index) < w.num_anchor_inputs) {
       shapes.push_back({1});  // anchor inputs are read by the kernel, not the epilogue
       continue;
     }
-    std::vector<int64_t> aligned;
-    if (!AlignToOutput(w.inputs[index].shape, out4, &aligned)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "conv epilogue input ", index, " of shape [", absl::StrJoin(w.inputs[index].shape, ","),
-          "] does not broadcast to the output"));
-    }
-    const bool full = aligned[2] == out4[2] && aligned[3] == out4[3];
-    const bool none = aligned[2] == 1 && aligned[3] == 1;
-    if (!full && !none) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "conv epilogue input ", index, " of shape [", absl::StrJoin(w.inputs[index].shape, ","),
-          "] broadcasts over one spatial dim only; the conv family needs both or neither"));
-    }
-    shapes.push_back({aligned[0], aligned[1], full ? spatial : 1});
+    GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> view_shape, ConvEpilogueInputShape(w, index));
+    shapes.push_back(std::move(view_shape));
   }
   return EpilogueBuilder::Create(w, {p.batch, p.out_channels, spatial}, std::move(shapes));
 }

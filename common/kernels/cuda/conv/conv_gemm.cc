@@ -63,25 +63,10 @@ ir::Workload GemmProblem(const ir::Workload& w) {
 }
 
 absl::StatusOr<ir::Workload> GemmView(const ir::Workload& w) {
-  const ir::ConvParams& p = w.conv;
   ir::Workload view = GemmProblem(w);
-  const std::vector<int64_t> out4 = ir::ConvOutShape(p);
-  const int64_t spatial = out4[2] * out4[3];
   for (size_t index = 2; index < w.inputs.size(); ++index) {
-    std::vector<int64_t> aligned;
-    if (!AlignToOutput(w.inputs[index].shape, out4, &aligned)) {
-      return absl::InvalidArgumentError(absl::StrCat("conv epilogue input ", index, " of shape [",
-                                                     absl::StrJoin(w.inputs[index].shape, ","),
-                                                     "] does not broadcast to the output"));
-    }
-    const bool full = aligned[2] == out4[2] && aligned[3] == out4[3];
-    const bool none = aligned[2] == 1 && aligned[3] == 1;
-    if (!full && !none) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "conv epilogue input ", index, " of shape [", absl::StrJoin(w.inputs[index].shape, ","),
-          "] broadcasts over one spatial dim only; the CUDA conv kernels need both or neither"));
-    }
-    view.inputs.push_back({w.inputs[index].dtype, {aligned[0], aligned[1], full ? spatial : 1}});
+    GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> view_shape, ConvEpilogueInputShape(w, index));
+    view.inputs.push_back({w.inputs[index].dtype, std::move(view_shape)});
   }
   view.epilogue = w.epilogue;
   return view;
