@@ -179,49 +179,51 @@ def main():
     if tvm_python and not os.path.exists(tvm_python):
         parser.error(f"--tvm-python {tvm_python} does not exist (bench/e2e/install_tvm.sh)")
     work = tempfile.mkdtemp(prefix="gtco-e2e-farm-")
-    farm = Farm(work, "gtco")
     rows = []
-    try:
-        for name in args.models.split(","):
-            onnx_path = os.path.join(work, f"{name}.onnx")
-            python = args.bert_python if name.startswith("bert") else "/usr/bin/python3"
-            env = dict(os.environ)
-            transformers_dir = os.path.join(ROOT, ".deps", "transformers")
-            if os.path.isdir(transformers_dir):
-                env["PYTHONPATH"] = os.pathsep.join(
-                    [p for p in (env.get("PYTHONPATH", ""), transformers_dir) if p])
-            subprocess.run([python, "-c", EXPORT_SCRIPT, name, onnx_path], check=True,
-                           capture_output=True, env=env)
-            artifact = os.path.join(work, f"{name}.gtco")
-            tasks, trials, tuning_seconds = farm.tune_and_export(onnx_path, args.trials_per_task,
-                                                                 artifact)
-            result = compare(onnx_path, artifact, args.runs, args.rounds)
-            print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
-                  result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
-            tvm = run_tvm(tvm_python, onnx_path, result, name, work, args) if tvm_python else None
-            if tvm and "error" not in tvm:
-                print(name, "tvm", json.dumps({k: tvm[k] for k in (
-                    "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
-                    "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
-            rows.append((name, tasks, trials, tuning_seconds, result, tvm))
-            if args.ablation and not name.startswith("resnet"):
-                # The same model planned with attention unfused (matmul, softmax, matmul), tuned
-                # at the same trials per task on a farm of its own, timed against ONNX Runtime
-                # the same way: the fused attention's gain by itself.
-                baseline = Farm(work, f"{name}-unfused", {"GTCO_UNFUSED_ATTENTION": "1"})
-                try:
-                    unfused = os.path.join(work, f"{name}.unfused.gtco")
-                    u_tasks, u_trials, u_seconds = baseline.tune_and_export(
-                        onnx_path, args.trials_per_task, unfused)
-                finally:
-                    baseline.stop()
-                u_result = compare(onnx_path, unfused, args.runs, args.rounds)
-                print(name, "unfused attention", u_result["gtco"]["median_seconds"],
-                      u_result["ort"]["median_seconds"], flush=True)
-                rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds,
-                             u_result, None))
-    finally:
-        farm.stop()
+    for name in args.models.split(","):
+        onnx_path = os.path.join(work, f"{name}.onnx")
+        python = args.bert_python if name.startswith("bert") else "/usr/bin/python3"
+        env = dict(os.environ)
+        transformers_dir = os.path.join(ROOT, ".deps", "transformers")
+        if os.path.isdir(transformers_dir):
+            env["PYTHONPATH"] = os.pathsep.join(
+                [p for p in (env.get("PYTHONPATH", ""), transformers_dir) if p])
+        subprocess.run([python, "-c", EXPORT_SCRIPT, name, onnx_path], check=True,
+                       capture_output=True, env=env)
+        artifact = os.path.join(work, f"{name}.gtco")
+        # Each model's farm is stopped before the timing: a live server retrains its cost
+        # model after a job and would steal CPU from whichever system runs then.
+        farm = Farm(work, name)
+        try:
+            tasks, trials, tuning_seconds = farm.tune_and_export(
+                onnx_path, args.trials_per_task, artifact)
+        finally:
+            farm.stop()
+        result = compare(onnx_path, artifact, args.runs, args.rounds)
+        print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
+              result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
+        tvm = run_tvm(tvm_python, onnx_path, result, name, work, args) if tvm_python else None
+        if tvm and "error" not in tvm:
+            print(name, "tvm", json.dumps({k: tvm[k] for k in (
+                "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
+                "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
+        rows.append((name, tasks, trials, tuning_seconds, result, tvm))
+        if args.ablation and not name.startswith("resnet"):
+            # The same model planned with attention unfused (matmul, softmax, matmul), tuned
+            # at the same trials per task on a farm of its own, timed against ONNX Runtime
+            # the same way: the fused attention's gain by itself.
+            baseline = Farm(work, f"{name}-unfused", {"GTCO_UNFUSED_ATTENTION": "1"})
+            try:
+                unfused = os.path.join(work, f"{name}.unfused.gtco")
+                u_tasks, u_trials, u_seconds = baseline.tune_and_export(
+                    onnx_path, args.trials_per_task, unfused)
+            finally:
+                baseline.stop()
+            u_result = compare(onnx_path, unfused, args.runs, args.rounds)
+            print(name, "unfused attention", u_result["gtco"]["median_seconds"],
+                  u_result["ort"]["median_seconds"], flush=True)
+            rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds,
+                         u_result, None))
     command = " ".join(["bench/e2e/run_e2e.py"] + sys.argv[1:])
     tvms = [row[5] for row in rows if row[5] and "error" not in row[5]]
     version = tvms[0]["version"] if tvms else "0.27"
