@@ -70,7 +70,7 @@ class AttentionRowsSketch final : public LoopSketch {
                         const KnobValues& values) const override {
     const int64_t vw = values[kVw], mr = values[kMr], kv = values[kKv];
     if (w.attention.value_dim % vw != 0) return "value_dim is not a multiple of vw";
-    const int64_t registers = Registers(std::max<int>(hw.MaxFloatLanes(), 8));
+    const int64_t registers = Registers(hw.MaxFloatLanes());
     // Score tile: mr x kv accumulators plus the kv K^T vectors and a Q broadcast.
     if (mr * kv + kv + 1 > registers) return "score tile exceeds the vector registers";
     // Output tile: mr x value_dim / vw accumulators plus a V vector and a P broadcast.

@@ -40,6 +40,27 @@ using ir::Stmt;
 /// Windows of at most this many taps are unrolled by the direct sketch.
 constexpr int64_t kMaxDirectTaps = 64;
 
+/// Row k of batch entry b's patch matrix: the input plane it reads (n, g * C/g + c) as a flat
+/// offset, and its kernel tap (r, s); k = (c * R + r) * S + s.
+struct PatchRow {
+  Expr plane, r, s;
+};
+PatchRow PatchRowOf(const ir::ConvParams& p, const Expr& b, const Expr& k) {
+  const int64_t cg = p.in_channels / p.groups, rs = p.kernel_h * p.kernel_w;
+  const Expr n = p.groups > 1 ? b / MakeInt(p.groups) : b;
+  const Expr group = p.groups > 1 ? b % MakeInt(p.groups) : MakeInt(0);
+  const Expr c = rs > 1 ? k / MakeInt(rs) : k;
+  return {(n * MakeInt(p.in_channels) + group * MakeInt(cg) + c) * MakeInt(p.in_h * p.in_w),
+          p.kernel_h > 1 ? (k % MakeInt(rs)) / MakeInt(p.kernel_w) : MakeInt(0),
+          p.kernel_w > 1 ? k % MakeInt(p.kernel_w) : MakeInt(0)};
+}
+
+/// A 1x1, stride-1, unpadded conv: its patch matrix is the image itself, [C/g, H*W].
+bool IsPointwise(const ir::ConvParams& p) {
+  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+         p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+}
+
 /// Packs one row k = (c, r, s) of the patch matrix, columns [j0, j0 + width): the columns of one
 /// output row oh read input row ih = oh * stride - pad + r * dilation from iw = ow * stride - pad
 /// + s * dilation on, an affine (mostly contiguous) run. So the packer loops over the output rows
@@ -51,15 +72,8 @@ std::function<Stmt(const Expr&, const Expr&, const Expr&, int64_t, bool, const s
 PatchRowPacker(const ir::ConvParams& p) {
   return [p](const Expr& b, const Expr& k, const Expr& j0, int64_t width, bool zero_past_n,
              const std::string& buffer, const Expr& dest) -> Stmt {
-    const int64_t cg = p.in_channels / p.groups, rs = p.kernel_h * p.kernel_w;
     const int64_t out_w = ir::ConvOutW(p), out_h = ir::ConvOutH(p);
-    const Expr n = p.groups > 1 ? b / MakeInt(p.groups) : b;
-    const Expr group = p.groups > 1 ? b % MakeInt(p.groups) : MakeInt(0);
-    const Expr c = rs > 1 ? k / MakeInt(rs) : k;
-    const Expr r = p.kernel_h > 1 ? (k % MakeInt(rs)) / MakeInt(p.kernel_w) : MakeInt(0);
-    const Expr s = p.kernel_w > 1 ? k % MakeInt(p.kernel_w) : MakeInt(0);
-    const Expr plane =
-        (n * MakeInt(p.in_channels) + group * MakeInt(cg) + c) * MakeInt(p.in_h * p.in_w);
+    const auto [plane, r, s] = PatchRowOf(p, b, k);
     const Expr first_oh = j0 / MakeInt(out_w);
     const Expr last_oh =
         ir::Min((j0 + MakeInt(width - 1)) / MakeInt(out_w), MakeInt(out_h - 1));
@@ -107,7 +121,6 @@ PatchRowPacker(const ir::ConvParams& p) {
 /// The conv's operands as the blocked lowering reads them: batch entry b = n * groups + g.
 GemmOperands ConvOperands(const ir::ConvParams& p) {
   const ir::MatMulParams view = ir::ConvGemmView(p);
-  const int64_t cg = p.in_channels / p.groups, rs = p.kernel_h * p.kernel_w;
   const int64_t out_w = ir::ConvOutW(p);
   GemmOperands operands;
   operands.a = [p, view](const Expr& b, const Expr& row, const Expr& k) {
@@ -115,25 +128,12 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
     const Expr group = p.groups > 1 ? b % MakeInt(p.groups) : MakeInt(0);
     return ir::MakeLoad(InputName(1), (group * MakeInt(view.m) + row) * MakeInt(view.k) + k);
   };
-  operands.b = [p, cg, rs, out_w](const Expr& b, const Expr& k, const Expr& col) {
-    const Expr n = p.groups > 1 ? b / MakeInt(p.groups) : b;
-    const Expr group = p.groups > 1 ? b % MakeInt(p.groups) : MakeInt(0);
-    const Expr channel_base = (n * MakeInt(p.in_channels) + group * MakeInt(cg));
-    const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 &&
-                           p.stride_w == 1 && p.pad_top == 0 && p.pad_left == 0 &&
-                           p.pad_bottom == 0 && p.pad_right == 0;
-    if (pointwise) {
-      // A 1x1, stride-1, unpadded conv: the patch matrix is the image itself, [C/g, H*W].
-      return ir::MakeLoad(InputName(0),
-                          (channel_base + k) * MakeInt(p.in_h * p.in_w) + col);
-    }
-    const Expr c = rs > 1 ? k / MakeInt(rs) : k;
-    const Expr r = p.kernel_h > 1 ? (k % MakeInt(rs)) / MakeInt(p.kernel_w) : MakeInt(0);
-    const Expr s = p.kernel_w > 1 ? k % MakeInt(p.kernel_w) : MakeInt(0);
+  operands.b = [p, out_w](const Expr& b, const Expr& k, const Expr& col) {
+    const auto [plane, r, s] = PatchRowOf(p, b, k);
+    if (IsPointwise(p)) return ir::MakeLoad(InputName(0), plane + col);
     const Expr oh = col / MakeInt(out_w), ow = col % MakeInt(out_w);
     const Expr ih = oh * MakeInt(p.stride_h) - MakeInt(p.pad_top) + r * MakeInt(p.dilation_h);
     const Expr iw = ow * MakeInt(p.stride_w) - MakeInt(p.pad_left) + s * MakeInt(p.dilation_w);
-    const Expr plane = (channel_base + c) * MakeInt(p.in_h * p.in_w);
     // Reads outside the image are zero: the load itself goes to a clamped (valid) address.
     const Expr inside = And(And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h))),
                             And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w))));
@@ -146,10 +146,7 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
     return never_outside ? ir::MakeLoad(InputName(0), plane + ih * MakeInt(p.in_w) + iw)
                          : ir::MakeSelect(inside, value, ir::MakeFloat(0.0));
   };
-  const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 &&
-                         p.stride_w == 1 && p.pad_top == 0 && p.pad_left == 0 &&
-                         p.pad_bottom == 0 && p.pad_right == 0;
-  if (!pointwise) operands.pack_b_row = PatchRowPacker(p);
+  if (!IsPointwise(p)) operands.pack_b_row = PatchRowPacker(p);
   return operands;
 }
 
