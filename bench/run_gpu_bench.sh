@@ -16,6 +16,11 @@
 #                                    through the same farm, then times the best kernels beside
 #                                    cuBLAS (same process) and PyTorch eager (bench/gpu/torch_eager.py).
 #                                 Results go to $OUT (the device tool's folder) or bench/results/gpu/.
+#   bench/run_gpu_bench.sh pack-tests  here, after the full build (build/, LLVM and NVRTC): packs the
+#                                 GPU-labelled unit tests (worker_cuda_gpu_test, worker_cuda_conv_gpu_test,
+#                                 export_model_test) with gtco-worker and their shared libraries into
+#                                 gpu-pack/gtco-gpu-tests.tar.xz; `run` then runs them first, with the
+#                                 source and build paths they were compiled with linked to the copy there.
 #
 # One device call does it all:  run(command="bench/run_gpu_bench.sh run", carry=["gpu-pack"])
 # Environment: GPU_BUDGET (trials per benchmark workload, default 200), GPU_E2E_BUDGET (default 300).
@@ -48,12 +53,68 @@ pack() {
   echo "packed; on the GPU machine: bench/run_gpu_bench.sh run (carry gpu-pack)"
 }
 
+pack_tests() {
+  local tests=(build/tests/unit/worker/worker_cuda_gpu_test build/tests/unit/worker/worker_cuda_conv_gpu_test
+               build/tests/unit/export/export_model_test)
+  cmake --build build -j"$(nproc)" --target gtco-worker worker_cuda_gpu_test worker_cuda_conv_gpu_test \
+    export_model_test
+  [ -f gpu-pack/gtco-gpu.tar.xz ] || pack
+  local packed
+  packed=$(tar -tJf gpu-pack/gtco-gpu.tar.xz)
+  rm -rf gpu-pack/tests-stage && mkdir -p gpu-pack/tests-stage/lib
+  cp --parents build/worker/gtco-worker "${tests[@]}" gpu-pack/tests-stage/
+  find gpu-pack/tests-stage/build -type f -exec strip {} +
+  for binary in build/worker/gtco-worker "${tests[@]}"; do
+    ldd "$binary" | awk '$3 ~ /^\// {print $3}'
+  done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' \
+    | grep -v -E 'libcuda|libnvrtc|libcublas|libcudart' | while read -r lib; do
+      # Libraries the CUDA-only pack already carries are taken from it on the GPU machine.
+      grep -qxF "lib/$(basename "$lib")" <<<"$packed" || cp -L "$lib" gpu-pack/tests-stage/lib/
+    done
+  # The tests find the repository and the worker by the absolute paths they were compiled with.
+  echo "$ROOT" > gpu-pack/tests-stage/compiled_root
+  # With the CUDA-only pack and the repository this must stay under the 64 MiB a device call carries.
+  tar -C gpu-pack/tests-stage -cf - . | xz -T"$(nproc)" -9e > gpu-pack/gtco-gpu-tests.tar.xz
+  rm -rf gpu-pack/tests-stage
+  du -h gpu-pack/gtco-gpu-tests.tar.xz
+}
+
+# The packed GPU unit tests, each under a time limit; logs and a summary line each into $1; $2 is
+# where the CUDA-only pack was unpacked (the libraries both packs load).
+run_tests() {
+  local out=$1 packed_dir=$2 work
+  [ -f gpu-pack/gtco-gpu-tests.tar.xz ] || { echo "no packed GPU tests (pack-tests)"; return 0; }
+  work=$(mktemp -d)
+  tar -C "$work" -xJf gpu-pack/gtco-gpu-tests.tar.xz
+  local compiled_root
+  compiled_root=$(cat "$work/compiled_root")
+  if [ "$compiled_root" != "$ROOT" ] && [ ! -e "$compiled_root" ]; then
+    mkdir -p "$(dirname "$compiled_root")" && ln -s "$ROOT" "$compiled_root"
+  fi
+  [ -e build/worker/gtco-worker ] || { mkdir -p build/worker && cp "$work/build/worker/gtco-worker" build/worker/; }
+  # One log for all of them: the device tool returns at most 8 files.
+  local test filter log="$out/gpu_tests.log" status
+  : > "$log"
+  for test in worker/worker_cuda_gpu_test worker/worker_cuda_conv_gpu_test export/export_model_test; do
+    filter='*'
+    [ "${test##*/}" = export_model_test ] && filter='*Cuda*'
+    echo "=== ${test##*/} --gtest_filter=$filter" >> "$log"
+    status=0
+    LD_LIBRARY_PATH="$work/lib:$packed_dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" timeout "${GPU_TEST_TIMEOUT:-240}" \
+      "$work/build/tests/unit/$test" --gtest_filter="$filter" >> "$log" 2>&1 || status=$?
+    echo "=== ${test##*/} exit $status" >> "$log"
+    echo "${test##*/}: exit $status"
+  done
+  grep -E '^(=== |\[ +(OK|FAILED|SKIPPED) +\])' "$log" || true
+}
+
 run() {
   local out=${OUT:-$ROOT/bench/results/gpu}
   mkdir -p "$out"
   local work
   work=$(mktemp -d)
   tar -C "$work" -xJf gpu-pack/gtco-gpu.tar.xz
+  run_tests "$out" "$work"
   export PATH="$work/bin:$PATH"
   export LD_LIBRARY_PATH="$work/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
   export GTCO_BIN_DIR="$work/bin"
@@ -62,12 +123,16 @@ run() {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
     nvcc --version | tail -1 || true
   } | tee "$out/machine.txt"
+  # GPU_ONLY: a comma-separated subset of the benchmark workloads (gpu_farm.py --only); GPU_DEADLINE:
+  # seconds after which no more benchmark jobs are waited for (what was found is still timed).
   PYTHONUNBUFFERED=1 python3 bench/gpu/gpu_farm.py --out "$out" \
-    --e2e-budget "${GPU_E2E_BUDGET:-300}" --budget "${GPU_BUDGET:-200}" 2>&1 | tee "$out/gpu_farm.log"
+    --e2e-budget "${GPU_E2E_BUDGET:-300}" --budget "${GPU_BUDGET:-200}" \
+    ${GPU_ONLY:+--only "$GPU_ONLY"} ${GPU_DEADLINE:+--deadline "$GPU_DEADLINE"} 2>&1 | tee "$out/gpu_farm.log"
 }
 
 case "$mode" in
   pack) pack ;;
+  pack-tests) pack_tests ;;
   run) run ;;
-  *) echo "usage: bench/run_gpu_bench.sh pack|run" >&2; exit 2 ;;
+  *) echo "usage: bench/run_gpu_bench.sh pack|pack-tests|run" >&2; exit 2 ;;
 esac

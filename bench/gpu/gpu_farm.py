@@ -39,6 +39,9 @@ def make_models(directory):
     def save(name, nodes, inputs, outputs, initializers=()):
         graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        # The server's ONNX checker (Debian 12's libonnx) reads IR versions up to 8; a newer onnx
+        # package (1.23 on the GPU image) would write 10 and be refused.
+        model.ir_version = 8
         onnx.checker.check_model(model)
         path = os.path.join(directory, name + ".onnx")
         onnx.save(model, path)
@@ -139,21 +142,31 @@ def exported_artifact(farm, model):
     return result
 
 
-def benchmark(out, budget):
+def benchmark(out, budget, only=None, deadline=None):
+    """Tunes each workload in turn; past `deadline` (a time.time()), the rest are skipped and a job
+    still running is left, so the best traces found so far are still timed beside the vendors."""
     farm = farm_lib.Farm()
     rows = []
     try:
         farm.start_server()
         farm.start_worker(target="cuda")
         for kind, name, shape, path in make_models(farm.dir):
+            if only and name not in only:
+                continue
+            if deadline and time.time() > deadline - 30:
+                print(f"{name}: skipped (past the deadline)")
+                continue
             start = time.time()
             try:
                 job = farm.submit(path, budget, target="cuda")
             except AssertionError as error:
                 print(f"{name}: not submitted: {error}")
                 continue
-            status = farm.wait_for(job, lambda s: s["state"] in ("done", "failed", "cancelled"),
-                                   timeout=3600)
+            try:
+                status = farm.wait_for(job, lambda s: s["state"] in ("done", "failed", "cancelled"),
+                                       timeout=max(30, deadline - time.time()) if deadline else 3600)
+            except AssertionError:
+                status = {"state": "unfinished at the deadline"}
             print(f"{name}: {status['state']} in {time.time() - start:.0f} s")
             for key, canonical, trace, seconds in farm.sql(
                     "SELECT m.workload_key, w.canonical, m.trace, MIN(m.median_seconds) FROM measurements m "
@@ -180,11 +193,15 @@ def main():
     parser.add_argument("--e2e-budget", type=int, default=300)
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--skip-integration", action="store_true")
+    parser.add_argument("--deadline", type=float, default=0,
+                        help="seconds from the start after which no more benchmark jobs are waited for")
+    parser.add_argument("--only", default="", help="comma-separated benchmark workloads (default: all)")
     args = parser.parse_args()
+    deadline = time.time() + args.deadline if args.deadline else None
     os.makedirs(args.out, exist_ok=True)
     if not args.skip_integration:
         integration(args.out, args.e2e_budget)
-    benchmark(args.out, args.budget)
+    benchmark(args.out, args.budget, set(filter(None, args.only.split(","))), deadline)
 
 
 if __name__ == "__main__":

@@ -170,6 +170,11 @@ bool SafeForDataPropagation(const ModelProto& model) {
 }
 
 absl::Status CheckAndInferShapes(ModelProto& model) {
+  // Exporters newer than the ONNX library here (torch 2.x with onnx 1.16+ writes IR 9 or 10) stamp
+  // IR versions its checker refuses outright. What IR 9 and 10 add (float8 and 4-bit types,
+  // function overloads) is refused later, by name, where it is read; the graph is otherwise
+  // the same, so it is checked as of the newest IR the library knows.
+  if (model.ir_version() > ::onnx::IR_VERSION) model.set_ir_version(::onnx::IR_VERSION);
   try {
     ::onnx::checker::check_model(model);
   } catch (const std::exception& error) {

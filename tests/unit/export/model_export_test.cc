@@ -300,12 +300,15 @@ TEST(ModelExportTest, CudaArtifactsCarryCubinsAndNeedAGpu) {
     ASSERT_TRUE(again.ok()) << again.status();
     EXPECT_EQ(again->kernels[0].grid, m.kernels[0].grid);
     EXPECT_EQ(again->kernels[0].cubin_bytes, m.kernels[0].cubin_bytes);
-    // Without a GPU, loading says what is missing.
+    // Without a GPU, or on one of another architecture, loading says what is missing.
     const std::string path = WriteTemp(std::string("block_") + arch + ".gtco", result->artifact);
     absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
     if (model.ok()) continue;  // a GPU that runs it: integration.cuda checks its outputs
     EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition) << model.status();
-    EXPECT_NE(model.status().message().find("NVIDIA GPU"), std::string::npos) << model.status();
+    const std::string message(model.status().message());
+    EXPECT_TRUE(message.find("NVIDIA GPU") != std::string::npos ||
+                message.find("export it for sm_") != std::string::npos)
+        << model.status();
   }
   // An architecture GTCO does not compile for is refused before any work.
   ExportOptions old;

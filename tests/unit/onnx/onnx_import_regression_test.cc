@@ -237,5 +237,29 @@ TEST(OnnxImportRegressionTest, FoldedIntegerOverflowWrapsAndFloatCastsSaturate) 
                                   std::numeric_limits<int64_t>::min()}));
 }
 
+// An exporter newer than Debian's ONNX library (onnx 1.23 on a GPU machine's Python; torch 2.x
+// with onnx 1.16+) writes IR version 10, which ONNX 1.12's checker refused outright: such a model
+// was "not a valid ONNX model" at submit. It imports as the same graph checked as of IR 8.
+TEST(OnnxImportRegressionTest, ModelsOfANewerIrVersionImport) {
+  for (int ir_version : {9, 10}) {
+    SCOPED_TRACE(ir_version);
+    ::onnx::ModelProto model = EmptyModel("relu_of_a_newer_ir");
+    model.set_ir_version(ir_version);
+    auto* graph = model.mutable_graph();
+    AddTensorValue(graph->add_input(), "x", ::onnx::TensorProto::FLOAT, {2, 8});
+    ::onnx::NodeProto* relu = graph->add_node();
+    relu->set_name("relu");
+    relu->set_op_type("Relu");
+    relu->add_input("x");
+    relu->add_output("y");
+    AddTensorValue(graph->add_output(), "y", ::onnx::TensorProto::FLOAT, {2, 8});
+    absl::StatusOr<graph::Graph> imported = ImportOnnx(model.SerializeAsString(), {});
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    ASSERT_EQ(imported->nodes.size(), 1u);
+    EXPECT_EQ(imported->nodes[0].op_type, "Relu");
+    EXPECT_EQ(imported->tensor("y").shape, (std::vector<int64_t>{2, 8}));
+  }
+}
+
 }  // namespace
 }  // namespace gtco::onnx

@@ -28,16 +28,17 @@ inline ir::Workload AddOneWorkload(int64_t elements = kAddOneElements) {
   return workload;
 }
 
-/// C[m, n] = A[m, k] B[k, n] with bf16 inputs and an f32 output.
+/// C[m, n] = A[m, k] B[k, n] with bf16 inputs and an f32 output (a batch of one, shaped as the
+/// matmul workloads the planner makes: [1, m, k] x [1, k, n] -> [1, m, n]).
 inline ir::Workload Bf16MatMulWorkload(int64_t m, int64_t n, int64_t k) {
   ir::Workload w;
   w.anchor = ir::AnchorKind::kMatMul;
   w.matmul.m = m;
   w.matmul.n = n;
   w.matmul.k = k;
-  w.inputs = {{ir::DType::kBF16, {m, k}}, {ir::DType::kBF16, {k, n}}};
+  w.inputs = {{ir::DType::kBF16, {1, m, k}}, {ir::DType::kBF16, {1, k, n}}};
   w.num_anchor_inputs = 2;
-  w.output = {ir::DType::kF32, {m, n}};
+  w.output = {ir::DType::kF32, {1, m, n}};
   return w;
 }
 
@@ -78,7 +79,9 @@ inline std::string FaultingAddOne() {
 }
 /// Never finishes.
 inline std::string HangingAddOne() {
-  return AddOneSource("add_one", "  volatile int spin = 1;\n  while (spin) {}\n  out[i] = 0.0f;");
+  // The clock is read by volatile asm, so the compiler can neither drop nor bound the loop (a
+  // volatile local was optimized away by NVRTC 13 on an H100).
+  return AddOneSource("add_one", "  while (clock64() >= 0) {}\n  out[i] = 0.0f;");
 }
 /// Does not compile.
 inline std::string BrokenAddOne() { return AddOneSource("add_one", "  out[i] = undeclared;"); }

@@ -75,11 +75,12 @@ absl::StatusOr<ir::Workload> GemmView(const ir::Workload& w) {
 mm::MatMulOperands GemmOperands(const ir::ConvParams& p) {
   const ir::MatMulParams view = ir::ConvGemmView(p);
   mm::MatMulOperands operands;
-  operands.a_pointer = p.groups > 1 ? absl::StrCat("in0 + (long long)(gtco_batch % ", p.groups,
+  // The conv's inputs are X (in0) and W (in1): A is the weights, B the image.
+  operands.a_pointer = p.groups > 1 ? absl::StrCat("in1 + (long long)(gtco_batch % ", p.groups,
                                                    ") * ", view.m * view.k, "LL")
-                                    : std::string("in0");
+                                    : std::string("in1");
   // Entry b = n * groups + g starts at input channel n * C + g * C/g = b * C/g.
-  operands.b_pointer = absl::StrCat("in1 + (long long)gtco_batch * ",
+  operands.b_pointer = absl::StrCat("in0 + (long long)gtco_batch * ",
                                     (p.in_channels / p.groups) * p.in_h * p.in_w, "LL");
   if (!IsPointwise(p)) {
     operands.b_gather.emit = [p](const std::string& row, const std::string& col) {
