@@ -17,7 +17,7 @@
 #                                    cuBLAS (same process) and PyTorch eager (bench/gpu/torch_eager.py).
 #                                 Results go to $OUT (the device tool's folder) or bench/results/gpu/.
 #   bench/run_gpu_bench.sh pack-tests  here, after the full build (build/, LLVM and NVRTC): packs the
-#                                 GPU-labelled unit tests (worker_cuda_gpu_test, worker_cuda_conv_gpu_test,
+#                                 GPU-labelled unit tests (worker_cuda_gpu_test, worker_cuda_mappings_gpu_test,
 #                                 export_model_test) with gtco-worker and their shared libraries into
 #                                 gpu-pack/gtco-gpu-tests.tar.xz; `run` then runs them first, with the
 #                                 source and build paths they were compiled with linked to the copy there.
@@ -54,9 +54,9 @@ pack() {
 }
 
 pack_tests() {
-  local tests=(build/tests/unit/worker/worker_cuda_gpu_test build/tests/unit/worker/worker_cuda_conv_gpu_test
+  local tests=(build/tests/unit/worker/worker_cuda_gpu_test build/tests/unit/worker/worker_cuda_mappings_gpu_test
                build/tests/unit/export/export_model_test)
-  cmake --build build -j"$(nproc)" --target gtco-worker worker_cuda_gpu_test worker_cuda_conv_gpu_test \
+  cmake --build build -j"$(nproc)" --target gtco-worker worker_cuda_gpu_test worker_cuda_mappings_gpu_test \
     export_model_test
   [ -f gpu-pack/gtco-gpu.tar.xz ] || pack
   local packed
@@ -95,7 +95,7 @@ run_tests() {
   # One log for all of them: the device tool returns at most 8 files.
   local test filter log="$out/gpu_tests.log" status
   : > "$log"
-  for test in worker/worker_cuda_gpu_test worker/worker_cuda_conv_gpu_test export/export_model_test; do
+  for test in worker/worker_cuda_gpu_test worker/worker_cuda_mappings_gpu_test export/export_model_test; do
     filter='*'
     [ "${test##*/}" = export_model_test ] && filter='*Cuda*'
     echo "=== ${test##*/} --gtest_filter=$filter" >> "$log"

@@ -1,5 +1,5 @@
 // Convolution and pooling workloads the CUDA conv and pool tests share (NVRTC compile here, GPU
-// correctness in tests/unit/worker/cuda_conv_gpu_test.cc): ResNet-50-like shapes (3x3 s1 p1, the
+// correctness in tests/unit/worker/cuda_mappings_gpu_test.cc): ResNet-50-like shapes (3x3 s1 p1, the
 // 7x7 s2 p3 stem, 1x1, 3x3 s2), grouped, dilated, asymmetric pads, depthwise, ViT-B/16's 16x16
 // stride-16 patch embedding, each with the epilogues the planner fuses (per-channel bias, residual
 // add, ReLU, ReLU6 as Clip), and max / average pools with padding, ceil_mode and

@@ -2,7 +2,7 @@
 // pools): verdicts, pruning, default traces, and generated kernels (every mapping's default trace
 // plus random samples) that compile with NVRTC for sm_80 and sm_90 within the device's resource
 // budget, on ResNet-50, ViT-B/16 and MobileNetV2 shapes and the unusual windows. Their outputs
-// are checked against the CPU reference on a GPU by tests/unit/worker/cuda_conv_gpu_test.cc.
+// are checked against the CPU reference on a GPU by tests/unit/worker/cuda_mappings_gpu_test.cc.
 #include <gtest/gtest.h>
 
 #include <random>

@@ -22,11 +22,7 @@ absl::Status CheckTensorCoreMatMul(const ir::Workload& w, const char* sketch) {
     return absl::InvalidArgumentError(
         absl::StrCat(sketch, " needs an f16 or bf16 matmul, not ", w.Description()));
   }
-  const ir::MatMulParams& p = w.matmul;
-  if (p.batch < 1 || p.m < 1 || p.n < 1 || p.k < 1) {
-    return absl::InvalidArgumentError("matmul workload needs positive sizes");
-  }
-  return absl::OkStatus();
+  return cuda_matmul::CheckCudaMatMul(w);
 }
 
 }  // namespace
@@ -64,10 +60,10 @@ bool TileExceedsShape(int64_t tile, int64_t smallest, int64_t extent, int64_t gr
 }
 
 bool OperandAAligned(const ir::MatMulParams& p) {
-  return cuda_matmul::AContiguousExtent(p) % 8 == 0;
+  return cuda_matmul::WidestAlignedChunk(cuda_matmul::AContiguousExtent(p), ir::DType::kF16) == 8;
 }
 bool OperandBAligned(const ir::MatMulParams& p) {
-  return cuda_matmul::BContiguousExtent(p) % 8 == 0;
+  return cuda_matmul::WidestAlignedChunk(cuda_matmul::BContiguousExtent(p), ir::DType::kF16) == 8;
 }
 
 // ---- wmma ----

@@ -23,12 +23,9 @@ std::string VectorStore(ir::DType dtype, const std::string& pointer,
     return absl::StrCat("*reinterpret_cast<float", count, "*>(", pointer, ") = make_float", count,
                         "(", absl::StrJoin(values, ", "), ");");
   }
-  const char* convert = dtype == ir::DType::kBF16 ? "gtco_f32_to_bf16" : "gtco_f32_to_f16";
   std::vector<std::string> words;
   for (size_t idx = 0; idx < count; idx += 2) {
-    words.push_back(absl::StrCat("((unsigned int)", convert, "(", values[idx],
-                                 ") | ((unsigned int)", convert, "(", values[idx + 1],
-                                 ") << 16))"));
+    words.push_back(PackHalf2(dtype, values[idx], values[idx + 1]));
   }
   if (words.size() == 1) {
     return absl::StrCat("*reinterpret_cast<unsigned int*>(", pointer, ") = ", words[0], ";");
@@ -41,24 +38,36 @@ std::string VectorStore(ir::DType dtype, const std::string& pointer,
 
 const std::string& AsyncCopyHelpers() {
   static const std::string* const helpers = new std::string(R"(
-__device__ __forceinline__ void gtco_mm_cp_async16(unsigned int dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+struct __align__(16) gtco_u4 { unsigned int x, y, z, w; };
+struct __align__(16) gtco_f4 { float x, y, z, w; };
+struct __align__(8) gtco_f2 { float x, y; };
+/// 16 bytes global -> shared (dst: shared address), bypassing L1 and prefetching the rest of the
+/// 128-byte L2 line; the chunk past `bytes` source bytes is zero-filled (0: src is not read).
+__device__ __forceinline__ void gtco_cp_async16(unsigned int dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void gtco_mm_cp_async8(unsigned int dst, const void* src, int bytes) {
+__device__ __forceinline__ void gtco_cp_async8(unsigned int dst, const void* src, int bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void gtco_mm_cp_async4(unsigned int dst, const void* src, int bytes) {
+__device__ __forceinline__ void gtco_cp_async4(unsigned int dst, const void* src, int bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void gtco_mm_cp_async_commit() {
+__device__ __forceinline__ void gtco_cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
+/// Waits until at most `kPending` of this thread's committed copy groups are in flight.
 template <int kPending>
-__device__ __forceinline__ void gtco_mm_cp_async_wait() {
+__device__ __forceinline__ void gtco_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(kPending) : "memory");
 }
 )");
   return *helpers;
+}
+
+std::string PackHalf2(ir::DType dtype, const std::string& lo, const std::string& hi) {
+  const char* convert = dtype == ir::DType::kBF16 ? "gtco_f32_to_bf16" : "gtco_f32_to_f16";
+  return absl::StrCat("((unsigned int)", convert, "(", lo, ") | ((unsigned int)", convert, "(", hi,
+                      ") << 16))");
 }
 
 std::string KernelParams(const ir::Workload& w) {
@@ -224,7 +233,7 @@ std::string EmitOperandTileCopy(const OperandTileCopy& copy) {
                       copy.gather->emit(absl::StrCat("gtco_gr + ", row_offset),
                                         absl::StrCat("gtco_gc + ", col_offset)));
       if (async) {
-        absl::StrAppend(&code, "      gtco_mm_cp_async4(gtco_smem_base + gtco_dst + ", dst_offset,
+        absl::StrAppend(&code, "      gtco_cp_async4(gtco_smem_base + gtco_dst + ", dst_offset,
                         ", gtco_src, gtco_ok ? 4 : 0);\n      }\n");
       } else {
         absl::StrAppend(&code, "      *reinterpret_cast<float*>(gtco_smem + gtco_dst + ",
@@ -242,7 +251,7 @@ std::string EmitOperandTileCopy(const OperandTileCopy& copy) {
     const std::string ok = conditions.empty() ? "true" : absl::StrJoin(conditions, " && ");
     const std::string src = absl::StrCat("gtco_src + ", row_offset * copy.global_cols + col_offset);
     if (async) {
-      absl::StrAppend(&code, "      gtco_mm_cp_async", chunk_bytes, "(gtco_smem_base + gtco_dst + ",
+      absl::StrAppend(&code, "      gtco_cp_async", chunk_bytes, "(gtco_smem_base + gtco_dst + ",
                       dst_offset, ", ", src, ", (", ok, ") ? ", chunk_bytes, " : 0);\n");
     } else {
       absl::StrAppend(&code, "      {\n        const bool gtco_ok = ", ok, ";\n");

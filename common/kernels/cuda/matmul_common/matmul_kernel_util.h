@@ -20,9 +20,14 @@
 
 namespace gtco::kernels::mm {
 
-/// Device functions gtco_mm_cp_async{4,8,16}(smem address, global pointer, source bytes; the
-/// rest of the chunk is zero-filled), gtco_mm_cp_async_commit() and gtco_mm_cp_async_wait<N>().
+/// The one set of copy helpers every CUDA matmul kernel (SIMT, mma.sync, wmma, wgmma) uses:
+/// gtco_cp_async{4,8,16}(smem address, global pointer, source bytes; the rest of the chunk is
+/// zero-filled, and 0 bytes reads nothing), gtco_cp_async_commit(), gtco_cp_async_wait<N>(), and
+/// the aligned vector structs gtco_u4, gtco_f4, gtco_f2.
 const std::string& AsyncCopyHelpers();
+
+/// Two float expressions packed as one 32-bit word of 16-bit `dtype` values (lo first).
+std::string PackHalf2(ir::DType dtype, const std::string& lo, const std::string& hi);
 
 /// The kernel's parameter list without parentheses ("const float* __restrict__ in0, ...,
 /// float* __restrict__ out"), as KernelSignature() writes it.

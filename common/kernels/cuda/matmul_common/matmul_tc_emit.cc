@@ -2,6 +2,8 @@
 // Tensor Core matmul generators.
 #include "common/kernels/cuda/matmul_common/matmul_tc_emit.h"
 
+#include "common/kernels/cuda/matmul_common/matmul_kernel_util.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/codegen/cuda/cuda_source.h"
@@ -18,18 +20,6 @@ std::string TileOffset(const TileCopy& copy) {
   }
   return absl::StrCat("(c >> 6) * ", copy.rows * 128,
                       " + r * 128 + ((((c >> 3) & 7) ^ (r & 7)) << 4) + (c & 7) * 2");
-}
-
-/// `value` (a float expression) as the 16 storage bits of a 16-bit `dtype`.
-std::string HalfBits(ir::DType dtype, const std::string& value) {
-  return absl::StrCat(dtype == ir::DType::kBF16 ? "gtco_f32_to_bf16(" : "gtco_f32_to_f16(", value,
-                      ")");
-}
-
-/// Two float expressions packed as one 32-bit word of 16-bit `dtype` values (lo first).
-std::string PackHalf2(ir::DType dtype, const std::string& lo, const std::string& hi) {
-  return absl::StrCat("((unsigned int)", HalfBits(dtype, lo), " | ((unsigned int)",
-                      HalfBits(dtype, hi), " << 16))");
 }
 
 std::string StoreRunLambda(const ir::Workload& w) {
@@ -50,8 +40,8 @@ std::string StoreRunLambda(const ir::Workload& w) {
                       "    *reinterpret_cast<gtco_f4*>(out + index) = gtco_f4{r0, r1, r2, r3};\n");
     } else {
       absl::StrAppend(&code, "    *reinterpret_cast<gtco_u4*>(out + index) = gtco_u4{",
-                      PackHalf2(out, "r0", "r1"), ", ", PackHalf2(out, "r2", "r3"), ", ",
-                      PackHalf2(out, "r4", "r5"), ", ", PackHalf2(out, "r6", "r7"), "};\n");
+                      mm::PackHalf2(out, "r0", "r1"), ", ", mm::PackHalf2(out, "r2", "r3"), ", ",
+                      mm::PackHalf2(out, "r4", "r5"), ", ", mm::PackHalf2(out, "r6", "r7"), "};\n");
     }
   } else {
     absl::StrAppend(&code, "#pragma unroll\n    for (int v = 0; v < ", run,
@@ -78,7 +68,7 @@ std::string StorePairLambda(const ir::Workload& w) {
       absl::StrAppend(&code, "    *reinterpret_cast<gtco_f2*>(out + index) = gtco_f2{r0, r1};\n");
     } else {
       absl::StrAppend(&code, "    *reinterpret_cast<unsigned int*>(out + index) = ",
-                      PackHalf2(out, "r0", "r1"), ";\n");
+                      mm::PackHalf2(out, "r0", "r1"), ";\n");
     }
   } else {
     absl::StrAppend(&code, "    if (col < kN) { ",
@@ -112,7 +102,7 @@ std::string PaddedChunkCopy(const TileCopy& copy) {
           : absl::StrCat("    if (r + pass * ", rows_per_pass, " >= ", copy.rows, ") break;\n"),
       "    gtco_cp_async16(s + pass * ", rows_per_pass * row_bytes, "u, g + (long long)pass * ",
       rows_per_pass * copy.global_cols, ", col_ok && pass * ", rows_per_pass,
-      " < rows_left);\n  }\n");
+      " < rows_left ? 16 : 0);\n  }\n");
 }
 
 /// 16-byte chunks into a 128-byte-swizzled tile, viewed as [cols / 64 blocks][rows][8 chunks]:
@@ -132,7 +122,7 @@ std::string SwizzledChunkCopy(const TileCopy& copy) {
       "#pragma unroll\n    for (int pass = 0; pass < ", passes_per_block, "; ++pass) {\n",
       "      gtco_cp_async16(s + block * ", copy.rows * 128, "u + pass * ", rows_per_pass * 128,
       "u, g + (long long)pass * ", rows_per_pass * copy.global_cols, " + block * 64, pass * ",
-      rows_per_pass, " < rows_left && block * 64 < cols_left);\n", "    }\n  }\n");
+      rows_per_pass, " < rows_left && block * 64 < cols_left ? 16 : 0);\n", "    }\n  }\n");
 }
 
 /// One element per copy, synchronously (operands whose rows are not 16-byte multiples).
@@ -150,40 +140,6 @@ std::string ElementCopy(const TileCopy& copy) {
 }
 
 }  // namespace
-
-const std::string& TensorCoreCopyHelpers() {
-  static const std::string* const helpers =
-      new std::string(R"(struct __align__(16) gtco_u4 { unsigned int x, y, z, w; };
-struct __align__(16) gtco_f4 { float x, y, z, w; };
-struct __align__(8) gtco_f2 { float x, y; };
-/// 16 bytes global -> shared (dst: shared address), bypassing L1 and prefetching the rest of the
-/// 128-byte L2 line; zero-filled when !valid (src is not read).
-__device__ __forceinline__ void gtco_cp_async16(unsigned int dst, const void* src, bool valid) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n"
-               :: "r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-#else
-  gtco_u4 value = {0u, 0u, 0u, 0u};
-  if (valid) value = *reinterpret_cast<const gtco_u4*>(src);
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
-               :: "r"(dst), "r"(value.x), "r"(value.y), "r"(value.z), "r"(value.w) : "memory");
-#endif
-}
-__device__ __forceinline__ void gtco_cp_async_commit() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-/// Waits until at most `kPending` of this thread's committed copy groups are in flight.
-template <int kPending>
-__device__ __forceinline__ void gtco_cp_async_wait() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" :: "n"(kPending) : "memory");
-#endif
-}
-)");
-  return *helpers;
-}
 
 std::string EmitTileCopy(const TileCopy& copy) {
   std::string code = absl::StrCat(

@@ -34,11 +34,8 @@ struct TileCopy {
   int64_t pad = 8;  ///< kPadded: elements appended to each shared-memory row
 };
 
-/// Device helpers every Tensor Core matmul kernel uses: 16-byte cp.async with zero fill
-/// (synchronous vector copies before sm_80), commit / wait, and aligned vector structs.
-const std::string& TensorCoreCopyHelpers();
-
 /// `__device__ void <name>(unsigned char* dst, const unsigned short* src, int r0, int c0, int tid)`
+/// (needs mm::AsyncCopyHelpers())
 /// copying the tile into shared memory at dst (layout as in `copy`), zero-filling elements outside
 /// the matrix. Uses 16-byte copies when global_cols is a multiple of 8 (cols must then be one),
 /// 2-byte element copies otherwise.

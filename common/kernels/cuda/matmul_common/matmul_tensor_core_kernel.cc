@@ -131,16 +131,16 @@ absl::StatusOr<std::string> EmitTensorCoreMatMul(const ir::Workload& w,
   absl::StrAppend(&code, "  #pragma unroll\n  for (int gtco_s = 0; gtco_s < ", tiling.stages - 1,
                   "; ++gtco_s) {\n    if (gtco_s < kTiles) {\n",
                   EmitStageCopy(w, tiling, operands, "gtco_s", "gtco_s"),
-                  "    }\n    gtco_mm_cp_async_commit();\n  }\n");
+                  "    }\n    gtco_cp_async_commit();\n  }\n");
   absl::StrAppend(&code,
                   "  #pragma unroll 1\n  for (int gtco_kt = 0; gtco_kt < kTiles; ++gtco_kt) {\n");
-  absl::StrAppend(&code, "    gtco_mm_cp_async_wait<", tiling.stages - 2, ">();\n");
+  absl::StrAppend(&code, "    gtco_cp_async_wait<", tiling.stages - 2, ">();\n");
   absl::StrAppend(&code, "    __syncthreads();\n");
   absl::StrAppend(
       &code, "    {\n      const int gtco_next = gtco_kt + ", tiling.stages - 1,
       ";\n      if (gtco_next < kTiles) {\n",
       EmitStageCopy(w, tiling, operands, absl::StrCat("gtco_next % ", tiling.stages), "gtco_next"),
-      "      }\n      gtco_mm_cp_async_commit();\n    }\n");
+      "      }\n      gtco_cp_async_commit();\n    }\n");
   absl::StrAppend(&code, "    const int gtco_stage = gtco_kt % ", tiling.stages, ";\n");
   absl::StrAppend(&code, parts.consume_stage("gtco_stage"));
   absl::StrAppend(&code, "  }\n");

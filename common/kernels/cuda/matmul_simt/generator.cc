@@ -213,12 +213,12 @@ std::string CopyAsync(const SimtOperand& op, const SimtTiling& tiling, const ir:
     absl::StrAppend(&code, "    {\n",
                     op.gather->emit(absl::StrCat("gtco_gr + ", chunks.RowOffset(it)),
                                     absl::StrCat("gtco_gc + ", chunks.ColOffset(it))),
-                    "    gtco_mm_cp_async4(gtco_dst + ", SharedOffset(op, chunks, it, 0) * 4,
+                    "    gtco_cp_async4(gtco_dst + ", SharedOffset(op, chunks, it, 0) * 4,
                     ", gtco_src, gtco_ok ? 4 : 0);\n    }\n");
   }
   for (int64_t it = 0; !op.Gathered() && it < chunks.Iterations(); ++it) {
     const auto [ok, offset] = ChunkSource(op, tiling, p, it);
-    absl::StrAppend(&code, "    gtco_mm_cp_async", bytes, "(gtco_dst + ",
+    absl::StrAppend(&code, "    gtco_cp_async", bytes, "(gtco_dst + ",
                     SharedOffset(op, chunks, it, 0) * 4, ", gtco_src + ", offset, ", (", ok, ") ? ",
                     bytes, " : 0);\n");
   }
@@ -288,15 +288,15 @@ std::string AsyncPipeline(const SimtTiling& tiling, const ir::MatMulParams& p, c
   absl::StrAppend(
       &code, "  #pragma unroll\n  for (int gtco_s = 0; gtco_s < ", stages - 1,
       "; ++gtco_s) {\n    if (gtco_s < kTiles) {\n", CopyAsync(a, tiling, p, "gtco_s", "gtco_s"),
-      CopyAsync(b, tiling, p, "gtco_s", "gtco_s"), "    }\n    gtco_mm_cp_async_commit();\n  }\n");
+      CopyAsync(b, tiling, p, "gtco_s", "gtco_s"), "    }\n    gtco_cp_async_commit();\n  }\n");
   absl::StrAppend(&code,
                   "  #pragma unroll 1\n  for (int gtco_kt = 0; gtco_kt < kTiles; ++gtco_kt) {\n");
-  absl::StrAppend(&code, "  gtco_mm_cp_async_wait<", stages - 2, ">();\n  __syncthreads();\n");
+  absl::StrAppend(&code, "  gtco_cp_async_wait<", stages - 2, ">();\n  __syncthreads();\n");
   absl::StrAppend(&code, "  {\n  const int gtco_next = gtco_kt + ", stages - 1,
                   ";\n  if (gtco_next < kTiles) {\n",
                   CopyAsync(a, tiling, p, absl::StrCat("gtco_next % ", stages), "gtco_next"),
                   CopyAsync(b, tiling, p, absl::StrCat("gtco_next % ", stages), "gtco_next"),
-                  "  }\n  gtco_mm_cp_async_commit();\n  }\n");
+                  "  }\n  gtco_cp_async_commit();\n  }\n");
   absl::StrAppend(&code, Compute(tiling, a, b, absl::StrCat("gtco_kt % ", stages)));
   absl::StrAppend(&code, "  }\n");
   return code;

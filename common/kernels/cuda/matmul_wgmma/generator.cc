@@ -18,6 +18,7 @@
 #include "common/codegen/cuda/cuda_source.h"
 #include "common/kernels/cuda/matmul_common/cuda_matmul_common.h"
 #include "common/kernels/cuda/matmul_common/cuda_matmul_tc.h"
+#include "common/kernels/cuda/matmul_common/matmul_kernel_util.h"
 #include "common/kernels/cuda/matmul_common/matmul_tc_emit.h"
 #include "common/kernels/family.h"
 #include "common/util/status.h"
@@ -222,7 +223,7 @@ absl::StatusOr<std::string> GenerateWgmmaMatMul(const ir::Workload& w, const Kno
       {"A_KSTEP", absl::StrCat(k_step(a_mn_major))},
       {"B_KSTEP", absl::StrCat(k_step(b_mn_major))},
   };
-  return absl::StrCat(Prelude(), TensorCoreCopyHelpers(), WgmmaWrappers(c), EmitTileCopy(a_copy),
+  return absl::StrCat(Prelude(), mm::AsyncCopyHelpers(), WgmmaWrappers(c), EmitTileCopy(a_copy),
                       EmitTileCopy(b_copy), KernelSignature(w, entry, threads),
                       FillTemplate(kBody, fields));
 }

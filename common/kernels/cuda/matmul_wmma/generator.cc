@@ -12,6 +12,7 @@
 #include "common/codegen/cuda/cuda_source.h"
 #include "common/kernels/cuda/matmul_common/cuda_matmul_common.h"
 #include "common/kernels/cuda/matmul_common/cuda_matmul_tc.h"
+#include "common/kernels/cuda/matmul_common/matmul_kernel_util.h"
 #include "common/kernels/cuda/matmul_common/matmul_tc_emit.h"
 #include "common/kernels/family.h"
 #include "common/util/status.h"
@@ -207,7 +208,7 @@ absl::StatusOr<std::string> GenerateWmmaMatMul(const ir::Workload& w, const Knob
       {"B_FRAG_ELEMENT", p.trans_b ? "n * kBStride + kk * 16" : "kk * 16 * kBStride + n"},
       {"RUN", absl::StrCat(StoreRunLength(w))},
   };
-  return absl::StrCat(Prelude(), TensorCoreCopyHelpers(), WmmaWrappers(c), EmitTileCopy(a_copy),
+  return absl::StrCat(Prelude(), mm::AsyncCopyHelpers(), WmmaWrappers(c), EmitTileCopy(a_copy),
                       EmitTileCopy(b_copy), KernelSignature(w, entry, threads),
                       FillTemplate(kBody, fields));
 }
