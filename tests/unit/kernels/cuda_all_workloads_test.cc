@@ -15,6 +15,7 @@
 #include "common/ir/pool.h"
 #include "common/kernels/build_program.h"
 #include "common/kernels/registry.h"
+#include "tests/unit/kernels/matmul_test_workloads.h"
 #include "common/onnx/model_analysis.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
@@ -39,24 +40,7 @@ std::string ReadFile(const std::string& path) {
 
 ir::Workload MatMul(int64_t batch, int64_t m, int64_t n, int64_t k, ir::DType in, ir::DType out,
                     bool trans_b = false) {
-  ir::Workload w;
-  w.anchor = ir::AnchorKind::kMatMul;
-  w.matmul.batch = batch;
-  w.matmul.m = m;
-  w.matmul.n = n;
-  w.matmul.k = k;
-  w.matmul.a_batched = w.matmul.b_batched = batch > 1;
-  w.matmul.trans_b = trans_b;
-  // Canonical shapes: A [batch|1, M, K], B [batch|1, K, N] (or [.., N, K]), out [batch, M, N].
-  const int64_t batch_a = w.matmul.a_batched ? batch : 1, batch_b = w.matmul.b_batched ? batch : 1;
-  std::vector<int64_t> a_shape = {batch_a, m, k};
-  std::vector<int64_t> b_shape =
-      trans_b ? std::vector<int64_t>{batch_b, n, k} : std::vector<int64_t>{batch_b, k, n};
-  std::vector<int64_t> out_shape = {batch, m, n};
-  w.inputs = {{in, a_shape}, {in, b_shape}};
-  w.num_anchor_inputs = 2;
-  w.output = {out, out_shape};
-  return w;
+  return testing::MatMulWorkload(batch, m, n, k, in, out, trans_b);
 }
 
 ir::Workload Rows(ir::AnchorKind kind, int64_t rows, int64_t cols) {
@@ -166,7 +150,7 @@ void ExpectCompilesWithinBudget(const ir::Workload& w, const schedule::Trace& tr
             hw.shared_bytes_per_block);
 }
 
-class AllWorkloadsCompileTest : public testing::TestWithParam<Case> {};
+class AllWorkloadsCompileTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AllWorkloadsCompileTest, EveryMappingCompilesWithinBudget) {
   GTCO_REQUIRE_NVRTC();
@@ -203,8 +187,8 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, AllWorkloadsCompileTest, testing::ValuesIn(Cases()),
-                         [](const testing::TestParamInfo<Case>& info) {
+INSTANTIATE_TEST_SUITE_P(Models, AllWorkloadsCompileTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = absl::StrCat(info.param.name, "_sm", info.param.sm);
                            for (char& c : name) {
                              if (!isalnum(static_cast<unsigned char>(c))) c = '_';

@@ -188,28 +188,10 @@ TEST(CudaGpuTest, MeasuresGeneratedKernels) {
     absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpace(w, measurer->hardware());
     ASSERT_TRUE(space.ok()) << "no CUDA space for " << w.Description() << ": " << space.status();
     const schedule::Trace trace = space->DefaultTrace();
-    absl::StatusOr<kernels::CudaKernel> kernel =
-        kernels::GenerateCudaKernel(w, trace, "gtco_kernel");
-    EXPECT_TRUE(kernel.ok()) << trace.ToString() << ": " << kernel.status();
-    if (!kernel.ok()) continue;
-    gtco::v1::Candidate candidate;
-    candidate.set_candidate_id(trace.ToString());
-    candidate.set_workload_key(w.Key());
-    candidate.set_workload(w.CanonicalString());
-    candidate.set_trace(trace.ToString());
-    candidate.set_language("cuda-c");
-    candidate.set_program(kernel->source);
-    candidate.set_entry(kernel->entry);
-    gtco::v1::CudaLaunch* launch = candidate.mutable_launch();
-    launch->set_grid_x(kernel->plan.grid_x);
-    launch->set_grid_y(kernel->plan.grid_y);
-    launch->set_grid_z(kernel->plan.grid_z);
-    launch->set_block_x(kernel->plan.block_x);
-    launch->set_block_y(kernel->plan.block_y);
-    launch->set_block_z(kernel->plan.block_z);
-    launch->set_dynamic_shared_bytes(kernel->plan.dynamic_shared_bytes);
-    launch->set_arch(kernel->plan.arch);
-    gtco::v1::MeasureResult result = measurer->Measure(candidate);
+    absl::StatusOr<gtco::v1::Candidate> candidate = testing::GeneratedCandidate(w, trace);
+    EXPECT_TRUE(candidate.ok()) << trace.ToString() << ": " << candidate.status();
+    if (!candidate.ok()) continue;
+    gtco::v1::MeasureResult result = measurer->Measure(*candidate);
     ExpectTimed(result);
     std::cout << w.Description() << " with " << trace.ToString() << ": "
               << result.median_seconds() * 1e6 << " us\n";

@@ -16,6 +16,8 @@
 #include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "tests/unit/kernels/conv_test_workloads.h"
+#include "tests/unit/kernels/matmul_test_workloads.h"
+#include "tests/unit/worker/cuda_test_kernels.h"
 #include "worker/cuda_driver.h"
 #include "worker/cuda_measure.h"
 
@@ -31,31 +33,6 @@ std::string NoGpuReason() {
     return new std::string(driver.ok() ? "" : std::string(driver.status().message()));
   }();
   return *reason;
-}
-
-/// The candidate a worker would receive for (w, trace).
-absl::StatusOr<gtco::v1::Candidate> CandidateFor(const ir::Workload& w,
-                                                 const schedule::Trace& trace) {
-  absl::StatusOr<kernels::CudaKernel> kernel = kernels::GenerateCudaKernel(w, trace, "gtco_kernel");
-  if (!kernel.ok()) return kernel.status();
-  gtco::v1::Candidate candidate;
-  candidate.set_candidate_id(trace.ToString());
-  candidate.set_workload_key(w.Key());
-  candidate.set_workload(w.CanonicalString());
-  candidate.set_trace(trace.ToString());
-  candidate.set_language("cuda-c");
-  candidate.set_program(kernel->source);
-  candidate.set_entry(kernel->entry);
-  gtco::v1::CudaLaunch* launch = candidate.mutable_launch();
-  launch->set_grid_x(kernel->plan.grid_x);
-  launch->set_grid_y(kernel->plan.grid_y);
-  launch->set_grid_z(kernel->plan.grid_z);
-  launch->set_block_x(kernel->plan.block_x);
-  launch->set_block_y(kernel->plan.block_y);
-  launch->set_block_z(kernel->plan.block_z);
-  launch->set_dynamic_shared_bytes(kernel->plan.dynamic_shared_bytes);
-  launch->set_arch(kernel->plan.arch);
-  return candidate;
 }
 
 /// Runs every applicable mapping's default trace and samples of each workload; each must match
@@ -77,7 +54,7 @@ void ExpectAllMappingsMatchTheReference(const std::vector<gtco::testing::NamedWo
       }
       for (const schedule::Trace& trace : traces) {
         SCOPED_TRACE(item.name + " " + item.workload.Description() + " / " + trace.ToString());
-        absl::StatusOr<gtco::v1::Candidate> candidate = CandidateFor(item.workload, trace);
+        absl::StatusOr<gtco::v1::Candidate> candidate = testing::GeneratedCandidate(item.workload, trace);
         ASSERT_TRUE(candidate.ok()) << candidate.status();
         gtco::v1::MeasureResult result = (*measurer)->Measure(*candidate);
         EXPECT_TRUE(result.ok()) << result.error();
@@ -89,26 +66,6 @@ void ExpectAllMappingsMatchTheReference(const std::vector<gtco::testing::NamedWo
     }
   }
   EXPECT_GT(verified, 0);
-}
-
-/// [batch, m, k] x [batch|1, k, n] (or [.., n, k] with trans_b) -> [batch, m, n] in `in`, out `out`.
-ir::Workload MatMul(int64_t batch, int64_t m, int64_t n, int64_t k, ir::DType in, ir::DType out,
-                    bool trans_b = false, bool b_batched = true) {
-  ir::Workload w;
-  w.anchor = ir::AnchorKind::kMatMul;
-  w.matmul.batch = batch;
-  w.matmul.m = m;
-  w.matmul.n = n;
-  w.matmul.k = k;
-  w.matmul.a_batched = batch > 1;
-  w.matmul.b_batched = batch > 1 && b_batched;
-  w.matmul.trans_b = trans_b;
-  const int64_t batch_b = w.matmul.b_batched ? batch : 1;
-  w.inputs = {{in, {batch, m, k}},
-              {in, trans_b ? std::vector<int64_t>{batch_b, n, k} : std::vector<int64_t>{batch_b, k, n}}};
-  w.num_anchor_inputs = 2;
-  w.output = {out, {batch, m, n}};
-  return w;
 }
 
 /// + bias[n] (input 2), then ReLU: a linear layer's epilogue.
@@ -123,16 +80,16 @@ ir::Workload WithBiasRelu(ir::Workload w) {
 std::vector<gtco::testing::NamedWorkload> MatMulWorkloads() {
   using ir::DType;
   return {
-      {"f32_square", MatMul(1, 128, 128, 128, DType::kF32, DType::kF32)},
-      {"f32_ragged_bias_relu", WithBiasRelu(MatMul(1, 100, 72, 40, DType::kF32, DType::kF32))},
-      {"f32_batched_trans_b", MatMul(3, 64, 48, 32, DType::kF32, DType::kF32, /*trans_b=*/true)},
-      {"f16_to_f32", MatMul(1, 128, 256, 64, DType::kF16, DType::kF32)},
-      {"f16_to_f32_bias_relu", WithBiasRelu(MatMul(1, 192, 128, 128, DType::kF16, DType::kF32))},
-      {"f16_to_f16", MatMul(1, 192, 128, 128, DType::kF16, DType::kF16)},
-      {"f16_unaligned_n", MatMul(1, 72, 36, 24, DType::kF16, DType::kF32)},
-      {"bf16_to_bf16", MatMul(1, 256, 128, 128, DType::kBF16, DType::kBF16)},
-      {"bf16_batched_trans_b", MatMul(2, 64, 128, 64, DType::kBF16, DType::kF32, /*trans_b=*/true)},
-      {"bf16_shared_weights", MatMul(2, 80, 64, 96, DType::kBF16, DType::kF32, false, false)},
+      {"f32_square", gtco::testing::MatMulWorkload(1, 128, 128, 128, DType::kF32, DType::kF32)},
+      {"f32_ragged_bias_relu", WithBiasRelu(gtco::testing::MatMulWorkload(1, 100, 72, 40, DType::kF32, DType::kF32))},
+      {"f32_batched_trans_b", gtco::testing::MatMulWorkload(3, 64, 48, 32, DType::kF32, DType::kF32, /*trans_b=*/true)},
+      {"f16_to_f32", gtco::testing::MatMulWorkload(1, 128, 256, 64, DType::kF16, DType::kF32)},
+      {"f16_to_f32_bias_relu", WithBiasRelu(gtco::testing::MatMulWorkload(1, 192, 128, 128, DType::kF16, DType::kF32))},
+      {"f16_to_f16", gtco::testing::MatMulWorkload(1, 192, 128, 128, DType::kF16, DType::kF16)},
+      {"f16_unaligned_n", gtco::testing::MatMulWorkload(1, 72, 36, 24, DType::kF16, DType::kF32)},
+      {"bf16_to_bf16", gtco::testing::MatMulWorkload(1, 256, 128, 128, DType::kBF16, DType::kBF16)},
+      {"bf16_batched_trans_b", gtco::testing::MatMulWorkload(2, 64, 128, 64, DType::kBF16, DType::kF32, /*trans_b=*/true)},
+      {"bf16_shared_weights", gtco::testing::MatMulWorkload(2, 80, 64, 96, DType::kBF16, DType::kF32, false, false)},
   };
 }
 
@@ -151,7 +108,7 @@ TEST(CudaMatMulGpuTest, EveryMatMulCaseGeneratesForSm90) {
       for (const schedule::Trace& trace : {space.DefaultTrace(), space.Sample(rng)}) {
         SCOPED_TRACE(item.name + " / " + trace.ToString());
         mappings.insert(trace.ToString().substr(0, trace.ToString().find(';')));
-        absl::StatusOr<gtco::v1::Candidate> candidate = CandidateFor(item.workload, trace);
+        absl::StatusOr<gtco::v1::Candidate> candidate = testing::GeneratedCandidate(item.workload, trace);
         ASSERT_TRUE(candidate.ok()) << candidate.status();
         if (!codegen::NvrtcAvailable()) continue;
         const std::string arch =

@@ -6,7 +6,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/status/statusor.h"
 #include "common/ir/workload.h"
+#include "common/kernels/build_program.h"
+#include "common/schedule/trace.h"
 #include "gtco/v1/gtco.pb.h"
 
 namespace gtco::worker::testing {
@@ -139,6 +142,32 @@ inline gtco::v1::Candidate Bf16MatMulCandidate(const std::string& id, int64_t m,
   launch->set_block_x(16);
   launch->set_block_y(16);
   launch->set_block_z(1);
+  return candidate;
+}
+
+/// The candidate a worker receives for a generated kernel: (w, trace) through
+/// kernels::GenerateCudaKernel, with its launch.
+inline absl::StatusOr<gtco::v1::Candidate> GeneratedCandidate(const ir::Workload& w,
+                                                             const schedule::Trace& trace) {
+  absl::StatusOr<kernels::CudaKernel> kernel = kernels::GenerateCudaKernel(w, trace, "gtco_kernel");
+  if (!kernel.ok()) return kernel.status();
+  gtco::v1::Candidate candidate;
+  candidate.set_candidate_id(trace.ToString());
+  candidate.set_workload_key(w.Key());
+  candidate.set_workload(w.CanonicalString());
+  candidate.set_trace(trace.ToString());
+  candidate.set_language("cuda-c");
+  candidate.set_program(kernel->source);
+  candidate.set_entry(kernel->entry);
+  gtco::v1::CudaLaunch* launch = candidate.mutable_launch();
+  launch->set_grid_x(kernel->plan.grid_x);
+  launch->set_grid_y(kernel->plan.grid_y);
+  launch->set_grid_z(kernel->plan.grid_z);
+  launch->set_block_x(kernel->plan.block_x);
+  launch->set_block_y(kernel->plan.block_y);
+  launch->set_block_z(kernel->plan.block_z);
+  launch->set_dynamic_shared_bytes(kernel->plan.dynamic_shared_bytes);
+  launch->set_arch(kernel->plan.arch);
   return candidate;
 }
 
