@@ -121,9 +121,14 @@ class Farm:
     def __init__(self, work, tag, env=None):
         self.address = f"127.0.0.1:{free_port()}"
         server_env = dict(os.environ, **(env or {}))
+        # A directory per farm: the server keeps its cost model beside its database, and a farm
+        # that found the last one's model would start its search warm (trained on the same
+        # model's records, for the ablation farm) while TVM and the first farm start cold.
+        farm_dir = os.path.join(work, tag)
+        os.makedirs(farm_dir, exist_ok=True)
         self.server = subprocess.Popen(
             [os.path.join(BUILD, "server", "gtco-server"), "--listen", self.address,
-             "--db", os.path.join(work, f"{tag}.db"), "--no-auth"],
+             "--db", os.path.join(farm_dir, "gtco.db"), "--no-auth"],
             stdout=open(os.path.join(work, f"{tag}.server.log"), "w"),
             stderr=subprocess.STDOUT, env=server_env)
         time.sleep(2)
