@@ -25,6 +25,18 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def stop_processes(processes, timeout=10):
+    """SIGTERM to each process still running; SIGKILL to any that has not exited `timeout` s later."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
 class Farm:
     """A server on a temporary SQLite file plus any number of workers."""
 
@@ -143,11 +155,4 @@ class Farm:
             return connection.execute(query, params).fetchall()
 
     def stop(self):
-        for process in self.workers + ([self.server] if self.server else []):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        stop_processes(self.workers + ([self.server] if self.server else []))

@@ -42,7 +42,7 @@ import urllib.request
 
 import yaml
 
-from farm import CLIENT, RUN, SERVER, SOURCE_DIR, WORKER, free_port
+from farm import CLIENT, RUN, SERVER, SOURCE_DIR, WORKER, free_port, stop_processes
 
 # kubernetes-validate and its pinned dependencies (scripts/setup.sh --tests).
 sys.path.insert(0, os.path.join(SOURCE_DIR, ".deps", "k8s"))
@@ -1056,14 +1056,7 @@ class LiveFarmFromManifestsTest(unittest.TestCase):
         self.logs = []
 
     def tearDown(self):
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        stop_processes(self.processes, timeout=20)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def read_logs(self):
