@@ -39,9 +39,6 @@ def make_models(directory):
     def save(name, nodes, inputs, outputs, initializers=()):
         graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        # The server's ONNX checker (Debian 12's libonnx) reads IR versions up to 8; a newer onnx
-        # package (1.23 on the GPU image) would write 10 and be refused.
-        model.ir_version = 8
         onnx.checker.check_model(model)
         path = os.path.join(directory, name + ".onnx")
         onnx.save(model, path)

@@ -165,6 +165,11 @@ MatMulParams ConvGemmView(const ConvParams& p) {
   return g;
 }
 
+bool ConvIsPointwise(const ConvParams& p) {
+  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+         p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+}
+
 void ConvReference(const ConvParams& p, const std::vector<float>& x, const std::vector<float>& w,
                    int64_t plane_begin, int64_t plane_end, float* out) {
   const int64_t oh_count = ConvOutH(p), ow_count = ConvOutW(p);

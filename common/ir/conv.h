@@ -48,6 +48,10 @@ int64_t ConvFlops(const ConvParams& p);
 /// m K/groups, n OH*OW, k (C/groups)*R*S. Its output is the conv's [N, K, OH, OW] row-major.
 MatMulParams ConvGemmView(const ConvParams& p);
 
+/// True for a 1x1 conv with unit strides and no padding: its patch matrix is the image itself,
+/// the stored [C/groups, H*W] channel planes of each (image, group).
+bool ConvIsPointwise(const ConvParams& p);
+
 /// Plain evaluation of `p` (sums in double) on X and W in their canonical layouts, for the
 /// output planes [plane_begin, plane_end) of the N*K planes (plane = n*K + k): writes
 /// out[plane * OH*OW + oh*OW + ow] (the [N, K, OH, OW] output, row-major, before any epilogue).

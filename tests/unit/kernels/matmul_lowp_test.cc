@@ -19,33 +19,21 @@
 #include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
+#include "tests/unit/kernels/matmul_test_workloads.h"
 
 namespace gtco::kernels {
 namespace {
 
 using ir::DType;
 
-/// A matmul with canonical 3-D shapes and the given element types.
+/// A matmul with canonical 3-D shapes, the given element types and zero points.
 ir::Workload LowpMatMul(int64_t batch, int64_t m, int64_t n, int64_t k, DType a, DType b, DType out,
                         int32_t za = 0, int32_t zb = 0, bool trans_b = false,
                         bool b_batched = true) {
-  ir::Workload w;
-  w.anchor = ir::AnchorKind::kMatMul;
-  w.matmul.batch = batch;
-  w.matmul.m = m;
-  w.matmul.n = n;
-  w.matmul.k = k;
-  w.matmul.a_batched = batch > 1;
-  w.matmul.b_batched = batch > 1 && b_batched;
-  w.matmul.trans_b = trans_b;
+  ir::Workload w = gtco::testing::MatMulWorkload(batch, m, n, k, a, out, trans_b, b_batched);
+  w.inputs[1].dtype = b;
   w.matmul.a_zero_point = za;
   w.matmul.b_zero_point = zb;
-  const int64_t b_batch = w.matmul.b_batched ? batch : 1;
-  w.inputs = {
-      {a, {batch, m, k}},
-      {b, trans_b ? std::vector<int64_t>{b_batch, n, k} : std::vector<int64_t>{b_batch, k, n}}};
-  w.num_anchor_inputs = 2;
-  w.output = {out, {batch, m, n}};
   return w;
 }
 

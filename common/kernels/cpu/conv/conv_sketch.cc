@@ -55,12 +55,6 @@ PatchRow PatchRowOf(const ir::ConvParams& p, const Expr& b, const Expr& k) {
           p.kernel_w > 1 ? k % MakeInt(p.kernel_w) : MakeInt(0)};
 }
 
-/// A 1x1, stride-1, unpadded conv: its patch matrix is the image itself, [C/g, H*W].
-bool IsPointwise(const ir::ConvParams& p) {
-  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
-         p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
-}
-
 /// Packs one row k = (c, r, s) of the patch matrix, columns [j0, j0 + width): the columns of one
 /// output row oh read input row ih = oh * stride - pad + r * dilation from iw = ow * stride - pad
 /// + s * dilation on, an affine (mostly contiguous) run. So the packer loops over the output rows
@@ -130,7 +124,7 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
   };
   operands.b = [p, out_w](const Expr& b, const Expr& k, const Expr& col) {
     const auto [plane, r, s] = PatchRowOf(p, b, k);
-    if (IsPointwise(p)) return ir::MakeLoad(InputName(0), plane + col);
+    if (ir::ConvIsPointwise(p)) return ir::MakeLoad(InputName(0), plane + col);
     const Expr oh = col / MakeInt(out_w), ow = col % MakeInt(out_w);
     const Expr ih = oh * MakeInt(p.stride_h) - MakeInt(p.pad_top) + r * MakeInt(p.dilation_h);
     const Expr iw = ow * MakeInt(p.stride_w) - MakeInt(p.pad_left) + s * MakeInt(p.dilation_w);
@@ -146,7 +140,7 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
     return never_outside ? ir::MakeLoad(InputName(0), plane + ih * MakeInt(p.in_w) + iw)
                          : ir::MakeSelect(inside, value, ir::MakeFloat(0.0));
   };
-  if (!IsPointwise(p)) operands.pack_b_row = PatchRowPacker(p);
+  if (!ir::ConvIsPointwise(p)) operands.pack_b_row = PatchRowPacker(p);
   return operands;
 }
 

@@ -44,11 +44,6 @@ std::string EmitPatchGather(const ir::ConvParams& p, const std::string& row,
 
 }  // namespace
 
-bool IsPointwise(const ir::ConvParams& p) {
-  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
-         p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
-}
-
 ir::Workload GemmProblem(const ir::Workload& w) {
   const ir::ConvParams& p = w.conv;
   ir::Workload problem;
@@ -82,7 +77,7 @@ mm::MatMulOperands GemmOperands(const ir::ConvParams& p) {
   // Entry b = n * groups + g starts at input channel n * C + g * C/g = b * C/g.
   operands.b_pointer = absl::StrCat("in0 + (long long)gtco_batch * ",
                                     (p.in_channels / p.groups) * p.in_h * p.in_w, "LL");
-  if (!IsPointwise(p)) {
+  if (!ir::ConvIsPointwise(p)) {
     operands.b_gather.emit = [p](const std::string& row, const std::string& col) {
       return EmitPatchGather(p, row, col);
     };

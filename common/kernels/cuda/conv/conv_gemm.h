@@ -20,9 +20,6 @@
 
 namespace gtco::kernels::cuda_conv {
 
-/// True for a 1x1 convolution with unit strides and no padding: B is the image itself.
-bool IsPointwise(const ir::ConvParams& p);
-
 /// The GEMM the matmul sketches plan and prune for conv `w`: matmul params ir::ConvGemmView(w.conv)
 /// (b_batched: each batch entry has its own patch matrix), the two anchor operands (their dtypes
 /// matter; their shapes stay the conv's), output [N, K, OH*OW], no epilogue.

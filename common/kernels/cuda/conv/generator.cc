@@ -4,6 +4,7 @@
 #include "common/kernels/cuda/conv/generator.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/ir/conv.h"
 #include "common/kernels/cuda/conv/conv_gemm.h"
 #include "common/kernels/cuda/matmul_common/cuda_matmul_common.h"
 #include "common/kernels/cuda/matmul_simt/generator.h"
@@ -17,7 +18,7 @@ absl::StatusOr<std::string> GenerateSimtConv(const ir::Workload& w, const KnobVa
                                              const CudaPlan& plan, const std::string& entry) {
   GTCO_RETURN_IF_ERROR(cuda_conv::CheckCudaConv(w));
   GTCO_ASSIGN_OR_RETURN(const ir::Workload view, cuda_conv::GemmView(w));
-  if (values.size() > cuda_matmul::kSimtVwB && !cuda_conv::IsPointwise(w.conv) &&
+  if (values.size() > cuda_matmul::kSimtVwB && !ir::ConvIsPointwise(w.conv) &&
       values[cuda_matmul::kSimtVwB] != 1) {
     return absl::InvalidArgumentError(absl::StrCat("cuda_conv_simt/v1 gathers the patches of ",
                                                    w.Description(), " one at a time (vw_b=1)"));

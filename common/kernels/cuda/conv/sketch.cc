@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/ir/conv.h"
 #include "common/kernels/cuda/conv/conv_gemm.h"
 #include "common/kernels/cuda/conv/generator.h"
 #include "common/kernels/cuda/matmul_common/cuda_matmul_common.h"
@@ -64,7 +65,7 @@ class ConvGemmSketch final : public CudaSketch {
   }
 
  private:
-  static bool Gathered(const ir::Workload& w) { return !cuda_conv::IsPointwise(w.conv); }
+  static bool Gathered(const ir::Workload& w) { return !ir::ConvIsPointwise(w.conv); }
 
   const char* name_;
   const CudaSketch& gemm_;
@@ -90,7 +91,7 @@ class ConvGemmMapping final : public schedule::CudaMappingSketch {
     if (!reason.empty()) return {Name(), false, reason};
     return {Name(), true,
             absl::StrCat("implicit GEMM on ", how_, " (sm_", hw.SmVersion(), "), ",
-                         cuda_conv::IsPointwise(w.conv)
+                         ir::ConvIsPointwise(w.conv)
                              ? "the image's channel planes read as B"
                              : "patches gathered from the image into shared memory")};
   }

@@ -2,11 +2,10 @@
 // Tensor Core matmul generators.
 #include "common/kernels/cuda/matmul_common/matmul_tc_emit.h"
 
-#include "common/kernels/cuda/matmul_common/matmul_kernel_util.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/codegen/cuda/cuda_source.h"
+#include "common/kernels/cuda/matmul_common/matmul_kernel_util.h"
 #include "common/kernels/family.h"
 #include "common/util/status.h"
 
