@@ -135,13 +135,16 @@ class FarmCore {
     int mapping_index;
     int64_t count;
   };
-  /// A measurement that reached the task while the preparer owned its search.
+  /// A measurement that reached the task while the preparer owned its search; or, with
+  /// `suggestion` (and no mapping), a new best schedule of another task of the job, measured on
+  /// the same hardware class, which the task's searches of the same sketch try near their own.
   struct Observation {
     std::string hardware_class;
     int mapping_index;
     std::string trace;
     bool ok;
     double seconds;
+    bool suggestion = false;
   };
 
   FarmCore(std::unique_ptr<db::Database> database, FarmOptions options, FarmMetrics* metrics);

@@ -61,6 +61,10 @@ void FarmCore::ApplyObservations(Task& task, std::vector<Observation> observatio
     absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(observation.trace);
     TaskClass* state = task.Class(observation.hardware_class);
     if (!trace.ok() || state == nullptr) continue;
+    if (observation.suggestion) {
+      for (MappingState& mapping : state->mappings) mapping.search->Suggest(*trace);
+      continue;
+    }
     state->mappings[observation.mapping_index].search->Observe(*trace, observation.ok,
                                                                observation.seconds);
   }

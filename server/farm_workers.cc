@@ -182,6 +182,16 @@ absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialRes
       mapping.in_flight = std::max<int64_t>(0, mapping.in_flight - 1);
       if (ok && (mapping.best_seconds == 0 || row.median_seconds < mapping.best_seconds)) {
         mapping.best_seconds = row.median_seconds;
+        // Transfer within the job: the other tasks' searches on this hardware try the nearest
+        // schedule of their own (same sketch only; a model's matmuls differ in a size or two).
+        for (const auto& sibling : jobs_.at(task.row.job_id)->tasks) {
+          if (sibling.get() == &task || sibling->Finished() ||
+              sibling->Class(hardware_class) == nullptr) {
+            continue;
+          }
+          sibling->inbox.push_back(
+              Observation{hardware_class, -1, row.trace, true, row.median_seconds, true});
+        }
       }
       // The search belongs to the preparer, which feeds it before its next proposal.
       task.inbox.push_back(

@@ -2,6 +2,8 @@
 #include "common/schedule/space.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -206,6 +208,30 @@ bool SearchSpace::Contains(const Trace& t) const {
     values.push_back(value);
   }
   return Admits(values);
+}
+
+std::optional<Trace> SearchSpace::Nearest(const Trace& t) const {
+  if (t.sketch != sketch_name_ || t.decisions.size() != knobs_.size()) return std::nullopt;
+  // Distance on a log scale for positive values (a 128-row block is as near 96 as 171), plain
+  // distance where zero or negative values take part (flags).
+  auto distance = [](int64_t a, int64_t b) {
+    if (a > 0 && b > 0) return std::abs(std::log(static_cast<double>(a) / static_cast<double>(b)));
+    return static_cast<double>(std::abs(a - b));
+  };
+  KnobValues values;
+  for (size_t knob_idx = 0; knob_idx < knobs_.size(); ++knob_idx) {
+    const auto& [name, value] = t.decisions[knob_idx];
+    if (name != knobs_[knob_idx].name) return std::nullopt;
+    const std::vector<int64_t>& candidates = knobs_[knob_idx].values;
+    int64_t nearest = candidates.front();
+    for (int64_t candidate : candidates) {
+      const double gap = distance(candidate, value), best = distance(nearest, value);
+      if (gap < best || (gap == best && candidate < nearest)) nearest = candidate;
+    }
+    values.push_back(nearest);
+  }
+  if (!Admits(values)) return std::nullopt;
+  return MakeTrace(values);
 }
 
 std::string SearchSpace::Describe() const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ class SearchSpace {
   /// True when `t` names this space's sketch, has exactly its knobs in order, uses candidate
   /// values only, and passes the hardware pruning.
   bool Contains(const Trace& t) const;
+  /// The trace of this space nearest to `t`, a schedule of another workload under the same
+  /// sketch: each decision moved to the candidate value closest to it on a log scale (ties to
+  /// the smaller), so that a good schedule of one workload seeds the search of a similar one.
+  /// nullopt when `t` names another sketch or other knobs, or the nearest values are pruned.
+  std::optional<Trace> Nearest(const Trace& t) const;
   /// Knobs and their candidate values, e.g. "mm_avx512_fma/v1: mr{4,6,8,12,14} nr{1,2,3,4} ...".
   std::string Describe() const;
 

@@ -6,6 +6,8 @@
 namespace gtco::search {
 namespace {
 constexpr int kMaxAttemptsPerProposal = 64;
+/// Suggestions kept waiting; older ones are dropped (newer ones come from better schedules).
+constexpr size_t kMaxSuggested = 8;
 }  // namespace
 
 EvolutionarySearch::EvolutionarySearch(schedule::SearchSpace space, EvolutionaryOptions options)
@@ -25,6 +27,14 @@ void EvolutionarySearch::Observe(const schedule::Trace& trace, bool ok, double s
       [](double value, const Measured& item) { return value < item.seconds; });
   measured_ok_.insert(position, std::move(measured));
   best_seconds_ = measured_ok_.front().seconds;
+}
+
+void EvolutionarySearch::Suggest(const schedule::Trace& trace) {
+  std::optional<schedule::Trace> nearest = space_.Nearest(trace);
+  if (!nearest || !Fresh(*nearest)) return;
+  if (std::find(suggested_.begin(), suggested_.end(), *nearest) != suggested_.end()) return;
+  suggested_.push_back(*std::move(nearest));
+  if (suggested_.size() > kMaxSuggested) suggested_.pop_front();
 }
 
 schedule::Trace EvolutionarySearch::Offspring(bool evolve) {
@@ -57,16 +67,28 @@ std::vector<schedule::Trace> EvolutionarySearch::BestScored(std::vector<schedule
 
 std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
   std::vector<schedule::Trace> proposals;
+  // Suggestions first, newest (from the best schedule so far) first, in at most half the slots
+  // (one of one) so that the task's own search goes on; one observed meanwhile is dropped.
+  const int max_suggested = std::max(1, count / 2);
+  while (!suggested_.empty() && static_cast<int>(proposals.size()) < max_suggested) {
+    schedule::Trace trace = std::move(suggested_.back());
+    suggested_.pop_back();
+    if (!Fresh(trace)) continue;
+    seen_.insert(trace.ToString());
+    proposals.push_back(std::move(trace));
+  }
+  const int own = count - static_cast<int>(proposals.size());
+  if (own <= 0) return proposals;
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   bool evolve = observed_ >= options_.warmup_random && !measured_ok_.empty();
   int random_slots = 0;
   // Before evolution every slot is a uniform sample, unless there is a scorer: then fresh samples
   // are ranked by it (a model trained on earlier tasks' records already knows good programs;
   // an untrained one returns no scores and the samples stay in random order), with the ε share.
-  for (int slot = 0; slot < count; ++slot) {
+  for (int slot = 0; slot < own; ++slot) {
     if ((!evolve && !options_.scorer) || coin(rng_) < options_.epsilon_random) ++random_slots;
   }
-  int guided_slots = count - random_slots;
+  int guided_slots = own - random_slots;
   // Guided slots: offspring (or, before evolution, samples) ranked by the scorer when there is one.
   if (guided_slots > 0) {
     int per_slot = options_.scorer ? std::max(1, options_.candidates_per_slot) : 1;

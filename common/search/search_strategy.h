@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <random>
@@ -25,6 +26,10 @@ class SearchStrategy {
   /// Records a trace proposed earlier (e.g. by a server before it restarted) and not measured
   /// yet, so that it is not proposed again.
   virtual void MarkProposed(const schedule::Trace& trace) = 0;
+  /// Offers a good schedule of a similar workload (another task of the job under the same
+  /// sketch): the search proposes its nearest trace ahead of its own picks, unless that was
+  /// proposed already. A trace with no nearest trace in the space is ignored.
+  virtual void Suggest(const schedule::Trace& trace) = 0;
   /// Best observed latency so far (0 when none).
   virtual double best_seconds() const = 0;
 };
@@ -43,8 +48,8 @@ struct EvolutionaryOptions {
   uint64_t seed = 1;
 };
 
-/// Random sampling first (ranked by the scorer when there is one), then mutations of the best
-/// measured schedules with an ε share of random picks. With a scorer (the cost model), each
+/// Suggested schedules first (see Suggest), then random sampling (ranked by the scorer when there
+/// is one), then mutations of the best measured schedules with an ε share of random picks. With a scorer (the cost model), each
 /// round generates candidates_per_slot offspring and fresh samples per slot and keeps the
 /// best-scored ones; the ε share stays random so the model keeps seeing programs it did not
 /// choose.
@@ -54,6 +59,7 @@ class EvolutionarySearch final : public SearchStrategy {
   void Observe(const schedule::Trace& trace, bool ok, double seconds) override;
   std::vector<schedule::Trace> Propose(int count) override;
   void MarkProposed(const schedule::Trace& trace) override { seen_.insert(trace.ToString()); }
+  void Suggest(const schedule::Trace& trace) override;
   double best_seconds() const override { return best_seconds_; }
 
  private:
@@ -71,6 +77,7 @@ class EvolutionarySearch final : public SearchStrategy {
   EvolutionaryOptions options_;
   std::mt19937_64 rng_;
   std::unordered_set<std::string> seen_;  ///< traces proposed or observed
+  std::deque<schedule::Trace> suggested_;  ///< nearest traces of suggestions, oldest first
   std::vector<Measured> measured_ok_;     ///< sorted by seconds, ascending
   int observed_ = 0;
   double best_seconds_ = 0;

@@ -112,6 +112,37 @@ TEST(SearchSpaceTest, MutateOfForeignTraceSamplesAFreshOne) {
   EXPECT_TRUE(space->Contains(space->Mutate(foreign, rng)));
 }
 
+TEST(SearchSpaceTest, NearestCarriesAScheduleToASimilarWorkload) {
+  // BERT's fc1 (128 x 3072 x 768) and fc2 (128 x 768 x 3072) share the sketch but not every
+  // candidate value: each decision of one lands on the nearest candidate of the other.
+  absl::StatusOr<SearchSpace> fc1 = kernels::CreateSpace(MatMul(1, 128, 3072, 768), Avx512Host());
+  absl::StatusOr<SearchSpace> fc2 = kernels::CreateSpace(MatMul(1, 128, 768, 3072), Avx512Host());
+  ASSERT_TRUE(fc1.ok() && fc2.ok());
+  std::mt19937_64 rng(3);
+  int carried = 0;
+  for (int draw = 0; draw < 200; ++draw) {
+    const Trace trace = fc1->Sample(rng);
+    // A trace of the space itself is its own nearest.
+    ASSERT_EQ(fc1->Nearest(trace), trace);
+    std::optional<Trace> near = fc2->Nearest(trace);
+    if (!near) continue;  // the nearest values are pruned for fc2 (e.g. its B panel)
+    ++carried;
+    EXPECT_TRUE(fc2->Contains(*near)) << near->ToString();
+    for (const char* same : {"mr", "nr", "par", "unroll_k", "pack_a", "pack_b"}) {
+      EXPECT_EQ(near->Get(same), trace.Get(same)) << same << " of " << trace.ToString();
+    }
+    // fc1's K block of all 768 becomes fc2's largest block of its 3072 (128..512 deep).
+    if (trace.Get("kc") == 768) EXPECT_EQ(near->Get("kc"), 512);
+  }
+  EXPECT_GT(carried, 50);
+  // Another sketch, or other knobs, have no nearest trace.
+  const Trace foreign{"softmax_rows/v1", {{"vw", 4}, {"unroll", 1}, {"par", 0}, {"variant", 0}}};
+  EXPECT_FALSE(fc2->Nearest(foreign).has_value());
+  Trace renamed = fc1->Sample(rng);
+  renamed.decisions[0].first = "rows";
+  EXPECT_FALSE(fc2->Nearest(renamed).has_value());
+}
+
 TEST(SearchSpaceTest, TinyWorkloadsGetSerialSmallSpaces) {
   absl::StatusOr<SearchSpace> space = kernels::CreateSpace(MatMul(1, 1, 1, 1), Avx512Host());
   ASSERT_TRUE(space.ok());

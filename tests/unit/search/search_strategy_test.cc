@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -121,6 +122,48 @@ TEST(EvolutionarySearchTest, ScorerRanksWarmupSamples) {
   // ε (a quarter) of the scored slots stay random; the rest are the best of 16 samples each.
   EXPECT_GE(scored_near, 20) << "plain " << plain_near;
   EXPECT_GT(scored_near, 2 * plain_near);
+}
+
+TEST(EvolutionarySearchTest, SuggestionsOfASimilarWorkloadComeFirstInHalfTheSlots) {
+  // The best schedule of a sibling task (another matmul of the model) reaches this search.
+  absl::StatusOr<schedule::SearchSpace> sibling =
+      kernels::CreateSpace(schedule::testing::MatMul(1, 197, 3072, 768, false, false),
+                           schedule::testing::Avx512Host(/*cores=*/2));
+  ASSERT_TRUE(sibling.ok()) << sibling.status();
+  EvolutionaryOptions options;
+  options.seed = 9;
+  EvolutionarySearch search(GemmSpace(), options);
+  const schedule::SearchSpace space = GemmSpace();
+  std::mt19937_64 rng(4);
+  std::vector<schedule::Trace> suggested;
+  while (suggested.size() < 3) {
+    const schedule::Trace trace = sibling->Sample(rng);
+    std::optional<schedule::Trace> nearest = space.Nearest(trace);
+    if (!nearest || std::find(suggested.begin(), suggested.end(), *nearest) != suggested.end()) {
+      continue;
+    }
+    search.Suggest(trace);
+    suggested.push_back(*nearest);
+  }
+  // Another sketch's schedule is no suggestion.
+  search.Suggest(schedule::Trace{"softmax_rows/v1", {{"vw", 4}, {"unroll", 1}, {"par", 0},
+                                                    {"variant", 0}}});
+  // Newest first, at most half of a round; the rest of the round is the search's own.
+  std::vector<schedule::Trace> first = search.Propose(4);
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(first[0], suggested[2]);
+  EXPECT_EQ(first[1], suggested[1]);
+  EXPECT_NE(first[2], suggested[0]);
+  EXPECT_NE(first[3], suggested[0]);
+  std::vector<schedule::Trace> second = search.Propose(1);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0], suggested[0]);
+  // A suggestion already proposed or measured is not proposed again.
+  search.Suggest(suggested[2]);
+  for (const schedule::Trace& trace : search.Propose(8)) {
+    EXPECT_EQ(std::find(suggested.begin(), suggested.end(), trace), suggested.end())
+        << trace.ToString();
+  }
 }
 
 }  // namespace

@@ -9,7 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,6 +23,8 @@
 #include "common/db/database.h"
 #include "common/ir/workload.h"
 #include "common/kernels/build_program.h"
+#include "common/kernels/registry.h"
+#include "common/schedule/space.h"
 #include "common/schedule/trace.h"
 #include "server/farm_core.h"
 
@@ -145,6 +150,97 @@ TEST(FarmCoreRegressionTest, TraceReplayingWorkersGetTracesOthersGetPrograms) {
       EXPECT_FALSE(candidate.program.empty());
     }
   }
+  core->Shutdown();
+}
+
+// Transfer within a job: a task's new best schedule is proposed, moved to its nearest values,
+// to the job's other tasks of the same sketch (a transformer block's matmuls), ahead of their own
+// picks.
+TEST(FarmCoreRegressionTest, ANewBestScheduleIsTriedByTheJobsOtherTasks) {
+  std::unique_ptr<FarmCore> core = MemoryFarm();
+  ASSERT_TRUE(core->Submit(Header(400), ReadModel("transformer_block.onnx")).ok());
+  // An AVX-512 host: the register-blocked sketch, whose spaces are large enough to differ.
+  WorkerHello worker = CpuWorker("transfer");
+  worker.hardware.cpu_features = {"avx2", "avx512f", "fma"};
+  ASSERT_TRUE(core->Register(worker).ok());
+  std::map<std::string, std::vector<schedule::SearchSpace>> spaces;  // task id -> its spaces
+  std::set<std::string> leased;                                       // traces per task
+  std::vector<LeasedCandidate> unreported;
+  auto lease = [&]() {
+    auto candidates = core->Lease("transfer", 4, /*wait_ms=*/1000);
+    ASSERT_TRUE(candidates.ok()) << candidates.status();
+    for (const LeasedCandidate& candidate : *candidates) {
+      leased.insert(candidate.task_id + " " + candidate.trace);
+      if (spaces.count(candidate.task_id) == 0) {
+        auto workload = ir::ParseWorkload(candidate.workload);
+        ASSERT_TRUE(workload.ok()) << workload.status();
+        auto created = kernels::CreateMappingSpaces(*workload, worker.hardware);
+        ASSERT_TRUE(created.ok()) << created.status();
+        spaces[candidate.task_id] = *std::move(created);
+      }
+      unreported.push_back(candidate);
+    }
+  };
+  auto report = [&](const LeasedCandidate& candidate, double seconds) {
+    TrialResult result;
+    result.candidate_id = candidate.candidate_id;
+    result.ok = result.verified = true;
+    result.median_seconds = result.min_seconds = result.max_seconds = seconds;
+    ASSERT_TRUE(core->Report("transfer", {result}).ok());
+  };
+  // The nearest schedule of `trace` in `task_id`'s spaces, when there is one not leased yet.
+  auto nearest = [&](const std::string& task_id, const std::string& trace_text) {
+    auto trace = schedule::Trace::Parse(trace_text);
+    for (const schedule::SearchSpace& space : spaces[task_id]) {
+      std::optional<schedule::Trace> near = space.Nearest(*trace);
+      if (near && leased.count(task_id + " " + near->ToString()) == 0) {
+        return std::optional<std::string>(near->ToString());
+      }
+    }
+    return std::optional<std::string>();
+  };
+  // A leased candidate whose nearest schedule in another task (seen leased) is new.
+  std::optional<LeasedCandidate> best;
+  std::string sibling, expected;
+  for (int round = 0; round < 10 && !best; ++round) {
+    lease();
+    for (const LeasedCandidate& candidate : unreported) {
+      for (const auto& [task_id, task_spaces] : spaces) {
+        if (task_id == candidate.task_id || best) continue;
+        if (auto near = nearest(task_id, candidate.trace)) {
+          best = candidate;
+          sibling = task_id;
+          expected = *near;
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(best.has_value());
+  // Every other candidate measured slow first, then the best one fast: a new best of its task.
+  for (const LeasedCandidate& candidate : unreported) {
+    if (candidate.candidate_id != best->candidate_id) report(candidate, 1e-3);
+  }
+  report(*best, 1e-6);
+  unreported.clear();
+  bool tried = false;
+  // The sibling's next proposal under that sketch (the scheduler picks the mapping) is that
+  // schedule: among its first three of that sketch leased after the report (two may have been
+  // lowered before it).
+  const std::string sketch = expected.substr(0, expected.find(';'));
+  int sibling_leased = 0;
+  for (int round = 0; round < 40 && !tried && sibling_leased < 3; ++round) {
+    lease();
+    for (const LeasedCandidate& candidate : unreported) {
+      const bool same_sketch = candidate.trace.rfind(sketch + ";", 0) == 0;
+      if (candidate.task_id == sibling && same_sketch && sibling_leased++ < 3) {
+        tried |= candidate.trace == expected;
+      }
+      report(candidate, 1e-3);
+    }
+    unreported.clear();
+  }
+  EXPECT_TRUE(tried) << "task " << sibling << " never tried " << expected << " (the nearest of "
+                     << best->trace << ")";
   core->Shutdown();
 }
 
