@@ -281,7 +281,9 @@ std::string ManifestToJson(const Manifest& m) {
                        {"tuned", k.tuned},
                        {"hardware", k.hardware},
                        {"worker", k.worker},
-                       {"median_seconds", k.median_seconds}});
+                       {"median_seconds", k.median_seconds},
+                       {"flops", k.flops},
+                       {"min_bytes", k.min_bytes}});
     if (m.target == "cuda") {
       kernels.back()["cubin"] = {k.cubin_offset, k.cubin_bytes};
       kernels.back()["grid"] = k.grid;
@@ -395,6 +397,11 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       k.worker = entry.at("worker").get<std::string>();
       if (!entry.at("median_seconds").is_number()) throw FieldError{"median_seconds"};
       k.median_seconds = entry.at("median_seconds").get<double>();
+      // Optional: artifacts written before them lack both.
+      if (entry.contains("flops")) k.flops = Int(entry.at("flops"), "flops", 0, INT64_MAX);
+      if (entry.contains("min_bytes")) {
+        k.min_bytes = Int(entry.at("min_bytes"), "min_bytes", 0, INT64_MAX);
+      }
       if (m.target == "cuda") {
         code_slice(entry.at("cubin"), "a kernel's cubin", &k.cubin_offset, &k.cubin_bytes);
         k.grid = Ints(entry.at("grid"), "a kernel's grid", 1, kMaxBytes);

@@ -78,6 +78,9 @@ struct KernelSpec {
   std::string hardware;      ///< tuned: the hardware the record was measured on
   std::string worker;
   double median_seconds = 0.0;
+  /// The workload's operations and the bytes it reads and writes once each (its minimum
+  /// traffic), for profiles against the machine's peak; 0 in artifacts written before them.
+  int64_t flops = 0, min_bytes = 0;
   // CUDA only: the kernel's cubin (a slice of the code section) and its launch.
   int64_t cubin_offset = 0, cubin_bytes = 0;
   std::vector<int64_t> grid = {1, 1, 1};   ///< blocks in x, y, z

@@ -275,9 +275,7 @@ absl::Status CudaExecutor::Run(const std::vector<HostTensor>& inputs,
     if (profile != nullptr) {
       GTCO_RETURN_IF_ERROR(driver_->Synchronize());
       const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-      profile->push_back(StepTime{step.op, step.node,
-                                  step.kernel >= 0 ? m.kernels[step.kernel].description : "",
-                                  seconds.count()});
+      profile->push_back(StepTimeOf(m, step, seconds.count()));
     }
   }
   GTCO_RETURN_IF_ERROR(driver_->Synchronize());

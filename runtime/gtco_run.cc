@@ -24,6 +24,10 @@
 namespace gtco::runtime {
 namespace {
 
+/// A kernel doing at least this many operations per byte of its minimum traffic counts as
+/// compute-bound in a profile: about a CPU core's FMA peak over its share of DRAM bandwidth
+/// (e.g. 100 GFLOP/s over 12 GB/s).
+constexpr double kRidgeFlopsPerByte = 8.0;
 
 constexpr const char* kUsage =
     "usage: gtco-run MODEL.gtco [--input NAME=FILE.npy]... [--random-inputs] [--output-dir DIR]\n"
@@ -34,7 +38,8 @@ constexpr const char* kUsage =
     "  --output-dir DIR       write each output as DIR/<output name>.npy\n"
     "  --threads N            threads of the kernels' parallel loops (default: all cores)\n"
     "  --bench N              time N runs after 3 warm-up runs; prints median_seconds\n"
-    "  --profile              seconds per step (median of 5-20 warm runs), slowest first\n"
+    "  --profile              seconds per step (median of 5-20 warm runs), slowest first, with\n"
+    "                         each kernel's GFLOP/s (compute-bound) or GB/s (memory-bound)\n"
     "  --describe             the model's inputs, outputs and kernels (with provenance)\n"
     "Exit codes: 0 ok, 1 the run failed, 2 usage, 3 the artifact does not load.\n";
 
@@ -285,16 +290,61 @@ int Main(int argc, char** argv) {
     double total = 0.0;
     for (const StepTime& step : steps) total += step.seconds;
     nlohmann::json rows = nlohmann::json::array();
+    // Kernels by their arithmetic intensity: compute-bound ones (matmuls, convolutions,
+    // attention) are rated in GFLOP/s, memory-bound ones in GB/s of their minimum traffic.
+    struct Share {
+      double seconds = 0, flops = 0, bytes = 0;
+    } compute, memory, other;
     for (const StepTime& step : sorted) {
-      rows.push_back({{"op", step.op}, {"node", step.node}, {"description", step.description},
-                      {"seconds", step.seconds}});
+      const bool compute_bound =
+          step.flops > 0 && step.flops >= kRidgeFlopsPerByte * step.min_bytes;
+      const double gflops = step.seconds > 0 ? step.flops / step.seconds * 1e-9 : 0.0;
+      const double gbytes = step.seconds > 0 ? step.min_bytes / step.seconds * 1e-9 : 0.0;
+      Share& share = compute_bound ? compute : step.min_bytes > 0 ? memory : other;
+      share.seconds += step.seconds;
+      share.flops += static_cast<double>(step.flops);
+      share.bytes += static_cast<double>(step.min_bytes);
+      nlohmann::json row = {{"op", step.op}, {"node", step.node},
+                            {"description", step.description}, {"seconds", step.seconds}};
+      if (step.flops > 0 || step.min_bytes > 0) {
+        row["flops"] = step.flops;
+        row["min_bytes"] = step.min_bytes;
+        row["gflops_per_second"] = gflops;
+        row["gbytes_per_second"] = gbytes;
+        row["bound"] = compute_bound ? "compute" : "memory";
+      }
+      rows.push_back(std::move(row));
       if (!json) {
-        std::printf("  %9.1f us %5.1f%%  %-9s %s %s\n", step.seconds * 1e6,
-                    total > 0 ? 100.0 * step.seconds / total : 0.0, step.op.c_str(),
+        char rate[32] = "";
+        if (compute_bound) {
+          std::snprintf(rate, sizeof(rate), "%7.1f GFLOP/s", gflops);
+        } else if (step.min_bytes > 0) {
+          std::snprintf(rate, sizeof(rate), "%7.1f GB/s   ", gbytes);
+        }
+        std::printf("  %9.1f us %5.1f%% %15s  %-9s %s %s\n", step.seconds * 1e6,
+                    total > 0 ? 100.0 * step.seconds / total : 0.0, rate, step.op.c_str(),
                     step.description.c_str(), step.node.c_str());
       }
     }
     report["profile"] = rows;
+    auto summary = [](const Share& share) {
+      return nlohmann::json{{"seconds", share.seconds}, {"flops", share.flops},
+                            {"min_bytes", share.bytes}};
+    };
+    report["profile_summary"] = {{"seconds", total},
+                                 {"compute_bound", summary(compute)},
+                                 {"memory_bound", summary(memory)},
+                                 {"other_steps", summary(other)}};
+    if (!json && total > 0) {
+      std::printf(
+          "  %.1f us in all: compute-bound kernels %.1f%% (%.1f GFLOP/s), memory-bound kernels "
+          "%.1f%% (%.1f GB/s), other steps %.1f%%\n",
+          total * 1e6, 100 * compute.seconds / total,
+          compute.seconds > 0 ? compute.flops / compute.seconds * 1e-9 : 0.0,
+          100 * memory.seconds / total,
+          memory.seconds > 0 ? memory.bytes / memory.seconds * 1e-9 : 0.0,
+          100 * other.seconds / total);
+    }
   }
   if (bench > 0) {
     for (int warm = 0; warm < 3; ++warm) (void)model.Run(inputs);

@@ -399,6 +399,13 @@ void Model::GiveBack(Arena arena) const {
   free_arenas_.push_back(std::move(arena));
 }
 
+StepTime StepTimeOf(const Manifest& m, const StepSpec& step, double seconds) {
+  if (step.kernel < 0) return StepTime{step.op, step.node, "", seconds};
+  const KernelSpec& kernel = m.kernels[step.kernel];
+  return StepTime{step.op, step.node, kernel.description, seconds, kernel.flops,
+                  kernel.min_bytes};
+}
+
 absl::StatusOr<std::vector<OutputTensor>> Model::Run(const std::vector<HostTensor>& inputs,
                                                      std::vector<StepTime>* profile) const {
   std::vector<OutputTensor> outputs;
@@ -580,9 +587,7 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
     }
     if (profile != nullptr) {
       const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-      profile->push_back(StepTime{step.op, step.node,
-                                  step.kernel >= 0 ? m.kernels[step.kernel].description : "",
-                                  seconds.count()});
+      profile->push_back(StepTimeOf(m, step, seconds.count()));
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -33,7 +33,11 @@ struct OutputTensor {
 struct StepTime {
   std::string op, node, description;
   double seconds = 0.0;
+  int64_t flops = 0, min_bytes = 0;  ///< the step's kernel's (KernelSpec); 0 for other steps
 };
+
+/// The profile entry of `step` of `m` that took `seconds`.
+StepTime StepTimeOf(const Manifest& m, const StepSpec& step, double seconds);
 
 class CudaExecutor;
 

@@ -18,7 +18,8 @@ ONNX file with TVM's Relax frontend, tunes it with MetaSchedule at the same tria
 GTCO (times the tasks TVM extracts, which are not GTCO's), builds it for this host (llvm,
 -mcpu of the host, 2 cores), and times it in a fresh process on the inputs ONNX Runtime ran;
 its outputs are compared with ONNX Runtime's. A model TVM cannot import or build gets "failed"
-in its columns, with the reason in {work}/{model}.tvm.log.
+in its columns, with the reason in {work}/{model}.tvm.log. Last, where each model's time goes
+against the machine's FMA peak and bandwidth (bench/e2e/where_time_goes.py).
 """
 import argparse
 import datetime
@@ -33,6 +34,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import where_time_goes  # noqa: E402
 from run_exported import ROOT, compare, cpu_name  # noqa: E402
 
 BUILD = os.path.join(ROOT, "build")
@@ -185,6 +187,7 @@ def main():
         parser.error(f"--tvm-python {tvm_python} does not exist (bench/e2e/install_tvm.sh)")
     work = tempfile.mkdtemp(prefix="gtco-e2e-farm-")
     rows = []
+    artifacts = []  # (model, artifact, ONNX Runtime's median seconds) for where_time_goes
     for name in args.models.split(","):
         onnx_path = os.path.join(work, f"{name}.onnx")
         python = args.bert_python if name.startswith("bert") else "/usr/bin/python3"
@@ -213,6 +216,7 @@ def main():
                 "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
                 "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
         rows.append((name, tasks, trials, tuning_seconds, result, tvm))
+        artifacts.append((name, artifact, result["ort"]["median_seconds"]))
         if args.ablation and not name.startswith("resnet"):
             # The same model planned with attention unfused (matmul, softmax, matmul), tuned
             # at the same trials per task on a farm of its own, timed against ONNX Runtime
@@ -285,6 +289,11 @@ def main():
                 f"{tvm['median_seconds'] / g['median_seconds']:.2f}x | "
                 f"{tvm['peak_rss_bytes'] / 2**20:.0f} MiB | {tvm['worst_rel_diff']:.1e} |")
         lines.append(line)
+    # Where each model's time goes, against the machine's limits measured now (farms stopped).
+    limits = where_time_goes.machine_limits()
+    lines += ["", where_time_goes.markdown(
+        [(name, where_time_goes.analyse(path, limits, ort)) for name, path, ort in artifacts],
+        limits).rstrip("\n")]
     with open(args.output, "w") as out:
         out.write("\n".join(lines) + "\n")
     print("\n".join(lines))

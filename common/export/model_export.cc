@@ -234,6 +234,8 @@ absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& pla
       kernel.spec.entry = absl::StrCat("gtco_k", kernels_.size());
       kernel.spec.workload_key = key;
       kernel.spec.description = item.workload.Description();
+      kernel.spec.flops = item.workload.Flops();
+      kernel.spec.min_bytes = item.workload.MinBytes();
       GTCO_ASSIGN_OR_RETURN(std::optional<ChosenSchedule> chosen, lookup_(item.workload, key));
       if (chosen.has_value()) {
         kernel.spec.tuned = true;

@@ -3,6 +3,7 @@ and compare every output with ONNX Runtime on the same inputs; the bad-input out
 and of a run."""
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -154,6 +155,31 @@ class ExportTest(unittest.TestCase):
                     [RUN, artifact, "--random-inputs", "--bench", "5", "--threads", "2", "--json"],
                     capture_output=True, text=True, check=True).stdout)
                 self.assertGreater(bench["median_seconds"], 0)
+                self.check_profile(artifact)
+
+    def check_profile(self, artifact):
+        """gtco-run --profile rates each kernel by its work and traffic and sums the shares."""
+        profiled = json.loads(subprocess.run(
+            [RUN, artifact, "--random-inputs", "--profile", "--threads", "2", "--json"],
+            capture_output=True, text=True, check=True).stdout)
+        kernels = [row for row in profiled["profile"] if row["op"] == "kernel"]
+        self.assertTrue(kernels)
+        for row in kernels:
+            self.assertGreater(row["min_bytes"], 0, row)
+            # Compute-bound: at least 8 operations per byte of minimum traffic (a small model's
+            # matmuls are not).
+            self.assertEqual(row["bound"],
+                             "compute" if row["flops"] >= 8 * row["min_bytes"] else "memory", row)
+            matmul = re.match(r"matmul (\d+)x(\d+)x(\d+)x(\d+) ", row["description"])
+            if matmul:
+                b, m, n, k = map(int, matmul.groups())
+                self.assertGreaterEqual(row["flops"], 2 * b * m * n * k, row)
+                self.assertLess(row["flops"], 3 * b * m * n * k, row)
+        summary = profiled["profile_summary"]
+        shares = sum(summary[part]["seconds"]
+                     for part in ("compute_bound", "memory_bound", "other_steps"))
+        self.assertAlmostEqual(shares, summary["seconds"], delta=1e-6 * summary["seconds"])
+        self.assertGreater(summary["compute_bound"]["flops"] + summary["memory_bound"]["flops"], 0)
 
     def test_untuned_export_warns_and_require_tuned_refuses(self):
         model = os.path.join(DATA, "mlp.onnx")

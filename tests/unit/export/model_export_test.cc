@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -11,7 +12,9 @@
 
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/target/target.h"
+#include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
+#include "runtime/artifact.h"
 #include "runtime/gtco_runtime.h"
 #include "runtime/model.h"
 #include "runtime/npy.h"
@@ -95,6 +98,54 @@ TEST(ModelExportTest, VitAndMlpExportLoadAndRunDeterministically) {
       }
     }
   }
+}
+
+// Profiles rate each kernel against the machine: the manifest carries every kernel's operations
+// and minimum traffic (from its workload), and each profiled step reports its kernel's.
+TEST(ModelExportTest, ProfilesCarryEachKernelsWorkAndTraffic) {
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ReadModel("mlp.onnx"), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::string path = WriteTemp("mlp_profile.gtco", result->artifact);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const runtime::Manifest& m = (*model)->manifest();
+  // fc1: 4 x 32 -> 64 with bias and ReLU; fc2: 4 x 64 -> 16 with bias.
+  std::vector<int64_t> matmul_flops;
+  for (const runtime::KernelSpec& kernel : m.kernels) {
+    EXPECT_GT(kernel.min_bytes, 0) << kernel.description;
+    if (kernel.description.rfind("matmul", 0) == 0) matmul_flops.push_back(kernel.flops);
+  }
+  std::sort(matmul_flops.begin(), matmul_flops.end());
+  EXPECT_EQ(matmul_flops, (std::vector<int64_t>{2 * 4 * 16 * 64 + 4 * 16,
+                                                2 * 4 * 64 * 32 + 2 * 4 * 64}));
+  std::vector<runtime::StepTime> profile;
+  const auto values = Inputs(m);
+  ASSERT_TRUE((*model)->Run(Host(m, values), &profile).ok());
+  ASSERT_EQ(profile.size(), m.steps.size());
+  for (size_t index = 0; index < profile.size(); ++index) {
+    const runtime::StepSpec& step = m.steps[index];
+    const int64_t flops = step.kernel >= 0 ? m.kernels[step.kernel].flops : 0;
+    EXPECT_EQ(profile[index].flops, flops) << step.node;
+    EXPECT_EQ(profile[index].min_bytes, step.kernel >= 0 ? m.kernels[step.kernel].min_bytes : 0);
+  }
+  // They survive the manifest's JSON; a manifest written before them reads as 0.
+  absl::StatusOr<runtime::Manifest> again = runtime::ManifestFromJson(runtime::ManifestToJson(m));
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->kernels.size(), m.kernels.size());
+  for (size_t index = 0; index < m.kernels.size(); ++index) {
+    EXPECT_EQ(again->kernels[index].flops, m.kernels[index].flops);
+    EXPECT_EQ(again->kernels[index].min_bytes, m.kernels[index].min_bytes);
+  }
+  nlohmann::json older = nlohmann::json::parse(runtime::ManifestToJson(m));
+  for (nlohmann::json& kernel : older["kernels"]) {
+    kernel.erase("flops");
+    kernel.erase("min_bytes");
+  }
+  absl::StatusOr<runtime::Manifest> before = runtime::ManifestFromJson(older.dump());
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->kernels[0].flops, 0);
+  EXPECT_EQ(before->kernels[0].min_bytes, 0);
 }
 
 // Found in review: every artifact's code was dlopen'ed from the same /proc/self/fd path, so a

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Where an exported model's time goes, against the machine's limits: each artifact profiled by
+`gtco-run --profile` (2 threads), its kernels split into compute-bound ones (matmuls, convolutions,
+attention: rated in GFLOP/s against the FMA peak) and memory-bound ones (rated in GB/s of their
+minimum traffic against the triad bandwidth), both limits measured by build/bench/machine_peak in
+the same run. The floor is the time the model would take with every compute-bound kernel at the
+FMA peak and every memory-bound one at the triad bandwidth, the rest as measured; with a
+baseline's time it says the most any schedule of this plan could gain over that baseline.
+
+    bench/e2e/where_time_goes.py NAME=ARTIFACT[:BASELINE_SECONDS] ... [--markdown]
+
+run_e2e.py appends its table to bench/results/e2e.md.
+"""
+import argparse
+import json
+import os
+import subprocess
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+BUILD = os.path.join(ROOT, "build")
+
+
+def machine_limits(threads=2):
+    """{"gflops": best fp32 FMA peak of any ISA on `threads` threads, "gbytes": triad GB/s}."""
+    out = subprocess.run([os.path.join(BUILD, "bench", "machine_peak"), "--threads", str(threads),
+                          "--json"], capture_output=True, text=True, check=True).stdout
+    peak = json.loads(out)
+    return {"gflops": max(isa[str(threads)] for isa in peak["gflops"].values()),
+            "gbytes": peak["triad_gbytes"][str(threads)], "isas": peak["gflops"]}
+
+
+def profile(artifact, threads=2):
+    out = subprocess.run([os.path.join(BUILD, "runtime", "gtco-run"), artifact, "--random-inputs",
+                          "--profile", "--bench", "20", "--threads", str(threads), "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def analyse(artifact, limits, baseline_seconds=None):
+    report = profile(artifact)
+    summary = report["profile_summary"]
+    compute, memory = summary["compute_bound"], summary["memory_bound"]
+    other = summary["other_steps"]
+    floor = (compute["flops"] / (limits["gflops"] * 1e9)
+             + memory["min_bytes"] / (limits["gbytes"] * 1e9) + other["seconds"])
+    row = {
+        "seconds": summary["seconds"],
+        "compute_seconds": compute["seconds"],
+        "compute_gflops": compute["flops"] / compute["seconds"] * 1e-9 if compute["seconds"] else 0,
+        "memory_seconds": memory["seconds"],
+        "memory_gbytes": memory["min_bytes"] / memory["seconds"] * 1e-9 if memory["seconds"] else 0,
+        "other_seconds": other["seconds"],
+        "floor_seconds": floor,
+    }
+    row["peak_share"] = row["compute_gflops"] / limits["gflops"]
+    row["bandwidth_share"] = row["memory_gbytes"] / limits["gbytes"]
+    if baseline_seconds:
+        row["baseline_seconds"] = baseline_seconds
+        row["best_speedup"] = baseline_seconds / floor
+    # The slowest kernels by kind, for the text.
+    kernels = {}
+    for step in report["profile"]:
+        if step["op"] != "kernel":
+            continue
+        kind = step["description"].split(" ")[0]
+        entry = kernels.setdefault(kind, {"seconds": 0.0, "flops": 0, "bytes": 0, "count": 0})
+        entry["seconds"] += step["seconds"]
+        entry["flops"] += step.get("flops", 0)
+        entry["bytes"] += step.get("min_bytes", 0)
+        entry["count"] += 1
+    row["kinds"] = kernels
+    return row
+
+
+def markdown(rows, limits):
+    isas = ", ".join(f"{name} {values['2']:.0f}" for name, values in limits["isas"].items())
+    lines = [
+        "## Where the time goes (gtco-run --profile, 2 threads)",
+        "",
+        f"Machine limits measured in the same run by `build/bench/machine_peak --threads 2`: fp32 "
+        f"FMA peak {limits['gflops']:.0f} GFLOP/s ({isas}), triad bandwidth "
+        f"{limits['gbytes']:.1f} GB/s. Compute-bound kernels (≥ 8 operations per byte of their "
+        "minimum traffic: matmuls, convolutions, attention) are rated against the peak, "
+        "memory-bound ones against the bandwidth. The floor is the model's time with each "
+        "compute-bound kernel at the peak and each memory-bound one at the bandwidth, the other "
+        "steps as measured; \"most over ORT\" is ONNX Runtime's time over that floor: what any "
+        "schedule of this plan in fp32 could reach at best.",
+        "",
+        "| model | profiled | compute-bound kernels | of FMA peak | memory-bound kernels | "
+        "of bandwidth | other steps | floor | ONNX Runtime | most over ORT |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in rows:
+        ms = lambda seconds: f"{seconds * 1e3:.1f} ms"  # noqa: E731
+        share = lambda seconds: f"{100 * seconds / row['seconds']:.0f} %"  # noqa: E731
+        lines.append(
+            f"| {name} | {ms(row['seconds'])} | {ms(row['compute_seconds'])} "
+            f"({share(row['compute_seconds'])}), {row['compute_gflops']:.0f} GFLOP/s | "
+            f"{100 * row['peak_share']:.0f} % | {ms(row['memory_seconds'])} "
+            f"({share(row['memory_seconds'])}), {row['memory_gbytes']:.1f} GB/s | "
+            f"{100 * row['bandwidth_share']:.0f} % | {ms(row['other_seconds'])} | "
+            f"{ms(row['floor_seconds'])} | "
+            + (f"{ms(row['baseline_seconds'])} | {row['best_speedup']:.2f}x |"
+               if "baseline_seconds" in row else "- | - |"))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("artifacts", nargs="+", help="NAME=ARTIFACT[:BASELINE_SECONDS]")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    limits = machine_limits()
+    rows = []
+    for item in args.artifacts:
+        name, rest = item.split("=", 1)
+        path, _, baseline = rest.partition(":")
+        rows.append((name, analyse(path, limits, float(baseline) if baseline else None)))
+    if args.markdown:
+        print(markdown(rows, limits), end="")
+    else:
+        print(json.dumps({"limits": limits, "models": dict(rows)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
