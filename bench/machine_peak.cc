@@ -6,8 +6,6 @@
 // profiles (gtco-run --profile).
 //
 //   build/bench/machine_peak [--threads N] [--json]
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,38 +20,33 @@ namespace {
 constexpr long kIterations = 20'000'000;
 constexpr int kChains = 12;  // independent accumulators: latency 4 x 2 ports, plus slack
 
-__attribute__((target("avx512f"))) float ChainsAvx512(long iterations) {
-  __m512 acc[kChains];
-  for (int chain = 0; chain < kChains; ++chain) acc[chain] = _mm512_set1_ps(0.001f * chain);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  // Each chain depends on its previous value and FP math is not reassociated: nothing folds,
-  // and the accumulators stay in registers.
+using Vec16 = float __attribute__((vector_size(64)));
+using Vec8 = float __attribute__((vector_size(32)));
+
+/// kChains chains of `iterations` FMAs each on `Vec` vectors. Each chain depends on its previous
+/// value and FP math is not reassociated: nothing folds, and the accumulators stay in registers.
+/// Inlined into a wrapper compiled for the ISA, where acc * a + b contracts to one FMA.
+template <typename Vec, int kLanes>
+inline __attribute__((always_inline)) float Chains(long iterations) {
+  Vec acc[kChains];
+  for (int chain = 0; chain < kChains; ++chain) acc[chain] = Vec{} + 0.001f * chain;
+  const Vec a = Vec{} + 0.999999f, b = Vec{} + 1e-7f;
   for (long it = 0; it < iterations; ++it) {
-    for (int chain = 0; chain < kChains; ++chain) acc[chain] = _mm512_fmadd_ps(acc[chain], a, b);
+    for (int chain = 0; chain < kChains; ++chain) acc[chain] = acc[chain] * a + b;
   }
-  __m512 sum = acc[0];
-  for (int chain = 1; chain < kChains; ++chain) sum = _mm512_add_ps(sum, acc[chain]);
-  float lanes[16];
-  _mm512_storeu_ps(lanes, sum);
+  Vec sum = acc[0];
+  for (int chain = 1; chain < kChains; ++chain) sum += acc[chain];
   float total = 0;
-  for (float lane : lanes) total += lane;
+  for (int lane = 0; lane < kLanes; ++lane) total += sum[lane];
   return total;
 }
 
-__attribute__((target("avx2,fma"))) float ChainsAvx2(long iterations) {
-  __m256 acc[kChains];
-  for (int chain = 0; chain < kChains; ++chain) acc[chain] = _mm256_set1_ps(0.001f * chain);
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (long it = 0; it < iterations; ++it) {
-    for (int chain = 0; chain < kChains; ++chain) acc[chain] = _mm256_fmadd_ps(acc[chain], a, b);
-  }
-  __m256 sum = acc[0];
-  for (int chain = 1; chain < kChains; ++chain) sum = _mm256_add_ps(sum, acc[chain]);
-  float lanes[8];
-  _mm256_storeu_ps(lanes, sum);
-  float total = 0;
-  for (float lane : lanes) total += lane;
-  return total;
+__attribute__((target("avx512f"), optimize("fp-contract=fast"))) float ChainsAvx512(long n) {
+  return Chains<Vec16, 16>(n);
+}
+
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) float ChainsAvx2(long n) {
+  return Chains<Vec8, 8>(n);
 }
 
 /// Triad a = b + s * c over `elements` floats per array, split over `threads` threads: GB/s of
