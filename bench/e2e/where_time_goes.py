@@ -15,30 +15,27 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-BUILD = os.path.join(ROOT, "build")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_exported import GTCO_RUN, ROOT  # noqa: E402
 
 
 def machine_limits(threads=2):
     """{"gflops": best fp32 FMA peak of any ISA on `threads` threads, "gbytes": triad GB/s}."""
-    out = subprocess.run([os.path.join(BUILD, "bench", "machine_peak"), "--threads", str(threads),
-                          "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([os.path.join(ROOT, "build", "bench", "machine_peak"), "--threads",
+                          str(threads), "--json"], capture_output=True, text=True, check=True).stdout
     peak = json.loads(out)
     return {"gflops": max(isa[str(threads)] for isa in peak["gflops"].values()),
             "gbytes": peak["triad_gbytes"][str(threads)], "isas": peak["gflops"]}
 
 
-def profile(artifact, threads=2):
-    out = subprocess.run([os.path.join(BUILD, "runtime", "gtco-run"), artifact, "--random-inputs",
-                          "--profile", "--bench", "20", "--threads", str(threads), "--json"],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
-
-
-def analyse(artifact, limits, baseline_seconds=None):
-    report = profile(artifact)
-    summary = report["profile_summary"]
+def analyse(artifact, limits, baseline_seconds=None, threads=2):
+    """The artifact's profile (each step's median over gtco-run's warm profile runs) against
+    `limits`; with `baseline_seconds`, the most this plan could gain over that baseline."""
+    summary = json.loads(subprocess.run(
+        [GTCO_RUN, artifact, "--random-inputs", "--profile", "--threads", str(threads), "--json"],
+        capture_output=True, text=True, check=True).stdout)["profile_summary"]
     compute, memory = summary["compute_bound"], summary["memory_bound"]
     other = summary["other_steps"]
     floor = (compute["flops"] / (limits["gflops"] * 1e9)
@@ -57,18 +54,6 @@ def analyse(artifact, limits, baseline_seconds=None):
     if baseline_seconds:
         row["baseline_seconds"] = baseline_seconds
         row["best_speedup"] = baseline_seconds / floor
-    # The slowest kernels by kind, for the text.
-    kernels = {}
-    for step in report["profile"]:
-        if step["op"] != "kernel":
-            continue
-        kind = step["description"].split(" ")[0]
-        entry = kernels.setdefault(kind, {"seconds": 0.0, "flops": 0, "bytes": 0, "count": 0})
-        entry["seconds"] += step["seconds"]
-        entry["flops"] += step.get("flops", 0)
-        entry["bytes"] += step.get("min_bytes", 0)
-        entry["count"] += 1
-    row["kinds"] = kernels
     return row
 
 

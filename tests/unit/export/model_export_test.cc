@@ -46,6 +46,15 @@ std::string WriteTemp(const std::string& name, const std::string& bytes) {
   return path;
 }
 
+/// tests/data/`model` exported for this host with default schedules, written to `file` (in the
+/// test's temporary directory) and loaded by the runtime.
+absl::StatusOr<std::unique_ptr<runtime::Model>> ExportedForHost(const std::string& model,
+                                                                const std::string& file) {
+  absl::StatusOr<ExportResult> result = ExportModel(ReadModel(model), {}, HostOptions(), kNoRecords);
+  if (!result.ok()) return result.status();
+  return runtime::Model::Load(WriteTemp(file, result->artifact));
+}
+
 /// Deterministic inputs for every model input (floats in [-1, 1]).
 std::vector<std::vector<float>> Inputs(const runtime::Manifest& m) {
   std::vector<std::vector<float>> values;
@@ -103,11 +112,8 @@ TEST(ModelExportTest, VitAndMlpExportLoadAndRunDeterministically) {
 // Profiles rate each kernel against the machine: the manifest carries every kernel's operations
 // and minimum traffic (from its workload), and each profiled step reports its kernel's.
 TEST(ModelExportTest, ProfilesCarryEachKernelsWorkAndTraffic) {
-  absl::StatusOr<ExportResult> result =
-      ExportModel(ReadModel("mlp.onnx"), {}, HostOptions(), kNoRecords);
-  ASSERT_TRUE(result.ok()) << result.status();
-  const std::string path = WriteTemp("mlp_profile.gtco", result->artifact);
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      ExportedForHost("mlp.onnx", "mlp_profile.gtco");
   ASSERT_TRUE(model.ok()) << model.status();
   const runtime::Manifest& m = (*model)->manifest();
   // fc1: 4 x 32 -> 64 with bias and ReLU; fc2: 4 x 64 -> 16 with bias.
@@ -292,11 +298,8 @@ TEST(ModelExportTest, CApiDescribesAndRunsFromSeveralThreadsAtOnce) {
 // ONNX Runtime 1.20.1), which the GPU checks compare the CUDA artifact with, is what the CPU
 // artifact computes.
 TEST(ModelExportTest, BundledBlockMatchesItsOnnxRuntimeReference) {
-  absl::StatusOr<ExportResult> result =
-      ExportModel(ReadModel("transformer_block.onnx"), {}, HostOptions(), kNoRecords);
-  ASSERT_TRUE(result.ok()) << result.status();
-  const std::string path = WriteTemp("block_reference.gtco", result->artifact);
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      ExportedForHost("transformer_block.onnx", "block_reference.gtco");
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string data = std::string(GTCO_SOURCE_DIR) + "/tests/data/";
   absl::StatusOr<runtime::NpyArray> x = runtime::ReadNpy(data + "transformer_block.input.npy");
