@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace gtco::client {
 
@@ -77,6 +78,26 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
                                  pruned.empty() ? "" : " (pruned: " + pruned + ")"));
     }
   }
+  if (job.plan_size() > 0) {
+    absl::StrAppend(&text,
+                    "plan choices (per region: the measured alternative of least cost, "
+                    "the first while none is measured):\n");
+  }
+  for (const auto& choice : job.plan()) {
+    absl::StrAppend(&text,
+                    absl::StrFormat("  %s  x%d\n", choice.description(), choice.instances()));
+    for (const auto& alternative : choice.alternatives()) {
+      absl::StrAppend(
+          &text,
+          absl::StrFormat(
+              "   %s %-18s %-22s %s\n", alternative.chosen() ? "*" : " ", alternative.name(),
+              alternative.measured() ? FormatSeconds(alternative.seconds()) : "not measured yet",
+              absl::StrJoin(alternative.tasks(), ", ",
+                            [](std::string* out, const gtco::v1::PlanTask& task) {
+                              absl::StrAppend(out, task.task_id(), " x", task.count());
+                            })));
+    }
+  }
   if (job.decisions_size() > 0) absl::StrAppend(&text, "latest scheduler decisions:\n");
   for (const auto& decision : job.decisions()) absl::StrAppend(&text, "  ", decision, "\n");
   return text;
@@ -105,7 +126,7 @@ std::string FormatQuery(const gtco::v1::QueryReply& reply, bool model_query) {
                                FormatSeconds(record.stddev_seconds()), record.trace()));
   }
   if (model_query) {
-    absl::StrAppend(&text, "estimated model latency (sum of weight x best): ",
+    absl::StrAppend(&text, "estimated model latency (the chosen plan: runs x best): ",
                     FormatSeconds(reply.estimated_latency_seconds()), "\n");
   }
   return text;

@@ -282,9 +282,11 @@ std::string PlanJson(const JobInfo& job, const std::vector<TaskHistory>& history
     const TaskInfo* info =
         task_info.count(entry.task.task_id) ? task_info[entry.task.task_id] : nullptr;
     const double best = info != nullptr ? info->best_seconds : 0;
-    const double latency = entry.task.weight * best;
+    // Runs in the chosen plan: a plan alternative not chosen runs 0 times.
+    const int64_t runs = info != nullptr ? info->runs : entry.task.weight;
+    const double latency = runs * best;
     const int64_t flops = entry.workload ? entry.workload->flops : 0;
-    total_flops += flops * entry.task.weight;
+    total_flops += flops * runs;
     subgraphs.push_back(Json{{"task_id", entry.task.task_id},
                              {"ordinal", entry.task.ordinal},
                              {"workload_key", entry.task.workload_key},
@@ -293,15 +295,35 @@ std::string PlanJson(const JobInfo& job, const std::vector<TaskHistory>& history
                              {"canonical", entry.workload ? entry.workload->canonical : ""},
                              {"flops", flops},
                              {"weight", entry.task.weight},
+                             {"runs", runs},
                              {"state", db::TaskStateName(entry.task.state)},
                              {"best_seconds", PositiveOrNull(best)},
                              {"latency_share", job.estimated_latency_seconds > 0
                                                    ? Json(latency / job.estimated_latency_seconds)
                                                    : Json(nullptr)}});
   }
+  Json choices = Json::array();
+  for (const PlanChoiceInfo& choice : job.plan) {
+    Json alternatives = Json::array();
+    for (const PlanChoiceInfo::Alternative& alternative : choice.alternatives) {
+      Json tasks = Json::array();
+      for (const auto& [task_id, count] : alternative.tasks) {
+        tasks.push_back(Json{{"task_id", task_id}, {"count", count}});
+      }
+      alternatives.push_back(
+          Json{{"name", alternative.name},
+               {"seconds", alternative.measured ? Json(alternative.seconds) : Json(nullptr)},
+               {"chosen", alternative.chosen},
+               {"tasks", tasks}});
+    }
+    choices.push_back(Json{{"description", choice.description},
+                           {"instances", choice.instances},
+                           {"alternatives", alternatives}});
+  }
   return Dump(Json{{"job_id", job.job_id},
                    {"model_name", job.model_name},
                    {"target", target::TargetName(job.target)},
+                   {"choices", choices},
                    {"total_flops", total_flops},
                    {"estimated_latency_seconds", PositiveOrNull(job.estimated_latency_seconds)},
                    {"subgraphs", subgraphs}});

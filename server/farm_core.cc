@@ -309,6 +309,7 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
   job_options.round_size = spec.rounds > 0 ? spec.rounds : options_.default_round_size;
   job_options.scheduler = SchedulerKindName(scheduler_kind);
   job_options.shapes = spec.shapes;
+  job_options.plan = analysis.plan_choices;
   job_row.options = EncodeJobOptions(job_options);
 
   std::vector<db::TaskRow> task_rows;
@@ -413,13 +414,16 @@ absl::StatusOr<QueryResult> FarmCore::QueryModel(const JobSpec& spec,
                         onnx::AnalyzeOnnxModel(model_bytes, spec.shapes, graph::PlanOptionsFor(target)));
   std::lock_guard<std::mutex> lock(mutex_);
   QueryResult result;
+  std::vector<std::pair<std::string, int>> weights;
+  std::map<std::string, double> best_of_key;
   for (const onnx::ModelTask& model_task : analysis.tasks) {
     GTCO_ASSIGN_OR_RETURN(auto best, db_->BestMeasurement(model_task.key, target));
+    weights.emplace_back(model_task.key, model_task.weight);
     ScheduleRecordInfo record;
     if (best) {
       record =
           RecordFrom(*best, target, model_task.workload.Description(), model_task.workload.Flops());
-      result.estimated_latency_seconds += model_task.weight * best->median_seconds;
+      best_of_key[model_task.key] = best->median_seconds;
     } else {
       record.workload_key = model_task.key;
       record.description = model_task.workload.Description();
@@ -428,6 +432,11 @@ absl::StatusOr<QueryResult> FarmCore::QueryModel(const JobSpec& spec,
     record.weight = model_task.weight;
     result.records.push_back(std::move(record));
   }
+  result.estimated_latency_seconds =
+      onnx::CostPlan(weights, analysis.plan_choices, [&](const std::string& key) {
+        auto it = best_of_key.find(key);
+        return it == best_of_key.end() ? std::nullopt : std::optional<double>(it->second);
+      }).latency_seconds;
   return result;
 }
 
@@ -607,13 +616,39 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   info.scheduler = SchedulerKindName(job.scheduler.kind);
   info.round_size = job.options.round_size;
   info.decisions.assign(job.decisions.begin(), job.decisions.end());
-  double latency = 0;
+  std::vector<std::pair<std::string, int>> weights;
+  std::map<std::string, const Task*> task_of_key;
   for (const auto& task : job.tasks) {
     info.trials_done += task->trials_done;
     info.trials_failed += task->trials_failed;
-    latency += task->row.weight * task->best_seconds;
+    weights.emplace_back(task->row.workload_key, task->row.weight);
+    task_of_key.emplace(task->row.workload_key, task.get());
   }
-  info.estimated_latency_seconds = latency;
+  const onnx::BestSeconds best = [&](const std::string& key) -> std::optional<double> {
+    auto it = task_of_key.find(key);
+    if (it == task_of_key.end() || it->second->best_seconds <= 0) return std::nullopt;
+    return it->second->best_seconds;
+  };
+  const onnx::PlanCost plan_cost = onnx::CostPlan(weights, job.options.plan, best);
+  info.estimated_latency_seconds = plan_cost.latency_seconds;
+  for (size_t c = 0; c < job.options.plan.size(); ++c) {
+    const onnx::PlanChoice& choice = job.options.plan[c];
+    PlanChoiceInfo out{choice.description, choice.instances, {}};
+    for (size_t alt = 0; alt < choice.alternatives.size(); ++alt) {
+      PlanChoiceInfo::Alternative alternative;
+      alternative.name = choice.alternatives[alt].name;
+      alternative.measured = plan_cost.costs[c][alt].has_value();
+      alternative.chosen = plan_cost.chosen[c] == static_cast<int>(alt);
+      for (const auto& [key, count] : choice.alternatives[alt].workloads) {
+        alternative.seconds += count * best(key).value_or(0.0);
+        auto it = task_of_key.find(key);
+        alternative.tasks.emplace_back(it == task_of_key.end() ? key : it->second->row.task_id,
+                                       count);
+      }
+      out.alternatives.push_back(std::move(alternative));
+    }
+    info.plan.push_back(std::move(out));
+  }
   // ETA from this server's throughput on the job since it started driving it.
   const int64_t done = info.trials_done;
   double elapsed = (NowMs() - job.resumed_ms) / 1000.0;
@@ -641,6 +676,8 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   for (size_t index = 0; index < job.tasks.size(); ++index) {
     const Task& task = *job.tasks[index];
     TaskInfo task_info = TaskInfoLocked(job, task);
+    auto runs = plan_cost.runs.find(task.row.workload_key);
+    task_info.runs = runs == plan_cost.runs.end() ? 0 : runs->second;
     int64_t spent = task.trials_done + task.InFlight();
     if (task.row.state != db::TaskState::kFromDatabase) {
       int64_t projected =

@@ -46,7 +46,8 @@ struct TaskInfo {
   std::string workload_key;
   std::string kind;
   std::string description;
-  int weight = 1;
+  int weight = 1;    ///< runs per model evaluation, counting every plan alternative's
+  int64_t runs = 0;  ///< runs per model evaluation in the chosen plan (0: not chosen)
   int64_t trials_allotted = 0;
   int64_t trials_done = 0;
   int64_t trials_failed = 0;
@@ -60,6 +61,20 @@ struct TaskInfo {
 };
 
 /// A job as users see it.
+/// One plan choice of a job (onnx::PlanChoice) costed with its tasks' best measurements.
+struct PlanChoiceInfo {
+  std::string description;
+  int instances = 0;
+  struct Alternative {
+    std::string name;
+    double seconds = 0;     ///< per region: the sum of its workloads' best latencies
+    bool measured = false;  ///< every workload of it has a measurement (else seconds is partial)
+    bool chosen = false;
+    std::vector<std::pair<std::string, int>> tasks;  ///< task id and runs per region
+  };
+  std::vector<Alternative> alternatives;
+};
+
 struct JobInfo {
   std::string job_id;
   std::string team;
@@ -73,8 +88,10 @@ struct JobInfo {
   double created_unix_seconds = 0;
   double updated_unix_seconds = 0;
   double eta_seconds = -1;
-  double estimated_latency_seconds = 0;  ///< sum of weight x best latency over tasks
+  /// Sum of runs x best latency over the tasks of the chosen plan.
+  double estimated_latency_seconds = 0;
   std::vector<TaskInfo> tasks;
+  std::vector<PlanChoiceInfo> plan;  ///< regions the plan may compute in more than one way
   std::string scheduler;
   int round_size = 0;
   std::vector<std::string> decisions;  ///< the scheduler's latest decisions, newest last

@@ -154,9 +154,10 @@ absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialRes
     if (!ok) {
       ++task.trials_failed;
       if (task.first_error.empty()) task.first_error = row.error;
-    } else if (task.best_seconds == 0 || row.median_seconds < task.best_seconds) {
-      task.best_seconds = row.median_seconds;
     }
+    // A new best of the task (not merely of one of its mappings) is what its siblings try.
+    const bool task_best = ok && (task.best_seconds == 0 || row.median_seconds < task.best_seconds);
+    if (task_best) task.best_seconds = row.median_seconds;
     task.best_history.push_back(task.best_seconds);
     auto features = task.features.find(row.candidate_id);
     if (features != task.features.end()) {
@@ -182,6 +183,8 @@ absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialRes
       mapping.in_flight = std::max<int64_t>(0, mapping.in_flight - 1);
       if (ok && (mapping.best_seconds == 0 || row.median_seconds < mapping.best_seconds)) {
         mapping.best_seconds = row.median_seconds;
+      }
+      if (task_best) {
         // Transfer within the job: the other tasks' searches on this hardware try the nearest
         // schedule of their own (same sketch only; a model's matmuls differ in a size or two).
         for (const auto& sibling : jobs_.at(task.row.job_id)->tasks) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/util/status.h"
 
 namespace gtco::server {
 namespace {
@@ -43,6 +44,67 @@ const Value* Field(const Struct& object, const char* json_name, const char* prot
   return found == object.fields().end() ? nullptr : &found->second;
 }
 
+absl::Status BadPlan() { return absl::InvalidArgumentError("job options: plan is malformed"); }
+
+/// A string field of `object`, or nullptr.
+const std::string* StringField(const Struct& object, const char* name) {
+  const Value* value = Field(object, name);
+  return value != nullptr && value->kind_case() == Value::kStringValue ? &value->string_value()
+                                                                       : nullptr;
+}
+
+/// The items of a list field of `object`, or nullptr.
+const google::protobuf::RepeatedPtrField<Value>* ListField(const Struct& object, const char* name) {
+  const Value* value = Field(object, name);
+  return value != nullptr && value->kind_case() == Value::kListValue ? &value->list_value().values()
+                                                                     : nullptr;
+}
+
+/// A positive integer field of `object` (at most 2^30), or 0.
+int CountField(const Struct& object, const char* name) {
+  const Value* value = Field(object, name);
+  int64_t number = 0;
+  if (value == nullptr || !IntegerOf(*value, &number) || number < 1 || number > (1 << 30)) {
+    return 0;
+  }
+  return static_cast<int>(number);
+}
+
+absl::StatusOr<std::vector<onnx::PlanChoice>> DecodePlan(const Value& value) {
+  if (value.kind_case() != Value::kListValue) return BadPlan();
+  std::vector<onnx::PlanChoice> plan;
+  for (const Value& item : value.list_value().values()) {
+    if (item.kind_case() != Value::kStructValue) return BadPlan();
+    const Struct& entry = item.struct_value();
+    const std::string* description = StringField(entry, "description");
+    const auto* alternatives = ListField(entry, "alternatives");
+    onnx::PlanChoice choice;
+    choice.instances = CountField(entry, "instances");
+    if (description == nullptr || alternatives == nullptr || choice.instances == 0) {
+      return BadPlan();
+    }
+    choice.description = *description;
+    for (const Value& alt : *alternatives) {
+      if (alt.kind_case() != Value::kStructValue) return BadPlan();
+      const std::string* name = StringField(alt.struct_value(), "name");
+      const auto* workloads = ListField(alt.struct_value(), "workloads");
+      if (name == nullptr || workloads == nullptr) return BadPlan();
+      onnx::PlanChoice::Alternative alternative{*name, {}};
+      for (const Value& workload : *workloads) {
+        if (workload.kind_case() != Value::kStructValue) return BadPlan();
+        const std::string* key = StringField(workload.struct_value(), "key");
+        const int count = CountField(workload.struct_value(), "count");
+        if (key == nullptr || count == 0) return BadPlan();
+        alternative.workloads.emplace_back(*key, count);
+      }
+      choice.alternatives.push_back(std::move(alternative));
+    }
+    if (choice.alternatives.empty()) return BadPlan();
+    plan.push_back(std::move(choice));
+  }
+  return plan;
+}
+
 }  // namespace
 
 std::string EncodeJobOptions(const JobOptions& options) {
@@ -57,6 +119,26 @@ std::string EncodeJobOptions(const JobOptions& options) {
       (*shape.mutable_fields())["input"].set_string_value(input);
       ListValue& dim_list = *(*shape.mutable_fields())["dims"].mutable_list_value();
       for (int64_t dim : dims) dim_list.add_values()->set_string_value(absl::StrCat(dim));
+    }
+  }
+  if (!options.plan.empty()) {
+    ListValue& plan = *fields["plan"].mutable_list_value();
+    for (const onnx::PlanChoice& choice : options.plan) {
+      Struct& entry = *plan.add_values()->mutable_struct_value();
+      auto& entry_fields = *entry.mutable_fields();
+      entry_fields["description"].set_string_value(choice.description);
+      entry_fields["instances"].set_number_value(choice.instances);
+      ListValue& alternatives = *entry_fields["alternatives"].mutable_list_value();
+      for (const onnx::PlanChoice::Alternative& alternative : choice.alternatives) {
+        Struct& alt = *alternatives.add_values()->mutable_struct_value();
+        (*alt.mutable_fields())["name"].set_string_value(alternative.name);
+        ListValue& workloads = *(*alt.mutable_fields())["workloads"].mutable_list_value();
+        for (const auto& [key, count] : alternative.workloads) {
+          Struct& workload = *workloads.add_values()->mutable_struct_value();
+          (*workload.mutable_fields())["key"].set_string_value(key);
+          (*workload.mutable_fields())["count"].set_number_value(count);
+        }
+      }
     }
   }
   std::string json;
@@ -110,6 +192,9 @@ absl::StatusOr<JobOptions> DecodeJobOptions(const std::string& json) {
         out.push_back(value);
       }
     }
+  }
+  if (const Value* plan = Field(object, "plan")) {
+    GTCO_ASSIGN_OR_RETURN(options.plan, DecodePlan(*plan));
   }
   return options;
 }

@@ -1,11 +1,13 @@
 // A job's settings as the jobs table stores them (the `options` column): JSON text
-// {"roundSize": 8, "scheduler": "gradient", "shapes": [{"input": "x", "dims": ["1", "3"]}]},
-// the layout every stored job already has.
+// {"roundSize": 8, "scheduler": "gradient", "shapes": [{"input": "x", "dims": ["1", "3"]}],
+//  "plan": [{"description": "...", "instances": 12, "alternatives": [{"name": "fused attention",
+//  "workloads": [{"key": "...", "count": 1}]}]}]}; jobs stored before plans have no "plan".
 #pragma once
 
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/onnx/model_analysis.h"
 #include "common/onnx/onnx_import.h"
 
 namespace gtco::server {
@@ -14,6 +16,8 @@ struct JobOptions {
   int round_size = 0;     ///< candidates per search round
   std::string scheduler;  ///< SchedulerKindName()
   onnx::ShapeOverrides shapes;
+  /// The model's plan choices (`status --explain` costs them as the tasks are measured).
+  std::vector<onnx::PlanChoice> plan;
 };
 
 /// The options as stored JSON text.

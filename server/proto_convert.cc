@@ -141,6 +141,7 @@ gtco::v1::TaskStatus ToProto(const TaskInfo& task) {
     }
   }
   status.set_pruned(task.pruned);
+  status.set_runs(task.runs);
   return status;
 }
 
@@ -163,6 +164,23 @@ gtco::v1::JobStatus ToProto(const JobInfo& job) {
   status.set_scheduler(job.scheduler);
   status.set_round_size(job.round_size);
   for (const std::string& decision : job.decisions) status.add_decisions(decision);
+  for (const PlanChoiceInfo& choice : job.plan) {
+    gtco::v1::PlanChoice& out = *status.add_plan();
+    out.set_description(choice.description);
+    out.set_instances(choice.instances);
+    for (const PlanChoiceInfo::Alternative& alternative : choice.alternatives) {
+      gtco::v1::PlanAlternative& alt = *out.add_alternatives();
+      alt.set_name(alternative.name);
+      alt.set_seconds(alternative.seconds);
+      alt.set_measured(alternative.measured);
+      alt.set_chosen(alternative.chosen);
+      for (const auto& [task_id, count] : alternative.tasks) {
+        gtco::v1::PlanTask& task = *alt.add_tasks();
+        task.set_task_id(task_id);
+        task.set_count(count);
+      }
+    }
+  }
   return status;
 }
 

@@ -116,6 +116,20 @@ def run_tvm(python, onnx_path, result, name, work, args):
     return tvm
 
 
+def plan_summary(plan):
+    """The job's plan choices as `status --explain` costs them: per choice the chosen
+    alternative, its regions and every alternative's measured time per region."""
+    parts = []
+    for choice in plan:
+        alternatives = choice["alternatives"]
+        chosen = next(a["name"] for a in alternatives if a["chosen"])
+        costs = " vs ".join(
+            f"{float(a['seconds']) * 1e3:.3f}" if a["measured"] else "unmeasured"
+            for a in alternatives)
+        parts.append(f"{chosen} x{choice['instances']} ({costs} ms)")
+    return "; ".join(parts) or "-"
+
+
 class Farm:
     """A local farm: gtco-server (SQLite in `work`) and one CPU worker; `env` extra environment of
     the server (GTCO_UNFUSED_ATTENTION=1 plans attention unfused: the ablation baseline)."""
@@ -149,7 +163,9 @@ class Farm:
                                 str(tasks * trials_per_task), "--watch", "--json"))
         seconds = time.time() - start
         client(self.address, "export", onnx_path, "-o", artifact)
-        return tasks, int(job["trials_done"]), seconds
+        explained = json.loads(client(self.address, "status", job["job_id"], "--explain",
+                                      "--json"))
+        return tasks, int(job["trials_done"]), seconds, plan_summary(explained.get("plan", []))
 
     def stop(self):
         self.worker.terminate()
@@ -203,7 +219,7 @@ def main():
         # model after a job and would steal CPU from whichever system runs then.
         farm = Farm(work, name)
         try:
-            tasks, trials, tuning_seconds = farm.tune_and_export(
+            tasks, trials, tuning_seconds, plan = farm.tune_and_export(
                 onnx_path, args.trials_per_task, artifact)
         finally:
             farm.stop()
@@ -215,7 +231,7 @@ def main():
             print(name, "tvm", json.dumps({k: tvm[k] for k in (
                 "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
                 "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
-        rows.append((name, tasks, trials, tuning_seconds, result, tvm))
+        rows.append((name, tasks, trials, tuning_seconds, plan, result, tvm))
         artifacts.append((name, artifact, result["ort"]["median_seconds"]))
         if args.ablation and not name.startswith("resnet"):
             # The same model planned with attention unfused (matmul, softmax, matmul), tuned
@@ -224,17 +240,17 @@ def main():
             baseline = Farm(work, f"{name}-unfused", {"GTCO_UNFUSED_ATTENTION": "1"})
             try:
                 unfused = os.path.join(work, f"{name}.unfused.gtco")
-                u_tasks, u_trials, u_seconds = baseline.tune_and_export(
+                u_tasks, u_trials, u_seconds, u_plan = baseline.tune_and_export(
                     onnx_path, args.trials_per_task, unfused)
             finally:
                 baseline.stop()
             u_result = compare(onnx_path, unfused, args.runs, args.rounds)
             print(name, "unfused attention", u_result["gtco"]["median_seconds"],
                   u_result["ort"]["median_seconds"], flush=True)
-            rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds,
+            rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds, u_plan,
                          u_result, None))
     command = " ".join(["bench/e2e/run_e2e.py"] + sys.argv[1:])
-    tvms = [row[5] for row in rows if row[5] and "error" not in row[5]]
+    tvms = [row[6] for row in rows if row[6] and "error" not in row[6]]
     version = tvms[0]["version"] if tvms else "0.27"
     tvm_text = [] if not tvm_python else [
         f"TVM {version} MetaSchedule (its own venv and process): the same ONNX file through "
@@ -265,16 +281,23 @@ def main():
             "whose server plans attention as matmul, softmax, matmul (GTCO_UNFUSED_ATTENTION=1), "
             "same trials per task, timed against ONNX Runtime the same way."]),
         "",
-        "| model | tasks | trials | tuning wall | GTCO (gtco-run) | ONNX Runtime | GTCO speed-up | "
-        "peak RSS GTCO / ORT | max rel. output diff |"
+        "Plan: on CPU the farm plans each attention region both fused (one kernel) and unfused "
+        "(matmul, softmax, matmul), tunes both alternatives' workloads (counted in tasks) and "
+        "exports, per region, the one whose best measured times add up to less; the column gives "
+        "the chosen one, the regions, and each alternative's time per region "
+        "(`gtco-client status JOB --explain`).",
+        "",
+        "| model | tasks | trials | tuning wall | plan | GTCO (gtco-run) | ONNX Runtime | "
+        "GTCO speed-up | peak RSS GTCO / ORT | max rel. output diff |"
         + (" TVM tasks / trials | TVM tuning wall | TVM MetaSchedule | GTCO speed-up vs TVM | "
            "TVM peak RSS | TVM max rel. output diff |" if tvm_python else ""),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" * 6 if tvm_python else ""),
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|" + ("---:|" * 6 if tvm_python else ""),
     ]
-    for name, tasks, trials, seconds, r, tvm in rows:
+    for name, tasks, trials, seconds, plan, r, tvm in rows:
         g, o = r["gtco"], r["ort"]
         line = (
-            f"| {name} | {tasks} | {trials} | {seconds:.0f} s | {g['median_seconds'] * 1e3:.2f} ms | "
+            f"| {name} | {tasks} | {trials} | {seconds:.0f} s | {plan} | "
+            f"{g['median_seconds'] * 1e3:.2f} ms | "
             f"{o['median_seconds'] * 1e3:.2f} ms | {o['median_seconds'] / g['median_seconds']:.2f}x | "
             f"{g['peak_rss_bytes'] / 2**20:.0f} / {o['peak_rss_bytes'] / 2**20:.0f} MiB | "
             f"{r['worst_rel_diff']:.1e} |")

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -642,9 +643,35 @@ absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
                                          const ExportOptions& options,
                                          const ScheduleLookup& lookup) {
   GTCO_ASSIGN_OR_RETURN(Graph graph, onnx::PrepareGraph(model_bytes, overrides));
-  GTCO_ASSIGN_OR_RETURN(std::vector<graph::PlannedWorkload> planned,
-                        graph::PlanWorkloads(graph, graph::PlanOptionsFor(options.target)));
-  return Exporter(graph, options, lookup).Run(planned);
+  GTCO_ASSIGN_OR_RETURN(const graph::ModelPlan plan,
+                        graph::PlanAlternatives(graph, graph::PlanOptionsFor(options.target)));
+  // Each region the plan may compute in more than one way gets the alternative whose records
+  // add up to the least time (the default while none is fully measured), as the farm costs it.
+  absl::Status lookup_error;
+  const std::vector<int> choice =
+      graph::ChooseByCost(plan, [&](const graph::PlannedWorkload& item) -> std::optional<double> {
+        if (!lookup_error.ok()) return std::nullopt;
+        absl::StatusOr<std::optional<ChosenSchedule>> record =
+            lookup(item.workload, item.workload.Key());
+        if (!record.ok()) {
+          lookup_error = record.status();
+          return std::nullopt;
+        }
+        if (!record->has_value()) return std::nullopt;
+        return (*record)->median_seconds;
+      });
+  GTCO_RETURN_IF_ERROR(lookup_error);
+  if (!plan.regions.empty() && options.progress) {
+    std::vector<int> chosen(plan.variants.size(), 0);
+    for (int alt : choice) ++chosen[alt];
+    std::string counts;
+    for (size_t v = 0; v < plan.variants.size(); ++v) {
+      absl::StrAppend(&counts, v == 0 ? "" : ", ", plan.variants[v], " in ", chosen[v]);
+    }
+    options.progress(absl::StrCat("plan: ", plan.regions.size(),
+                                  " regions with alternatives, by measured cost: ", counts));
+  }
+  return Exporter(graph, options, lookup).Run(graph::SelectPlan(graph, plan, choice));
 }
 
 }  // namespace gtco::exporter

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -288,6 +289,146 @@ absl::StatusOr<PlannedWorkload> Planner::Build(const Region& region) const {
 absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
                                                            const PlanOptions& options) {
   return Planner(graph, options).Run();
+}
+
+std::vector<PlanVariant> PlanVariantsFor(const PlanOptions& options) {
+  if (options.target == target::Target::kCpu && options.fuse_attention) {
+    PlanOptions unfused = options;
+    unfused.fuse_attention = false;
+    return {{"fused attention", options}, {"unfused attention", unfused}};
+  }
+  return {{"the plan", options}};
+}
+
+absl::StatusOr<ModelPlan> PlanAlternatives(const Graph& graph, const PlanOptions& options) {
+  const std::vector<PlanVariant> variants = PlanVariantsFor(options);
+  ModelPlan plan;
+  // A workload is identified by the nodes it computes and the tensor it writes.
+  std::map<std::pair<std::set<std::string>, std::string>, int> index_of;
+  std::vector<std::vector<int>> of_variant(variants.size());
+  for (size_t v = 0; v < variants.size(); ++v) {
+    plan.variants.push_back(variants[v].name);
+    GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned,
+                          PlanWorkloads(graph, variants[v].options));
+    for (PlannedWorkload& item : planned) {
+      std::pair<std::set<std::string>, std::string> identity(
+          std::set<std::string>(item.node_names.begin(), item.node_names.end()),
+          item.output_tensor);
+      auto [it, added] = index_of.emplace(std::move(identity), plan.workloads.size());
+      if (added) plan.workloads.push_back(std::move(item));
+      of_variant[v].push_back(it->second);
+    }
+  }
+  const int num_workloads = static_cast<int>(plan.workloads.size());
+  std::vector<size_t> planned_by(num_workloads, 0);
+  for (const std::vector<int>& list : of_variant) {
+    for (int w : list) ++planned_by[w];
+  }
+  // The workloads not every variant plans, grouped by the nodes they share (union-find).
+  std::vector<int> parent(num_workloads);
+  for (int w = 0; w < num_workloads; ++w) parent[w] = w;
+  std::function<int(int)> root = [&](int w) {
+    return parent[w] == w ? w : parent[w] = root(parent[w]);
+  };
+  std::map<std::string, int> owner;
+  for (int w = 0; w < num_workloads; ++w) {
+    if (planned_by[w] == variants.size()) {
+      plan.shared.push_back(w);
+      continue;
+    }
+    for (const std::string& node : plan.workloads[w].node_names) {
+      auto [it, added] = owner.emplace(node, w);
+      if (!added) parent[root(w)] = root(it->second);
+    }
+  }
+  std::map<int, int> region_of_root;
+  for (int w = 0; w < num_workloads; ++w) {
+    if (planned_by[w] == variants.size()) continue;
+    auto [it, added] = region_of_root.emplace(root(w), static_cast<int>(plan.regions.size()));
+    if (added) plan.regions.push_back(PlanRegion{std::vector<std::vector<int>>(variants.size())});
+  }
+  for (size_t v = 0; v < variants.size(); ++v) {
+    for (int w : of_variant[v]) {
+      if (planned_by[w] == variants.size()) continue;
+      plan.regions[region_of_root.at(root(w))].alternatives[v].push_back(w);
+    }
+  }
+  // Every alternative of a region must compute the same nodes; where they do not (one variant
+  // leaves a node to a data-movement step another fuses), the default plan is the only one.
+  for (const PlanRegion& region : plan.regions) {
+    std::set<std::string> first;
+    for (size_t v = 0; v < region.alternatives.size(); ++v) {
+      std::set<std::string> nodes;
+      for (int w : region.alternatives[v]) {
+        nodes.insert(plan.workloads[w].node_names.begin(), plan.workloads[w].node_names.end());
+      }
+      if (v == 0) {
+        first = std::move(nodes);
+      } else if (nodes != first) {
+        ModelPlan only_default;
+        only_default.variants = {variants[0].name};
+        for (int w : of_variant[0]) only_default.workloads.push_back(plan.workloads[w]);
+        for (int w = 0; w < static_cast<int>(only_default.workloads.size()); ++w) {
+          only_default.shared.push_back(w);
+        }
+        return only_default;
+      }
+    }
+  }
+  return plan;
+}
+
+std::vector<PlannedWorkload> SelectPlan(const Graph& graph, const ModelPlan& plan,
+                                        const std::vector<int>& choice) {
+  std::vector<int> chosen = plan.shared;
+  for (size_t r = 0; r < plan.regions.size(); ++r) {
+    const int alt = r < choice.size() ? choice[r] : 0;
+    const std::vector<int>& list = plan.regions[r].alternatives.at(alt);
+    chosen.insert(chosen.end(), list.begin(), list.end());
+  }
+  std::map<std::string, int> producer;
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    for (const std::string& output : graph.nodes[index].outputs) {
+      producer[output] = static_cast<int>(index);
+    }
+  }
+  auto position = [&](int w) {
+    auto it = producer.find(plan.workloads[w].output_tensor);
+    return it == producer.end() ? -1 : it->second;
+  };
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [&](int a, int b) { return position(a) < position(b); });
+  std::vector<PlannedWorkload> result;
+  for (int w : chosen) result.push_back(plan.workloads[w]);
+  return result;
+}
+
+std::optional<double> AlternativeCost(const ModelPlan& plan, const PlanRegion& region, int alt,
+                                      const WorkloadCost& cost) {
+  double total = 0;
+  for (int w : region.alternatives.at(alt)) {
+    const std::optional<double> seconds = cost(plan.workloads[w]);
+    if (!seconds) return std::nullopt;
+    total += *seconds;
+  }
+  return total;
+}
+
+std::vector<int> ChooseByCost(const ModelPlan& plan, const WorkloadCost& cost) {
+  std::vector<int> choice;
+  for (const PlanRegion& region : plan.regions) {
+    int best = 0;
+    std::optional<double> best_cost;
+    for (int alt = 0; alt < static_cast<int>(region.alternatives.size()); ++alt) {
+      const std::optional<double> total = AlternativeCost(plan, region, alt, cost);
+      if (total && (!best_cost || *total < *best_cost)) {
+        best = alt;
+        best_cost = total;
+      }
+    }
+    choice.push_back(best);
+  }
+  return choice;
 }
 
 PlanOptions PlanOptionsFor(target::Target target) {

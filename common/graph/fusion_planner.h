@@ -2,6 +2,8 @@
 // element-wise epilogue, or element-wise chains without anchor).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,57 @@ struct PlanOptions {
 /// anchor.
 absl::StatusOr<std::vector<PlannedWorkload>> PlanWorkloads(const Graph& graph,
                                                            const PlanOptions& options = {});
+
+/// One way of planning the whole graph (PlanOptions) and its name in `status --explain`.
+struct PlanVariant {
+  std::string name;
+  PlanOptions options;
+};
+
+/// A part of the graph the variants plan differently: alternatives[v] lists the workloads (indices
+/// into ModelPlan::workloads) variant v plans for it; each alternative computes the same nodes.
+struct PlanRegion {
+  std::vector<std::vector<int>> alternatives;
+};
+
+/// Every variant's plan of one graph: the workloads they share, and the regions where they
+/// differ. A plan is chosen region by region (the regions share no node and no tensor between
+/// them other than the graph's own, so the choices are independent).
+struct ModelPlan {
+  std::vector<std::string> variants;       ///< variant names; 0 is the default plan
+  std::vector<PlannedWorkload> workloads;  ///< every variant's workloads, each once
+  std::vector<int> shared;                 ///< workloads every variant plans
+  std::vector<PlanRegion> regions;
+};
+
+/// The variants PlanAlternatives weighs for `options`: on CPU with fused attention, the fused
+/// plan ("fused attention") and the unfused one ("unfused attention": matmul, softmax, matmul);
+/// otherwise `options` alone.
+std::vector<PlanVariant> PlanVariantsFor(const PlanOptions& options);
+
+/// Plans `graph` (as PlanWorkloads) with every variant of PlanVariantsFor(options) and splits the
+/// plans into shared workloads and regions. Workloads are the same when they compute the same
+/// nodes into the same tensor. A region is a connected group (by shared nodes) of the workloads
+/// not every variant plans. INTERNAL when two variants' workloads in a region cover different
+/// nodes (a planner bug).
+absl::StatusOr<ModelPlan> PlanAlternatives(const Graph& graph, const PlanOptions& options);
+
+/// The workloads of `plan` with alternative choice[r] in region r (variant 0 where `choice` is
+/// shorter), in topological order of the nodes that write their outputs.
+std::vector<PlannedWorkload> SelectPlan(const Graph& graph, const ModelPlan& plan,
+                                        const std::vector<int>& choice);
+
+/// A workload's cost in seconds per run, nullopt when it has none (not measured).
+using WorkloadCost = std::function<std::optional<double>(const PlannedWorkload&)>;
+
+/// The cost of alternative `alt` of `region`: the sum of its workloads' costs, nullopt when one
+/// has none.
+std::optional<double> AlternativeCost(const ModelPlan& plan, const PlanRegion& region, int alt,
+                                      const WorkloadCost& cost);
+
+/// Per region, the alternative of least cost among those with a cost; the default (0) when none
+/// has one.
+std::vector<int> ChooseByCost(const ModelPlan& plan, const WorkloadCost& cost);
 
 /// The plan options the farm tunes and the exporter exports a model for `target` with (they must
 /// agree, or exported workloads would find no records): fused attention on both targets, unless

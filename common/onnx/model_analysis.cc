@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "common/graph/batchnorm_folding.h"
 #include "common/graph/constant_folding.h"
 #include "common/graph/decompose.h"
@@ -48,29 +49,99 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
   analysis.num_nodes = static_cast<int>(graph.nodes.size());
   GTCO_RETURN_IF_ERROR(RunGraphPasses(graph));
   analysis.num_data_ops = CountDataOps(graph);
-  GTCO_ASSIGN_OR_RETURN(std::vector<PlannedWorkload> planned, PlanWorkloads(graph, options));
+  GTCO_ASSIGN_OR_RETURN(graph::ModelPlan plan, PlanAlternatives(graph, options));
   // Copies absorbed into a workload (a fused attention's Transpose of K) are tuned with it.
   std::set<std::string> data_nodes;
   for (const Node& node : graph.nodes) {
     if (RoleOf(node) == OpRole::kData) data_nodes.insert(node.name);
   }
-  for (const PlannedWorkload& item : planned) {
+  for (const PlannedWorkload& item : SelectPlan(graph, plan, {})) {
     for (const std::string& name : item.node_names) {
       analysis.num_data_ops -= static_cast<int>(data_nodes.count(name));
     }
   }
   std::map<std::string, size_t> task_index;
-  for (PlannedWorkload& item : planned) {
+  std::vector<std::string> key_of;
+  for (const PlannedWorkload& item : plan.workloads) {
     std::string key = item.workload.Key();
+    key_of.push_back(key);
     auto [it, added] = task_index.emplace(key, analysis.tasks.size());
-    if (added) {
-      analysis.tasks.push_back(ModelTask{std::move(item.workload), key, 0, {}});
-    }
+    if (added) analysis.tasks.push_back(ModelTask{item.workload, key, 0, {}});
     ModelTask& task = analysis.tasks[it->second];
     ++task.weight;
     task.node_names.insert(task.node_names.end(), item.node_names.begin(), item.node_names.end());
   }
+  // Regions with the same workloads per alternative are one choice, described by the default
+  // alternative's workloads.
+  std::map<std::vector<std::vector<std::pair<std::string, int>>>, size_t> choice_of;
+  for (const graph::PlanRegion& region : plan.regions) {
+    std::vector<std::vector<std::pair<std::string, int>>> signature;
+    for (const std::vector<int>& alternative : region.alternatives) {
+      std::map<std::string, int> counts;
+      for (int w : alternative) ++counts[key_of[w]];
+      signature.emplace_back(counts.begin(), counts.end());
+    }
+    auto [it, added] = choice_of.emplace(signature, analysis.plan_choices.size());
+    if (added) {
+      PlanChoice choice;
+      std::string description;
+      for (int w : region.alternatives[0]) {
+        absl::StrAppend(&description, description.empty() ? "" : " + ",
+                        plan.workloads[w].workload.Description());
+      }
+      choice.description = description;
+      for (size_t v = 0; v < signature.size(); ++v) {
+        choice.alternatives.push_back({plan.variants[v], signature[v]});
+      }
+      analysis.plan_choices.push_back(std::move(choice));
+    }
+    ++analysis.plan_choices[it->second].instances;
+  }
   return analysis;
+}
+
+PlanCost CostPlan(const std::vector<std::pair<std::string, int>>& weights,
+                  const std::vector<PlanChoice>& choices, const BestSeconds& best) {
+  PlanCost cost;
+  // Runs of each key outside every choice: its weight less its runs inside them.
+  std::map<std::string, int64_t> outside(weights.begin(), weights.end());
+  for (const PlanChoice& choice : choices) {
+    std::vector<std::optional<double>> alternative_costs;
+    for (const PlanChoice::Alternative& alternative : choice.alternatives) {
+      std::optional<double> total = 0.0;
+      for (const auto& [key, count] : alternative.workloads) {
+        outside[key] -= static_cast<int64_t>(count) * choice.instances;
+        const std::optional<double> seconds = best(key);
+        if (seconds && total) {
+          *total += count * *seconds;
+        } else {
+          total.reset();
+        }
+      }
+      alternative_costs.push_back(total);
+    }
+    int chosen = 0;
+    std::optional<double> least;
+    for (size_t alt = 0; alt < alternative_costs.size(); ++alt) {
+      if (alternative_costs[alt] && (!least || *alternative_costs[alt] < *least)) {
+        chosen = static_cast<int>(alt);
+        least = alternative_costs[alt];
+      }
+    }
+    // The measured part of the chosen alternative (all of it when it is fully measured).
+    for (const auto& [key, count] : choice.alternatives[chosen].workloads) {
+      cost.latency_seconds += choice.instances * count * best(key).value_or(0.0);
+      cost.runs[key] += static_cast<int64_t>(choice.instances) * count;
+    }
+    cost.costs.push_back(std::move(alternative_costs));
+    cost.chosen.push_back(chosen);
+  }
+  for (const auto& [key, runs] : outside) {
+    if (runs <= 0) continue;
+    cost.latency_seconds += runs * best(key).value_or(0.0);
+    cost.runs[key] += runs;
+  }
+  return cost;
 }
 
 }  // namespace gtco::onnx

@@ -3,8 +3,12 @@
 // nothing of ONNX.
 #pragma once
 
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,12 +27,49 @@ struct ModelTask {
   std::vector<std::string> node_names;
 };
 
+/// Regions of the model the plan may compute in more than one way (graph::PlanAlternatives), all
+/// alike (the same workloads per alternative) grouped as one.
+struct PlanChoice {
+  std::string description;  ///< what the regions compute (the default alternative's workloads)
+  int instances = 0;        ///< how many regions of the model it stands for
+  struct Alternative {
+    std::string name;  ///< the plan variant's name ("fused attention", ...)
+    /// Each workload key the alternative runs per region, and how many times.
+    std::vector<std::pair<std::string, int>> workloads;
+  };
+  std::vector<Alternative> alternatives;  ///< [0] the default plan's
+};
+
+/// A plan's choices and its latency given the best seconds of each workload key.
+struct PlanCost {
+  /// Per PlanChoice: its alternatives' costs per region (nullopt: a workload not measured), and
+  /// the one chosen (least cost among the measured ones; the default while none is).
+  std::vector<std::vector<std::optional<double>>> costs;
+  std::vector<int> chosen;
+  /// Sum over the chosen plan of workload runs x best seconds (unmeasured workloads count 0).
+  double latency_seconds = 0;
+  /// Runs of each workload key per model evaluation in the chosen plan (0: only in alternatives
+  /// not chosen).
+  std::map<std::string, int64_t> runs;
+};
+
 struct ModelAnalysis {
   std::string model_name;        ///< the ONNX graph's name ("model" when empty)
   int num_nodes = 0;             ///< nodes in the imported graph, before folding
   int num_data_ops = 0;          ///< copy-only nodes left after folding and planning (not tuned)
-  std::vector<ModelTask> tasks;  ///< deduplicated by key, in first-occurrence order
+  /// Deduplicated by key, in first-occurrence order: every alternative's workloads (a task's
+  /// weight counts its occurrences in all of them).
+  std::vector<ModelTask> tasks;
+  std::vector<PlanChoice> plan_choices;
 };
+
+/// The best seconds of a workload key per run, nullopt when it has no measurement.
+using BestSeconds = std::function<std::optional<double>(const std::string& key)>;
+
+/// Costs `choices` of a model whose tasks run `weights` times (key -> task weight: every
+/// alternative's occurrences; the workloads outside every choice are always run).
+PlanCost CostPlan(const std::vector<std::pair<std::string, int>>& weights,
+                  const std::vector<PlanChoice>& choices, const BestSeconds& best);
 
 /// Imports the model (see ImportOnnx for `overrides` and import errors) and runs the graph
 /// passes (shape arithmetic folded, BatchNormalization folded, Clip decomposed) and the op

@@ -174,7 +174,8 @@ class DashboardTest(unittest.TestCase):
         self.assertGreater(ok_trials, 80)
         # The last poll, after the end, brings every trial's point.
         self.wait_until(lambda: self.points() == ok_trials, f"{ok_trials} points")
-        self.assertEqual(page.locator("#curves .curve-card").count(), 6)  # attention fused
+        # Six fused subgraphs, and the attention's unfused alternative (matmul, softmax, matmul).
+        self.assertEqual(page.locator("#curves .curve-card").count(), 9)
         self.assertGreaterEqual(page.locator("#curves svg.curve path.best").count(), 16)
         self.assertGreater(page.locator("#allocation svg rect.bar").count(), 0)
         # The --explain table: every task with its mappings' spaces after pruning.
@@ -182,7 +183,13 @@ class DashboardTest(unittest.TestCase):
         self.assertIn("schedules after pruning", page.inner_text("#tasks"))
         self.assertGreater(page.locator("#decisions li").count(), 0)
         self.assertIn("round", page.inner_text("#decisions"))
-        self.assertEqual(page.locator("#plan tbody tr").count(), 6)
+        # The plan choice (attention fused or not, one row per alternative, one chosen) above
+        # the subgraphs, each alternative's tasks among them.
+        self.assertEqual(page.locator("#plan-choices tbody tr").count(), 2)
+        self.assertEqual(page.locator("#plan-choices tbody tr.chosen").count(), 1)
+        self.assertIn("unfused attention", page.inner_text("#plan-choices"))
+        self.assertEqual(page.locator("#plan table:not(#plan-choices) tbody tr").count(), 9)
+        self.assertIn("alternative, not chosen", page.inner_text("#plan"))
         if os.environ.get("GTCO_UPDATE_SCREENSHOT") == "1":
             os.makedirs(os.path.dirname(SCREENSHOT), exist_ok=True)
             # The top of the page: summary, curves, rounds and the start of the --explain table.

@@ -27,9 +27,9 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(job["team"], "vision")
         self.assertGreaterEqual(len(job["tasks"]), 5)
         kinds = {task["kind"] for task in job["tasks"]}
-        # The block's attention (scores, softmax, P.V) is one fused task on CPU too.
-        self.assertTrue({"matmul", "attention", "layernorm"} <= kinds, kinds)
-        self.assertNotIn("softmax", kinds)
+        # The block's attention is planned both as one fused task and as matmul, softmax,
+        # matmul (the measured cheaper one is chosen: see test_explain).
+        self.assertTrue({"matmul", "attention", "layernorm", "softmax"} <= kinds, kinds)
         for task in job["tasks"]:
             self.assertEqual(task["state"], "done", task)
             self.assertGreater(task["best_seconds"], 0, task)
@@ -93,9 +93,40 @@ class EndToEndTest(unittest.TestCase):
         # After the warm-up the budget is not spread evenly any more.
         trials = [int(t["trials_done"]) for t in explained["tasks"]]
         self.assertGreater(max(trials) - min(trials), 4, trials)
+        # The plan weighs the block's attention fused against matmul, softmax, matmul: both
+        # alternatives' workloads are tasks, each costed from their best measurements.
+        self.assertEqual(len(explained["plan"]), 1, explained["plan"])
+        choice = explained["plan"][0]
+        self.assertIn("attention", choice["description"])
+        names = [a["name"] for a in choice["alternatives"]]
+        self.assertEqual(names, ["fused attention", "unfused attention"])
+        task_ids = {t["task_id"] for t in explained["tasks"]}
+        best = {t["task_id"]: float(t["best_seconds"]) for t in explained["tasks"]}
+        for alternative in choice["alternatives"]:
+            self.assertTrue(alternative["measured"], alternative)
+            total = 0.0
+            for entry in alternative["tasks"]:
+                self.assertIn(entry["task_id"], task_ids)
+                total += int(entry["count"]) * best[entry["task_id"]]
+            self.assertAlmostEqual(float(alternative["seconds"]), total, places=12)
+        chosen = [a for a in choice["alternatives"] if a["chosen"]]
+        self.assertEqual(len(chosen), 1)
+        self.assertEqual(float(chosen[0]["seconds"]),
+                         min(float(a["seconds"]) for a in choice["alternatives"]))
+        # Only the chosen alternative's tasks run in the plan; the others run 0 times.
+        chosen_ids = {t["task_id"] for t in chosen[0]["tasks"]}
+        other_ids = {t["task_id"] for a in choice["alternatives"] if not a["chosen"]
+                     for t in a["tasks"]} - chosen_ids
+        runs = {t["task_id"]: int(t["runs"]) for t in explained["tasks"]}
+        self.assertTrue(all(runs[t] > 0 for t in chosen_ids), runs)
+        self.assertTrue(all(runs[t] == 0 for t in other_ids), runs)
+        latency = sum(runs[t] * best[t] for t in runs)
+        self.assertAlmostEqual(float(explained["estimated_latency_seconds"]), latency, places=12)
         text = farm.client("status", job["job_id"], "--explain").stdout
         self.assertIn("latest scheduler decisions", text)
         self.assertIn("schedules after pruning", text)
+        self.assertIn("plan choices", text)
+        self.assertIn("unfused attention", text)
 
     def test_metrics_endpoint(self):
         import urllib.request

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/graph/constant_folding.h"
 #include "common/graph/fusion_planner.h"
-#include "common/onnx/model_analysis.h"
 #include "common/graph/op_support.h"
+#include "common/onnx/model_analysis.h"
 #include "gtest/gtest.h"
 #include "tests/unit/graph/test_graphs.h"
 
@@ -319,6 +321,129 @@ TEST(AttentionFusionTest, PatchVitForCudaFusesItsAttention) {
     EXPECT_EQ(task.workload.Description(), "attention 4x5x5x16 scale=0.25");
   }
   EXPECT_EQ(attention_tasks, 1);
+}
+
+std::vector<std::vector<std::string>> NodeLists(const std::vector<PlannedWorkload>& planned) {
+  std::vector<std::vector<std::string>> lists;
+  for (const PlannedWorkload& item : planned) lists.push_back(item.node_names);
+  return lists;
+}
+
+// The farm's CPU plan weighs the fused attention against matmul, softmax, matmul: both are planned,
+// the region where they differ is found, and the cheaper measured one is chosen.
+TEST(AttentionFusionTest, CpuPlansAttentionBothWaysAndTheCheaperMeasuredWins) {
+  AttentionGraphSpec spec;
+  spec.mask = true;
+  spec.residual = true;
+  const Graph graph = AttentionGraph(spec);
+  absl::StatusOr<ModelPlan> plan = PlanAlternatives(graph, PlanOptionsFor(target::Target::kCpu));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->variants, (std::vector<std::string>{"fused attention", "unfused attention"}));
+  EXPECT_TRUE(plan->shared.empty());
+  ASSERT_EQ(plan->regions.size(), 1u);
+  const PlanRegion& region = plan->regions[0];
+  ASSERT_EQ(region.alternatives.size(), 2u);
+  ASSERT_EQ(region.alternatives[0].size(), 1u);
+  EXPECT_EQ(plan->workloads[region.alternatives[0][0]].workload.anchor, AnchorKind::kAttention);
+  ASSERT_EQ(region.alternatives[1].size(), 3u);
+
+  // Each choice is exactly what planning that variant alone gives, in the same order.
+  PlanOptions unfused_options = PlanOptionsFor(target::Target::kCpu);
+  unfused_options.fuse_attention = false;
+  absl::StatusOr<std::vector<PlannedWorkload>> fused =
+      PlanWorkloads(graph, PlanOptionsFor(target::Target::kCpu));
+  absl::StatusOr<std::vector<PlannedWorkload>> unfused = PlanWorkloads(graph, unfused_options);
+  ASSERT_TRUE(fused.ok() && unfused.ok());
+  EXPECT_EQ(NodeLists(SelectPlan(graph, *plan, {})), NodeLists(*fused));
+  EXPECT_EQ(NodeLists(SelectPlan(graph, *plan, {1})), NodeLists(*unfused));
+  EXPECT_EQ(
+      Anchors(SelectPlan(graph, *plan, {1})),
+      (std::vector<AnchorKind>{AnchorKind::kMatMul, AnchorKind::kSoftmax, AnchorKind::kMatMul}));
+
+  // Costs: nothing measured keeps the default; the cheaper fully measured alternative wins; an
+  // alternative with an unmeasured workload cannot win however cheap its measured part is.
+  const auto no_records = [](const PlannedWorkload&) { return std::optional<double>(); };
+  EXPECT_EQ(ChooseByCost(*plan, no_records), (std::vector<int>{0}));
+  double attention_seconds = 3e-6;
+  bool softmax_measured = true;
+  const WorkloadCost cost = [&](const PlannedWorkload& item) -> std::optional<double> {
+    switch (item.workload.anchor) {
+      case AnchorKind::kAttention:
+        return attention_seconds;
+      case AnchorKind::kSoftmax:
+        return softmax_measured ? std::optional<double>(0.5e-6) : std::nullopt;
+      default:
+        return 0.5e-6;
+    }
+  };
+  EXPECT_EQ(ChooseByCost(*plan, cost), (std::vector<int>{1}));  // 1.5 us against 3 us
+  EXPECT_DOUBLE_EQ(*AlternativeCost(*plan, region, 1, cost), 1.5e-6);
+  attention_seconds = 1e-6;
+  EXPECT_EQ(ChooseByCost(*plan, cost), (std::vector<int>{0}));
+  attention_seconds = 3e-6;
+  softmax_measured = false;
+  EXPECT_FALSE(AlternativeCost(*plan, region, 1, cost).has_value());
+  EXPECT_EQ(ChooseByCost(*plan, cost), (std::vector<int>{0}));
+
+  // CUDA (and the ablation's unfused CPU plan) have one plan: nothing to choose.
+  absl::StatusOr<ModelPlan> cuda = PlanAlternatives(graph, PlanOptions{target::Target::kCuda});
+  ASSERT_TRUE(cuda.ok());
+  EXPECT_EQ(cuda->variants.size(), 1u);
+  EXPECT_TRUE(cuda->regions.empty());
+  EXPECT_EQ(cuda->shared.size(), cuda->workloads.size());
+}
+
+// A model's alike attention regions are one plan choice: the bundled transformer block's, costed
+// from the best seconds of its workloads.
+TEST(AttentionFusionTest, TransformerBlockHasOnePlanChoiceCostedByItsRecords) {
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(ReadModel("transformer_block.onnx"), {},
+                                                            PlanOptionsFor(target::Target::kCpu));
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  ASSERT_EQ(analysis->plan_choices.size(), 1u);
+  const onnx::PlanChoice& choice = analysis->plan_choices[0];
+  EXPECT_GE(choice.instances, 1);
+  ASSERT_EQ(choice.alternatives.size(), 2u);
+  EXPECT_EQ(choice.alternatives[0].name, "fused attention");
+  EXPECT_EQ(choice.alternatives[1].name, "unfused attention");
+  EXPECT_NE(choice.description.find("attention"), std::string::npos) << choice.description;
+  // Both alternatives' workloads are tasks.
+  std::map<std::string, int> weight;
+  std::vector<std::pair<std::string, int>> weights;
+  for (const ModelTask& task : analysis->tasks) {
+    weight[task.key] = task.weight;
+    weights.emplace_back(task.key, task.weight);
+  }
+  for (const auto& alternative : choice.alternatives) {
+    for (const auto& [key, count] : alternative.workloads) EXPECT_GE(weight[key], count) << key;
+  }
+  // Every workload 1 us: the plan's latency counts the chosen alternative once per region and
+  // every other workload by its runs.
+  int64_t runs = 0;
+  for (const auto& [key, w] : weights) runs += w;
+  int64_t fused_runs = 0, unfused_runs = 0;
+  for (const auto& [key, count] : choice.alternatives[0].workloads) fused_runs += count;
+  for (const auto& [key, count] : choice.alternatives[1].workloads) unfused_runs += count;
+  const onnx::PlanCost all =
+      onnx::CostPlan(weights, analysis->plan_choices,
+                     [](const std::string&) { return std::optional<double>(1e-6); });
+  EXPECT_EQ(all.chosen, (std::vector<int>{0}));  // one kernel against three
+  EXPECT_NEAR(all.latency_seconds, (runs - choice.instances * unfused_runs) * 1e-6, 1e-12);
+  ASSERT_EQ(all.costs[0].size(), 2u);
+  EXPECT_NEAR(*all.costs[0][0], fused_runs * 1e-6, 1e-12);
+  EXPECT_NEAR(*all.costs[0][1], unfused_runs * 1e-6, 1e-12);
+  // The fused kernel 10 us: the unfused plan wins; unmeasured, it cannot.
+  const std::string fused_key = choice.alternatives[0].workloads[0].first;
+  const onnx::PlanCost slow_fused =
+      onnx::CostPlan(weights, analysis->plan_choices, [&](const std::string& key) {
+        return std::optional<double>(key == fused_key ? 10e-6 : 1e-6);
+      });
+  EXPECT_EQ(slow_fused.chosen, (std::vector<int>{1}));
+  const onnx::PlanCost only_fused =
+      onnx::CostPlan(weights, analysis->plan_choices, [&](const std::string& key) {
+        return key == fused_key ? std::optional<double>(10e-6) : std::nullopt;
+      });
+  EXPECT_EQ(only_fused.chosen, (std::vector<int>{0}));
+  EXPECT_NEAR(only_fused.latency_seconds, choice.instances * 10e-6, 1e-12);
 }
 
 }  // namespace

@@ -39,6 +39,36 @@ TEST(JobOptionsTest, WhatIsWrittenReadsBack) {
   EXPECT_EQ(DecodeJobOptions(EncodeJobOptions(JobOptions()))->round_size, 0);
 }
 
+TEST(JobOptionsTest, ThePlansChoicesReadBackAndAMalformedPlanIsAnError) {
+  JobOptions written;
+  onnx::PlanChoice choice;
+  choice.description = "attention 12x197x197x64 scale=0.125";
+  choice.instances = 12;
+  choice.alternatives = {
+      {"fused attention", {{"cpu-attn", 1}}},
+      {"unfused attention", {{"cpu-mm1", 1}, {"cpu-softmax", 1}, {"cpu-mm2", 2}}}};
+  written.plan = {choice};
+  absl::StatusOr<JobOptions> read = DecodeJobOptions(EncodeJobOptions(written));
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->plan.size(), 1u);
+  EXPECT_EQ(read->plan[0].description, choice.description);
+  EXPECT_EQ(read->plan[0].instances, 12);
+  ASSERT_EQ(read->plan[0].alternatives.size(), 2u);
+  EXPECT_EQ(read->plan[0].alternatives[1].name, "unfused attention");
+  EXPECT_EQ(read->plan[0].alternatives[1].workloads, choice.alternatives[1].workloads);
+  // Jobs stored before plans have none; a plan that is not one is an error, not dropped.
+  EXPECT_TRUE(DecodeJobOptions(R"({"roundSize":4})")->plan.empty());
+  for (const char* bad :
+       {R"({"plan":{}})", R"({"plan":[{"description":"a","instances":0,"alternatives":[]}]})",
+        R"({"plan":[{"description":"a","instances":1,"alternatives":[{"name":"x"}]}]})",
+        R"({"plan":[{"description":"a","instances":1,"alternatives":[{"name":"x",)"
+        R"("workloads":[{"key":"k","count":-1}]}]}]})"}) {
+    absl::StatusOr<JobOptions> decoded = DecodeJobOptions(bad);
+    EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(decoded.status().message().find("plan"), std::string::npos) << bad;
+  }
+}
+
 TEST(JobOptionsTest, AnOutOfRangeRoundSizeKeepsTheOtherOptions) {
   // A non-positive round size always meant "the server's default"; the scheduler stays.
   absl::StatusOr<JobOptions> options = DecodeJobOptions(R"({"roundSize":-3,"scheduler":"even"})");
