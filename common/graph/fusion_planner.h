@@ -85,8 +85,9 @@ std::vector<PlanVariant> PlanVariantsFor(const PlanOptions& options);
 /// Plans `graph` (as PlanWorkloads) with every variant of PlanVariantsFor(options) and splits the
 /// plans into shared workloads and regions. Workloads are the same when they compute the same
 /// nodes into the same tensor. A region is a connected group (by shared nodes) of the workloads
-/// not every variant plans. INTERNAL when two variants' workloads in a region cover different
-/// nodes (a planner bug).
+/// not every variant plans. Where two variants' workloads in a region cover different nodes (one
+/// leaves a node to a data-movement step another fuses), the default variant's plan is returned
+/// alone (no regions). The planner's errors.
 absl::StatusOr<ModelPlan> PlanAlternatives(const Graph& graph, const PlanOptions& options);
 
 /// The workloads of `plan` with alternative choice[r] in region r (variant 0 where `choice` is

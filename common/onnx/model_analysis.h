@@ -78,8 +78,10 @@ absl::StatusOr<graph::Graph> PrepareGraph(std::string_view model_bytes,
                                           const ShapeOverrides& overrides);
 
 /// Imports the model (see ImportOnnx for `overrides` and import errors), folds shape
-/// arithmetic, checks op support and plans the workloads for `options.target` (see
-/// graph::PlanWorkloads: "cuda" fuses attention; the default "cpu" does not). Errors: INVALID_ARGUMENT
+/// arithmetic, checks op support and plans the workloads for `options.target` with every plan
+/// variant (graph::PlanAlternatives: the farm's CPU options plan attention fused and unfused;
+/// "cuda" fuses it; the default "cpu" options do not): the tasks are every variant's workloads,
+/// plan_choices the regions where they differ. Errors: INVALID_ARGUMENT
 /// for bad models/overrides or an unknown target, UNIMPLEMENTED naming op/dtype and node for
 /// what GTCO cannot run.
 absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
