@@ -639,8 +639,8 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
       alternative.name = choice.alternatives[alt].name;
       alternative.measured = plan_cost.costs[c][alt].has_value();
       alternative.chosen = plan_cost.chosen[c] == static_cast<int>(alt);
+      alternative.seconds = plan_cost.measured_seconds[c][alt];
       for (const auto& [key, count] : choice.alternatives[alt].workloads) {
-        alternative.seconds += count * best(key).value_or(0.0);
         auto it = task_of_key.find(key);
         alternative.tasks.emplace_back(it == task_of_key.end() ? key : it->second->row.task_id,
                                        count);

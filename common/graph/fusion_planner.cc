@@ -414,19 +414,26 @@ std::optional<double> AlternativeCost(const ModelPlan& plan, const PlanRegion& r
   return total;
 }
 
+int LeastCostAlternative(const std::vector<std::optional<double>>& costs) {
+  int best = 0;
+  std::optional<double> least;
+  for (size_t alt = 0; alt < costs.size(); ++alt) {
+    if (costs[alt] && (!least || *costs[alt] < *least)) {
+      best = static_cast<int>(alt);
+      least = costs[alt];
+    }
+  }
+  return best;
+}
+
 std::vector<int> ChooseByCost(const ModelPlan& plan, const WorkloadCost& cost) {
   std::vector<int> choice;
   for (const PlanRegion& region : plan.regions) {
-    int best = 0;
-    std::optional<double> best_cost;
+    std::vector<std::optional<double>> costs;
     for (int alt = 0; alt < static_cast<int>(region.alternatives.size()); ++alt) {
-      const std::optional<double> total = AlternativeCost(plan, region, alt, cost);
-      if (total && (!best_cost || *total < *best_cost)) {
-        best = alt;
-        best_cost = total;
-      }
+      costs.push_back(AlternativeCost(plan, region, alt, cost));
     }
-    choice.push_back(best);
+    choice.push_back(LeastCostAlternative(costs));
   }
   return choice;
 }

@@ -103,8 +103,11 @@ using WorkloadCost = std::function<std::optional<double>(const PlannedWorkload&)
 std::optional<double> AlternativeCost(const ModelPlan& plan, const PlanRegion& region, int alt,
                                       const WorkloadCost& cost);
 
-/// Per region, the alternative of least cost among those with a cost; the default (0) when none
-/// has one.
+/// The plan's rule: the alternative of least cost among those with a cost; the default (0) when
+/// none has one.
+int LeastCostAlternative(const std::vector<std::optional<double>>& costs);
+
+/// Per region, LeastCostAlternative of its alternatives' costs.
 std::vector<int> ChooseByCost(const ModelPlan& plan, const WorkloadCost& cost);
 
 /// The plan options the farm tunes and the exporter exports a model for `target` with (they must

@@ -107,32 +107,25 @@ PlanCost CostPlan(const std::vector<std::pair<std::string, int>>& weights,
   std::map<std::string, int64_t> outside(weights.begin(), weights.end());
   for (const PlanChoice& choice : choices) {
     std::vector<std::optional<double>> alternative_costs;
+    std::vector<double> measured;
     for (const PlanChoice::Alternative& alternative : choice.alternatives) {
-      std::optional<double> total = 0.0;
+      double seconds = 0;
+      bool complete = true;
       for (const auto& [key, count] : alternative.workloads) {
         outside[key] -= static_cast<int64_t>(count) * choice.instances;
-        const std::optional<double> seconds = best(key);
-        if (seconds && total) {
-          *total += count * *seconds;
-        } else {
-          total.reset();
-        }
+        const std::optional<double> best_seconds = best(key);
+        complete &= best_seconds.has_value();
+        seconds += count * best_seconds.value_or(0.0);
       }
-      alternative_costs.push_back(total);
+      measured.push_back(seconds);
+      alternative_costs.push_back(complete ? std::optional<double>(seconds) : std::nullopt);
     }
-    int chosen = 0;
-    std::optional<double> least;
-    for (size_t alt = 0; alt < alternative_costs.size(); ++alt) {
-      if (alternative_costs[alt] && (!least || *alternative_costs[alt] < *least)) {
-        chosen = static_cast<int>(alt);
-        least = alternative_costs[alt];
-      }
-    }
-    // The measured part of the chosen alternative (all of it when it is fully measured).
+    const int chosen = graph::LeastCostAlternative(alternative_costs);
+    cost.latency_seconds += choice.instances * measured[chosen];
     for (const auto& [key, count] : choice.alternatives[chosen].workloads) {
-      cost.latency_seconds += choice.instances * count * best(key).value_or(0.0);
       cost.runs[key] += static_cast<int64_t>(choice.instances) * count;
     }
+    cost.measured_seconds.push_back(std::move(measured));
     cost.costs.push_back(std::move(alternative_costs));
     cost.chosen.push_back(chosen);
   }

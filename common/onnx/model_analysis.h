@@ -43,8 +43,10 @@ struct PlanChoice {
 /// A plan's choices and its latency given the best seconds of each workload key.
 struct PlanCost {
   /// Per PlanChoice: its alternatives' costs per region (nullopt: a workload not measured), and
-  /// the one chosen (least cost among the measured ones; the default while none is).
+  /// the one chosen (graph::LeastCostAlternative).
   std::vector<std::vector<std::optional<double>>> costs;
+  /// Per PlanChoice and alternative: the measured part of its cost (all of it when measured).
+  std::vector<std::vector<double>> measured_seconds;
   std::vector<int> chosen;
   /// Sum over the chosen plan of workload runs x best seconds (unmeasured workloads count 0).
   double latency_seconds = 0;

@@ -462,59 +462,47 @@
 
     function renderPlan(data) {
       const choices = data.choices.length === 0 ? [] : [
-        h('p', {class: 'muted'},
-          'Regions the plan can compute in more than one way: both ' +
-              'alternatives are tuned, and the one whose best times add up to less is chosen (*).'),
-        h('table', {id: 'plan-choices'},
-          h('thead', {},
-            h('tr', {}, h('th', {}, 'Region'), h('th', {}, ''), h('th', {}, 'Alternative'),
-              h('th', {class: 'num'}, 'Time per region'), h('th', {}, 'Tasks'))),
-          h('tbody', {},
-            data.choices.flatMap(
-                (choice) => choice.alternatives.map(
-                    (alternative, index) =>
-                        h('tr', {class: alternative.chosen ? 'chosen' : ''},
-                          h('td', {},
-                            index === 0 ? `${choice.description} x${choice.instances}` : ''),
-                          h('td', {}, alternative.chosen ? '*' : ''), h('td', {}, alternative.name),
-                          h('td', {class: 'num'},
-                            alternative.seconds === null ? 'not measured yet' :
-                                                           seconds(alternative.seconds)),
-                          h('td', {class: 'mono'},
-                            alternative.tasks.map((task) => `${task.task_id} x${task.count}`)
-                                .join(', ')))))))
-      ];
+          h("p", {class: "muted"}, "Regions the plan can compute in more than one way: both " +
+            "alternatives are tuned, and the one whose best times add up to less is chosen (*)."),
+          h("table", {id: "plan-choices"},
+            h("thead", {}, h("tr", {},
+              h("th", {}, "Region"), h("th", {}, ""), h("th", {}, "Alternative"),
+              h("th", {class: "num"}, "Time per region"), h("th", {}, "Tasks"))),
+            h("tbody", {}, data.choices.flatMap((choice) => choice.alternatives.map(
+              (alternative, index) => h("tr", {class: alternative.chosen ? "chosen" : ""},
+                h("td", {}, index === 0 ? `${choice.description} x${choice.instances}` : ""),
+                h("td", {}, alternative.chosen ? "*" : ""),
+                h("td", {}, alternative.name),
+                h("td", {class: "num"}, alternative.seconds === null ? "not measured yet"
+                                                                     : seconds(alternative.seconds)),
+                h("td", {class: "mono"}, alternative.tasks.map(
+                  (task) => `${task.task_id} x${task.count}`).join(", ")))))))];
       plan.replaceChildren(
           ...choices,
-          h('p', {class: 'muted'},
-            `The fusion planner split ${data.model_name} into ` +
-                `${data.subgraphs.length} fused subgraphs (${
-                    si(data.total_flops)}FLOP a run in the ` +
-                'chosen plan); each is one task, tuned once whatever model it comes from.'),
-          h('table', {},
-            h('thead', {},
-              h('tr', {}, h('th', {}, '#'), h('th', {}, 'Anchor'), h('th', {}, 'Fused subgraph'),
-                h('th', {class: 'num'}, 'Weight'), h('th', {class: 'num'}, 'FLOP'),
-                h('th', {class: 'num'}, 'Best'), h('th', {}, 'Share of est. latency'))),
-            h('tbody', {}, data.subgraphs.map((subgraph) => {
+          h("p", {class: "muted"}, `The fusion planner split ${data.model_name} into ` +
+            `${data.subgraphs.length} fused subgraphs (${si(data.total_flops)}FLOP a run in the ` +
+            "chosen plan); each is one task, tuned once whatever model it comes from."),
+          h("table", {},
+            h("thead", {}, h("tr", {},
+              h("th", {}, "#"), h("th", {}, "Anchor"), h("th", {}, "Fused subgraph"),
+              h("th", {class: "num"}, "Weight"), h("th", {class: "num"}, "FLOP"),
+              h("th", {class: "num"}, "Best"), h("th", {}, "Share of est. latency"))),
+            h("tbody", {}, data.subgraphs.map((subgraph) => {
               const share = h("span", {class: "share"});
               share.style.width = Math.round(120 * (subgraph.latency_share || 0)) + "px";
-              return h(
-                  'tr', {}, h('td', {}, subgraph.ordinal), h('td', {}, subgraph.kind),
-                  h('td', {},
-                    link(
-                        `/workloads/${enc(subgraph.workload_key)}?target=${enc(data.target)}`,
-                        subgraph.description),
-                    h('details', {}, h('summary', {}, 'workload'),
-                      h('pre', {class: 'mono'}, subgraph.canonical))),
-                  h('td', {class: 'num'},
-                    subgraph.runs > 0 ? 'x' + subgraph.runs : 'alternative, not chosen'),
-                  h('td', {class: 'num'}, si(subgraph.flops)),
-                  h('td', {class: 'num'}, seconds(subgraph.best_seconds)),
-                  h('td', {}, share,
-                    subgraph.latency_share === null ?
-                        ' -' :
-                        ` ${(100 * subgraph.latency_share).toFixed(1)}%`));
+              return h("tr", {},
+                  h("td", {}, subgraph.ordinal),
+                  h("td", {}, subgraph.kind),
+                  h("td", {}, link(`/workloads/${enc(subgraph.workload_key)}?target=${enc(data.target)}`,
+                                   subgraph.description),
+                    h("details", {}, h("summary", {}, "workload"),
+                      h("pre", {class: "mono"}, subgraph.canonical))),
+                  h("td", {class: "num"}, subgraph.runs > 0 ? "x" + subgraph.runs
+                                                            : "alternative, not chosen"),
+                  h("td", {class: "num"}, si(subgraph.flops)),
+                  h("td", {class: "num"}, seconds(subgraph.best_seconds)),
+                  h("td", {}, share, subgraph.latency_share === null ? " -"
+                     : ` ${(100 * subgraph.latency_share).toFixed(1)}%`));
             }))));
     }
 
