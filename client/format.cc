@@ -81,7 +81,8 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
   if (job.plan_size() > 0) {
     absl::StrAppend(&text,
                     "plan choices (per region: the measured alternative of least cost, "
-                    "the first while none is measured):\n");
+                    "the first while none is measured; '-': too far behind to draw more "
+                    "trials):\n");
   }
   for (const auto& choice : job.plan()) {
     absl::StrAppend(&text,
@@ -90,7 +91,8 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
       absl::StrAppend(
           &text,
           absl::StrFormat(
-              "   %s %-18s %-22s %s\n", alternative.chosen() ? "*" : " ", alternative.name(),
+              "   %s %-18s %-22s %s\n",
+              alternative.chosen() ? "*" : (alternative.in_play() ? " " : "-"), alternative.name(),
               alternative.measured() ? FormatSeconds(alternative.seconds()) : "not measured yet",
               absl::StrJoin(alternative.tasks(), ", ",
                             [](std::string* out, const gtco::v1::PlanTask& task) {

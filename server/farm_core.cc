@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_join.h"
 #include "common/kernels/build_program.h"
@@ -547,10 +548,32 @@ void FarmCore::UpdateJobCompletionLocked(Job& job) {
 }
 
 std::vector<TaskCurve> FarmCore::CurvesLocked(const Job& job) const {
+  // A job with plan choices weighs each task by its runs in the plan as measured so far
+  // (onnx::PlanCost::tuning_weight): an alternative that has fallen behind stops drawing budget.
+  std::map<std::string, int64_t> tuning_weight;
+  if (!job.options.plan.empty()) {
+    std::vector<std::pair<std::string, int>> weights;
+    std::map<std::string, double> best_of_key;
+    for (const auto& task : job.tasks) {
+      weights.emplace_back(task->row.workload_key, task->row.weight);
+      if (task->best_seconds > 0) best_of_key[task->row.workload_key] = task->best_seconds;
+    }
+    tuning_weight = onnx::CostPlan(weights, job.options.plan,
+                                   [&](const std::string& key) -> std::optional<double> {
+                                     auto it = best_of_key.find(key);
+                                     if (it == best_of_key.end()) return std::nullopt;
+                                     return it->second;
+                                   })
+                        .tuning_weight;
+  }
   std::vector<TaskCurve> curves;
   for (const auto& task : job.tasks) {
     TaskCurve curve;
     curve.weight = task->row.weight;
+    if (!job.options.plan.empty()) {
+      auto it = tuning_weight.find(task->row.workload_key);
+      curve.weight = it == tuning_weight.end() ? 0 : static_cast<double>(it->second);
+    }
     curve.best_history = task->best_history;
     curve.in_flight = task->InFlight();
     curve.exhausted = task->Exhausted();
@@ -639,6 +662,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
       alternative.name = choice.alternatives[alt].name;
       alternative.measured = plan_cost.costs[c][alt].has_value();
       alternative.chosen = plan_cost.chosen[c] == static_cast<int>(alt);
+      alternative.in_play = plan_cost.in_play[c][alt];
       alternative.seconds = plan_cost.measured_seconds[c][alt];
       for (const auto& [key, count] : choice.alternatives[alt].workloads) {
         auto it = task_of_key.find(key);

@@ -125,14 +125,29 @@ PlanCost CostPlan(const std::vector<std::pair<std::string, int>>& weights,
     for (const auto& [key, count] : choice.alternatives[chosen].workloads) {
       cost.runs[key] += static_cast<int64_t>(choice.instances) * count;
     }
+    std::vector<bool> in_play_of_choice;
+    for (size_t alt = 0; alt < choice.alternatives.size(); ++alt) {
+      const std::optional<double>& alt_cost = alternative_costs[alt];
+      const std::optional<double>& chosen_cost = alternative_costs[chosen];
+      const bool in_play = static_cast<int>(alt) == chosen || !alt_cost.has_value() ||
+                           !chosen_cost.has_value() ||
+                           *alt_cost <= kAlternativeInPlay * *chosen_cost;
+      in_play_of_choice.push_back(in_play);
+      if (!in_play) continue;
+      for (const auto& [key, count] : choice.alternatives[alt].workloads) {
+        cost.tuning_weight[key] += static_cast<int64_t>(choice.instances) * count;
+      }
+    }
     cost.measured_seconds.push_back(std::move(measured));
     cost.costs.push_back(std::move(alternative_costs));
     cost.chosen.push_back(chosen);
+    cost.in_play.push_back(std::move(in_play_of_choice));
   }
   for (const auto& [key, runs] : outside) {
     if (runs <= 0) continue;
     cost.latency_seconds += runs * best(key).value_or(0.0);
     cost.runs[key] += runs;
+    cost.tuning_weight[key] += runs;
   }
   return cost;
 }

@@ -48,12 +48,24 @@ struct PlanCost {
   /// Per PlanChoice and alternative: the measured part of its cost (all of it when measured).
   std::vector<std::vector<double>> measured_seconds;
   std::vector<int> chosen;
+  /// Per PlanChoice and alternative: whether it is in play (see tuning_weight).
+  std::vector<std::vector<bool>> in_play;
   /// Sum over the chosen plan of workload runs x best seconds (unmeasured workloads count 0).
   double latency_seconds = 0;
   /// Runs of each workload key per model evaluation in the chosen plan (0: only in alternatives
   /// not chosen).
   std::map<std::string, int64_t> runs;
+  /// The weight each workload key carries in the tuning budget (the gradient scheduler's task
+  /// weight): its runs in the chosen plan plus its runs in the alternatives still in play (not
+  /// measured yet, or costing at most kAlternativeInPlay times the chosen one). An alternative
+  /// further behind no longer draws budget: tuning its workloads would lower the model's
+  /// latency only if it overtook the chosen one.
+  std::map<std::string, int64_t> tuning_weight;
 };
+
+/// How far (cost ratio to the chosen alternative) a measured alternative may be behind and
+/// still draw tuning budget: the last trials of a task seldom gain more than a few percent.
+inline constexpr double kAlternativeInPlay = 1.05;
 
 struct ModelAnalysis {
   std::string model_name;        ///< the ONNX graph's name ("model" when empty)

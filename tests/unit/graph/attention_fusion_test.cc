@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <optional>
 #include <sstream>
 
@@ -444,6 +445,41 @@ TEST(AttentionFusionTest, TransformerBlockHasOnePlanChoiceCostedByItsRecords) {
       });
   EXPECT_EQ(only_fused.chosen, (std::vector<int>{0}));
   EXPECT_NEAR(only_fused.latency_seconds, choice.instances * 10e-6, 1e-12);
+
+  // The tuning budget: an alternative not measured yet keeps every task's full weight.
+  auto tuning_weight = [](const onnx::PlanCost& cost, const std::string& key) -> int64_t {
+    auto it = cost.tuning_weight.find(key);
+    return it == cost.tuning_weight.end() ? 0 : it->second;
+  };
+  for (const auto& [key, w] : weights) EXPECT_EQ(tuning_weight(only_fused, key), w) << key;
+  // The unfused alternative 3x behind the fused one: its own tasks stop drawing budget, the
+  // others keep their runs.
+  std::set<std::string> fused_keys, unfused_only;
+  for (const auto& [key, count] : choice.alternatives[0].workloads) fused_keys.insert(key);
+  for (const auto& [key, count] : choice.alternatives[1].workloads) {
+    if (fused_keys.count(key) == 0) unfused_only.insert(key);
+  }
+  ASSERT_FALSE(unfused_only.empty());
+  EXPECT_EQ(all.in_play, (std::vector<std::vector<bool>>{{true, false}}));
+  EXPECT_EQ(only_fused.in_play, (std::vector<std::vector<bool>>{{true, true}}));
+  for (const auto& [key, w] : weights) {
+    EXPECT_EQ(tuning_weight(all, key), unfused_only.count(key) ? 0 : all.runs.at(key)) << key;
+  }
+  // The fused kernel within kAlternativeInPlay of the unfused chain: the unfused plan is chosen
+  // and the fused kernel, a close second, still draws budget; further behind, it does not.
+  ASSERT_EQ(fused_runs, 1);
+  const double chain = unfused_runs * 1e-6;
+  for (const auto& [ratio, in_play] : {std::pair<double, bool>{1.03, true}, {1.2, false}}) {
+    const onnx::PlanCost close =
+        onnx::CostPlan(weights, analysis->plan_choices, [&](const std::string& key) {
+          return std::optional<double>(key == fused_key ? ratio * chain : 1e-6);
+        });
+    EXPECT_EQ(close.chosen, (std::vector<int>{1})) << ratio;
+    EXPECT_EQ(tuning_weight(close, fused_key), in_play ? weight[fused_key] : 0) << ratio;
+    for (const std::string& key : unfused_only) {
+      EXPECT_EQ(tuning_weight(close, key), weight[key]) << ratio << " " << key;
+    }
+  }
 }
 
 }  // namespace

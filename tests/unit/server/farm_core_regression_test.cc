@@ -252,6 +252,61 @@ TEST(FarmCoreRegressionTest, ANewBestScheduleIsTriedByTheJobsOtherTasks) {
   core->Shutdown();
 }
 
+// Re-planning is part of the search: once a plan alternative is measured far behind the one
+// chosen (here the transformer block's unfused attention, its matmul-softmax-matmul chain 1 ms a
+// workload against 1 us for everything else), its own tasks stop drawing trials after their
+// warm-up; the budget goes to the chosen plan's tasks. (Weighed by occurrences alone, those slow
+// tasks took most of the budget: the gradient scheduler's expected gain grows with their best.)
+TEST(FarmCoreRegressionTest, AnAlternativeFarBehindStopsDrawingTrials) {
+  std::unique_ptr<FarmCore> core = MemoryFarm();
+  auto job = core->Submit(Header(240), ReadModel("transformer_block.onnx"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->plan.size(), 1u);
+  ASSERT_EQ(job->plan[0].alternatives.size(), 2u);
+  std::set<std::string> fused, unfused_only;
+  for (const auto& [task_id, count] : job->plan[0].alternatives[0].tasks) fused.insert(task_id);
+  for (const auto& [task_id, count] : job->plan[0].alternatives[1].tasks) {
+    if (fused.count(task_id) == 0) unfused_only.insert(task_id);
+  }
+  ASSERT_FALSE(unfused_only.empty());
+  WorkerHello worker = CpuWorker("replan");
+  worker.hardware.cpu_features = {"avx2", "avx512f", "fma"};
+  ASSERT_TRUE(core->Register(worker).ok());
+  for (int round = 0; round < 400; ++round) {
+    auto candidates = core->Lease("replan", 4, /*wait_ms=*/200);
+    ASSERT_TRUE(candidates.ok()) << candidates.status();
+    if (candidates->empty()) break;
+    std::vector<TrialResult> results;
+    for (const LeasedCandidate& candidate : *candidates) {
+      TrialResult result;
+      result.candidate_id = candidate.candidate_id;
+      result.ok = result.verified = true;
+      result.median_seconds = result.min_seconds = result.max_seconds =
+          unfused_only.count(candidate.task_id) ? 1e-3 : 1e-6;
+      results.push_back(result);
+    }
+    ASSERT_TRUE(core->Report("replan", results).ok());
+  }
+  auto status = core->GetJob(job->job_id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->trials_done, 240);
+  ASSERT_EQ(status->plan.size(), 1u);
+  EXPECT_TRUE(status->plan[0].alternatives[0].chosen);
+  EXPECT_FALSE(status->plan[0].alternatives[1].chosen);
+  EXPECT_TRUE(status->plan[0].alternatives[0].in_play);
+  EXPECT_FALSE(status->plan[0].alternatives[1].in_play);
+  int64_t slow_trials = 0;
+  for (const TaskInfo& task : status->tasks) {
+    if (unfused_only.count(task.task_id) == 0) continue;
+    // Its warm-up (8 trials), and at most the round in flight when the plan was decided.
+    EXPECT_LE(task.trials_done, 8 + 4) << task.task_id;
+    EXPECT_EQ(task.runs, 0) << task.task_id;
+    slow_trials += task.trials_done;
+  }
+  EXPECT_LE(slow_trials, static_cast<int64_t>(unfused_only.size()) * 12);
+  core->Shutdown();
+}
+
 // Candidates are lowered ahead into a ready queue; those of a job cancelled while they wait
 // are never leased, and a worker that reports while others lease is served by each concept
 // without waiting for the search: every result is stored once and the budget is kept.
