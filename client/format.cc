@@ -92,7 +92,7 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
           &text,
           absl::StrFormat(
               "   %s %-18s %-22s %s\n",
-              alternative.chosen() ? "*" : (alternative.in_play() ? " " : "-"), alternative.name(),
+              alternative.chosen() ? "*" : (alternative.left_behind() ? "-" : " "), alternative.name(),
               alternative.measured() ? FormatSeconds(alternative.seconds()) : "not measured yet",
               absl::StrJoin(alternative.tasks(), ", ",
                             [](std::string* out, const gtco::v1::PlanTask& task) {

@@ -314,7 +314,7 @@ std::string PlanJson(const JobInfo& job, const std::vector<TaskHistory>& history
           Json{{"name", alternative.name},
                {"seconds", alternative.measured ? Json(alternative.seconds) : Json(nullptr)},
                {"chosen", alternative.chosen},
-               {"in_play", alternative.in_play},
+               {"left_behind", alternative.left_behind},
                {"tasks", tasks}});
     }
     choices.push_back(Json{{"description", choice.description},

@@ -547,30 +547,33 @@ void FarmCore::UpdateJobCompletionLocked(Job& job) {
   TouchJobLocked(job);
 }
 
-std::vector<TaskCurve> FarmCore::CurvesLocked(const Job& job) const {
-  // A job with plan choices weighs each task by its runs in the plan as measured so far
-  // (onnx::PlanCost::tuning_weight): an alternative that has fallen behind stops drawing budget.
-  std::map<std::string, int64_t> tuning_weight;
-  if (!job.options.plan.empty()) {
-    std::vector<std::pair<std::string, int>> weights;
-    std::map<std::string, double> best_of_key;
-    for (const auto& task : job.tasks) {
-      weights.emplace_back(task->row.workload_key, task->row.weight);
-      if (task->best_seconds > 0) best_of_key[task->row.workload_key] = task->best_seconds;
-    }
-    tuning_weight = onnx::CostPlan(weights, job.options.plan,
-                                   [&](const std::string& key) -> std::optional<double> {
-                                     auto it = best_of_key.find(key);
-                                     if (it == best_of_key.end()) return std::nullopt;
-                                     return it->second;
-                                   })
-                        .tuning_weight;
+onnx::PlanCost FarmCore::PlanCostLocked(const Job& job) const {
+  std::vector<std::pair<std::string, int>> weights;
+  std::map<std::string, double> best_of_key;
+  for (const auto& task : job.tasks) {
+    weights.emplace_back(task->row.workload_key, task->row.weight);
+    if (task->best_seconds > 0) best_of_key[task->row.workload_key] = task->best_seconds;
   }
+  return onnx::CostPlan(weights, job.options.plan,
+                        [&](const std::string& key) -> std::optional<double> {
+                          auto it = best_of_key.find(key);
+                          if (it == best_of_key.end()) return std::nullopt;
+                          return it->second;
+                        });
+}
+
+std::vector<TaskCurve> FarmCore::CurvesLocked(const Job& job) const {
+  // The gradient scheduler weighs a job's tasks by their runs in the plan as measured so far
+  // (onnx::PlanCost::tuning_weight): an alternative that has fallen behind stops drawing budget.
+  // The even split, a baseline, keeps the occurrence weights.
+  const bool replan = !job.options.plan.empty() && job.scheduler.kind == SchedulerKind::kGradient;
+  const std::map<std::string, int64_t> tuning_weight =
+      replan ? PlanCostLocked(job).tuning_weight : std::map<std::string, int64_t>();
   std::vector<TaskCurve> curves;
   for (const auto& task : job.tasks) {
     TaskCurve curve;
     curve.weight = task->row.weight;
-    if (!job.options.plan.empty()) {
+    if (replan) {
       auto it = tuning_weight.find(task->row.workload_key);
       curve.weight = it == tuning_weight.end() ? 0 : static_cast<double>(it->second);
     }
@@ -639,20 +642,13 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   info.scheduler = SchedulerKindName(job.scheduler.kind);
   info.round_size = job.options.round_size;
   info.decisions.assign(job.decisions.begin(), job.decisions.end());
-  std::vector<std::pair<std::string, int>> weights;
   std::map<std::string, const Task*> task_of_key;
   for (const auto& task : job.tasks) {
     info.trials_done += task->trials_done;
     info.trials_failed += task->trials_failed;
-    weights.emplace_back(task->row.workload_key, task->row.weight);
     task_of_key.emplace(task->row.workload_key, task.get());
   }
-  const onnx::BestSeconds best = [&](const std::string& key) -> std::optional<double> {
-    auto it = task_of_key.find(key);
-    if (it == task_of_key.end() || it->second->best_seconds <= 0) return std::nullopt;
-    return it->second->best_seconds;
-  };
-  const onnx::PlanCost plan_cost = onnx::CostPlan(weights, job.options.plan, best);
+  const onnx::PlanCost plan_cost = PlanCostLocked(job);
   info.estimated_latency_seconds = plan_cost.latency_seconds;
   for (size_t c = 0; c < job.options.plan.size(); ++c) {
     const onnx::PlanChoice& choice = job.options.plan[c];
@@ -662,7 +658,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
       alternative.name = choice.alternatives[alt].name;
       alternative.measured = plan_cost.costs[c][alt].has_value();
       alternative.chosen = plan_cost.chosen[c] == static_cast<int>(alt);
-      alternative.in_play = plan_cost.in_play[c][alt];
+      alternative.left_behind = !plan_cost.in_play[c][alt];
       alternative.seconds = plan_cost.measured_seconds[c][alt];
       for (const auto& [key, count] : choice.alternatives[alt].workloads) {
         auto it = task_of_key.find(key);
@@ -691,7 +687,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
     double share = 0;
     if (!task.Finished() && !task.Exhausted()) {
       share = job.scheduler.kind == SchedulerKind::kEven || task.trials_done < 2
-                  ? task.row.weight
+                  ? curves[index].weight
                   : ExpectedGain(curves[index], job.scheduler);
     }
     shares.push_back(share);

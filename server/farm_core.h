@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "common/db/database.h"
 #include "common/ir/workload.h"
+#include "common/onnx/model_analysis.h"
 #include "common/search/search_strategy.h"
 #include "common/target/target.h"
 #include "server/cost_models.h"
@@ -161,6 +162,8 @@ class FarmCore {
   absl::Status LoadTaskHistoryLocked(Task& task);
   JobInfo JobInfoLocked(const Job& job) const;
   TaskInfo TaskInfoLocked(const Job& job, const Task& task) const;
+  /// The job's plan costed from its tasks' best seconds (onnx::CostPlan).
+  onnx::PlanCost PlanCostLocked(const Job& job) const;
   std::vector<TaskCurve> CurvesLocked(const Job& job) const;
 
   // Scheduling (farm_scheduling.cc): under mutex_, cheap; the search runs off the lock.

@@ -70,7 +70,9 @@ struct PlanChoiceInfo {
     double seconds = 0;     ///< per region: the sum of its workloads' best latencies
     bool measured = false;  ///< every workload of it has a measurement (else seconds is partial)
     bool chosen = false;
-    bool in_play = true;  ///< still draws tuning budget (onnx::PlanCost::in_play)
+    /// Too far behind the chosen alternative to draw more tuning budget (not in play,
+    /// onnx::PlanCost::in_play).
+    bool left_behind = false;
     std::vector<std::pair<std::string, int>> tasks;  ///< task id and runs per region
   };
   std::vector<Alternative> alternatives;

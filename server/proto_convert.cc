@@ -174,7 +174,7 @@ gtco::v1::JobStatus ToProto(const JobInfo& job) {
       alt.set_seconds(alternative.seconds);
       alt.set_measured(alternative.measured);
       alt.set_chosen(alternative.chosen);
-      alt.set_in_play(alternative.in_play);
+      alt.set_left_behind(alternative.left_behind);
       for (const auto& [task_id, count] : alternative.tasks) {
         gtco::v1::PlanTask& task = *alt.add_tasks();
         task.set_task_id(task_id);

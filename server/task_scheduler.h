@@ -12,7 +12,9 @@ namespace gtco::server {
 
 /// What the scheduler knows of one task.
 struct TaskCurve {
-  double weight = 1;                 ///< occurrences in the model
+  /// Budget weight: occurrences in the model, or for a job with plan choices (gradient
+  /// scheduler) its runs in the plan as measured so far (onnx::PlanCost::tuning_weight).
+  double weight = 1;
   int64_t in_flight = 0;             ///< candidates proposed but not measured yet
   std::vector<double> best_history;  ///< best-so-far latency after each measured trial (0: none)
   bool exhausted = false;            ///< nothing left to propose

@@ -464,7 +464,7 @@
       const choices = data.choices.length === 0 ? [] : [
           h("p", {class: "muted"}, "Regions the plan can compute in more than one way: both " +
             "alternatives are tuned, and the one whose best times add up to less is chosen (*); " +
-            "one that falls more than 5% behind draws no more trials."),
+            "one that falls more than 5% behind draws no more trials while others can take them."),
           h("table", {id: "plan-choices"},
             h("thead", {}, h("tr", {},
               h("th", {}, "Region"), h("th", {}, ""), h("th", {}, "Alternative"),
@@ -473,8 +473,8 @@
               (alternative, index) => h("tr", {class: alternative.chosen ? "chosen" : ""},
                 h("td", {}, index === 0 ? `${choice.description} x${choice.instances}` : ""),
                 h("td", {}, alternative.chosen ? "*" : ""),
-                h("td", {}, alternative.name,
-                  alternative.in_play ? null : h("span", {class: "muted"}, " (too far behind: no more trials)")),
+                h("td", {}, alternative.name, !alternative.left_behind ? null
+                  : h("span", {class: "muted"}, " (too far behind: no more trials)")),
                 h("td", {class: "num"}, alternative.seconds === null ? "not measured yet"
                                                                      : seconds(alternative.seconds)),
                 h("td", {class: "mono"}, alternative.tasks.map(

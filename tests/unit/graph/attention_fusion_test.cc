@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "common/graph/constant_folding.h"

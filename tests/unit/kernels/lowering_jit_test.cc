@@ -439,13 +439,14 @@ void VectorExtents(const ir::Stmt& stmt, const std::string& var, std::vector<int
 // columns of a 56-wide image) is copied in 64 masked lanes, not 48: the 48-lane masked vectors
 // legalized into code that ran the whole conv at a fifth of the speed (78 against 308 GFLOP/s
 // on a Zen 5 for ResNet's 64 -> 64 3x3 layer). Every packer vector is a power of two wide, and
-// such panels compute the conv.
+// such panels compute the conv (a 6x6 output's 36 columns: the zero-padded tail panel too).
 TEST_F(ScheduleJitTest, ConvPatchPanelVectorsArePowersOfTwoWide) {
   const bool avx512 = target::DetectHostCpu().MaxFloatLanes() >= 16;
   const std::string sketch = avx512 ? "conv_avx512_fma/v1" : "conv_avx2_fma/v1";
   for (const ir::Workload& w : {Conv(1, 8, 56, 56, 16, 3, 3, 1, {1, 1, 1, 1}),
                                 Conv(1, 4, 28, 28, 8, 3, 3, 1, {1, 1, 1, 1}),
-                                Conv(1, 4, 7, 7, 8, 3, 3, 1, {1, 1, 1, 1})}) {
+                                Conv(1, 4, 7, 7, 8, 3, 3, 1, {1, 1, 1, 1}),
+                                Conv(1, 4, 6, 6, 8, 3, 3, 1, {1, 1, 1, 1})}) {
     for (const char* nr : {"1", "2", "3"}) {
       const std::string text = sketch + ";mr=4;nr=" + nr +
                                ";kc=72;mc=16;nc=4096;par=0;unroll_k=1;pack_a=0;pack_b=1";

@@ -293,8 +293,8 @@ TEST(FarmCoreRegressionTest, AnAlternativeFarBehindStopsDrawingTrials) {
   ASSERT_EQ(status->plan.size(), 1u);
   EXPECT_TRUE(status->plan[0].alternatives[0].chosen);
   EXPECT_FALSE(status->plan[0].alternatives[1].chosen);
-  EXPECT_TRUE(status->plan[0].alternatives[0].in_play);
-  EXPECT_FALSE(status->plan[0].alternatives[1].in_play);
+  EXPECT_FALSE(status->plan[0].alternatives[0].left_behind);
+  EXPECT_TRUE(status->plan[0].alternatives[1].left_behind);
   int64_t slow_trials = 0;
   for (const TaskInfo& task : status->tasks) {
     if (unfused_only.count(task.task_id) == 0) continue;

@@ -104,10 +104,13 @@ PatchRowPacker(const ir::ConvParams& p) {
     Stmt rows = ir::MakeFor("prow", MakeInt(0), last_oh - first_oh + MakeInt(1),
                             ir::ForKind::kSerial, run);
     if (!zero_past_n) return rows;
-    // The tail panel: columns past N (past the last output row) are zero.
+    // The tail panel: columns past N (past the last output row) are zero; a power of two of
+    // lanes here too, the ones past the panel masked off.
+    int64_t clear_lanes = 1;
+    while (clear_lanes < width) clear_lanes *= 2;
     const Stmt clear = ir::MakeFor(
-        "ppc", MakeInt(0), MakeInt(width), ir::ForKind::kVectorized,
-        ir::MakeIf(Le(MakeInt(out_h * out_w), j0 + pc),
+        "ppc", MakeInt(0), MakeInt(clear_lanes), ir::ForKind::kVectorized,
+        ir::MakeIf(And(Lt(pc, MakeInt(width)), Le(MakeInt(out_h * out_w), j0 + pc)),
                    ir::MakeStore(buffer, dest + pc, ir::MakeFloat(0.0))));
     return ir::MakeBlock({clear, rows});
   };
