@@ -1,7 +1,9 @@
 // The machine's limits, measured: the fp32 FMA peak (each thread runs independent chains of
 // vector FMAs, enough to cover the FMA latency on every port, from registers, for each vector ISA
 // the CPU has: AVX-512F, AVX2+FMA) and the memory bandwidth (a STREAM-style triad over arrays far
-// larger than the caches), on 1 thread and on N (default: every core). What a kernel or a whole
+// larger than the caches, and the same over 4 MiB arrays, 12 MiB in all: past a core's L2, within
+// a server's L3, where the activations of a batch-1 model's memory-bound kernels live), on 1
+// thread and on N (default: every core). What a kernel or a whole
 // model may reach on this machine is bounded by them: bench/e2e quotes them beside the models'
 // profiles (gtco-run --profile).
 //
@@ -49,9 +51,10 @@ __attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) float ChainsAv
   return Chains<Vec8, 8>(n);
 }
 
-/// Triad a = b + s * c over `elements` floats per array, split over `threads` threads: GB/s of
-/// the three streams (best of 3 runs, after one that faults the pages in).
-double TriadGBytesPerSecond(int threads, size_t elements) {
+/// Triad a = b + s * c over `elements` floats per array, split over `threads` threads, each
+/// sweeping its slice `sweeps` times: GB/s of the three streams (best of 3 runs, after one that
+/// faults the pages in).
+double TriadGBytesPerSecond(int threads, size_t elements, int sweeps = 1) {
   std::vector<float> a(elements, 0.0f), b(elements, 1.0f), c(elements, 2.0f);
   auto run = [&] {
     std::vector<std::thread> pool;
@@ -62,7 +65,10 @@ double TriadGBytesPerSecond(int threads, size_t elements) {
         float* out = a.data();
         const float* x = b.data();
         const float* y = c.data();
-        for (size_t i = begin; i < end; ++i) out[i] = x[i] + 0.5f * y[i];
+        for (int sweep = 0; sweep < sweeps; ++sweep) {
+          for (size_t i = begin; i < end; ++i) out[i] = x[i] + 0.5f * y[i];
+          asm volatile("" : : "r"(out) : "memory");  // each sweep reads and writes again
+        }
       });
     }
     for (std::thread& thread : pool) thread.join();
@@ -71,7 +77,7 @@ double TriadGBytesPerSecond(int threads, size_t elements) {
   run();
   double best = 0;
   for (int repeat = 0; repeat < 3; ++repeat) {
-    best = std::max(best, 3.0 * sizeof(float) * elements / run() / 1e9);
+    best = std::max(best, 3.0 * sizeof(float) * elements * sweeps / run() / 1e9);
   }
   if (a[elements / 2] != 2.0f) std::printf(" ");  // the result is used
   return best;
@@ -131,6 +137,9 @@ int main(int argc, char** argv) {
   constexpr size_t kTriadElements = size_t{64} << 20;  // 256 MiB per array
   const double triad_one = TriadGBytesPerSecond(1, kTriadElements);
   const double triad_all = TriadGBytesPerSecond(threads, kTriadElements);
+  constexpr size_t kCacheTriadElements = size_t{1} << 20;  // 4 MiB per array
+  const double cache_one = TriadGBytesPerSecond(1, kCacheTriadElements, 200);
+  const double cache_all = TriadGBytesPerSecond(threads, kCacheTriadElements, 200);
   std::string out = json ? "{\"threads\": " + std::to_string(threads) + ", \"gflops\": {" : "";
   for (size_t index = 0; index < isas.size(); ++index) {
     const double one = Measure(isas[index], 1), all = Measure(isas[index], threads);
@@ -145,14 +154,17 @@ int main(int argc, char** argv) {
     }
     out += line;
   }
-  char line[256];
+  char line[512];
   if (json) {
-    std::snprintf(line, sizeof(line), "}, \"triad_gbytes\": {\"1\": %.1f, \"%d\": %.1f}}\n",
-                  triad_one, threads, triad_all);
+    std::snprintf(line, sizeof(line),
+                  "}, \"triad_gbytes\": {\"1\": %.1f, \"%d\": %.1f}, "
+                  "\"cache_triad_gbytes\": {\"1\": %.1f, \"%d\": %.1f}}\n",
+                  triad_one, threads, triad_all, cache_one, threads, cache_all);
   } else {
     std::snprintf(line, sizeof(line),
-                  "memory    triad:         %7.1f GB/s    on 1 thread, %7.1f on %d threads\n",
-                  triad_one, triad_all, threads);
+                  "memory    triad:         %7.1f GB/s    on 1 thread, %7.1f on %d threads\n"
+                  "12 MiB    triad:         %7.1f GB/s    on 1 thread, %7.1f on %d threads\n",
+                  triad_one, triad_all, threads, cache_one, cache_all, threads);
   }
   out += line;
   std::fputs(out.c_str(), stdout);
