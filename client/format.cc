@@ -88,11 +88,11 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
     absl::StrAppend(&text,
                     absl::StrFormat("  %s  x%d\n", choice.description(), choice.instances()));
     for (const auto& alternative : choice.alternatives()) {
+      const char* mark = alternative.chosen() ? "*" : alternative.left_behind() ? "-" : " ";
       absl::StrAppend(
           &text,
           absl::StrFormat(
-              "   %s %-18s %-22s %s\n",
-              alternative.chosen() ? "*" : (alternative.left_behind() ? "-" : " "), alternative.name(),
+              "   %s %-18s %-22s %s\n", mark, alternative.name(),
               alternative.measured() ? FormatSeconds(alternative.seconds()) : "not measured yet",
               absl::StrJoin(alternative.tasks(), ", ",
                             [](std::string* out, const gtco::v1::PlanTask& task) {

@@ -562,13 +562,16 @@ onnx::PlanCost FarmCore::PlanCostLocked(const Job& job) const {
                         });
 }
 
-std::vector<TaskCurve> FarmCore::CurvesLocked(const Job& job) const {
+std::vector<TaskCurve> FarmCore::CurvesLocked(const Job& job,
+                                              const onnx::PlanCost* plan_cost) const {
   // The gradient scheduler weighs a job's tasks by their runs in the plan as measured so far
   // (onnx::PlanCost::tuning_weight): an alternative that has fallen behind stops drawing budget.
   // The even split, a baseline, keeps the occurrence weights.
   const bool replan = !job.options.plan.empty() && job.scheduler.kind == SchedulerKind::kGradient;
-  const std::map<std::string, int64_t> tuning_weight =
-      replan ? PlanCostLocked(job).tuning_weight : std::map<std::string, int64_t>();
+  std::map<std::string, int64_t> tuning_weight;
+  if (replan) {
+    tuning_weight = plan_cost ? plan_cost->tuning_weight : PlanCostLocked(job).tuning_weight;
+  }
   std::vector<TaskCurve> curves;
   for (const auto& task : job.tasks) {
     TaskCurve curve;
@@ -679,7 +682,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   info.eta_seconds = job.Terminal() ? 0 : job_eta;
   // Each task's allotment: what it has spent plus its share of the budget left, in proportion
   // to the scheduler's current expected gains (evenly while they are unknown).
-  std::vector<TaskCurve> curves = CurvesLocked(job);
+  std::vector<TaskCurve> curves = CurvesLocked(job, &plan_cost);
   std::vector<double> shares;
   double share_total = 0;
   for (size_t index = 0; index < job.tasks.size(); ++index) {

@@ -164,7 +164,10 @@ class FarmCore {
   TaskInfo TaskInfoLocked(const Job& job, const Task& task) const;
   /// The job's plan costed from its tasks' best seconds (onnx::CostPlan).
   onnx::PlanCost PlanCostLocked(const Job& job) const;
-  std::vector<TaskCurve> CurvesLocked(const Job& job) const;
+  /// The scheduler's view of the job's tasks; `plan_cost`: the job's PlanCostLocked when the
+  /// caller has it already (else costed here when the budget follows the plan).
+  std::vector<TaskCurve> CurvesLocked(const Job& job,
+                                      const onnx::PlanCost* plan_cost = nullptr) const;
 
   // Scheduling (farm_scheduling.cc): under mutex_, cheap; the search runs off the lock.
   /// A task of `worker`'s target with a candidate of its hardware class (or of no class yet,

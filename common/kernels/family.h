@@ -23,6 +23,12 @@ inline constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b;
 inline constexpr int64_t RoundUp(int64_t a, int64_t multiple) {
   return CeilDiv(a, multiple) * multiple;
 }
+/// The smallest power of two >= value (1 for value <= 1).
+inline constexpr int64_t PowerOfTwoCeil(int64_t value) {
+  int64_t power = 1;
+  while (power < value) power *= 2;
+  return power;
+}
 
 // Sketches, mappings and traces.
 using schedule::Knob;

@@ -126,9 +126,9 @@ PlanCost CostPlan(const std::vector<std::pair<std::string, int>>& weights,
       cost.runs[key] += static_cast<int64_t>(choice.instances) * count;
     }
     std::vector<bool> in_play_of_choice;
+    const std::optional<double>& chosen_cost = alternative_costs[chosen];
     for (size_t alt = 0; alt < choice.alternatives.size(); ++alt) {
       const std::optional<double>& alt_cost = alternative_costs[alt];
-      const std::optional<double>& chosen_cost = alternative_costs[chosen];
       const bool in_play = static_cast<int>(alt) == chosen || !alt_cost.has_value() ||
                            !chosen_cost.has_value() ||
                            *alt_cost <= kAlternativeInPlay * *chosen_cost;

@@ -81,8 +81,7 @@ PatchRowPacker(const ir::ConvParams& p) {
     const Expr end = ir::Min(j0 + MakeInt(width), row_start + MakeInt(out_w));
     // (A 48-column panel of a 56-wide image takes 64 masked lanes, not 48: 48-lane masked
     // vectors ran such panels at a fifth of the speed.)
-    int64_t lanes = 1;
-    while (lanes < std::min(width, out_w)) lanes *= 2;
+    const int64_t lanes = PowerOfTwoCeil(std::min(width, out_w));
     const Expr col = begin + pc;
     const Expr at = dest + (col - j0);
     const Expr ih = oh * MakeInt(p.stride_h) + (r * MakeInt(p.dilation_h) - MakeInt(p.pad_top));
@@ -106,10 +105,8 @@ PatchRowPacker(const ir::ConvParams& p) {
     if (!zero_past_n) return rows;
     // The tail panel: columns past N (past the last output row) are zero; a power of two of
     // lanes here too, the ones past the panel masked off.
-    int64_t clear_lanes = 1;
-    while (clear_lanes < width) clear_lanes *= 2;
     const Stmt clear = ir::MakeFor(
-        "ppc", MakeInt(0), MakeInt(clear_lanes), ir::ForKind::kVectorized,
+        "ppc", MakeInt(0), MakeInt(PowerOfTwoCeil(width)), ir::ForKind::kVectorized,
         ir::MakeIf(And(Lt(pc, MakeInt(width)), Le(MakeInt(out_h * out_w), j0 + pc)),
                    ir::MakeStore(buffer, dest + pc, ir::MakeFloat(0.0))));
     return ir::MakeBlock({clear, rows});

@@ -21,12 +21,6 @@ bool IsFloatStorage(ir::DType dtype) {
 
 }  // namespace
 
-int64_t PowerOfTwoCeil(int64_t value) {
-  int64_t power = 1;
-  while (power < value) power *= 2;
-  return power;
-}
-
 std::vector<int> EpilogueInputs(const ir::Workload& w) {
   std::set<int> inputs;
   for (const ir::EwInstr& instr : w.epilogue) {

@@ -18,9 +18,6 @@ namespace gtco::kernels {
 /// f16 conversions).
 inline constexpr int kRowsMinSm = 70;
 
-/// The smallest power of two >= value (1 for value <= 1).
-int64_t PowerOfTwoCeil(int64_t value);
-
 /// Distinct indices of the inputs the epilogue reads, ascending (out-of-range indices of a
 /// malformed workload are left out).
 std::vector<int> EpilogueInputs(const ir::Workload& w);
