@@ -124,6 +124,35 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     if (s.op == "expand" && in.dtype != out.dtype) return bad("expand keeps its type");
     return absl::OkStatus();
   }
+  if (s.op == "dynamic_quantize") {
+    if (s.inputs.size() != 1 || s.outputs.size() != 3) return bad("takes 1 input and writes 3");
+    const TensorSpec& scale = m.tensors[s.outputs[1]];
+    const TensorSpec& zero_point = m.tensors[s.outputs[2]];
+    if (in.dtype != ElemType::kF32 || out.dtype != ElemType::kU8 ||
+        in.NumElements() != out.NumElements() || scale.dtype != ElemType::kF32 ||
+        scale.NumElements() != 1 || zero_point.dtype != ElemType::kU8 ||
+        zero_point.NumElements() != 1) {
+      return bad("needs f32 data in, u8 data of its size, one f32 scale and one u8 zero point out");
+    }
+    return absl::OkStatus();
+  }
+  if (s.op == "dequantize") {
+    if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != 1) {
+      return bad("takes data, scale and an optional zero point, and an axis");
+    }
+    const TensorSpec& scale = m.tensors[s.inputs[1]];
+    const int64_t axis = s.params[0];
+    const int64_t scales = axis < 0 ? 1 : axis < rank ? in.shape[axis] : -1;
+    if ((in.dtype != ElemType::kU8 && in.dtype != ElemType::kI8 && in.dtype != ElemType::kI32) ||
+        out.dtype != ElemType::kF32 || in.NumElements() != out.NumElements() || axis >= rank ||
+        scale.dtype != ElemType::kF32 || scale.NumElements() != scales ||
+        (s.inputs.size() == 3 && (m.tensors[s.inputs[2]].dtype != in.dtype ||
+                                  m.tensors[s.inputs[2]].NumElements() != scales))) {
+      return bad("needs u8, i8 or i32 data, f32 scales (one, or one per entry of the axis), "
+                 "zero points of the data's type shaped as the scales, and f32 out");
+    }
+    return absl::OkStatus();
+  }
   if (s.op == "copy" || s.op == "cast") {
     if (in.NumElements() != out.NumElements()) return bad("element counts differ");
     if (s.op == "copy" && in.dtype != out.dtype) return bad("a copy keeps its type");

@@ -57,6 +57,11 @@ struct StorageSpec {
 ///   "equal"     inputs {a, b} of one type, broadcast; a bool output
 ///   "where"     inputs {cond (bool), x, y}, broadcast; out = cond ? x : y
 ///   "copy"      outputs[0] = inputs[0] (same bytes)
+///   "dynamic_quantize"  ONNX DynamicQuantizeLinear: inputs {x (f32)}, outputs {y (u8), scale
+///               (f32, one element), zero point (u8, one element)}
+///   "dequantize" ONNX DequantizeLinear: inputs {x (u8, i8 or i32), scale (f32)[, zero point (x's
+///               type)]}, params = {axis}: -1 per tensor (one scale), else one scale per entry
+///               of that axis; out = (x - zero point) * scale in f32
 struct StepSpec {
   std::string op;
   std::string node;  ///< the graph node(s) it computes, for errors and profiles

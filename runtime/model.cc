@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/parallel.h"
+#include "runtime/quantize.h"
 #ifdef GTCO_RUNTIME_HAS_CUDA
 #include "runtime/cuda_model.h"
 #endif
@@ -558,6 +559,25 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                       value_bytes);
         }
       });
+    } else if (step.op == "dynamic_quantize") {
+      DynamicQuantizeU8(reinterpret_cast<const float*>(data(step.inputs[0])), out.NumElements(),
+                        reinterpret_cast<uint8_t*>(out_data),
+                        reinterpret_cast<float*>(data(step.outputs[1])),
+                        reinterpret_cast<uint8_t*>(data(step.outputs[2])));
+    } else if (step.op == "dequantize") {
+      const TensorSpec& in = m.tensors[step.inputs[0]];
+      const int64_t axis = step.params.at(0);
+      int64_t outer = 1, channels = 1, inner = in.NumElements();
+      if (axis >= 0) {
+        channels = in.shape[axis];
+        outer = 1;
+        for (int64_t dim = 0; dim < axis; ++dim) outer *= in.shape[dim];
+        inner = in.NumElements() / std::max<int64_t>(outer * channels, 1);
+      }
+      Dequantize(data(step.inputs[0]), in.dtype, outer, channels, inner,
+                 reinterpret_cast<const float*>(data(step.inputs[1])),
+                 step.inputs.size() > 2 ? data(step.inputs[2]) : nullptr,
+                 reinterpret_cast<float*>(out_data));
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);

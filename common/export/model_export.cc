@@ -109,7 +109,7 @@ std::string WeightBytes(const graph::Tensor& tensor, ElemType type) {
 struct PendingStep {
   runtime::StepSpec spec;
   std::vector<std::string> inputs;
-  std::string output;
+  std::vector<std::string> outputs;  ///< one, except DynamicQuantizeLinear's three
 };
 
 class Exporter {
@@ -182,7 +182,7 @@ absl::Status Exporter::AddDataStep(const Node& node) {
   }
   PendingStep step;
   step.spec.node = node.name;
-  step.output = node.outputs[0];
+  step.outputs = {node.outputs[0]};
   step.inputs = {node.inputs[0]};
   const int64_t rank = static_cast<int64_t>(in.shape.size());
   if (cuda() && std::max(rank, static_cast<int64_t>(out.shape.size())) > runtime::kCudaMaxRank) {
@@ -217,6 +217,25 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     step.spec.op = "concat";
     step.spec.params = {axis};
     step.inputs = node.inputs;
+  } else if (op == "DynamicQuantizeLinear" && !cuda()) {
+    step.spec.op = "dynamic_quantize";
+    step.outputs = node.outputs;
+    for (const std::string& output : step.outputs) {
+      if (output.empty()) return unimplemented("leaves an output unnamed");
+    }
+  } else if (op == "DequantizeLinear" && !cuda()) {
+    const graph::Tensor& scale = graph_.tensor(node.inputs.at(1));
+    int64_t axis = -1;  // per tensor
+    if (scale.NumElements() != 1 || scale.shape.size() == 1) {
+      GTCO_ASSIGN_OR_RETURN(axis, graph::NormalizeAxis(node, node.IntAttr("axis", 1), rank));
+    }
+    if (scale.NumElements() == 1) axis = -1;
+    step.spec.op = "dequantize";
+    step.spec.params = {axis};
+    step.inputs = {node.inputs[0], node.inputs[1]};
+    if (node.inputs.size() > 2 && !node.inputs[2].empty()) step.inputs.push_back(node.inputs[2]);
+  } else if (op == "DynamicQuantizeLinear" || op == "DequantizeLinear") {
+    return unimplemented("has no CUDA step (the CPU runtime runs it: export with --target cpu)");
   } else {
     return unimplemented("has no runtime step yet");
   }
@@ -266,7 +285,7 @@ absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& pla
     step.spec.kernel = it->second;
     estimated_seconds_ += kernels_[it->second].spec.median_seconds;
     step.inputs = item.input_tensors;
-    step.output = item.output_tensor;
+    step.outputs = {item.output_tensor};
     for (size_t index = 0; index < step.inputs.size(); ++index) {
       if (step.inputs[index].empty()) {
         return absl::InternalError(absl::StrCat("export: workload at '", step.spec.node,
@@ -346,7 +365,7 @@ absl::StatusOr<std::vector<PendingStep>> Exporter::Ordered() const {
                       [&](const std::string& name) { return ready.count(Root(name)) > 0; });
       if (!inputs_ready) continue;
       ordered.push_back(steps_[index]);
-      ready.insert(steps_[index].output);
+      ready.insert(steps_[index].outputs.begin(), steps_[index].outputs.end());
       done[index] = true;
       ++placed;
       progress = true;
@@ -426,16 +445,19 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
       spec.inputs.push_back(index);
       touch(index, step_index);
     }
-    GTCO_ASSIGN_OR_RETURN(int output, tensor_index(step.output));
-    if (manifest_.tensors[output].weight) {
-      return absl::InternalError(absl::StrCat("export: step '", spec.node, "' writes a constant"));
+    for (const std::string& name : step.outputs) {
+      GTCO_ASSIGN_OR_RETURN(int output, tensor_index(name));
+      if (manifest_.tensors[output].weight) {
+        return absl::InternalError(
+            absl::StrCat("export: step '", spec.node, "' writes a constant"));
+      }
+      spec.outputs.push_back(output);
+      touch(output, step_index);
     }
-    spec.outputs = {output};
-    touch(output, step_index);
     manifest_.steps.push_back(std::move(spec));
   }
   std::set<std::string> produced(graph_.inputs.begin(), graph_.inputs.end());
-  for (const PendingStep& step : steps) produced.insert(step.output);
+  for (const PendingStep& step : steps) produced.insert(step.outputs.begin(), step.outputs.end());
   for (const std::string& output : graph_.outputs) {
     if (!graph_.IsConstant(Root(output)) && !produced.count(Root(output))) {
       return absl::InternalError(absl::StrCat("export: no step computes graph output '", output,

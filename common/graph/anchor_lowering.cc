@@ -125,12 +125,20 @@ absl::StatusOr<AnchorHead> LowerMatMul(const Node& node, const Graph& graph) {
   head.workload.output =
       Desc({p.batch, p.m, n}, MatMulDType(graph.tensor(node.outputs.at(0)).type));
   if (node.op_type == "MatMulInteger") {
-    // Per-tensor zero points (inputs 2 and 3, optional); CheckSupportedOps made them constant.
+    // Per-tensor zero points (inputs 2 and 3, optional); CheckSupportedOps made B's constant.
+    // A's, when computed at run time (DynamicQuantizeLinear), is the anchor's third input.
     for (size_t i = 2; i < 4; ++i) {
       if (node.inputs.size() <= i || node.inputs[i].empty()) continue;
       const Tensor& zero_point = graph.tensor(node.inputs[i]);
-      if (!zero_point.is_constant || zero_point.NumElements() != 1) {
-        return AnchorUnimplemented(node, "zero points must be constant per-tensor scalars");
+      if (zero_point.NumElements() != 1 || (!zero_point.is_constant && i != 2)) {
+        return AnchorUnimplemented(
+            node, "zero points must be per-tensor scalars, B's constant");
+      }
+      if (!zero_point.is_constant) {
+        p.a_zero_point_input = true;
+        head.workload.inputs.push_back(Desc({1}, MatMulDType(zero_point.type)));
+        head.workload.num_anchor_inputs = 3;
+        continue;
       }
       (i == 2 ? p.a_zero_point : p.b_zero_point) = static_cast<int32_t>(zero_point.ValueAsInt(0));
     }

@@ -32,7 +32,7 @@ const std::set<std::string>& StructuralOps() {
   static const auto* ops = new std::set<std::string>{
       "Constant",  "Identity", "Shape",           "Size",    "Cast",    "Gather",
       "Slice",     "Concat",   "Unsqueeze",       "Squeeze", "Reshape", "Flatten",
-      "Transpose", "Expand",   "ConstantOfShape", "Range",   "Where"};
+      "Transpose", "Expand",   "ConstantOfShape", "Range",   "Where",   "DequantizeLinear"};
   return *ops;
 }
 
@@ -230,6 +230,35 @@ absl::StatusOr<Tensor> EvalCast(const Node& node, const Tensor& input) {
   for (int64_t i = 0; i < input.NumElements(); ++i) {
     double value = input.ValueAsDouble(i);
     AppendValue(out, value, IsFloating(input.type) ? TruncateToInt64(value) : input.int_data[i]);
+  }
+  return out;
+}
+
+/// DequantizeLinear: (x - zero_point) * scale in f32, per tensor or per entry of `axis`.
+absl::StatusOr<Tensor> EvalDequantize(const Node& node, const Graph& graph) {
+  const Tensor& x = graph.tensor(node.inputs.at(0));
+  const Tensor& scale = graph.tensor(node.inputs.at(1));
+  const Tensor* zero_point = node.inputs.size() > 2 && !node.inputs[2].empty()
+                                 ? &graph.tensor(node.inputs[2])
+                                 : nullptr;
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t inner = 1, channels = 1;
+  if (scale.NumElements() != 1) {
+    GTCO_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, node.IntAttr("axis", 1), rank));
+    channels = x.shape[axis];
+    inner = NumElements(Shape(x.shape.begin() + axis + 1, x.shape.end()));
+  }
+  if (scale.NumElements() != channels ||
+      (zero_point != nullptr && zero_point->NumElements() != channels)) {
+    return NodeUnimplemented(node, "scale and zero point must be per tensor or per axis entry");
+  }
+  Tensor out = MakeConstant(ElemType::kFloat32, x.shape);
+  for (int64_t i = 0; i < x.NumElements(); ++i) {
+    const int64_t c = channels == 1 ? 0 : (i / inner) % channels;
+    const int64_t zero = zero_point == nullptr ? 0 : zero_point->ValueAsInt(c);
+    const float value =
+        static_cast<float>(x.ValueAsInt(i) - zero) * static_cast<float>(scale.ValueAsDouble(c));
+    out.float_data.push_back(value);
   }
   return out;
 }
@@ -450,6 +479,7 @@ absl::StatusOr<Tensor> EvalSingleOutput(const Node& node, const Graph& graph) {
   if (op == "ConstantOfShape") return EvalConstantOfShape(node, input(0));
   if (op == "Range") return EvalRange(node, input(0), input(1), input(2));
   if (op == "Where") return EvalWhere(node, input(0), input(1), input(2));
+  if (op == "DequantizeLinear") return EvalDequantize(node, graph);
   if (UnaryOps().count(op)) return EvalUnary(node, input(0));
   if (BinaryOps().count(op)) {
     if (node.inputs.size() != 2) return NodeUnimplemented(node, "only two inputs are supported");

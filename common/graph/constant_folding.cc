@@ -29,6 +29,13 @@ bool InputsReady(const Node& node, const Graph& graph) {
 /// check, which names the tensor.
 void CompleteOutputShape(const Node& node, Graph& graph) {
   if (node.outputs.empty() || node.outputs[0].empty()) return;
+  if (node.op_type == "DynamicQuantizeLinear") {  // its scale and zero point are scalars
+    for (size_t i = 1; i < node.outputs.size() && i < 3; ++i) {
+      if (node.outputs[i].empty()) continue;
+      Tensor& scalar = graph.mutable_tensor(node.outputs[i]);
+      if (!scalar.has_shape) scalar.has_shape = true, scalar.shape.clear();
+    }
+  }
   Tensor& output = graph.mutable_tensor(node.outputs[0]);
   if (output.has_shape) return;
   absl::StatusOr<std::vector<int64_t>> shape = InferOutputShape(node, graph);

@@ -59,7 +59,9 @@ absl::Status CheckHalfMatMul(const Node& node, const Graph& graph, ElemType type
   return absl::OkStatus();
 }
 
-/// MatMulInteger: u8|i8 inputs, i32 output, zero points constant, per-tensor, of the input's type.
+/// MatMulInteger: u8|i8 inputs; per-tensor zero points of the input's type, B's constant, A's
+/// constant or computed at run time (DynamicQuantizeLinear's); an i32 output, or f32 where
+/// FoldIntegerMatMulOutputs took in the Cast after it.
 absl::Status CheckMatMulInteger(const Node& node, const Graph& graph) {
   for (size_t i = 0; i < node.inputs.size() && i < 4; ++i) {
     if (node.inputs[i].empty()) continue;
@@ -72,15 +74,17 @@ absl::Status CheckMatMulInteger(const Node& node, const Graph& graph) {
     if (tensor.type != data.type) {
       return DtypeUnimplemented(node, tensor, "a zero point must have its input's type");
     }
-    if (!tensor.is_constant || tensor.NumElements() != 1) {
+    const bool run_time_ok = i == 2;  // A's zero point may be computed per run
+    if ((!tensor.is_constant && !run_time_ok) || tensor.NumElements() != 1) {
       return absl::UnimplementedError(absl::StrCat(
           "ONNX op 'MatMulInteger' at node '", node.name, "': zero point '", tensor.name,
-          "' must be a constant per-tensor scalar (", tensor.is_constant ? "" : "not constant, ",
-          tensor.NumElements(), " elements)"));
+          "' must be a ", run_time_ok ? "" : "constant ", "per-tensor scalar (",
+          tensor.is_constant || run_time_ok ? "" : "not constant, ", tensor.NumElements(),
+          " elements)"));
     }
   }
   const Tensor& output = graph.tensor(node.outputs.at(0));
-  if (output.type != ElemType::kInt32) {
+  if (output.type != ElemType::kInt32 && output.type != ElemType::kFloat32) {
     return DtypeUnimplemented(node, output, "MatMulInteger produces i32");
   }
   return absl::OkStatus();
@@ -134,6 +138,53 @@ absl::Status CheckCast(const Node& node, const Graph& graph) {
                    " tensor '", node.inputs[0], "' to ONNX type ", to,
                    " at run time; only casts to f32 (from f32, bf16, i32, i64, bool), f32 -> bf16, "
                    "casts to the same type (or casts of constants) are supported"));
+}
+
+/// DynamicQuantizeLinear: f32 in; u8 data, f32 scale and u8 zero point out (ONNX's types).
+/// DequantizeLinear: u8, i8 or i32 data; a scale of one element or, with `axis`, one per entry of
+/// that axis (f32); an optional zero point of the data's type shaped as the scale.
+absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
+  auto fail = [&](const std::string& why) {
+    return absl::UnimplementedError(
+        absl::StrCat("ONNX op '", node.op_type, "' at node '", node.name, "': ", why));
+  };
+  const Tensor& x = graph.tensor(node.inputs.at(0));
+  if (node.op_type == "DynamicQuantizeLinear") {
+    if (x.type != ElemType::kFloat32) {
+      return fail(absl::StrCat("input '", x.name, "' is ", ElemTypeName(x.type),
+                               "; only f32 is supported"));
+    }
+    return absl::OkStatus();
+  }
+  if (x.type != ElemType::kUInt8 && x.type != ElemType::kInt8 && x.type != ElemType::kInt32) {
+    return fail(absl::StrCat("input '", x.name, "' is ", ElemTypeName(x.type),
+                             "; u8, i8 and i32 are supported"));
+  }
+  const Tensor& scale = graph.tensor(node.inputs.at(1));
+  if (scale.type != ElemType::kFloat32) {
+    return fail(absl::StrCat("scale '", scale.name, "' is ", ElemTypeName(scale.type),
+                             "; only f32 is supported"));
+  }
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = node.IntAttr("axis", 1);
+  if (axis < 0) axis += rank;
+  const bool per_tensor = scale.NumElements() == 1 && scale.shape.size() <= 1;
+  const bool per_axis = scale.shape.size() == 1 && axis >= 0 && axis < rank &&
+                        scale.shape[0] == x.shape[axis];
+  if (!per_tensor && !per_axis) {
+    return fail(absl::StrCat("scale '", scale.name, "' of shape ", ShapeString(scale.shape),
+                             " is neither per tensor nor one per entry of axis ",
+                             node.IntAttr("axis", 1), " of ", ShapeString(x.shape),
+                             " (blocked quantization is not supported)"));
+  }
+  if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    const Tensor& zero_point = graph.tensor(node.inputs[2]);
+    if (zero_point.type != x.type || zero_point.NumElements() != scale.NumElements()) {
+      return fail(absl::StrCat("zero point '", zero_point.name, "' must have the data's type (",
+                               ElemTypeName(x.type), ") and the scale's shape"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 /// Equal (two inputs of one type, a bool output), Where (a bool condition, two values of one
@@ -196,7 +247,8 @@ OpRole RoleOf(const Node& node) {
   // data-movement steps beside the tuned kernels; constant ones fold away first.
   static const std::set<std::string> kDataOps = {
       "Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze", "Slice",
-      "Concat",    "Gather",  "Cast",     "Equal",   "Where",   "Expand"};
+      "Concat",    "Gather",  "Cast",     "Equal",   "Where",   "Expand",
+      "DynamicQuantizeLinear", "DequantizeLinear"};
   if (!node.domain.empty()) return OpRole::kUnsupported;
   if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
   if (ElementwiseEwOp(node.op_type)) return OpRole::kElementwise;
@@ -230,6 +282,8 @@ absl::Status CheckSupportedOps(const Graph& graph) {
       GTCO_RETURN_IF_ERROR(CheckCast(node, graph));
     } else if (node.op_type == "Equal" || node.op_type == "Where" || node.op_type == "Expand") {
       GTCO_RETURN_IF_ERROR(CheckMaskOp(node, graph));
+    } else if (node.op_type == "DynamicQuantizeLinear" || node.op_type == "DequantizeLinear") {
+      GTCO_RETURN_IF_ERROR(CheckQuantizeOp(node, graph));
     }
   }
   return absl::OkStatus();

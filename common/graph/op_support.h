@@ -16,7 +16,8 @@ enum class OpRole {
   kElementwise,  ///< Add, Sub, Mul, Div, Pow, Relu, Sigmoid, Tanh, Erf, Sqrt
   kData,         ///< copies, not tuned: Transpose, Reshape, Identity, Flatten, Squeeze,
                  ///< Unsqueeze, Slice, Concat, Gather, Cast (f32 -> f32, and the conversions
-                 ///< around low-precision matmuls: bf16 <-> f32, i32 -> f32)
+                 ///< around low-precision matmuls: bf16 <-> f32, i32 -> f32),
+                 ///< DynamicQuantizeLinear, DequantizeLinear
   kFoldOnly,     ///< shape arithmetic that must have been constant-folded
   kUnsupported,
 };
@@ -31,7 +32,8 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type);
 /// ("unsupported ONNX op 'NonMaxSuppression' at node 'nms_1'") for unsupported ops and for
 /// fold-only ops left on non-constant data; UNIMPLEMENTED naming dtype and node when a
 /// compute op reads or writes non-f32 tensors (except MatMul on bf16 x bf16 -> bf16 and
-/// MatMulInteger on u8|i8 x u8|i8 -> i32 with constant per-tensor zero points);
+/// MatMulInteger on u8|i8 x u8|i8 -> i32 (or f32, see integer_matmul_folding.h) with per-tensor
+/// zero points, B's constant);
 /// UNIMPLEMENTED when a tensor has no static shape.
 absl::Status CheckSupportedOps(const Graph& graph);
 

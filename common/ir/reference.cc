@@ -181,15 +181,18 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
 }
 
 /// Anchor values of a bf16 or integer matmul (see workload.h), exact: products and sums in
-/// double (bf16) or int64 wrapped to int32 (integer), before any output rounding.
+/// double (bf16) or int64 wrapped to int32 (integer), before any output rounding. `a_zero` is
+/// the run-time zero point of A (anchor input 2) when the workload reads one.
 std::vector<double> LowPrecisionMatMul(const Workload& w, const std::vector<double>& a,
-                                       const std::vector<double>& b) {
+                                       const std::vector<double>& b, double a_zero = 0.0) {
   const MatMulParams& p = w.matmul;
+  const int64_t a_zero_point =
+      p.a_zero_point_input ? static_cast<int64_t>(a_zero) : int64_t{p.a_zero_point};
   const bool integer = IsIntegerDType(w.inputs[0].dtype);
   std::vector<double> result(p.batch * p.m * p.n, 0.0);
   std::vector<int64_t> a_int(integer ? a.size() : 0), b_int(integer ? b.size() : 0);
   for (size_t idx = 0; idx < a_int.size(); ++idx) {
-    a_int[idx] = static_cast<int64_t>(a[idx]) - p.a_zero_point;
+    a_int[idx] = static_cast<int64_t>(a[idx]) - a_zero_point;
   }
   for (size_t idx = 0; idx < b_int.size(); ++idx) {
     b_int[idx] = static_cast<int64_t>(b[idx]) - p.b_zero_point;
@@ -401,8 +404,9 @@ TypedBuffer ComputeTypedReference(const Workload& w, const std::vector<TypedBuff
              w.inputs.size());
   TypedBuffer output(w.output.dtype, ShapeElements(w.output.shape));
   if (IsLowPrecisionMatMul(w) && w.epilogue.empty()) {
-    std::vector<std::vector<double>> values(2);
-    for (int side = 0; side < 2; ++side) {
+    const int anchor_inputs = w.matmul.a_zero_point_input ? 3 : 2;
+    std::vector<std::vector<double>> values(anchor_inputs);
+    for (int side = 0; side < anchor_inputs; ++side) {
       GTCO_CHECK(inputs[side].size() == ShapeElements(w.inputs[side].shape), "reference: input ",
                  side, " has the wrong size");
       values[side].resize(inputs[side].size());
@@ -410,7 +414,8 @@ TypedBuffer ComputeTypedReference(const Workload& w, const std::vector<TypedBuff
         values[side][idx] = inputs[side].Get(idx);
       }
     }
-    const std::vector<double> exact = LowPrecisionMatMul(w, values[0], values[1]);
+    const std::vector<double> exact =
+        LowPrecisionMatMul(w, values[0], values[1], anchor_inputs > 2 ? values[2].at(0) : 0.0);
     for (size_t flat = 0; flat < exact.size(); ++flat) output.Set(flat, exact[flat]);
     return output;
   }
@@ -480,7 +485,8 @@ std::vector<float> ComputeReference(const Workload& w,
   if (IsLowPrecisionMatMul(w)) {
     std::vector<std::vector<double>> values;
     for (const std::vector<float>& input : inputs) values.emplace_back(input.begin(), input.end());
-    const std::vector<double> exact = LowPrecisionMatMul(w, values[0], values[1]);
+    const std::vector<double> exact = LowPrecisionMatMul(
+        w, values[0], values[1], w.matmul.a_zero_point_input ? values.at(2).at(0) : 0.0);
     TypedBuffer stored(w.output.dtype, static_cast<int64_t>(exact.size()));
     for (size_t flat = 0; flat < exact.size(); ++flat) stored.Set(flat, exact[flat]);
     std::vector<float> output = stored.ToFloats();

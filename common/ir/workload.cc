@@ -209,6 +209,8 @@ absl::Status ParseMatMulLine(const std::vector<std::string>& words, const std::s
       params.a_zero_point = static_cast<int32_t>(value);
     else if (key == "b_zero_point")
       params.b_zero_point = static_cast<int32_t>(value);
+    else if (key == "a_zero_point_input")
+      params.a_zero_point_input = value != 0;
     else
       return ParseError("unknown matmul field", line);
   }
@@ -390,15 +392,26 @@ absl::Status ValidateDTypes(const Workload& w) {
     const MatMulParams& p = w.matmul;
     first_f32 = 2;
     if (IsInt8(a) && IsInt8(b)) {
-      if (out != DType::kI32) return dtype_error("integer matmuls produce i32");
-      if (!w.epilogue.empty()) return dtype_error("integer matmuls take no epilogue");
+      if (out != DType::kI32 && out != DType::kF32) {
+        return dtype_error("integer matmuls produce i32 or f32");
+      }
+      if (out == DType::kI32 && !w.epilogue.empty()) {
+        return dtype_error("epilogues need an f32 output");
+      }
+      if (p.a_zero_point_input) {
+        if (p.a_zero_point != 0) {
+          return dtype_error("a_zero_point must be 0 when the zero point is an input");
+        }
+        if (w.inputs.size() < 3 || w.inputs[2].dtype != a || w.inputs[2].NumElements() != 1) {
+          return dtype_error("the zero-point input must be one element of A's dtype");
+        }
+        first_f32 = 3;
+      }
       GTCO_RETURN_IF_ERROR(CheckZeroPoint("a_zero_point", p.a_zero_point, a));
-      return CheckZeroPoint("b_zero_point", p.b_zero_point, b);
-    }
-    if (p.a_zero_point != 0 || p.b_zero_point != 0) {
+      GTCO_RETURN_IF_ERROR(CheckZeroPoint("b_zero_point", p.b_zero_point, b));
+    } else if (p.a_zero_point != 0 || p.b_zero_point != 0 || p.a_zero_point_input) {
       return dtype_error("zero points are only allowed for integer matmuls");
-    }
-    if (a == DType::kBF16 && b == DType::kBF16) {
+    } else if (a == DType::kBF16 && b == DType::kBF16) {
       if (out != DType::kF32 && out != DType::kBF16) {
         return dtype_error("bf16 matmuls produce f32 or bf16");
       }
@@ -562,6 +575,7 @@ std::string Workload::CanonicalString() const {
     if (integer || p.a_zero_point != 0 || p.b_zero_point != 0) {
       absl::StrAppend(&text, " a_zero_point=", p.a_zero_point, " b_zero_point=", p.b_zero_point);
     }
+    if (p.a_zero_point_input) absl::StrAppend(&text, " a_zero_point_input=1");
     absl::StrAppend(&text, "\n");
   } else if (anchor == AnchorKind::kAttention) {
     absl::StrAppend(&text, AttentionParamsLine(attention), "\n");
@@ -601,6 +615,7 @@ std::string Workload::Description() const {
       if (IsLowPrecisionMatMul(*this)) {
         absl::StrAppend(&text, " ", DTypeName(inputs[0].dtype), "*", DTypeName(inputs[1].dtype),
                         "->", DTypeName(output.dtype));
+        if (matmul.a_zero_point_input) absl::StrAppend(&text, " (A's zero point an input)");
       }
       break;
     case AnchorKind::kNone:
@@ -662,10 +677,12 @@ int64_t Workload::MinBytes() const {
 }
 
 absl::Status Workload::Validate() const {
-  // A masked attention reads its mask as a fourth anchor input.
+  // A masked attention reads its mask as a fourth anchor input; an integer matmul with a
+  // run-time zero point reads it as a third.
   const int anchor_inputs =
       AnchorInputCount(anchor) +
-      (anchor == AnchorKind::kAttention && attention.mask_groups > 0 ? 1 : 0);
+      (anchor == AnchorKind::kAttention && attention.mask_groups > 0 ? 1 : 0) +
+      (anchor == AnchorKind::kMatMul && matmul.a_zero_point_input ? 1 : 0);
   if (num_anchor_inputs != anchor_inputs) {
     return absl::InvalidArgumentError(absl::StrCat("anchor ", AnchorKindName(anchor), " takes ",
                                                    anchor_inputs, " inputs, not ",

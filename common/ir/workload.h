@@ -16,7 +16,12 @@
 //                   (products exact, accumulation in fp32, a bf16 output rounded to nearest
 //                   even once at the end); integer (ONNX MatMulInteger): u8|i8, u8|i8 -> i32 with
 //                   out = sum_k (A - a_zero_point) * (B - b_zero_point), exact with int32
-//                   wrap-around. Zero points are per-tensor and nonzero only for integer
+//                   wrap-around; or u8|i8, u8|i8 -> f32, that i32 result converted to f32
+//                   (nearest), then the epilogue (MatMulInteger -> Cast -> Mul(scale) ->
+//                   Add(bias) of ONNX Runtime's dynamic quantization, in one kernel). With
+//                   a_zero_point_input, A's zero point is read at run time from a third anchor
+//                   input, a one-element tensor of A's dtype (DynamicQuantizeLinear computes it
+//                   per run). Zero points are per-tensor and nonzero only for integer
 //                   matmuls; epilogues only on f32 outputs.
 //      kSoftmax:    input X [rows, cols]; out[r, c] = exp(X[r,c] - max_r) / sum_c exp(X[r,c] -
 //      max_r). kLayerNorm:  inputs X [rows, cols], scale [cols], bias [cols];
@@ -115,6 +120,9 @@ struct MatMulParams {
   /// Per-tensor zero points of integer matmuls (ONNX MatMulInteger); 0 for float matmuls. In
   /// the range of the matching input's dtype.
   int32_t a_zero_point = 0, b_zero_point = 0;
+  /// Integer matmuls: A's zero point is anchor input 2 (one element of A's dtype), read at run
+  /// time; a_zero_point is then 0.
+  bool a_zero_point_input = false;
 };
 
 struct RowParams {
@@ -170,8 +178,8 @@ struct Workload {
   AttentionParams attention;  ///< valid when anchor == kAttention
   ConvParams conv;            ///< valid when anchor == kConv
   PoolParams pool;            ///< valid when anchor == kPool
-  /// Anchor inputs first (A,B | X | X,scale,bias | X | Q,K,V | X,W | X | none), then the
-  /// epilogue's extra inputs.
+  /// Anchor inputs first (A,B[,a_zero_point] | X | X,scale,bias | X | Q,K,V[,mask] | X,W | X |
+  /// none), then the epilogue's extra inputs.
   std::vector<TensorDesc> inputs;
   int num_anchor_inputs = 0;
   std::vector<EwInstr> epilogue;

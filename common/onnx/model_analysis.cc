@@ -9,6 +9,7 @@
 #include "common/graph/constant_folding.h"
 #include "common/graph/decompose.h"
 #include "common/graph/fusion_planner.h"
+#include "common/graph/integer_matmul_folding.h"
 #include "common/graph/op_support.h"
 #include "common/util/status.h"
 
@@ -28,6 +29,7 @@ absl::Status RunGraphPasses(Graph& graph) {
   GTCO_RETURN_IF_ERROR(DecomposeOps(graph));
   // A Split of a constant became Slices of it: those fold too.
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
+  GTCO_RETURN_IF_ERROR(FoldIntegerMatMulOutputs(graph));
   return CheckSupportedOps(graph);
 }
 

@@ -132,7 +132,7 @@ class BuildPyWithStubs(build_py):
 
 
 libraries, extra_link = pkg_config_libs("absl_status", "absl_statusor", "absl_strings")
-sources = [os.path.join("runtime", name) for name in ("artifact.cc", "model.cc", "parallel.cc")]
+sources = [os.path.join("runtime", name) for name in ("artifact.cc", "model.cc", "parallel.cc", "quantize.cc")]
 # setuptools wants sources relative to setup.py's directory: build from the repository root.
 module = Pybind11Extension(
     "gtco._runtime",

@@ -20,6 +20,21 @@ except ImportError:  # pragma: no cover - reported by the tests that need it
 # f32 outputs: |gtco - ort| <= ATOL_SCALE * max|ort| + RTOL * |ort| (fp32 accumulation orders
 # differ; the kernels may contract into FMAs).
 RTOL, ATOL_SCALE = 1e-4, 1e-4
+# int8 models (ONNX Runtime's quantize_dynamic): against ONNX Runtime's own int8 run, the same
+# integer arithmetic; only a DynamicQuantizeLinear rounding flipped by a last-ulp difference of
+# its f32 input may move an output, by about one quantization step of one input.
+INT8_VS_ORT_ATOL_SCALE = 1e-3
+# Against the fp32 model the int8 one came from: quantization noise (measured 0.8 % and 1.4 % of
+# the largest output of tests/data/bert_tiny_*.onnx, in GTCO and ONNX Runtime alike).
+INT8_VS_FP32_ATOL_SCALE = 3e-2
+
+
+def host_has(feature):
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                return feature in line.split()
+    return False
 
 
 def file_name(name):
@@ -78,8 +93,11 @@ class ExportTest(unittest.TestCase):
     def tearDown(self):
         self.farm.stop()
 
-    def run_and_compare(self, model, artifact):
-        """Random inputs -> gtco-run and ONNX Runtime; every output must match."""
+    def run_and_compare(self, model, artifact, id_high=1000, atol_scale=ATOL_SCALE, rtol=RTOL,
+                        also=()):
+        """Random inputs -> gtco-run and ONNX Runtime; every output must match. `also`: (other
+        model, atol_scale) pairs run by ONNX Runtime on the same inputs, each compared with
+        gtco-run's outputs the same way (rtol 0)."""
         if onnxruntime is None:
             self.fail("onnxruntime is not importable: run scripts/setup.sh --tests "
                       "(it installs onnxruntime into .deps/python)")
@@ -90,7 +108,7 @@ class ExportTest(unittest.TestCase):
             shape = [d if isinstance(d, int) else 1 for d in spec.shape]
             if "int64" in spec.type:
                 # Token ids over a range of the vocabulary; masks (and other flags) 0 or 1.
-                high = 1000 if "ids" in spec.name else 2
+                high = id_high if "ids" in spec.name else 2
                 value = rng.integers(0, high, size=shape).astype(np.int64)
             else:
                 value = rng.standard_normal(shape).astype(np.float32)
@@ -99,6 +117,11 @@ class ExportTest(unittest.TestCase):
             np.save(path, value)
             args += ["--input", f"{spec.name}={path}"]
         expected = session.run(None, feeds)
+        checks = [(model, expected, rtol, atol_scale)]
+        for other, other_atol_scale in also:
+            other_session = onnxruntime.InferenceSession(other,
+                                                         providers=["CPUExecutionProvider"])
+            checks.append((other, other_session.run(None, feeds), 0.0, other_atol_scale))
         out_dir = os.path.join(self.dir, "out-" + os.path.basename(artifact))
         os.makedirs(out_dir, exist_ok=True)
         run = subprocess.run([RUN, artifact, "--output-dir", out_dir, "--json", *args],
@@ -106,12 +129,14 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         report = json.loads(run.stdout)
         self.assertEqual(len(report["outputs_written"]), len(expected))
-        for spec, want in zip(session.get_outputs(), expected):
-            got = np.load(os.path.join(out_dir, file_name(spec.name) + ".npy"))
-            self.assertEqual(got.shape, want.shape, spec.name)
-            scale = float(np.max(np.abs(want))) if want.size else 0.0
-            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL_SCALE * scale + 1e-30,
-                                       err_msg=f"{model}: output {spec.name}")
+        for reference, wanted, check_rtol, check_atol_scale in checks:
+            for spec, want in zip(session.get_outputs(), wanted):
+                got = np.load(os.path.join(out_dir, file_name(spec.name) + ".npy"))
+                self.assertEqual(got.shape, want.shape, spec.name)
+                scale = float(np.max(np.abs(want))) if want.size else 0.0
+                np.testing.assert_allclose(
+                    got, want, rtol=check_rtol, atol=check_atol_scale * scale + 1e-30,
+                    err_msg=f"{model} against {reference}: output {spec.name}")
 
     def tune_and_export(self, model, budget, *extra):
         job = self.farm.client_json("submit", model, "--budget", str(budget), "--watch", *extra)
@@ -156,6 +181,26 @@ class ExportTest(unittest.TestCase):
                     capture_output=True, text=True, check=True).stdout)
                 self.assertGreater(bench["median_seconds"], 0)
                 self.check_profile(artifact)
+
+    def test_int8_bert_of_onnx_runtimes_quantizer_matches_its_int8_run(self):
+        """ONNX Runtime's quantize_dynamic of a 2-layer BERT (tests/data/make_quantized_models.py)
+        tunes on the integer kernels, exports and runs: outputs as ONNX Runtime's int8 run, and
+        within quantization noise of the fp32 model."""
+        if not host_has("avx512_vnni"):
+            self.skipTest("the integer matmul kernels need avx512_vnni, which this host lacks")
+        model = os.path.join(DATA, "bert_tiny_int8.onnx")
+        artifact, summary, job = self.tune_and_export(model, 24)
+        self.assertEqual(summary["tuned"], summary["kernels"], summary)
+        described = json.loads(subprocess.run(
+            [RUN, artifact, "--describe", "--json"], capture_output=True, text=True,
+            check=True).stdout)
+        integer = [k for k in described["kernels"] if "u8*i8->f32" in k["description"]]
+        self.assertGreaterEqual(len(integer), 4, described["kernels"])
+        for kernel in integer:
+            self.assertEqual(kernel["mapping"], "avx512_vnni", kernel)
+        self.run_and_compare(
+            model, artifact, id_high=512, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
+            also=[(os.path.join(DATA, "bert_tiny_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
 
     def check_profile(self, artifact):
         """gtco-run --profile rates each kernel by its work and traffic and sums the shares."""

@@ -18,6 +18,7 @@
 #include "runtime/gtco_runtime.h"
 #include "runtime/model.h"
 #include "runtime/npy.h"
+#include "runtime/quantize.h"
 
 namespace gtco::exporter {
 namespace {
@@ -537,6 +538,105 @@ TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
 }
 
 // What still has no CUDA kernel (integer matmuls) is refused naming the node and the workload.
+// The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand
+// values of DequantizeLinear.
+TEST(ModelExportTest, QuantizeStepsComputeAsOnnxSpecifies) {
+  const std::vector<float> x = {0.0f, 2.0f, -3.0f, -2.5f, 1.34f, 0.5f};
+  std::vector<uint8_t> y(x.size());
+  float scale = 0.0f;
+  uint8_t zero_point = 0;
+  runtime::DynamicQuantizeU8(x.data(), static_cast<int64_t>(x.size()), y.data(), &scale,
+                             &zero_point);
+  EXPECT_FLOAT_EQ(scale, 0.019607844f);
+  EXPECT_EQ(zero_point, 153);
+  EXPECT_EQ(y, (std::vector<uint8_t>{153, 255, 0, 26, 221, 179}));
+  // Positive values only: the range still starts at 0. Longer than one 16-lane block.
+  std::vector<float> positive(37);
+  for (size_t i = 0; i < positive.size(); ++i) positive[i] = 0.5f + static_cast<float>(i);
+  y.assign(positive.size(), 7);
+  runtime::DynamicQuantizeU8(positive.data(), 37, y.data(), &scale, &zero_point);
+  EXPECT_FLOAT_EQ(scale, 36.5f / 255.0f);
+  EXPECT_EQ(zero_point, 0);
+  EXPECT_EQ(y.back(), 255);
+  EXPECT_EQ(y[0], 3);  // 0.5 / 0.1431 = 3.49 -> 3
+  // All zeros: scale 0, everything (and the zero point) 0, no division by zero.
+  std::vector<float> zeros(5, 0.0f);
+  y.assign(5, 9);
+  runtime::DynamicQuantizeU8(zeros.data(), 5, y.data(), &scale, &zero_point);
+  EXPECT_EQ(scale, 0.0f);
+  EXPECT_EQ(zero_point, 0);
+  EXPECT_EQ(y, std::vector<uint8_t>(5, 0));
+
+  // DequantizeLinear per axis 1 of a [2, 2, 2] i8 tensor, and per tensor without a zero point.
+  const std::vector<int8_t> q = {1, 2, 3, 4, -1, -2, -3, -4};
+  const std::vector<float> scales = {0.5f, 2.0f};
+  const std::vector<int8_t> zeros_of_axis = {1, -1};
+  std::vector<float> out(8);
+  runtime::Dequantize(q.data(), runtime::ElemType::kI8, 2, 2, 2, scales.data(),
+                      zeros_of_axis.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{0.0f, 0.5f, 8.0f, 10.0f, -1.0f, -1.5f, -4.0f, -6.0f}));
+  const std::vector<uint8_t> u = {0, 255};
+  const float one_scale = 0.25f;
+  runtime::Dequantize(u.data(), runtime::ElemType::kU8, 1, 1, 2, &one_scale, nullptr, out.data());
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 63.75f);
+}
+
+// ONNX Runtime's quantize_dynamic of a small BERT exports with its DynamicQuantizeLinear steps
+// and integer kernels (no Cast of an i32 tensor left); a manifest whose quantize step lost an
+// output is refused by name; CUDA has no integer kernels and says so.
+TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKernels) {
+  ExportOptions cuda;
+  cuda.target = target::Target::kCuda;
+  cuda.cuda_arch = "sm_90";
+  absl::StatusOr<ExportResult> on_cuda =
+      ExportModel(ReadModel("bert_tiny_int8.onnx"), {}, cuda, kNoRecords);
+  ASSERT_FALSE(on_cuda.ok());
+  EXPECT_EQ(on_cuda.status().code(), absl::StatusCode::kUnimplemented) << on_cuda.status();
+  EXPECT_NE(on_cuda.status().message().find("has no CUDA step"), std::string::npos)
+      << on_cuda.status();
+
+  const target::HardwareInfo host = target::DetectHostCpu();
+  if (std::find(host.cpu_features.begin(), host.cpu_features.end(), "avx512_vnni") ==
+      host.cpu_features.end()) {
+    GTEST_SKIP() << "the integer kernels need avx512_vnni: " << host.Summary();
+  }
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      ExportedForHost("bert_tiny_int8.onnx", "bert_tiny_int8.gtco");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const runtime::Manifest& m = (*model)->manifest();
+  int quantize_steps = 0, integer_kernels = 0;
+  for (const runtime::StepSpec& step : m.steps) {
+    if (step.op == "dynamic_quantize") {
+      ++quantize_steps;
+      EXPECT_EQ(step.outputs.size(), 3u);
+    }
+    EXPECT_FALSE(step.op == "cast" && m.tensors[step.inputs[0]].dtype == runtime::ElemType::kI32)
+        << step.node;
+  }
+  for (const runtime::KernelSpec& kernel : m.kernels) {
+    if (kernel.description.find("u8*i8->f32") != std::string::npos) {
+      ++integer_kernels;
+      EXPECT_EQ(kernel.mapping, "avx512_vnni");
+    }
+  }
+  EXPECT_EQ(quantize_steps, 2 * 4 + 1);  // per layer: Q/K/V, attention out, FFN 1 and 2; pooler
+  EXPECT_GE(integer_kernels, 4);
+
+  nlohmann::json broken = nlohmann::json::parse(runtime::ManifestToJson(m));
+  for (nlohmann::json& step : broken["steps"]) {
+    if (step["op"] == "dynamic_quantize") {
+      step["outputs"].erase(2);
+      break;
+    }
+  }
+  absl::StatusOr<runtime::Manifest> refused = runtime::ManifestFromJson(broken.dump());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("(dynamic_quantize): takes 1 input and writes 3"),
+            std::string::npos)
+      << refused.status();
+}
+
 TEST(ModelExportTest, WorkloadsWithoutACudaKernelAreRefusedByNode) {
   ExportOptions options;
   options.target = target::Target::kCuda;

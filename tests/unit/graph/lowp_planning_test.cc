@@ -60,9 +60,49 @@ TEST(LowpPlanningTest, MatMulIntegerModelCarriesZeroPoints) {
   EXPECT_EQ(w.matmul.b_zero_point, -3);
   EXPECT_EQ(w.inputs[0].dtype, ir::DType::kU8);
   EXPECT_EQ(w.inputs[1].dtype, ir::DType::kI8);
-  EXPECT_EQ(w.output.dtype, ir::DType::kI32);
+  // The Cast to f32 after it is folded in: the kernel writes the converted result.
+  EXPECT_EQ(w.output.dtype, ir::DType::kF32);
+  EXPECT_FALSE(w.matmul.a_zero_point_input);
   EXPECT_TRUE(w.Validate().ok()) << w.Validate();
   EXPECT_NE(w.CanonicalString().find("a_zero_point=7 b_zero_point=-3"), std::string::npos);
+  EXPECT_EQ(analysis->tasks[0].node_names, std::vector<std::string>{"matmul_integer"});
+  EXPECT_EQ(analysis->num_data_ops, 0);
+}
+
+// ONNX Runtime's quantize_dynamic of a 2-layer BERT: each Linear is DynamicQuantizeLinear ->
+// MatMulInteger -> Cast -> Mul(x_scale * w_scale) -> Add(bias). It plans as one integer matmul
+// kernel per Linear (A's zero point an input, f32 out, the scales and bias its epilogue), the
+// matmuls of one shape sharing one task whatever their weights' scales; DynamicQuantizeLinear
+// stays a data step, and the embeddings' DequantizeLinear of constants folds away.
+TEST(LowpPlanningTest, DynamicallyQuantizedBertPlansOneIntegerKernelPerLinear) {
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(ReadModel("bert_tiny_int8.onnx"), {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  int integer_matmuls = 0, qkv_weight = 0;
+  for (const ModelTask& task : analysis->tasks) {
+    const ir::Workload& w = task.workload;
+    if (w.anchor != ir::AnchorKind::kMatMul || w.inputs[0].dtype == ir::DType::kF32) continue;
+    SCOPED_TRACE(w.Description());
+    integer_matmuls += task.weight;
+    EXPECT_EQ(w.inputs[0].dtype, ir::DType::kU8);
+    EXPECT_EQ(w.inputs[1].dtype, ir::DType::kI8);
+    EXPECT_TRUE(w.matmul.a_zero_point_input);
+    EXPECT_EQ(w.num_anchor_inputs, 3);
+    EXPECT_EQ(w.output.dtype, ir::DType::kF32);
+    // acc * x_scale ([1]) * w_scale (per column), then the bias and whatever follows.
+    ASSERT_GE(w.epilogue.size(), 3u);
+    EXPECT_EQ(w.epilogue[0].op, ir::EwOp::kMul);
+    EXPECT_EQ(w.inputs[w.epilogue[0].args[1].index].shape, (std::vector<int64_t>{1}));
+    EXPECT_EQ(w.epilogue[1].op, ir::EwOp::kMul);
+    EXPECT_EQ(w.inputs[w.epilogue[1].args[1].index].NumElements(), w.matmul.n);
+    EXPECT_TRUE(w.Validate().ok()) << w.Validate();
+    if (w.epilogue.size() == 3 && w.matmul.m == 16 && w.matmul.n == 64) qkv_weight = task.weight;
+  }
+  // Per layer Q, K, V, the attention output and the two FFN matmuls; then the pooler.
+  EXPECT_EQ(integer_matmuls, 2 * 6 + 1);
+  EXPECT_EQ(qkv_weight, 2 * 3);  // Q, K and V of both layers: one task
+  // The Casts and the scale products are gone; each DynamicQuantizeLinear is a data step (one per
+  // quantized input: Q/K/V share one), beside the model's own reshapes and transposes.
+  EXPECT_GT(analysis->num_data_ops, 0);
 }
 
 TEST(LowpPlanningTest, F16ModelBecomesOneF16MatMulWorkload) {
@@ -82,7 +122,7 @@ TEST(LowpPlanningTest, UnsupportedLowPrecisionModelsAreUnimplemented) {
       AnalyzeOnnxModel(ReadModel("matmul_integer_per_row.onnx"), {});
   ASSERT_EQ(per_row.status().code(), absl::StatusCode::kUnimplemented) << per_row.status();
   EXPECT_NE(per_row.status().message().find(
-                "node 'matmul_integer': zero point 'a_zero_point' must be a constant per-tensor"),
+                "node 'matmul_integer': zero point 'a_zero_point' must be a per-tensor scalar"),
             std::string::npos)
       << per_row.status();
 }
@@ -114,14 +154,45 @@ TEST(LowpPlanningTest, MixedOrRuntimeOperandsAreRefusedNamingDtypeAndNode) {
   EXPECT_NE(status.message().find("node 'n0' computes on f32 tensor 'b'"), std::string::npos)
       << status;
 
+  // A's zero point may be computed at run time (DynamicQuantizeLinear's); B's may not.
   Graph runtime_zero =
       OneNode("MatMulInteger",
               {Activation("a", {4, 8}, ElemType::kUInt8), Activation("b", {8, 4}, ElemType::kInt8),
                Activation("za", {}, ElemType::kUInt8)},
               Activation("y", {4, 4}, ElemType::kInt32));
-  status = CheckSupportedOps(runtime_zero);
+  EXPECT_TRUE(CheckSupportedOps(runtime_zero).ok()) << CheckSupportedOps(runtime_zero);
+  Graph runtime_b_zero =
+      OneNode("MatMulInteger",
+              {Activation("a", {4, 8}, ElemType::kUInt8), Activation("b", {8, 4}, ElemType::kInt8),
+               Activation("za", {}, ElemType::kUInt8), Activation("zb", {}, ElemType::kInt8)},
+              Activation("y", {4, 4}, ElemType::kInt32));
+  status = CheckSupportedOps(runtime_b_zero);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(status.message().find("zero point 'za' must be a constant"), std::string::npos)
+  EXPECT_NE(status.message().find("zero point 'zb' must be a constant per-tensor scalar"),
+            std::string::npos)
+      << status;
+
+  // DequantizeLinear: per tensor or per axis entry; blocked scales are refused by name.
+  Graph blocked = OneNode("DequantizeLinear",
+                          {Activation("q", {4, 8}, ElemType::kInt8), Activation("s", {4, 2})},
+                          Activation("x", {4, 8}));
+  status = CheckSupportedOps(blocked);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("node 'n0': scale 's' of shape [4,2] is neither per tensor"),
+            std::string::npos)
+      << status;
+  Graph per_axis = OneNode("DequantizeLinear",
+                           {Activation("q", {4, 8}, ElemType::kInt8), Activation("s", {8})},
+                           Activation("x", {4, 8}));
+  per_axis.nodes[0].attributes["axis"].kind = Attribute::Kind::kInt;
+  per_axis.nodes[0].attributes["axis"].i = -1;
+  EXPECT_TRUE(CheckSupportedOps(per_axis).ok()) << CheckSupportedOps(per_axis);
+  Graph f16_in = OneNode("DequantizeLinear",
+                         {Activation("q", {4, 8}, ElemType::kFloat16), Activation("s", {1})},
+                         Activation("x", {4, 8}));
+  status = CheckSupportedOps(f16_in);
+  EXPECT_NE(status.message().find("input 'q' is f16; u8, i8 and i32 are supported"),
+            std::string::npos)
       << status;
 
   Graph wide =

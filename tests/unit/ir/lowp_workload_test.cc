@@ -67,7 +67,35 @@ TEST(LowpWorkloadTest, ValidationRejectsInconsistentDtypes) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << fragment;
     EXPECT_NE(status.message().find(fragment), std::string::npos) << status;
   };
-  expect_invalid(MatMulOf(2, 2, 2, DType::kU8, DType::kI8, DType::kF32), "produce i32");
+  expect_invalid(MatMulOf(2, 2, 2, DType::kU8, DType::kI8, DType::kBF16), "produce i32 or f32");
+  EXPECT_TRUE(MatMulOf(2, 2, 2, DType::kU8, DType::kI8, DType::kF32).Validate().ok());
+  Workload i32_epilogue = MatMulOf(2, 2, 2, DType::kU8, DType::kI8, DType::kI32);
+  i32_epilogue.epilogue.push_back({EwOp::kRelu, {Operand{}}});
+  expect_invalid(i32_epilogue, "epilogues need an f32 output");
+  // A run-time zero point: a third anchor input, one element of A's dtype, a_zero_point 0.
+  Workload run_time = MatMulOf(2, 2, 2, DType::kU8, DType::kI8, DType::kF32);
+  run_time.matmul.a_zero_point_input = true;
+  expect_invalid(run_time, "takes 3 inputs");
+  run_time.inputs.insert(run_time.inputs.begin() + 2, TensorDesc{DType::kI8, {1}});
+  run_time.num_anchor_inputs = 3;
+  expect_invalid(run_time, "one element of A's dtype");
+  run_time.inputs[2].dtype = DType::kU8;
+  EXPECT_TRUE(run_time.Validate().ok()) << run_time.Validate();
+  const std::string text = run_time.CanonicalString();
+  EXPECT_NE(text.find("a_zero_point=0 b_zero_point=0 a_zero_point_input=1"), std::string::npos)
+      << text;
+  absl::StatusOr<Workload> parsed = ParseWorkload(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->matmul.a_zero_point_input);
+  EXPECT_EQ(parsed->Key(), run_time.Key());
+  EXPECT_NE(run_time.Key(), MatMulOf(2, 2, 2, DType::kU8, DType::kI8, DType::kF32).Key());
+  run_time.matmul.a_zero_point = 3;
+  expect_invalid(run_time, "a_zero_point must be 0");
+  Workload float_zero = MatMulOf(2, 2, 2, DType::kF32, DType::kF32, DType::kF32);
+  float_zero.matmul.a_zero_point_input = true;
+  float_zero.inputs.insert(float_zero.inputs.begin() + 2, TensorDesc{DType::kF32, {1}});
+  float_zero.num_anchor_inputs = 3;
+  expect_invalid(float_zero, "only allowed for integer");
   expect_invalid(MatMulOf(2, 2, 2, DType::kU8, DType::kI8, DType::kI32, 256, 0),
                  "a_zero_point 256");
   expect_invalid(MatMulOf(2, 2, 2, DType::kI8, DType::kI8, DType::kI32, 0, -129),
@@ -153,6 +181,23 @@ TEST(LowpWorkloadTest, IntegerReferenceIsExactWithZeroPointsAndWrapAround) {
   ASSERT_EQ(out.dtype(), DType::kI32);
   EXPECT_EQ(out.Get(0), 0 * 2 + 1 * -1 + 2 * 4);
   EXPECT_EQ(out.Get(1), 0 * 1 + 1 * 6 + 2 * 0);
+
+  // The same zero point read at run time (a third input), the result converted to f32 and
+  // scaled by an epilogue: (out_j) * 0.5.
+  Workload run_time = MatMulOf(1, 2, 3, DType::kU8, DType::kI8, DType::kF32, 0, -1);
+  run_time.matmul.a_zero_point_input = true;
+  run_time.inputs.insert(run_time.inputs.begin() + 2, TensorDesc{DType::kU8, {1}});
+  run_time.num_anchor_inputs = 3;
+  run_time.epilogue.push_back({EwOp::kMul, {Operand{}, Operand{Operand::Kind::kConst, 0, 0.5f}}});
+  ASSERT_TRUE(run_time.Validate().ok()) << run_time.Validate();
+  std::vector<TypedBuffer> with_zero = inputs;
+  with_zero.push_back(TypedBuffer::FromValues(DType::kU8, {1}));
+  TypedBuffer scaled = ComputeTypedReference(run_time, with_zero);
+  ASSERT_EQ(scaled.dtype(), DType::kF32);
+  EXPECT_EQ(scaled.Get(0), (0 * 2 + 1 * -1 + 2 * 4) * 0.5);
+  EXPECT_EQ(scaled.Get(1), (0 * 1 + 1 * 6 + 2 * 0) * 0.5);
+  with_zero[2] = TypedBuffer::FromValues(DType::kU8, {3});  // (a - 3) (b + 1)
+  EXPECT_EQ(ComputeTypedReference(run_time, with_zero).Get(0), (-2 * 2 + -1 * -1 + 0 * 4) * 0.5);
 
   // 255 * (-128 - 127) * 40000 = -2601000000 wraps to 1693967296 in int32.
   const int64_t k = 40000;

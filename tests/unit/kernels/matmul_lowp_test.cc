@@ -83,9 +83,11 @@ TEST(LowpVerdictTest, AppliesOnlyWithTheFeatureAndTheRightDtypes) {
   EXPECT_FALSE(verdict.applies);
   EXPECT_NE(verdict.reason.find("trans_a"), std::string::npos) << verdict.reason;
 
-  ir::Workload wrong_out = int8;
-  wrong_out.output.dtype = DType::kF32;
+  ir::Workload wrong_out = int8;  // i32, or f32 (converted, for an epilogue); nothing else
+  wrong_out.output.dtype = DType::kBF16;
   EXPECT_FALSE(Avx512VnniVerdict(wrong_out, avx512).applies);
+  wrong_out.output.dtype = DType::kF32;
+  EXPECT_TRUE(Avx512VnniVerdict(wrong_out, avx512).applies);
   ir::Workload bad_zero = int8;
   bad_zero.matmul.a_zero_point = 300;  // outside u8
   EXPECT_FALSE(Avx512VnniVerdict(bad_zero, avx512).applies);
@@ -329,6 +331,46 @@ TEST_F(LowpJitTest, VnniKernelsWithTransposedAndSharedB) {
                LowpMatMul(3, 10, 20, 30, DType::kU8, DType::kI8, DType::kI32, 9, 0, false,
                           /*b_batched=*/false),
                6, 201);
+}
+
+/// `w` with A's zero point read at run time (anchor input 2, one element of A's dtype).
+ir::Workload WithZeroPointInput(ir::Workload w) {
+  w.matmul.a_zero_point = 0;
+  w.matmul.a_zero_point_input = true;
+  w.inputs.insert(w.inputs.begin() + 2, ir::TensorDesc{w.inputs[0].dtype, {1}});
+  w.num_anchor_inputs = 3;
+  return w;
+}
+
+// ONNX Runtime's dynamic quantization: A's zero point computed per run, the i32 result
+// converted to f32 and scaled (by A's scale, then per column by B's) plus a bias in the kernel.
+TEST_F(LowpJitTest, VnniKernelsWithARunTimeZeroPointAndAnF32Epilogue) {
+  uint64_t seed = 300;
+  for (const Shape& s : kAwkwardShapes) {
+    ir::Workload w = WithZeroPointInput(
+        LowpMatMul(s.batch, s.m, s.n, s.k, DType::kU8, DType::kI8, DType::kF32, 0, -2));
+    w.inputs.push_back({DType::kF32, {1}});    // 3: A's scale
+    w.inputs.push_back({DType::kF32, {s.n}});  // 4: B's scales, per column
+    w.inputs.push_back({DType::kF32, {s.n}});  // 5: bias
+    using K = ir::Operand::Kind;
+    w.epilogue.push_back({ir::EwOp::kMul, {{K::kAcc, 0, 0}, {K::kInput, 3, 0}}});
+    w.epilogue.push_back({ir::EwOp::kMul, {{K::kValue, 0, 0}, {K::kInput, 4, 0}}});
+    w.epilogue.push_back({ir::EwOp::kAdd, {{K::kValue, 1, 0}, {K::kInput, 5, 0}}});
+    ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+    if (!HostRuns(w, false)) GTEST_SKIP() << "host lacks avx512_vnni: " << hw_->Summary();
+    CheckKernels(MatMulVnniSketch(), w, 4, seed++);
+  }
+  // Signed A (its zero point an i8 input) against unsigned B with a zero point: every
+  // correction term, including K * za * zb, uses the run-time value.
+  const ir::Workload signed_a = WithZeroPointInput(
+      LowpMatMul(2, 13, 40, 37, DType::kI8, DType::kU8, DType::kI32, 0, 131));
+  ASSERT_TRUE(signed_a.Validate().ok()) << signed_a.Validate();
+  CheckKernels(MatMulVnniSketch(), signed_a, 6, 400);
+  // The zero point must be one element of A's dtype.
+  ir::Workload wrong = signed_a;
+  wrong.inputs[2].dtype = DType::kU8;
+  EXPECT_FALSE(wrong.Validate().ok());
+  EXPECT_FALSE(Avx512VnniVerdict(wrong, *hw_).applies);
 }
 
 /// Median seconds of `entry` on `args` over a few runs after a warm-up.

@@ -31,6 +31,7 @@ using ir::Stmt;
 constexpr char kPanel[] = "bpack";
 constexpr char kColSum[] = "colsum";
 constexpr char kRowSum[] = "rowsum";
+constexpr char kZaEff[] = "za_eff";  ///< the effective zero point of A, when read at run time
 constexpr int32_t kFlipBytes = static_cast<int32_t>(0x80808080u);
 
 Expr I32(int64_t value) {
@@ -62,6 +63,12 @@ class LowpLowering {
 
  private:
   ScalarType AccType() const { return plan_.bf16 ? ScalarType::kF32 : ScalarType::kI32; }
+  /// Whether write-back subtracts za_eff * colsum(B') (so packing sums B's columns).
+  bool NeedsColSums() const { return !plan_.bf16 && (plan_.za_input || plan_.za_eff != 0); }
+  /// za_eff: the constant, or the task's variable holding it (read from anchor input 2).
+  Expr ZaEff() const {
+    return plan_.za_input ? MakeVar(kZaEff, ScalarType::kI32) : I32(plan_.za_eff);
+  }
   Expr AElement(const Expr& b, const Expr& row, int64_t k) const;
   Expr AWord(const Expr& b, const Expr& row, const Expr& group, bool full) const;
   Expr BElement(const Expr& b, int64_t k_offset, const Expr& group, const Expr& col) const;
@@ -129,7 +136,7 @@ Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
   const Expr word_index =
       PanelIndex(MakeVar("pj") / MakeInt(plan_.nr) * MakeInt(plan_.tile_cols), g,
                  MakeVar("pj") % MakeInt(plan_.nr) * MakeInt(kLowpLanes) + MakeVar("pv"));
-  const bool sums = !plan_.bf16 && plan_.za_eff != 0;
+  const bool sums = NeedsColSums();
   auto pack_group = [&](bool full) {
     std::vector<Expr> parts;
     Expr sum = I32(0);
@@ -229,14 +236,21 @@ Stmt LowpLowering::WriteBack(const Expr& b, const Expr& i0, const Expr& col0,
     const Expr row = i0 + r, col = col0 + in_panel;
     Expr value = ir::MakeTypedLoad("acc", slot, AccType());
     if (!plan_.bf16) {
-      if (plan_.za_eff != 0) {
-        value = value - I32(plan_.za_eff) * ir::MakeTypedLoad(kColSum, in_panel, ScalarType::kI32);
+      if (NeedsColSums()) {
+        value = value - ZaEff() * ir::MakeTypedLoad(kColSum, in_panel, ScalarType::kI32);
       }
       if (plan_.zb_eff != 0) {
         value = value - I32(plan_.zb_eff) * ir::MakeTypedLoad(kRowSum, r, ScalarType::kI32);
       }
-      const int64_t constant = p_.k * plan_.za_eff * plan_.zb_eff;
-      if (constant != 0) value = value + I32(constant);
+      if (plan_.za_input && plan_.zb_eff != 0) {
+        value = value + I32(p_.k * plan_.zb_eff) * ZaEff();
+      } else if (const int64_t constant = p_.k * plan_.za_eff * plan_.zb_eff; constant != 0) {
+        value = value + I32(constant);
+      }
+      if (plan_.out_dtype == ir::DType::kF32) {  // the i32 result converted, then the epilogue
+        value = epilogue_.Apply(ir::MakeCast(ScalarType::kF32, value), b * MakeInt(p_.m) + row,
+                                col);
+      }
     } else if (plan_.out_dtype == ir::DType::kBF16) {
       value = ir::MakeCast(ScalarType::kBF16, value);
     } else {
@@ -310,8 +324,13 @@ Stmt LowpLowering::Build() const {
                           : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
                                        RowTiles(b, MakeVar("mb"), col0, col_tiles));
   Stmt body = ir::MakeBlock({PackPanel(b, col0), rows});
-  if (!plan_.bf16 && plan_.za_eff != 0) {
+  if (NeedsColSums()) {
     body = ir::MakeTypedAllocate(kColSum, plan_.panel_cols, ScalarType::kI32, body);
+  }
+  if (plan_.za_input) {
+    const Expr zero_point = ir::MakeCast(
+        ScalarType::kI32, ir::MakeTypedLoad(InputName(2), MakeInt(0), StorageType(w_.inputs[0].dtype)));
+    body = ir::MakeLet(kZaEff, zero_point + I32(plan_.za_eff), body);
   }
   body = ir::MakeTypedAllocate(kPanel, plan_.k_groups * plan_.panel_cols, ScalarType::kI32, body);
   if (per_m_block) body = ir::MakeLet("mb", task % MakeInt(m_tasks), body);
@@ -338,8 +357,8 @@ absl::Status CheckLowpWorkload(const ir::Workload& w) {
                                                    ", not bf16 x bf16 or u8|i8 x u8|i8"));
   }
   // Element types, zero points and epilogue as workload.h allows them.
-  const bool out_ok =
-      bf16 ? (out == ir::DType::kF32 || out == ir::DType::kBF16) : out == ir::DType::kI32;
+  const bool out_ok = bf16 ? (out == ir::DType::kF32 || out == ir::DType::kBF16)
+                          : (out == ir::DType::kI32 || out == ir::DType::kF32);
   if (!out_ok) {
     return absl::InvalidArgumentError(
         absl::StrCat("output dtype ", ir::DTypeName(out), " does not fit the inputs"));
@@ -351,11 +370,16 @@ absl::Status CheckLowpWorkload(const ir::Workload& w) {
     return t == ir::DType::kU8 ? zero_point >= 0 && zero_point <= 255
                                : zero_point >= -128 && zero_point <= 127;
   };
-  if (bf16 ? (p.a_zero_point != 0 || p.b_zero_point != 0)
+  if (bf16 ? (p.a_zero_point != 0 || p.b_zero_point != 0 || p.a_zero_point_input)
            : !(zero_point_ok(p.a_zero_point, a) && zero_point_ok(p.b_zero_point, b))) {
     return absl::InvalidArgumentError("zero points out of range for the input dtypes");
   }
-  for (size_t i = 2; i < w.inputs.size(); ++i) {
+  if (p.a_zero_point_input &&
+      (w.num_anchor_inputs != 3 || w.inputs.size() < 3 || w.inputs[2].dtype != a ||
+       NumElements(w.inputs[2].shape) != 1)) {
+    return absl::InvalidArgumentError("A's zero-point input must be one element of A's dtype");
+  }
+  for (size_t i = w.num_anchor_inputs; i < w.inputs.size(); ++i) {
     if (w.inputs[i].dtype != ir::DType::kF32) {
       return absl::InvalidArgumentError("epilogue inputs must be f32");
     }
@@ -405,6 +429,7 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   if (!plan.bf16) {
     plan.a_signed = a == ir::DType::kI8;
     plan.b_unsigned = b == ir::DType::kU8;
+    plan.za_input = plan.p.a_zero_point_input;
     plan.za_eff = (plan.a_signed ? 128 : 0) + plan.p.a_zero_point;
     plan.zb_eff = plan.p.b_zero_point - (plan.b_unsigned ? 128 : 0);
   }

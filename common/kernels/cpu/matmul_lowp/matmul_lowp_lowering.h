@@ -40,7 +40,10 @@ struct LowpPlan {
   // Integer matmuls run on u8 A' = A + sa and s8 B' = B - sb (sa = 128 for i8 A, sb = 128 for
   // u8 B); then out = dot(A', B') - za_eff * colsum(B') - zb_eff * rowsum(A') + K*za_eff*zb_eff
   // with za_eff = sa + a_zero_point and zb_eff = b_zero_point - sb.
+  // With za_input, A's zero point is read at run time (anchor input 2) and za_eff holds only
+  // the shift sa; the kernel adds the zero point once per task.
   bool a_signed = false, b_unsigned = false;
+  bool za_input = false;
   int64_t za_eff = 0, zb_eff = 0;
   ir::DType out_dtype = ir::DType::kF32;
 };

@@ -5,8 +5,9 @@
 // When they apply:
 //  - avx512_bf16: a matmul with bf16 A and B (f32 output with any epilogue, or bf16 output),
 //    A not transposed, on a CPU with avx512f and avx512_bf16.
-//  - avx512_vnni: a matmul with u8|i8 A and u8|i8 B, i32 output, per-tensor zero points, A not
-//    transposed, on a CPU with avx512f and avx512_vnni.
+//  - avx512_vnni: a matmul with u8|i8 A and u8|i8 B, per-tensor zero points (A's constant or
+//    read at run time), an i32 output or an f32 one with any epilogue (dynamic quantization's
+//    scale and bias), A not transposed, on a CPU with avx512f and avx512_vnni.
 //  - Any M, N, K >= 1: K is padded to a multiple of 2 (bf16) / 4 (int8) in the packed B panel,
 //    N to the column tile, M by clamped row tiles; the smallest B panel (16 columns of K) must fit
 //    the 2 MiB panel limit (K <= 65536 for bf16, 131072 for int8).

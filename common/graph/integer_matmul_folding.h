@@ -1,0 +1,24 @@
+// Graph pass: ONNX Runtime's dynamic-quantization pattern around MatMulInteger rewritten into
+// the form one integer matmul kernel computes (the i32 result converted to f32, then scale and
+// bias as its epilogue).
+#pragma once
+
+#include "absl/status/status.h"
+#include "common/graph/graph.h"
+
+namespace gtco::graph {
+
+/// Two rewrites, each only where it applies exactly:
+///  - MatMulInteger -> Cast(to f32), the Cast the matmul's only reader and the matmul's output
+///    no graph output: the MatMulInteger writes f32 itself (its i32 result converted to the
+///    nearest f32, as the Cast does; see workload.h) and the Cast goes.
+///  - Mul(that f32 result, S) where S = Mul(x_scale, w_scale) with w_scale a constant (scalar or
+///    [N] per column), x_scale a one-element tensor, and S read only by such Muls: becomes
+///    Mul(Mul(result, x_scale), w_scale as an [N] constant). The weight's scale is then a
+///    per-column kernel input instead of an immediate, so the matmuls of one shape share one
+///    workload (and its tuning) whatever their scales; S's Mul goes when nothing reads it. The
+///    products associate differently from ONNX Runtime's ((acc * x_scale) * w_scale against
+///    acc * (x_scale * w_scale)): at most an ulp or two of f32.
+absl::Status FoldIntegerMatMulOutputs(Graph& graph);
+
+}  // namespace gtco::graph

@@ -1,0 +1,26 @@
+// The runtime's quantization steps (ONNX DynamicQuantizeLinear and DequantizeLinear), computed as
+// ONNX Runtime's CPU kernels compute them, so that a quantized model's integer inputs are the
+// ones its quantizer expected.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/artifact.h"
+
+namespace gtco::runtime {
+
+/// ONNX DynamicQuantizeLinear to u8 over `count` values: lo = min(0, min x), hi = max(0, max x),
+/// scale = (hi - lo) / 255, zero point = round(clamp(-lo / scale, 0, 255)) and y = clamp(
+/// round(x / scale) + zero point, 0, 255), rounding half to even. An all-zero x gives scale 0,
+/// zero point 0 and y 0.
+void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
+                       uint8_t* zero_point);
+
+/// ONNX DequantizeLinear: out[i] = (x[i] - zero_point[c]) * scale[c] in f32, where c is 0 for a
+/// per-tensor scale (`channels` 1) or the index along the quantized axis, x being [outer,
+/// channels, inner]. `x` holds u8, i8 or i32 values (`type`); `zero_points` (x's type) may be
+/// null (zero).
+void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
+                const float* scales, const void* zero_points, float* out);
+
+}  // namespace gtco::runtime

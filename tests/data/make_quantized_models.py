@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""Writes the small int8 models the quantized-import tests read: ONNX Runtime's own dynamic
+quantization (onnxruntime.quantization.quantize_dynamic) of models torch.onnx exports.
+
+  bert_tiny_fp32.onnx   transformers BertModel (2 layers, hidden 64, 2 heads, FFN 128, vocab 512),
+                        input_ids / attention_mask [1, 16] i64, opset 17
+  bert_tiny_int8.onnx   quantize_dynamic of it (weights s8, per tensor): DynamicQuantizeLinear ->
+                        MatMulInteger -> Cast -> Mul(scale) -> Add(bias) per Linear, and
+                        Gather -> DequantizeLinear for the embeddings
+
+Needs torch and transformers (scripts/setup.sh --tests puts transformers in .deps/transformers)
+and onnxruntime with an onnx >= 1.13 (its quantization tools import onnx.reference; Debian's is
+1.12), e.g. PYTHONPATH=.deps/onnx-quant:.deps/python:.deps/transformers. The outputs are
+committed; rerun only when a model must change.
+"""
+import argparse
+import os
+import tempfile
+
+import torch
+from onnxruntime.quantization import QuantType, quantize_dynamic
+from transformers import BertConfig, BertModel
+
+SEQ = 16
+
+
+def export_bert_tiny(path):
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=128,
+                        max_position_embeddings=64)
+    model = BertModel(config).eval()
+    ids = torch.randint(0, config.vocab_size, (1, SEQ))
+    mask = torch.ones(1, SEQ, dtype=torch.int64)
+    torch.onnx.export(model, (ids, mask), path, opset_version=17,
+                      input_names=["input_ids", "attention_mask"],
+                      output_names=["last_hidden_state", "pooler_output"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    args = parser.parse_args()
+    fp32 = os.path.join(args.out, "bert_tiny_fp32.onnx")
+    export_bert_tiny(fp32)
+    quantize_dynamic(fp32, os.path.join(args.out, "bert_tiny_int8.onnx"),
+                     weight_type=QuantType.QInt8)
+
+
+if __name__ == "__main__":
+    main()
