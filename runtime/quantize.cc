@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
+
+#include "runtime/parallel.h"
 
 namespace gtco::runtime {
 namespace {
@@ -25,21 +29,41 @@ int32_t ValueAt(const void* data, ElemType type, int64_t index) {
   }
 }
 
-}  // namespace
+/// One thread's share of a DynamicQuantizeLinear: its range's min and max, then its values
+/// quantized.
+struct QuantizeJob {
+  const float* x = nullptr;
+  int64_t count = 0, chunks = 1;
+  uint8_t* y = nullptr;
+  std::vector<float> lo, hi;  // per chunk
+  float step = 0.0f, zero = 0.0f;
 
-void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
-                       uint8_t* zero_point) {
-  float lo_lanes[kLanes] = {}, hi_lanes[kLanes] = {};  // 0 is in the range, as ONNX asks
-  int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    for (int64_t lane = 0; lane < kLanes; ++lane) {
-      const float value = x[i + lane];
-      lo_lanes[lane] = value < lo_lanes[lane] ? value : lo_lanes[lane];
-      hi_lanes[lane] = value > hi_lanes[lane] ? value : hi_lanes[lane];
-    }
+  std::pair<int64_t, int64_t> Range(int64_t chunk) const {
+    const int64_t per = (count + chunks - 1) / chunks;
+    return {std::min(count, chunk * per), std::min(count, (chunk + 1) * per)};
+  }
+};
+
+// Both loops are compiled for AVX-512, AVX2 and baseline x86-64, picked once per process by the
+// CPU it runs on (the runtime itself is built for any x86-64).
+#define GTCO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+GTCO_VECTOR_CLONES void ChunkMinMax(int64_t chunk, void* closure) {
+  auto* job = static_cast<QuantizeJob*>(closure);
+  const auto [begin, end] = job->Range(chunk);
+  const float* __restrict x = job->x;
+  // A 16-float vector (GCC's vector extension: zmm, ymm pairs or xmm quads by the clone).
+  typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+  Lanes lo_lanes = {}, hi_lanes = {};  // 0 is in the range, as ONNX asks
+  int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    Lanes value;
+    std::memcpy(&value, x + i, sizeof(value));
+    lo_lanes = value < lo_lanes ? value : lo_lanes;
+    hi_lanes = value > hi_lanes ? value : hi_lanes;
   }
   float lo = 0.0f, hi = 0.0f;
-  for (; i < count; ++i) {
+  for (; i < end; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }
@@ -47,6 +71,47 @@ void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
     lo = std::min(lo, lo_lanes[lane]);
     hi = std::max(hi, hi_lanes[lane]);
   }
+  job->lo[chunk] = lo;
+  job->hi[chunk] = hi;
+}
+
+GTCO_VECTOR_CLONES void ChunkQuantize(int64_t chunk, void* closure) {
+  auto* job = static_cast<QuantizeJob*>(closure);
+  const auto [begin, end] = job->Range(chunk);
+  // round(x / step) + zero, clamped to [0, 255]: clamp x / step to [-zero, 255 - zero] first
+  // (integer bounds, so the result is the same), then round half to even by adding and
+  // subtracting 1.5 * 2^23 (exact for |v| <= 2^22 in the default rounding mode): no libm call,
+  // so the loop vectorizes.
+  // Locals: a byte store may alias anything, *job included, which would keep the loop scalar.
+  const float step = job->step, zero = job->zero, low = -zero, high = 255.0f - zero;
+  const float* __restrict x = job->x;
+  uint8_t* __restrict y = job->y;
+  constexpr float kRound = 12582912.0f;
+  for (int64_t i = begin; i < end; ++i) {
+    float v = x[i] / step;
+    v = v < low ? low : v;
+    v = v > high ? high : v;
+    // IEEE arithmetic (no -ffast-math here) keeps (v + kRound) - kRound as written.
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>((v + kRound) - kRound + zero));
+  }
+}
+
+}  // namespace
+
+void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
+                       uint8_t* zero_point) {
+  // Large tensors are split over the runtime's threads (memory-bound: each reads x twice).
+  constexpr int64_t kPerChunk = 1 << 14;
+  QuantizeJob job;
+  job.x = x;
+  job.count = count;
+  job.chunks = std::max<int64_t>(1, std::min<int64_t>(ParallelThreads(), count / kPerChunk));
+  job.y = y;
+  job.lo.assign(job.chunks, 0.0f);
+  job.hi.assign(job.chunks, 0.0f);
+  gtco_parallel_for(job.chunks, &ChunkMinMax, &job);
+  const float lo = *std::min_element(job.lo.begin(), job.lo.end());
+  const float hi = *std::max_element(job.hi.begin(), job.hi.end());
   const float step = (hi - lo) / 255.0f;
   *scale = step;
   if (!(step > 0.0f)) {  // all zeros (NaN-free inputs): everything quantizes to 0
@@ -54,12 +119,10 @@ void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
     std::memset(y, 0, static_cast<size_t>(count));
     return;
   }
-  const float zero = std::nearbyint(std::clamp(0.0f - lo / step, 0.0f, 255.0f));
-  *zero_point = static_cast<uint8_t>(zero);
-  for (int64_t j = 0; j < count; ++j) {
-    const float q = std::nearbyint(x[j] / step) + zero;
-    y[j] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
-  }
+  job.step = step;
+  job.zero = std::nearbyint(std::clamp(0.0f - lo / step, 0.0f, 255.0f));
+  *zero_point = static_cast<uint8_t>(job.zero);
+  gtco_parallel_for(job.chunks, &ChunkQuantize, &job);
 }
 
 void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,

@@ -71,6 +71,10 @@ if [[ "${1:-}" == "--tests" ]]; then
   pip_into .deps/transformers transformers==4.39.3 tokenizers==0.15.2 huggingface-hub==0.36.2 \
     safetensors==0.8.0 regex==2026.11.19 tqdm==4.70.1 filelock==4.3.1 fsspec==2026.9.0 \
     hf-xet==1.8.0
+  # onnx 1.16 for ONNX Runtime's quantization tools (quantize_dynamic imports onnx.reference, which
+  # Debian's onnx 1.12 lacks): bench/e2e/run_int8.py and tests/data/make_quantized_models.py put
+  # .deps/onnx-quant first on PYTHONPATH; everything else keeps Debian's onnx.
+  pip_into .deps/onnx-quant onnx==1.16.2
   # Playwright (the dashboard's browser test) with its one dependency, into .deps/playwright; it
   # drives Debian's /usr/bin/chromium (156 checked with Playwright 1.65.2) and downloads no browser.
   pip_into .deps/playwright playwright==1.65.2 greenlet==3.5.6

@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Int8 end to end: ONNX Runtime's dynamic quantization (quantize_dynamic, s8 weights) of BERT-base
+and ViT-B/16, tuned by GTCO and timed against ONNX Runtime's run of the same int8 file; accuracy
+of both against the fp32 model they came from.
+
+    PYTHONPATH=.deps/python bench/e2e/run_int8.py [--models bert_base,vit_b_16]
+        [--trials-per-task 48] [--runs 50] [--rounds 5]
+
+Each model: exported by torch as bench/e2e/run_e2e.py does (opset 17, random weights, batch 1),
+quantized by onnxruntime.quantization.quantize_dynamic (with .deps/onnx-quant first on the path:
+scripts/setup.sh --tests puts onnx 1.16 there), tuned on a local farm, exported for this host and
+run by gtco-run beside ONNX Runtime (ORT_ENABLE_ALL, 2 threads each, alternating processes:
+bench/e2e/run_exported.py). ONNX Runtime also runs the fp32 model on the same inputs, for the
+speed users have today and for the accuracy columns. Writes bench/results/e2e_int8.md.
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_e2e import EXPORT_SCRIPT, Farm  # noqa: E402
+from run_exported import ORT_RUNNER, ROOT, compare, cpu_name  # noqa: E402
+
+QUANTIZE_SCRIPT = r"""
+import sys
+from onnxruntime.quantization import QuantType, quantize_dynamic
+quantize_dynamic(sys.argv[1], sys.argv[2], weight_type=QuantType.QInt8)
+"""
+
+
+def rel_diff(got, want):
+    """max |got - want| / max |want| over a list of output pairs."""
+    worst = 0.0
+    for g, w in zip(got, want):
+        worst = max(worst, float(np.max(np.abs(g - w))) / max(float(np.max(np.abs(w))), 1e-30))
+    return worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="bert_base,vit_b_16")
+    parser.add_argument("--trials-per-task", type=int, default=48)
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "e2e_int8.md"))
+    args = parser.parse_args()
+    quant_path = os.path.join(ROOT, ".deps", "onnx-quant")
+    if not os.path.isdir(quant_path):
+        parser.error(".deps/onnx-quant is missing: run scripts/setup.sh --tests")
+    work = tempfile.mkdtemp(prefix="gtco-int8-farm-")
+    rows = []
+    for name in args.models.split(","):
+        fp32 = os.path.join(work, f"{name}.onnx")
+        int8 = os.path.join(work, f"{name}.int8.onnx")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.join(ROOT, ".deps", "transformers"), os.environ.get("PYTHONPATH", "")]))
+        subprocess.run(["/usr/bin/python3", "-c", EXPORT_SCRIPT, name, fp32], check=True,
+                       capture_output=True, env=env)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [quant_path, os.path.join(ROOT, ".deps", "python")]))
+        subprocess.run(["/usr/bin/python3", "-c", QUANTIZE_SCRIPT, fp32, int8], check=True,
+                       capture_output=True, env=env)
+        artifact = os.path.join(work, f"{name}.int8.gtco")
+        farm = Farm(work, name)
+        try:
+            tasks, trials, tuning_seconds, _ = farm.tune_and_export(
+                int8, args.trials_per_task, artifact)
+        finally:
+            farm.stop()
+        result = compare(int8, artifact, args.runs, args.rounds)
+        inputs = result["work"]
+        # ONNX Runtime on the fp32 model, same inputs, same rounds and runs per round.
+        per_round = max(1, -(-args.runs // args.rounds))
+        fp32_out = os.path.join(inputs, "ort_fp32")
+        os.makedirs(fp32_out, exist_ok=True)
+        fp32_rounds = [json.loads(subprocess.run(
+            [sys.executable, "-c", ORT_RUNNER, fp32, inputs, str(per_round), fp32_out],
+            capture_output=True, text=True, check=True).stdout) for _ in range(args.rounds)]
+        fp32_seconds = sorted(r["median_seconds"] for r in fp32_rounds)[args.rounds // 2]
+        count = len(result["gtco"]["outputs_written"])
+        want = [np.load(f"{fp32_out}/{n}.npy") for n in range(count)]
+        ort_int8 = [np.load(f"{inputs}/ort/{n}.npy") for n in range(count)]
+        gtco = [np.load(w["path"]) for w in result["gtco"]["outputs_written"]]
+        row = {"name": name, "tasks": tasks, "trials": trials, "tuning": tuning_seconds,
+               "gtco": result["gtco"]["median_seconds"], "ort": result["ort"]["median_seconds"],
+               "ort_fp32": fp32_seconds, "vs_ort": result["worst_rel_diff"],
+               "gtco_vs_fp32": rel_diff(gtco, want), "ort_vs_fp32": rel_diff(ort_int8, want),
+               "tuned": result["tuned"], "kernels": result["kernels"]}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    command = " ".join(["bench/e2e/run_int8.py"] + sys.argv[1:])
+    lines = [
+        "# Int8 end to end: ONNX Runtime-quantized models, GTCO vs ONNX Runtime",
+        "",
+        f"Machine: {cpu_name()}, {os.cpu_count()} cores; {datetime.date.today()}; command: "
+        f"`PYTHONPATH=.deps/python {command}`.",
+        "Each model: torch.onnx.export (opset 17, random weights, batch 1), then ONNX Runtime's "
+        "quantize_dynamic (s8 weights per tensor, u8 activations quantized at run time by "
+        "DynamicQuantizeLinear); GTCO tuned the int8 file on a local farm "
+        f"({args.trials_per_task} trials per task) and exported it; gtco-run and ONNX Runtime "
+        "(ORT_ENABLE_ALL, which fuses the pattern into its own DynamicQuantizeMatMul) ran the "
+        f"same int8 file, 2 threads each, {args.rounds} alternating rounds; ONNX Runtime also "
+        "ran the fp32 model on the same inputs. Differences are max |a - b| / max |b| over the "
+        "outputs.",
+        "",
+        "| model | tasks | trials | tuning wall | GTCO int8 | ORT int8 | GTCO vs ORT int8 | "
+        "ORT fp32 | GTCO int8 vs ORT fp32 | diff GTCO / ORT int8 | diff vs fp32: GTCO / ORT |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['name']} | {r['tasks']} | {r['trials']} | {r['tuning']:.0f} s | "
+            f"{r['gtco'] * 1e3:.2f} ms | {r['ort'] * 1e3:.2f} ms | {r['ort'] / r['gtco']:.2f}x | "
+            f"{r['ort_fp32'] * 1e3:.2f} ms | {r['ort_fp32'] / r['gtco']:.2f}x | "
+            f"{r['vs_ort']:.1e} | {r['gtco_vs_fp32']:.1e} / {r['ort_vs_fp32']:.1e} |")
+    with open(args.output, "w") as out:
+        out.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
