@@ -8,7 +8,13 @@
 
 namespace gtco::graph {
 
-/// Two rewrites, each only where it applies exactly:
+/// First, each ConvInteger (ONNX Runtime's quantize_dynamic of a Conv) that is a patch
+/// convolution (kernel equal to the strides, no padding, dilation 1, one group, per-tensor zero
+/// points, constant weights: ViT's patch embedding) becomes Reshape + Transpose of the image into
+/// patch rows [N*OH*OW, C*R*S], a MatMulInteger against the weights laid out [C*R*S, K], and
+/// Reshape + Transpose back to NCHW; exact, on the integer kernels. Any other ConvInteger is
+/// UNIMPLEMENTED, naming the node and what it would need.
+/// Then two rewrites, each only where it applies exactly:
 ///  - MatMulInteger -> Cast(to f32), the Cast the matmul's only reader and the matmul's output
 ///    no graph output: the MatMulInteger writes f32 itself (its i32 result converted to the
 ///    nearest f32, as the Cast does; see workload.h) and the Cast goes.

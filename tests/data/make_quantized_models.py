@@ -7,6 +7,10 @@ quantization (onnxruntime.quantization.quantize_dynamic) of models torch.onnx ex
   bert_tiny_int8.onnx   quantize_dynamic of it (weights s8, per tensor): DynamicQuantizeLinear ->
                         MatMulInteger -> Cast -> Mul(scale) -> Add(bias) per Linear, and
                         Gather -> DequantizeLinear for the embeddings
+  patch_embed_fp32.onnx ViT's patch embedding in small: Conv 3->32, 4x4 kernel, stride 4 on
+                        [1, 3, 16, 16], flattened to 16 tokens, then Linear 32->16 and GELU
+  patch_embed_int8.onnx quantize_dynamic of it with u8 weights (ONNX Runtime's ConvInteger takes
+                        u8 x u8 only): ConvInteger and MatMulInteger
 
 Needs torch and transformers (scripts/setup.sh --tests puts transformers in .deps/transformers)
 and onnxruntime with an onnx >= 1.13 (its quantization tools import onnx.reference; Debian's is
@@ -15,7 +19,6 @@ committed; rerun only when a model must change.
 """
 import argparse
 import os
-import tempfile
 
 import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -37,6 +40,23 @@ def export_bert_tiny(path):
                       output_names=["last_hidden_state", "pooler_output"])
 
 
+class PatchEmbed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 32, kernel_size=4, stride=4)
+        self.linear = torch.nn.Linear(32, 16)
+
+    def forward(self, image):
+        tokens = self.conv(image).flatten(2).transpose(1, 2)
+        return torch.nn.functional.gelu(self.linear(tokens))
+
+
+def export_patch_embed(path):
+    torch.manual_seed(0)
+    torch.onnx.export(PatchEmbed().eval(), torch.randn(1, 3, 16, 16), path, opset_version=17,
+                      input_names=["image"], output_names=["tokens"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
@@ -45,6 +65,10 @@ def main():
     export_bert_tiny(fp32)
     quantize_dynamic(fp32, os.path.join(args.out, "bert_tiny_int8.onnx"),
                      weight_type=QuantType.QInt8)
+    patch = os.path.join(args.out, "patch_embed_fp32.onnx")
+    export_patch_embed(patch)
+    quantize_dynamic(patch, os.path.join(args.out, "patch_embed_int8.onnx"),
+                     weight_type=QuantType.QUInt8)
 
 
 if __name__ == "__main__":

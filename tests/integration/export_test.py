@@ -201,6 +201,13 @@ class ExportTest(unittest.TestCase):
         self.run_and_compare(
             model, artifact, id_high=512, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
             also=[(os.path.join(DATA, "bert_tiny_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
+        # A ConvInteger (ViT's patch embedding, u8 weights) runs as patch rows on the same kernels.
+        patches = os.path.join(DATA, "patch_embed_int8.onnx")
+        artifact, summary, job = self.tune_and_export(patches, 8)
+        self.assertEqual(summary["tuned"], summary["kernels"], summary)
+        self.run_and_compare(
+            patches, artifact, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
+            also=[(os.path.join(DATA, "patch_embed_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
 
     def check_profile(self, artifact):
         """gtco-run --profile rates each kernel by its work and traffic and sums the shares."""

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/graph/fusion_planner.h"
+#include "common/graph/integer_matmul_folding.h"
 #include "common/onnx/model_analysis.h"
 #include "common/graph/op_support.h"
 #include "gtest/gtest.h"
@@ -103,6 +104,27 @@ TEST(LowpPlanningTest, DynamicallyQuantizedBertPlansOneIntegerKernelPerLinear) {
   // The Casts and the scale products are gone; each DynamicQuantizeLinear is a data step (one per
   // quantized input: Q/K/V share one), beside the model's own reshapes and transposes.
   EXPECT_GT(analysis->num_data_ops, 0);
+}
+
+// quantize_dynamic of a patch embedding (Conv 4x4 stride 4 on [1, 3, 16, 16], u8 weights): the
+// ConvInteger becomes patch rows times the weights on the integer kernels, exactly.
+TEST(LowpPlanningTest, PatchConvIntegerBecomesAnIntegerMatMul) {
+  absl::StatusOr<ModelAnalysis> analysis =
+      AnalyzeOnnxModel(ReadModel("patch_embed_int8.onnx"), {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  bool found_patches = false;
+  for (const ModelTask& task : analysis->tasks) {
+    const ir::Workload& w = task.workload;
+    if (w.anchor != ir::AnchorKind::kMatMul || w.matmul.k != 3 * 4 * 4) continue;
+    found_patches = true;
+    EXPECT_EQ(w.matmul.m, 16);  // 4 x 4 patches
+    EXPECT_EQ(w.matmul.n, 32);
+    EXPECT_EQ(w.inputs[0].dtype, ir::DType::kU8);
+    EXPECT_EQ(w.inputs[1].dtype, ir::DType::kU8);
+    EXPECT_TRUE(w.matmul.a_zero_point_input);
+    EXPECT_EQ(w.output.dtype, ir::DType::kI32);  // converted after the transpose back to NCHW
+  }
+  EXPECT_TRUE(found_patches);
 }
 
 TEST(LowpPlanningTest, F16ModelBecomesOneF16MatMulWorkload) {
@@ -224,6 +246,21 @@ TEST(LowpPlanningTest, MixedOrRuntimeOperandsAreRefusedNamingDtypeAndNode) {
   EXPECT_EQ(w.inputs[1].dtype, ir::DType::kU8);
   EXPECT_EQ(w.matmul.m, 8);  // shared B: A's batch folds into M
   EXPECT_EQ(w.matmul.a_zero_point, 0);
+}
+
+TEST(LowpPlanningTest, OverlappingConvIntegerIsRefusedSayingWhatIsSupported) {
+  Tensor weights = Activation("w", {8, 3, 3, 3}, ElemType::kInt8);
+  weights.is_constant = true;
+  weights.int_data.assign(8 * 3 * 3 * 3, 1);
+  Graph graph = OneNode("ConvInteger", {Activation("x", {1, 3, 8, 8}, ElemType::kUInt8), weights},
+                        Activation("y", {1, 8, 6, 6}, ElemType::kInt32));
+  const absl::Status status = FoldIntegerMatMulOutputs(graph);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("'ConvInteger' at node 'n0': its windows overlap"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("only non-overlapping patch convolutions"), std::string::npos)
+      << status;
 }
 
 }  // namespace
