@@ -153,6 +153,23 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     return absl::OkStatus();
   }
+  if (s.op == "quantize") {
+    if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != 1) {
+      return bad("takes data, scale and an optional zero point, and an axis");
+    }
+    const TensorSpec& scale = m.tensors[s.inputs[1]];
+    const int64_t axis = s.params[0];
+    const int64_t scales = axis < 0 ? 1 : axis < rank ? in.shape[axis] : -1;
+    if (in.dtype != ElemType::kF32 || (out.dtype != ElemType::kU8 && out.dtype != ElemType::kI8) ||
+        in.NumElements() != out.NumElements() || axis >= rank || scale.dtype != ElemType::kF32 ||
+        scale.NumElements() != scales ||
+        (s.inputs.size() == 3 && (m.tensors[s.inputs[2]].dtype != out.dtype ||
+                                  m.tensors[s.inputs[2]].NumElements() != scales))) {
+      return bad("needs f32 data, f32 scales (one, or one per entry of the axis), zero points of "
+                 "the output's type shaped as the scales, and u8 or i8 out");
+    }
+    return absl::OkStatus();
+  }
   if (s.op == "copy" || s.op == "cast") {
     if (in.NumElements() != out.NumElements()) return bad("element counts differ");
     if (s.op == "copy" && in.dtype != out.dtype) return bad("a copy keeps its type");

@@ -62,6 +62,9 @@ struct StorageSpec {
 ///   "dequantize" ONNX DequantizeLinear: inputs {x (u8, i8 or i32), scale (f32)[, zero point (x's
 ///               type)]}, params = {axis}: -1 per tensor (one scale), else one scale per entry
 ///               of that axis; out = (x - zero point) * scale in f32
+///   "quantize"  ONNX QuantizeLinear: inputs {x (f32), scale (f32)[, zero point (u8 or i8, the
+///               output's type)]}, params = {axis} as "dequantize"; out = saturate(round-half-even(
+///               x / scale) + zero point)
 struct StepSpec {
   std::string op;
   std::string node;  ///< the graph node(s) it computes, for errors and profiles

@@ -564,7 +564,7 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                         reinterpret_cast<uint8_t*>(out_data),
                         reinterpret_cast<float*>(data(step.outputs[1])),
                         reinterpret_cast<uint8_t*>(data(step.outputs[2])));
-    } else if (step.op == "dequantize") {
+    } else if (step.op == "dequantize" || step.op == "quantize") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const int64_t axis = step.params.at(0);
       int64_t outer = 1, channels = 1, inner = in.NumElements();
@@ -574,10 +574,15 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
         for (int64_t dim = 0; dim < axis; ++dim) outer *= in.shape[dim];
         inner = in.NumElements() / std::max<int64_t>(outer * channels, 1);
       }
-      Dequantize(data(step.inputs[0]), in.dtype, outer, channels, inner,
-                 reinterpret_cast<const float*>(data(step.inputs[1])),
-                 step.inputs.size() > 2 ? data(step.inputs[2]) : nullptr,
-                 reinterpret_cast<float*>(out_data));
+      const void* zero_points = step.inputs.size() > 2 ? data(step.inputs[2]) : nullptr;
+      const float* scales = reinterpret_cast<const float*>(data(step.inputs[1]));
+      if (step.op == "quantize") {
+        Quantize(reinterpret_cast<const float*>(data(step.inputs[0])), out.dtype, outer,
+                 channels, inner, scales, zero_points, out_data);
+      } else {
+        Dequantize(data(step.inputs[0]), in.dtype, outer, channels, inner, scales, zero_points,
+                   reinterpret_cast<float*>(out_data));
+      }
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);

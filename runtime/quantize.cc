@@ -75,25 +75,25 @@ GTCO_VECTOR_CLONES void ChunkMinMax(int64_t chunk, void* closure) {
   job->hi[chunk] = hi;
 }
 
-GTCO_VECTOR_CLONES void ChunkQuantize(int64_t chunk, void* closure) {
-  auto* job = static_cast<QuantizeJob*>(closure);
-  const auto [begin, end] = job->Range(chunk);
-  // round(x / step) + zero, clamped to [0, 255]: clamp x / step to [-zero, 255 - zero] first
-  // (integer bounds, so the result is the same), then round half to even by adding and
-  // subtracting 1.5 * 2^23 (exact for |v| <= 2^22 in the default rounding mode): no libm call,
-  // so the loop vectorizes.
-  // Locals: a byte store may alias anything, *job included, which would keep the loop scalar.
-  const float step = job->step, zero = job->zero, low = -zero, high = 255.0f - zero;
-  const float* __restrict x = job->x;
-  uint8_t* __restrict y = job->y;
-  constexpr float kRound = 12582912.0f;
-  for (int64_t i = begin; i < end; ++i) {
+/// y[i] = round-half-even(clamp(x[i] / step, low - zero, high - zero)) + zero for `count` values,
+/// stored as bytes (u8, or i8's two's complement when low is -128).
+GTCO_VECTOR_CLONES void QuantizeRange(const float* __restrict x, int64_t count, float step,
+                                      float zero, float low, float high,
+                                      uint8_t* __restrict y) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (v + kRound) - kRound rounds half to even
+  const float below = low - zero, above = high - zero;
+  for (int64_t i = 0; i < count; ++i) {
     float v = x[i] / step;
-    v = v < low ? low : v;
-    v = v > high ? high : v;
-    // IEEE arithmetic (no -ffast-math here) keeps (v + kRound) - kRound as written.
+    v = v < below ? below : v;
+    v = v > above ? above : v;
     y[i] = static_cast<uint8_t>(static_cast<int32_t>((v + kRound) - kRound + zero));
   }
+}
+
+void ChunkQuantize(int64_t chunk, void* closure) {
+  auto* job = static_cast<QuantizeJob*>(closure);
+  const auto [begin, end] = job->Range(chunk);
+  QuantizeRange(job->x + begin, end - begin, job->step, job->zero, 0.0f, 255.0f, job->y + begin);
 }
 
 }  // namespace
@@ -123,6 +123,21 @@ void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
   job.zero = std::nearbyint(std::clamp(0.0f - lo / step, 0.0f, 255.0f));
   *zero_point = static_cast<uint8_t>(job.zero);
   gtco_parallel_for(job.chunks, &ChunkQuantize, &job);
+}
+
+void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
+              const float* scales, const void* zero_points, void* y) {
+  const bool is_signed = type == ElemType::kI8;
+  const float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float zero =
+          zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, type, c));
+      const int64_t base = (o * channels + c) * inner;
+      QuantizeRange(x + base, inner, scales[c], zero, low, high,
+                    static_cast<uint8_t*>(y) + base);
+    }
+  }
 }
 
 void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,

@@ -16,6 +16,11 @@ namespace gtco::runtime {
 void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
                        uint8_t* zero_point);
 
+/// ONNX QuantizeLinear to u8 or i8 (`type`): y[i] = saturate(round-half-even(x[i] / scale[c]) +
+/// zero_point[c]), c as in Dequantize; `zero_points` (y's type) may be null (zero).
+void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
+              const float* scales, const void* zero_points, void* y);
+
 /// ONNX DequantizeLinear: out[i] = (x[i] - zero_point[c]) * scale[c] in f32, where c is 0 for a
 /// per-tensor scale (`channels` 1) or the index along the quantized axis, x being [outer,
 /// channels, inner]. `x` holds u8, i8 or i32 values (`type`); `zero_points` (x's type) may be

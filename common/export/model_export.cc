@@ -223,18 +223,19 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     for (const std::string& output : step.outputs) {
       if (output.empty()) return unimplemented("leaves an output unnamed");
     }
-  } else if (op == "DequantizeLinear" && !cuda()) {
+  } else if ((op == "DequantizeLinear" || op == "QuantizeLinear") && !cuda()) {
     const graph::Tensor& scale = graph_.tensor(node.inputs.at(1));
     int64_t axis = -1;  // per tensor
     if (scale.NumElements() != 1 || scale.shape.size() == 1) {
       GTCO_ASSIGN_OR_RETURN(axis, graph::NormalizeAxis(node, node.IntAttr("axis", 1), rank));
     }
     if (scale.NumElements() == 1) axis = -1;
-    step.spec.op = "dequantize";
+    step.spec.op = op == "QuantizeLinear" ? "quantize" : "dequantize";
     step.spec.params = {axis};
     step.inputs = {node.inputs[0], node.inputs[1]};
     if (node.inputs.size() > 2 && !node.inputs[2].empty()) step.inputs.push_back(node.inputs[2]);
-  } else if (op == "DynamicQuantizeLinear" || op == "DequantizeLinear") {
+  } else if (op == "DynamicQuantizeLinear" || op == "DequantizeLinear" ||
+             op == "QuantizeLinear") {
     return unimplemented("has no CUDA step (the CPU runtime runs it: export with --target cpu)");
   } else {
     return unimplemented("has no runtime step yet");

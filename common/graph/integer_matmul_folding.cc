@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -274,7 +275,184 @@ void SplitScales(Graph& graph) {
   graph.RemoveDeadNodes();  // the x_scale * w_scale products nothing reads any more
 }
 
+/// A DequantizeLinear's parts: the quantized tensor, its scales (one, or one per entry of the
+/// axis) and its zero points (0 when absent); only constant scales and zero points qualify.
+struct Dequantized {
+  std::string data, zero_point;  ///< zero_point "" when absent
+  std::vector<double> scales;
+  int64_t zero = 0;              ///< the zero point's value (all entries equal)
+};
+
+/// `tensor` as the output of a DequantizeLinear of u8 or i8 data whose scale is constant (one
+/// element, or `columns` elements along the last axis when `per_column_ok`) and whose zero points
+/// are constant and all equal; nullopt otherwise.
+std::optional<Dequantized> DequantizedInput(const Graph& graph,
+                                            const std::map<std::string, int>& producer,
+                                            const std::string& tensor, bool per_column_ok,
+                                            int64_t columns) {
+  auto made = producer.find(tensor);
+  if (made == producer.end()) return std::nullopt;
+  const Node& dq = graph.nodes[made->second];
+  if (!IsDefaultOp(dq, "DequantizeLinear") || dq.inputs.size() < 2) return std::nullopt;
+  const Tensor& data = graph.tensor(dq.inputs[0]);
+  const Tensor& scale = graph.tensor(dq.inputs[1]);
+  if ((data.type != ElemType::kUInt8 && data.type != ElemType::kInt8) || !scale.is_constant || scale.type != ElemType::kFloat32 ||
+      static_cast<int64_t>(scale.float_data.size()) != scale.NumElements()) {
+    return std::nullopt;
+  }
+  const int64_t rank = static_cast<int64_t>(data.shape.size());
+  int64_t axis = dq.IntAttr("axis", 1);
+  if (axis < 0) axis += rank;
+  const bool per_tensor = scale.NumElements() == 1;
+  const bool per_column = per_column_ok && data.has_shape && scale.shape.size() == 1 &&
+                          axis == rank - 1 && scale.NumElements() == columns;
+  if (!per_tensor && !per_column) return std::nullopt;
+  Dequantized out;
+  out.data = dq.inputs[0];
+  out.scales = scale.float_data;
+  if (dq.inputs.size() > 2 && !dq.inputs[2].empty()) {
+    const Tensor& zero = graph.tensor(dq.inputs[2]);
+    if (!zero.is_constant || zero.type != data.type || zero.NumElements() != scale.NumElements() ||
+        static_cast<int64_t>(zero.int_data.size()) != zero.NumElements()) {
+      return std::nullopt;
+    }
+    for (int64_t value : zero.int_data) {
+      if (value != zero.int_data[0]) return std::nullopt;  // one zero point for the matmul
+    }
+    out.zero = zero.int_data[0];
+    out.zero_point = dq.inputs[2];
+    if (zero.NumElements() != 1) out.zero_point.clear();  // replaced by a scalar below
+  }
+  return out;
+}
+
+/// A constant scalar zero point of `type` holding `value`.
+std::string AddZeroPoint(Graph& graph, const std::string& base, ElemType type, int64_t value) {
+  Tensor tensor;
+  tensor.name = graph.FreshName(base);
+  tensor.type = type;
+  tensor.has_shape = true;
+  tensor.is_constant = true;
+  tensor.int_data = {value};
+  const std::string name = tensor.name;
+  graph.SetTensor(std::move(tensor));
+  return name;
+}
+
 }  // namespace
+
+absl::Status FuseQdqMatMuls(Graph& graph) {
+  std::map<std::string, int> producer;
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    for (const std::string& output : graph.nodes[index].outputs) producer[output] = index;
+  }
+  std::map<int, std::vector<Node>> replaced;  // MatMul / Gemm node index -> its nodes
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    const Node& node = graph.nodes[index];
+    const bool gemm = IsDefaultOp(node, "Gemm");
+    if ((!IsDefaultOp(node, "MatMul") && !gemm) || node.inputs.size() < 2 ||
+        node.outputs.empty()) {
+      continue;
+    }
+    // Shapes may not be known yet (constant folding completes them): N from B's data when it
+    // has one (the weights always do), else the product's scale stays a scalar.
+    const Tensor& out = graph.tensor(node.outputs[0]);
+    if (out.type != ElemType::kFloat32) continue;
+    if (gemm && (node.IntAttr("transA", 0) != 0 || node.FloatAttr("alpha", 1.0f) != 1.0f ||
+                 node.FloatAttr("beta", 1.0f) != 1.0f)) {
+      continue;
+    }
+    int64_t columns = 0;
+    if (auto made = producer.find(node.inputs[1]); made != producer.end()) {
+      const Node& dq = graph.nodes[made->second];
+      const Tensor* data = dq.inputs.empty() ? nullptr : graph.FindTensor(dq.inputs[0]);
+      if (data != nullptr && data->has_shape && !data->shape.empty()) {
+        const bool trans_b = gemm && node.IntAttr("transB", 0) != 0;
+        columns = trans_b ? data->shape.front() : data->shape.back();
+      }
+    }
+    std::optional<Dequantized> a = DequantizedInput(graph, producer, node.inputs[0], false, 0);
+    std::optional<Dequantized> b =
+        DequantizedInput(graph, producer, node.inputs[1], !gemm, columns);
+    if (!a.has_value() || !b.has_value()) continue;
+    const std::string& base = node.name;
+    std::string b_data = b->data;
+    if (gemm && node.IntAttr("transB", 0) != 0) {  // the weights as [K, N]
+      const Tensor& weights = graph.tensor(b_data);
+      if (!weights.is_constant || weights.shape.size() != 2) continue;
+      Tensor transposed = weights;
+      transposed.name = graph.FreshName(absl::StrCat(weights.name, "_kn"));
+      transposed.shape = {weights.shape[1], weights.shape[0]};
+      transposed.int_data.clear();
+      for (int64_t row = 0; row < weights.shape[1]; ++row) {
+        for (int64_t col = 0; col < weights.shape[0]; ++col) {
+          transposed.int_data.push_back(weights.int_data[col * weights.shape[1] + row]);
+        }
+      }
+      b_data = transposed.name;
+      graph.SetTensor(std::move(transposed));
+    }
+    std::vector<std::string> zero_points;
+    for (const Dequantized* side : {&*a, &*b}) {
+      std::string zero = side->zero_point;
+      if (zero.empty()) {
+        zero = AddZeroPoint(graph, absl::StrCat(base, "_zero_point"),
+                            graph.tensor(side->data).type, side->zero);
+      }
+      zero_points.push_back(zero);
+    }
+    // The product's scale per output column: a's scale times b's (one or per column); a vector,
+    // so that the matmuls of one shape share a workload whatever their scales.
+    Tensor scale;
+    scale.name = graph.FreshName(absl::StrCat(base, "_scale"));
+    scale.type = ElemType::kFloat32;
+    scale.has_shape = true;
+    if (columns > 0) scale.shape = {columns};
+    scale.is_constant = true;
+    for (int64_t col = 0; col < std::max<int64_t>(columns, 1); ++col) {
+      const float product = static_cast<float>(a->scales[0]) *
+                            static_cast<float>(b->scales[b->scales.size() == 1 ? 0 : col]);
+      scale.float_data.push_back(product);
+    }
+    const std::string scale_name = scale.name;
+    graph.SetTensor(std::move(scale));
+    Tensor integer_tensor = out;
+    integer_tensor.name = graph.FreshName(absl::StrCat(base, "_integer"));
+    const std::string integer = integer_tensor.name;
+    graph.SetTensor(std::move(integer_tensor));
+    std::vector<Node> nodes;
+    nodes.push_back(MakeNode(graph, "MatMulInteger", absl::StrCat(base, "_integer"),
+                             {a->data, b_data, zero_points[0], zero_points[1]}, integer));
+    const bool bias = gemm && node.inputs.size() > 2 && !node.inputs[2].empty();
+    std::string scaled = node.outputs[0];
+    if (bias) {
+      Tensor scaled_tensor = out;
+      scaled_tensor.name = graph.FreshName(absl::StrCat(base, "_scaled"));
+      scaled = scaled_tensor.name;
+      graph.SetTensor(std::move(scaled_tensor));
+    }
+    nodes.push_back(MakeNode(graph, "Mul", absl::StrCat(base, "_scale"), {integer, scale_name},
+                             scaled));
+    if (bias) {
+      nodes.push_back(MakeNode(graph, "Add", absl::StrCat(base, "_bias"),
+                               {scaled, node.inputs[2]}, node.outputs[0]));
+    }
+    replaced.emplace(static_cast<int>(index), std::move(nodes));
+  }
+  if (replaced.empty()) return absl::OkStatus();
+  std::vector<Node> nodes;
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    auto it = replaced.find(static_cast<int>(index));
+    if (it == replaced.end()) {
+      nodes.push_back(std::move(graph.nodes[index]));
+      continue;
+    }
+    for (Node& added : it->second) nodes.push_back(std::move(added));
+  }
+  graph.nodes = std::move(nodes);
+  graph.RemoveDeadNodes();  // the DequantizeLinear nodes only the matmuls read
+  return absl::OkStatus();
+}
 
 absl::Status FoldIntegerMatMulOutputs(Graph& graph) {
   GTCO_RETURN_IF_ERROR(RewriteConvIntegers(graph));

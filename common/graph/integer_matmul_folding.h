@@ -27,4 +27,13 @@ namespace gtco::graph {
 ///    acc * (x_scale * w_scale)): at most an ulp or two of f32.
 absl::Status FoldIntegerMatMulOutputs(Graph& graph);
 
+/// ONNX Runtime's static quantization (QDQ format): a MatMul (or a Gemm without transA, alpha
+/// or beta) whose inputs are both DequantizeLinear outputs of u8 or i8 data with constant scales
+/// and zero points (per tensor; B's scale may be per column with one zero point) becomes
+/// MatMulInteger of the quantized data (f32 out, see above) times the product of the scales per
+/// column (plus the Gemm's bias), so that it runs on the integer kernels, never in float. The
+/// DequantizeLinear nodes go when nothing else reads them. Runs before constant folding, which
+/// would turn the weights' DequantizeLinear into f32 weights.
+absl::Status FuseQdqMatMuls(Graph& graph);
+
 }  // namespace gtco::graph

@@ -143,6 +143,8 @@ absl::Status CheckCast(const Node& node, const Graph& graph) {
 /// DynamicQuantizeLinear: f32 in; u8 data, f32 scale and u8 zero point out (ONNX's types).
 /// DequantizeLinear: u8, i8 or i32 data; a scale of one element or, with `axis`, one per entry of
 /// that axis (f32); an optional zero point of the data's type shaped as the scale.
+/// QuantizeLinear: f32 data, scales as DequantizeLinear's, a u8 or i8 zero point (the output's
+/// type; u8 when absent).
 absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
   auto fail = [&](const std::string& why) {
     return absl::UnimplementedError(
@@ -156,7 +158,13 @@ absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
     }
     return absl::OkStatus();
   }
-  if (x.type != ElemType::kUInt8 && x.type != ElemType::kInt8 && x.type != ElemType::kInt32) {
+  const bool quantize = node.op_type == "QuantizeLinear";
+  if (quantize && x.type != ElemType::kFloat32) {
+    return fail(absl::StrCat("input '", x.name, "' is ", ElemTypeName(x.type),
+                             "; only f32 is supported"));
+  }
+  if (!quantize && x.type != ElemType::kUInt8 && x.type != ElemType::kInt8 &&
+      x.type != ElemType::kInt32) {
     return fail(absl::StrCat("input '", x.name, "' is ", ElemTypeName(x.type),
                              "; u8, i8 and i32 are supported"));
   }
@@ -179,9 +187,14 @@ absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
   }
   if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
     const Tensor& zero_point = graph.tensor(node.inputs[2]);
-    if (zero_point.type != x.type || zero_point.NumElements() != scale.NumElements()) {
-      return fail(absl::StrCat("zero point '", zero_point.name, "' must have the data's type (",
-                               ElemTypeName(x.type), ") and the scale's shape"));
+    const bool type_ok = quantize ? (zero_point.type == ElemType::kUInt8 ||
+                                     zero_point.type == ElemType::kInt8)
+                                  : zero_point.type == x.type;
+    if (!type_ok || zero_point.NumElements() != scale.NumElements()) {
+      return fail(absl::StrCat("zero point '", zero_point.name, "' must have ",
+                               quantize ? "type u8 or i8" : "the data's type (" +
+                                   std::string(ElemTypeName(x.type)) + ")",
+                               " and the scale's shape"));
     }
   }
   return absl::OkStatus();
@@ -248,7 +261,7 @@ OpRole RoleOf(const Node& node) {
   static const std::set<std::string> kDataOps = {
       "Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze", "Slice",
       "Concat",    "Gather",  "Cast",     "Equal",   "Where",   "Expand",
-      "DynamicQuantizeLinear", "DequantizeLinear"};
+      "DynamicQuantizeLinear", "DequantizeLinear", "QuantizeLinear"};
   if (!node.domain.empty()) return OpRole::kUnsupported;
   if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
   if (ElementwiseEwOp(node.op_type)) return OpRole::kElementwise;
@@ -282,7 +295,8 @@ absl::Status CheckSupportedOps(const Graph& graph) {
       GTCO_RETURN_IF_ERROR(CheckCast(node, graph));
     } else if (node.op_type == "Equal" || node.op_type == "Where" || node.op_type == "Expand") {
       GTCO_RETURN_IF_ERROR(CheckMaskOp(node, graph));
-    } else if (node.op_type == "DynamicQuantizeLinear" || node.op_type == "DequantizeLinear") {
+    } else if (node.op_type == "DynamicQuantizeLinear" || node.op_type == "DequantizeLinear" ||
+               node.op_type == "QuantizeLinear") {
       GTCO_RETURN_IF_ERROR(CheckQuantizeOp(node, graph));
     }
   }

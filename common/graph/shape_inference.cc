@@ -318,7 +318,9 @@ absl::StatusOr<std::vector<int64_t>> InferOutputShape(const Node& node, const Gr
     return ir::PoolOutShape(*pool);
   }
   if (op == "Gather") return GatherShape(node, shape_of(0), shape_of(1));
-  if (op == "DequantizeLinear" || op == "DynamicQuantizeLinear") return shape_of(0);
+  if (op == "DequantizeLinear" || op == "DynamicQuantizeLinear" || op == "QuantizeLinear") {
+    return shape_of(0);
+  }
   if (op == "Concat") return ConcatShape(node, graph);
   if (op == "Slice") {
     GTCO_ASSIGN_OR_RETURN(SliceWindow window, ComputeSliceWindow(node, graph));

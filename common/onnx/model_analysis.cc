@@ -24,6 +24,7 @@ using graph::PlanOptions;
 namespace {
 
 absl::Status RunGraphPasses(Graph& graph) {
+  GTCO_RETURN_IF_ERROR(FuseQdqMatMuls(graph));
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
   GTCO_RETURN_IF_ERROR(DecomposeOps(graph));

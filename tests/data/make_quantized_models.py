@@ -7,6 +7,9 @@ quantization (onnxruntime.quantization.quantize_dynamic) of models torch.onnx ex
   bert_tiny_int8.onnx   quantize_dynamic of it (weights s8, per tensor): DynamicQuantizeLinear ->
                         MatMulInteger -> Cast -> Mul(scale) -> Add(bias) per Linear, and
                         Gather -> DequantizeLinear for the embeddings
+  bert_tiny_qdq.onnx    quantize_static of bert_tiny_fp32.onnx in the QDQ format (u8 activations
+                        calibrated on 4 random inputs, s8 weights per tensor): QuantizeLinear ->
+                        DequantizeLinear around every MatMul's inputs and Gemm's
   patch_embed_fp32.onnx ViT's patch embedding in small: Conv 3->32, 4x4 kernel, stride 4 on
                         [1, 3, 16, 16], flattened to 16 tokens, then Linear 32->16 and GELU
   patch_embed_int8.onnx quantize_dynamic of it with u8 weights (ONNX Runtime's ConvInteger takes
@@ -21,7 +24,9 @@ import argparse
 import os
 
 import torch
-from onnxruntime.quantization import QuantType, quantize_dynamic
+import numpy as np
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_dynamic, quantize_static)
 from transformers import BertConfig, BertModel
 
 SEQ = 16
@@ -38,6 +43,19 @@ def export_bert_tiny(path):
     torch.onnx.export(model, (ids, mask), path, opset_version=17,
                       input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state", "pooler_output"])
+
+
+class RandomTokens(CalibrationDataReader):
+    """Calibration inputs for quantize_static: `count` random token sequences (fixed seed)."""
+
+    def __init__(self, count=4):
+        rng = np.random.default_rng(0)
+        self.items = iter([{"input_ids": rng.integers(0, 512, (1, SEQ)).astype(np.int64),
+                            "attention_mask": np.ones((1, SEQ), np.int64)}
+                           for _ in range(count)])
+
+    def get_next(self):
+        return next(self.items, None)
 
 
 class PatchEmbed(torch.nn.Module):
@@ -65,6 +83,9 @@ def main():
     export_bert_tiny(fp32)
     quantize_dynamic(fp32, os.path.join(args.out, "bert_tiny_int8.onnx"),
                      weight_type=QuantType.QInt8)
+    quantize_static(fp32, os.path.join(args.out, "bert_tiny_qdq.onnx"), RandomTokens(),
+                    quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8)
     patch = os.path.join(args.out, "patch_embed_fp32.onnx")
     export_patch_embed(patch)
     quantize_dynamic(patch, os.path.join(args.out, "patch_embed_int8.onnx"),

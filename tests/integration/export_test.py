@@ -94,14 +94,19 @@ class ExportTest(unittest.TestCase):
         self.farm.stop()
 
     def run_and_compare(self, model, artifact, id_high=1000, atol_scale=ATOL_SCALE, rtol=RTOL,
-                        also=()):
+                        also=(), literal=False):
         """Random inputs -> gtco-run and ONNX Runtime; every output must match. `also`: (other
         model, atol_scale) pairs run by ONNX Runtime on the same inputs, each compared with
-        gtco-run's outputs the same way (rtol 0)."""
+        gtco-run's outputs the same way (rtol 0). `literal`: ONNX Runtime without graph
+        optimizations, so that it runs every node as ONNX defines it (its fused int8 kernels
+        round differently from the QuantizeLinear / DequantizeLinear nodes they replace)."""
         if onnxruntime is None:
             self.fail("onnxruntime is not importable: run scripts/setup.sh --tests "
                       "(it installs onnxruntime into .deps/python)")
-        session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        if literal:
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(7)
         feeds, args = {}, []
         for index, spec in enumerate(session.get_inputs()):
@@ -201,6 +206,17 @@ class ExportTest(unittest.TestCase):
         self.run_and_compare(
             model, artifact, id_high=512, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
             also=[(os.path.join(DATA, "bert_tiny_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
+        # quantize_static's QDQ form: the matmuls on integers, the QuantizeLinear /
+        # DequantizeLinear nodes as ONNX defines them; within quantization noise of ONNX Runtime's
+        # fused int8 kernels, which round differently.
+        qdq = os.path.join(DATA, "bert_tiny_qdq.onnx")
+        artifact, summary, job = self.tune_and_export(qdq, 24)
+        self.assertEqual(summary["tuned"], summary["kernels"], summary)
+        self.run_and_compare(
+            qdq, artifact, id_high=512, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
+            literal=True,
+            also=[(qdq, INT8_VS_FP32_ATOL_SCALE),
+                  (os.path.join(DATA, "bert_tiny_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
         # A ConvInteger (ViT's patch embedding, u8 weights) runs as patch rows on the same kernels.
         patches = os.path.join(DATA, "patch_embed_int8.onnx")
         artifact, summary, job = self.tune_and_export(patches, 8)

@@ -575,6 +575,18 @@ TEST(ModelExportTest, QuantizeStepsComputeAsOnnxSpecifies) {
   runtime::Dequantize(q.data(), runtime::ElemType::kI8, 2, 2, 2, scales.data(),
                       zeros_of_axis.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{0.0f, 0.5f, 8.0f, 10.0f, -1.0f, -1.5f, -4.0f, -6.0f}));
+  // QuantizeLinear to i8 per axis 1 (scales 0.5 and 2, zero points 1 and -1), saturating and
+  // rounding half to even.
+  const std::vector<float> values = {0.25f, 0.75f, 100.0f, -3.0f, -1.0f, 5.0f, -400.0f, 2.0f};
+  std::vector<int8_t> quantized(8);
+  runtime::Quantize(values.data(), runtime::ElemType::kI8, 2, 2, 2, scales.data(),
+                    zeros_of_axis.data(), quantized.data());
+  EXPECT_EQ(quantized, (std::vector<int8_t>{1, 3, 49, -3, -1, 11, -128, 0}));
+  std::vector<uint8_t> unsigned_out(8);
+  runtime::Quantize(values.data(), runtime::ElemType::kU8, 1, 1, 8, scales.data(), nullptr,
+                    unsigned_out.data());
+  EXPECT_EQ(unsigned_out, (std::vector<uint8_t>{0, 2, 200, 0, 0, 10, 0, 4}));
+
   const std::vector<uint8_t> u = {0, 255};
   const float one_scale = 0.25f;
   runtime::Dequantize(u.data(), runtime::ElemType::kU8, 1, 1, 2, &one_scale, nullptr, out.data());

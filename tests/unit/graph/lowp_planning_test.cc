@@ -106,6 +106,30 @@ TEST(LowpPlanningTest, DynamicallyQuantizedBertPlansOneIntegerKernelPerLinear) {
   EXPECT_GT(analysis->num_data_ops, 0);
 }
 
+// quantize_static (QDQ) of the same BERT: every MatMul (attention's too) and the pooler's Gemm read
+// DequantizeLinear outputs; each becomes an integer matmul of the quantized data, never a float
+// one on dequantized values, its scales an epilogue input.
+TEST(LowpPlanningTest, QdqBertRunsEveryMatMulOnIntegers) {
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(ReadModel("bert_tiny_qdq.onnx"), {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  int integer = 0;
+  for (const ModelTask& task : analysis->tasks) {
+    const ir::Workload& w = task.workload;
+    if (w.anchor != ir::AnchorKind::kMatMul) continue;
+    SCOPED_TRACE(w.Description());
+    EXPECT_TRUE(ir::IsLowPrecisionMatMul(w));
+    EXPECT_EQ(w.inputs[0].dtype, ir::DType::kU8);
+    EXPECT_EQ(w.output.dtype, ir::DType::kF32);
+    EXPECT_FALSE(w.matmul.a_zero_point_input);  // calibrated: constant zero points
+    ASSERT_FALSE(w.epilogue.empty());
+    EXPECT_EQ(w.epilogue[0].op, ir::EwOp::kMul);
+    integer += task.weight;
+  }
+  // Per layer Q, K, V, the two attention matmuls, the attention output and the FFN's two; the
+  // pooler's Gemm.
+  EXPECT_EQ(integer, 2 * 8 + 1);
+}
+
 // quantize_dynamic of a patch embedding (Conv 4x4 stride 4 on [1, 3, 16, 16], u8 weights): the
 // ConvInteger becomes patch rows times the weights on the integer kernels, exactly.
 TEST(LowpPlanningTest, PatchConvIntegerBecomesAnIntegerMatMul) {
