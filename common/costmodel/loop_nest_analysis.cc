@@ -86,7 +86,9 @@ void CountOps(const Expr& expr, StmtSummary* site, std::vector<const ir::ExprNod
     }
     seen_calls->push_back(expr.get());
     const std::string& fn = expr->name;
-    site->float_ops += fn == "dot_u8s8x4" ? 8 : fn == "dot_bf16x2" ? 4 : 1;
+    site->float_ops += fn == "dot_u8s8x4" || fn == "dot_u8s8x4_wide" ? 8
+                       : fn == "dot_bf16x2"                          ? 4
+                                                                     : 1;
     if (fn == "exp" || fn == "pow" || fn == "sigmoid") site->calls.exp_like += 1;
     if (fn == "erf" || fn == "tanh") site->calls.erf_tanh += 1;
     if (fn == "sqrt" || fn == "fabs") site->calls.sqrt_abs += 1;

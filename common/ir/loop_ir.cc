@@ -185,7 +185,7 @@ const char* TypeName(ScalarType type) { return ScalarTypeName(type); }
 
 /// The names of the typed calls and their arities.
 int TypedCallArity(const std::string& name) {
-  if (name == "dot_u8s8x4" || name == "dot_bf16x2") return 3;
+  if (name == "dot_u8s8x4" || name == "dot_u8s8x4_wide" || name == "dot_bf16x2") return 3;
   if (name == "pack_i8x4") return 4;
   if (name == "pack_bf16x2" || name == "bitxor") return 2;
   return -1;

@@ -43,7 +43,8 @@ bool IsSignedInteger(ScalarType type) {
 
 /// Typed call names handled by lowp_emitter.cc (everything else is an fp32 math call).
 bool IsTypedCall(const std::string& name) {
-  return name == "dot_u8s8x4" || name == "dot_bf16x2" || name == "pack_i8x4" ||
+  return name == "dot_u8s8x4" || name == "dot_u8s8x4_wide" || name == "dot_bf16x2" ||
+         name == "pack_i8x4" ||
          name == "pack_bf16x2" || name == "bitxor";
 }
 

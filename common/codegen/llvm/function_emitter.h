@@ -107,7 +107,8 @@ class FunctionEmitter {
 
   // Typed calls: dot-product intrinsics, packing, bit ops (lowp_emitter.cc).
   absl::StatusOr<EmitValue> EmitTypedCall(const ir::ExprNode& expr);
-  llvm::Value* EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
+  llvm::Value* EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes,
+                           bool portable = false);
   llvm::Value* EmitDotBF16(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
   llvm::Value* EmitBF16Bits(llvm::Value* f32_value);
   llvm::Value* EmitArithmetic(ir::ExprKind kind, ir::ScalarType type, llvm::Value* a,

@@ -12,7 +12,8 @@ namespace gtco::codegen {
 /// args[i] points to the data of func.params[i] (at least num_elements elements of its
 /// elem_type; bf16 as 16-bit patterns; buffers never alias). Typed calls "dot_u8s8x4" and
 /// "dot_bf16x2" in 4-, 8- or 16-lane vectorized loops become the x86 AVX512-VNNI / AVX512-BF16
-/// intrinsics (the JIT refuses them on hosts without those features), portable code otherwise.
+/// intrinsics (the JIT refuses them on hosts without those features), portable code otherwise;
+/// "dot_u8s8x4_wide" is always the portable form (widened products, exact: AVX2 hosts).
 /// Target-independent IR (no triple, data layout or target-cpu attributes); the JIT applies the
 /// host's CPU and features. Vectorized loops become explicit <L x float> code, unrolled loops are
 /// replicated, parallel loops call `gtco_parallel_for` (runtime.h). INVALID_ARGUMENT for IR the

@@ -43,7 +43,9 @@ int LanesOf(llvm::Value* value) {
 
 /// Expected argument types of each typed call.
 std::vector<ScalarType> TypedCallSignature(const std::string& name) {
-  if (name == "dot_u8s8x4") return {ScalarType::kI32, ScalarType::kI32, ScalarType::kI32};
+  if (name == "dot_u8s8x4" || name == "dot_u8s8x4_wide") {
+    return {ScalarType::kI32, ScalarType::kI32, ScalarType::kI32};
+  }
   if (name == "dot_bf16x2") return {ScalarType::kF32, ScalarType::kI32, ScalarType::kI32};
   if (name == "pack_i8x4") {
     return {ScalarType::kI32, ScalarType::kI32, ScalarType::kI32, ScalarType::kI32};
@@ -96,6 +98,8 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitTypedCall(const ir::ExprNode& exp
   llvm::Value* result = nullptr;
   if (expr.name == "dot_u8s8x4") {
     result = EmitDotU8S8(values[0], values[1], values[2], lanes);
+  } else if (expr.name == "dot_u8s8x4_wide") {  // never the VNNI instruction: AVX2 hosts
+    result = EmitDotU8S8(values[0], values[1], values[2], lanes, /*portable=*/true);
   } else if (expr.name == "dot_bf16x2") {
     result = EmitDotBF16(values[0], values[1], values[2], lanes);
   } else if (expr.name == "bitxor") {
@@ -118,8 +122,8 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitTypedCall(const ir::ExprNode& exp
 }
 
 llvm::Value* FunctionEmitter::EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b,
-                                          int lanes) {
-  if (LanesOf(acc) == lanes && lanes > 1) {
+                                          int lanes, bool portable) {
+  if (!portable && LanesOf(acc) == lanes && lanes > 1) {
     const llvm::Intrinsic::ID id = DotIntrinsic(/*bf16=*/false, lanes);
     if (id != llvm::Intrinsic::not_intrinsic) {
       return builder_.CreateIntrinsic(id, {}, {acc, a, b});

@@ -609,10 +609,13 @@ TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKern
       << on_cuda.status();
 
   const target::HardwareInfo host = target::DetectHostCpu();
-  if (std::find(host.cpu_features.begin(), host.cpu_features.end(), "avx512_vnni") ==
-      host.cpu_features.end()) {
-    GTEST_SKIP() << "the integer kernels need avx512_vnni: " << host.Summary();
-  }
+  auto has = [&](const char* feature) {
+    return std::find(host.cpu_features.begin(), host.cpu_features.end(), feature) !=
+           host.cpu_features.end();
+  };
+  if (!has("avx2")) GTEST_SKIP() << "the integer kernels need avx2: " << host.Summary();
+  // AVX-512 VNNI where the host has it, else the AVX2 fallback.
+  const std::string mapping = has("avx512_vnni") ? "avx512_vnni" : "avx2_int8";
   absl::StatusOr<std::unique_ptr<runtime::Model>> model =
       ExportedForHost("bert_tiny_int8.onnx", "bert_tiny_int8.gtco");
   ASSERT_TRUE(model.ok()) << model.status();
@@ -629,11 +632,47 @@ TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKern
   for (const runtime::KernelSpec& kernel : m.kernels) {
     if (kernel.description.find("u8*i8->f32") != std::string::npos) {
       ++integer_kernels;
-      EXPECT_EQ(kernel.mapping, "avx512_vnni");
+      EXPECT_EQ(kernel.mapping, mapping);
     }
   }
   EXPECT_EQ(quantize_steps, 2 * 4 + 1);  // per layer: Q/K/V, attention out, FFN 1 and 2; pooler
   EXPECT_GE(integer_kernels, 4);
+
+  // Exported for x86-64-v3 (AVX2, no VNNI) it runs the AVX2 fallback: the same integers, so the
+  // same outputs up to the f32 epilogue's rounding.
+  ExportOptions v3 = HostOptions();
+  v3.isa = "x86-64-v3";
+  absl::StatusOr<ExportResult> avx2 = ExportModel(ReadModel("bert_tiny_int8.onnx"), {}, v3,
+                                                  kNoRecords);
+  ASSERT_TRUE(avx2.ok()) << avx2.status();
+  absl::StatusOr<std::unique_ptr<runtime::Model>> fallback =
+      runtime::Model::Load(WriteTemp("bert_tiny_int8_v3.gtco", avx2->artifact));
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  for (const runtime::KernelSpec& kernel : (*fallback)->manifest().kernels) {
+    if (kernel.description.find("u8*i8->f32") != std::string::npos) {
+      EXPECT_EQ(kernel.mapping, "avx2_int8");
+    }
+  }
+  std::vector<int64_t> ids(16), mask(16, 1);
+  for (int64_t i = 0; i < 16; ++i) ids[i] = (i * 37 + 11) % 512;
+  const std::vector<runtime::HostTensor> tokens = {
+      {runtime::ElemType::kI64, {1, 16}, ids.data()}, {runtime::ElemType::kI64, {1, 16}, mask.data()}};
+  absl::StatusOr<std::vector<runtime::OutputTensor>> want = (*model)->Run(tokens);
+  absl::StatusOr<std::vector<runtime::OutputTensor>> got = (*fallback)->Run(tokens);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(want->size(), got->size());
+  for (size_t o = 0; o < want->size(); ++o) {
+    const auto* w = reinterpret_cast<const float*>((*want)[o].bytes.data());
+    const auto* g = reinterpret_cast<const float*>((*got)[o].bytes.data());
+    const size_t count = (*want)[o].bytes.size() / sizeof(float);
+    float largest = 0.0f, worst = 0.0f;
+    for (size_t i = 0; i < count; ++i) {
+      largest = std::max(largest, std::fabs(w[i]));
+      worst = std::max(worst, std::fabs(w[i] - g[i]));
+    }
+    EXPECT_LE(worst, 1e-3f * largest) << (*want)[o].name;
+  }
 
   nlohmann::json broken = nlohmann::json::parse(runtime::ManifestToJson(m));
   for (nlohmann::json& step : broken["steps"]) {

@@ -45,6 +45,15 @@ target::HardwareInfo Machine(std::vector<std::string> features) {
   return hw;
 }
 
+/// `w` with A's zero point read at run time (anchor input 2, one element of A's dtype).
+ir::Workload WithZeroPointInput(ir::Workload w) {
+  w.matmul.a_zero_point = 0;
+  w.matmul.a_zero_point_input = true;
+  w.inputs.insert(w.inputs.begin() + 2, ir::TensorDesc{w.inputs[0].dtype, {1}});
+  w.num_anchor_inputs = 3;
+  return w;
+}
+
 TEST(LowpVerdictTest, AppliesOnlyWithTheFeatureAndTheRightDtypes) {
   const target::HardwareInfo avx512 =
       Machine({"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"});
@@ -175,11 +184,28 @@ TEST(LowpRegistryTest, LowPrecisionWorkloadsGetTheirMappingsFromTheRegistry) {
       EXPECT_EQ(verdict.applies, verdict.mapping == c.mapping)
           << verdict.mapping << ": " << verdict.reason;
     }
-    // An AVX2-only machine has no space for it, and says why.
-    absl::StatusOr<SearchSpace> none = kernels::CreateSpace(*c.w, Machine({"avx2", "fma"}));
-    ASSERT_FALSE(none.ok());
-    EXPECT_NE(none.status().message().find("needs CPU feature"), std::string::npos)
-        << none.status();
+    // An AVX2-only machine has no space for bf16, and says why; integers fall back to avx2_int8.
+    absl::StatusOr<SearchSpace> avx2 = kernels::CreateSpace(*c.w, Machine({"avx2", "fma"}));
+    if (c.w == &bf16) {
+      ASSERT_FALSE(avx2.ok());
+      EXPECT_NE(avx2.status().message().find("needs CPU feature"), std::string::npos)
+          << avx2.status();
+      continue;
+    }
+    ASSERT_TRUE(avx2.ok()) << avx2.status();
+    EXPECT_EQ(avx2->mapping(), kAvx2Int8Mapping);
+    const Trace fallback = avx2->Sample(rng);
+    absl::StatusOr<ir::LoweredFunc> portable = LowerSchedule(*c.w, fallback, "k");
+    ASSERT_TRUE(portable.ok()) << fallback.ToString() << ": " << portable.status();
+    absl::StatusOr<std::string> portable_ir = codegen::EmitLlvmIr(*portable);
+    ASSERT_TRUE(portable_ir.ok()) << portable_ir.status();
+    EXPECT_EQ(portable_ir->find("vpdpbusd"), std::string::npos);  // no VNNI on this host
+    EXPECT_NE(portable_ir->find("<8 x i32>"), std::string::npos);
+    // The fallback stands aside where avx512_vnni runs them.
+    const MappingVerdict beside = Avx2Int8Verdict(*c.w, avx512);
+    EXPECT_FALSE(beside.applies);
+    EXPECT_NE(beside.reason.find("avx512_vnni is present"), std::string::npos) << beside.reason;
+    EXPECT_FALSE(Avx2Int8Verdict(*c.w, Machine({"sse4_2"})).applies);
   }
   // An f32 matmul never lands on a low-precision mapping.
   absl::StatusOr<SearchSpace> f32 = kernels::CreateSpace(
@@ -322,6 +348,38 @@ TEST_F(LowpJitTest, VnniKernelsMatchTheReferenceExactly) {
   }
 }
 
+// The AVX2 fallback: the same loop nest on 8 lanes with widened products, exact on every sign
+// and zero-point combination, the run-time zero point and the f32 epilogue included. Runs on any
+// AVX2 host (AVX-512 ones too: the kernels use no AVX-512 instruction).
+TEST_F(LowpJitTest, Avx2Int8KernelsMatchTheReferenceExactly) {
+  const target::HardwareInfo avx2_only = Machine({"avx2", "fma"});
+  if (jit_ == nullptr || !MissingCpuFeatures(*hw_, {"avx2", "fma"}).empty()) {
+    GTEST_SKIP() << "host lacks avx2: " << hw_->Summary();
+  }
+  struct Types {
+    DType a, b;
+    int32_t za, zb;
+  };
+  const std::vector<Types> types = {{DType::kU8, DType::kI8, 0, 0},
+                                    {DType::kI8, DType::kI8, -5, 7},
+                                    {DType::kU8, DType::kU8, 128, 2}};
+  uint64_t seed = 500;
+  for (const Types& t : types) {
+    for (const Shape& s : kAwkwardShapes) {
+      const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, t.a, t.b, DType::kI32, t.za, t.zb);
+      ASSERT_TRUE(Avx2Int8Verdict(w, avx2_only).applies);
+      CheckKernels(MatMulAvx2Int8Sketch(), w, 3, seed++);
+    }
+  }
+  ir::Workload dynamic = WithZeroPointInput(
+      LowpMatMul(1, 21, 40, 70, DType::kU8, DType::kI8, DType::kF32, 0, -2));
+  dynamic.inputs.push_back({DType::kF32, {40}});
+  dynamic.epilogue.push_back({ir::EwOp::kMul, {{ir::Operand::Kind::kAcc, 0, 0},
+                                               {ir::Operand::Kind::kInput, 3, 0}}});
+  ASSERT_TRUE(dynamic.Validate().ok()) << dynamic.Validate();
+  CheckKernels(MatMulAvx2Int8Sketch(), dynamic, 4, 600);
+}
+
 TEST_F(LowpJitTest, VnniKernelsWithTransposedAndSharedB) {
   const ir::Workload transposed =
       LowpMatMul(1, 19, 45, 67, DType::kI8, DType::kI8, DType::kI32, 1, -1, true);
@@ -331,15 +389,6 @@ TEST_F(LowpJitTest, VnniKernelsWithTransposedAndSharedB) {
                LowpMatMul(3, 10, 20, 30, DType::kU8, DType::kI8, DType::kI32, 9, 0, false,
                           /*b_batched=*/false),
                6, 201);
-}
-
-/// `w` with A's zero point read at run time (anchor input 2, one element of A's dtype).
-ir::Workload WithZeroPointInput(ir::Workload w) {
-  w.matmul.a_zero_point = 0;
-  w.matmul.a_zero_point_input = true;
-  w.inputs.insert(w.inputs.begin() + 2, ir::TensorDesc{w.inputs[0].dtype, {1}});
-  w.num_anchor_inputs = 3;
-  return w;
 }
 
 // ONNX Runtime's dynamic quantization: A's zero point computed per run, the i32 result

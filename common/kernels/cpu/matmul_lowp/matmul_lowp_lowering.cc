@@ -1,10 +1,10 @@
 // Loop nest of the low-precision matmul sketches. Per task (batch, N block[, M block]): pack
 // the B panel into 32-bit words ([column tile][k_group][tile_cols]: each tile's words are
-// contiguous; zero-padded in K and N), with the
-// column sums integer corrections need), then for each row tile of mr rows sweep the panel's
-// column tiles with an accumulator tile of mr x nr x 16 lanes: each K group broadcasts one
-// A word per row (a 32-bit load of 2 bf16 / 4 int8 values) and issues one dot-product per
-// (row, vector). Write-back applies the integer corrections, or the epilogue / bf16 rounding.
+// contiguous; zero-padded in K and N), with the column sums integer corrections need, then for
+// each row tile of mr rows sweep the panel's column tiles with an accumulator tile of mr x nr
+// vectors (16 lanes; 8 for the AVX2 fallback): each K group broadcasts one A word per row (a
+// 32-bit load of 2 bf16 / 4 int8 values) and issues one dot-product per (row, vector).
+// Write-back applies the integer corrections, then the epilogue / bf16 rounding.
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_lowering.h"
 
 #include <algorithm>
@@ -132,10 +132,10 @@ Expr LowpLowering::BElement(const Expr& b, int64_t k_offset, const Expr& group,
 }
 
 Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
-  const Expr g = MakeVar("pg"), j = MakeVar("pj") * MakeInt(kLowpLanes) + MakeVar("pv");
+  const Expr g = MakeVar("pg"), j = MakeVar("pj") * MakeInt(plan_.lanes) + MakeVar("pv");
   const Expr word_index =
       PanelIndex(MakeVar("pj") / MakeInt(plan_.nr) * MakeInt(plan_.tile_cols), g,
-                 MakeVar("pj") % MakeInt(plan_.nr) * MakeInt(kLowpLanes) + MakeVar("pv"));
+                 MakeVar("pj") % MakeInt(plan_.nr) * MakeInt(plan_.lanes) + MakeVar("pv"));
   const bool sums = NeedsColSums();
   auto pack_group = [&](bool full) {
     std::vector<Expr> parts;
@@ -165,8 +165,8 @@ Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
                       ir::MakeStore(kPanel, word_index, I32(0)));
   };
   auto over_columns = [&](Stmt body) {
-    body = ir::MakeFor("pv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized, body);
-    return ir::MakeFor("pj", MakeInt(0), MakeInt(plan_.panel_cols / kLowpLanes), ForKind::kSerial,
+    body = ir::MakeFor("pv", MakeInt(0), MakeInt(plan_.lanes), ForKind::kVectorized, body);
+    return ir::MakeFor("pj", MakeInt(0), MakeInt(plan_.panel_cols / plan_.lanes), ForKind::kSerial,
                        body);
   };
   std::vector<Stmt> steps;
@@ -205,7 +205,7 @@ Stmt LowpLowering::TileLoops(
     const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& make) const {
   const Expr r = plan_.mr > 1 ? MakeVar("tr") : MakeInt(0);
   const Expr c = plan_.nr > 1 ? MakeVar("tc") : MakeInt(0);
-  Stmt body = ir::MakeFor("tv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized,
+  Stmt body = ir::MakeFor("tv", MakeInt(0), MakeInt(plan_.lanes), ForKind::kVectorized,
                           make(r, c, MakeVar("tv")));
   if (plan_.nr > 1)
     body = ir::MakeFor("tc", MakeInt(0), MakeInt(plan_.nr), ForKind::kUnrolled, body);
@@ -217,12 +217,14 @@ Stmt LowpLowering::TileLoops(
 Stmt LowpLowering::KUpdate(const Expr& b, const Expr& i0, const Expr& panel_col, const Expr& group,
                            bool full) const {
   return TileLoops([&](const Expr& r, const Expr& c, const Expr& v) {
-    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(kLowpLanes) + v;
+    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(plan_.lanes) + v;
     const Expr row = plan_.clamp_rows ? Min(i0 + r, MakeInt(p_.m - 1)) : i0 + r;
     const Expr b_word = ir::MakeTypedLoad(
-        kPanel, PanelIndex(panel_col, group, c * MakeInt(kLowpLanes) + v), ScalarType::kI32);
+        kPanel, PanelIndex(panel_col, group, c * MakeInt(plan_.lanes) + v), ScalarType::kI32);
     const Expr acc = ir::MakeTypedLoad("acc", slot, AccType());
-    const Expr dot = ir::MakeTypedCall(plan_.bf16 ? "dot_bf16x2" : "dot_u8s8x4", AccType(),
+    const char* dot_name =
+        plan_.bf16 ? "dot_bf16x2" : plan_.wide_dot ? "dot_u8s8x4_wide" : "dot_u8s8x4";
+    const Expr dot = ir::MakeTypedCall(dot_name, AccType(),
                                        {acc, AWord(b, row, group, full), b_word});
     return ir::MakeStore("acc", slot, dot);
   });
@@ -231,8 +233,8 @@ Stmt LowpLowering::KUpdate(const Expr& b, const Expr& i0, const Expr& panel_col,
 Stmt LowpLowering::WriteBack(const Expr& b, const Expr& i0, const Expr& col0,
                              const Expr& panel_col) const {
   return TileLoops([&](const Expr& r, const Expr& c, const Expr& v) {
-    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(kLowpLanes) + v;
-    const Expr in_panel = panel_col + c * MakeInt(kLowpLanes) + v;
+    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(plan_.lanes) + v;
+    const Expr in_panel = panel_col + c * MakeInt(plan_.lanes) + v;
     const Expr row = i0 + r, col = col0 + in_panel;
     Expr value = ir::MakeTypedLoad("acc", slot, AccType());
     if (!plan_.bf16) {
@@ -270,7 +272,7 @@ Stmt LowpLowering::WriteBack(const Expr& b, const Expr& i0, const Expr& col0,
 Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
                         const Expr& panel_col) const {
   Stmt zero = TileLoops([&](const Expr& r, const Expr& c, const Expr& v) {
-    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(kLowpLanes) + v;
+    const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(plan_.lanes) + v;
     return ir::MakeStore("acc", slot, plan_.bf16 ? ir::MakeFloat(0.0) : I32(0));
   });
   const int64_t unroll = plan_.unroll_k;
@@ -287,7 +289,7 @@ Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
                  KUpdate(b, i0, panel_col, MakeVar("kr"), true))};
   if (plan_.k_tail) steps.push_back(KUpdate(b, i0, panel_col, MakeInt(plan_.full_groups), false));
   steps.push_back(WriteBack(b, i0, col0, panel_col));
-  return ir::MakeTypedAllocate("acc", plan_.mr * plan_.nr * kLowpLanes, AccType(),
+  return ir::MakeTypedAllocate("acc", plan_.mr * plan_.nr * plan_.lanes, AccType(),
                                ir::MakeBlock(steps));
 }
 
@@ -404,6 +406,7 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   GTCO_RETURN_IF_ERROR(CheckRange("mc", d.mc, 1, 1 << 20));
   GTCO_RETURN_IF_ERROR(CheckRange("par", d.par, 0, 2));
   GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", d.unroll_k, {1, 2, 4, 8}));
+  GTCO_RETURN_IF_ERROR(CheckOneOf("lanes", d.lanes, {kAvx2Lanes, kLowpLanes}));
   LowpPlan plan;
   plan.p = w.matmul;
   const ir::DType a = w.inputs[0].dtype, b = w.inputs[1].dtype;
@@ -414,7 +417,9 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   plan.k_groups = plan.full_groups + (plan.k_tail ? 1 : 0);
   plan.mr = d.mr;
   plan.nr = d.nr;
-  plan.tile_cols = plan.nr * kLowpLanes;
+  plan.lanes = d.lanes;
+  plan.wide_dot = d.wide_dot;
+  plan.tile_cols = plan.nr * plan.lanes;
   const int64_t n_rounded = CeilDiv(plan.p.n, plan.tile_cols) * plan.tile_cols;
   plan.panel_cols = std::min(CeilDiv(d.nc, plan.tile_cols) * plan.tile_cols, n_rounded);
   plan.n_blocks = CeilDiv(plan.p.n, plan.panel_cols);

@@ -13,14 +13,20 @@
 
 namespace gtco::kernels::internal {
 
-/// Lanes of the 512-bit accumulator vectors (16 x f32 or 16 x i32).
+/// Lanes of the 512-bit accumulator vectors (16 x f32 or 16 x i32): the AVX-512 mappings'.
 inline constexpr int64_t kLowpLanes = 16;
+/// Lanes of the AVX2 integer fallback's 256-bit accumulators.
+inline constexpr int64_t kAvx2Lanes = 8;
 /// Largest packed B panel (a stack allocation of each task).
 inline constexpr int64_t kMaxPanelBytes = int64_t{2} << 20;
 
 /// Decisions of the low-precision sketches, in knob order.
 struct LowpDecisions {
   int64_t mr = 1, nr = 1, nc = 16, mc = 16, par = 0, unroll_k = 1;
+  /// The mapping's, not a knob: accumulator lanes (kLowpLanes, or kAvx2Lanes with wide dots).
+  int64_t lanes = kLowpLanes;
+  /// Integer dot products as widened multiplies ("dot_u8s8x4_wide"), never vpdpbusd.
+  bool wide_dot = false;
 };
 
 /// Every derived size of one (workload, decisions) pair.
@@ -31,6 +37,8 @@ struct LowpPlan {
   int64_t full_groups = 0;  ///< K / group
   bool k_tail = false;      ///< K % group != 0: one zero-padded group at the end
   int64_t k_groups = 0;     ///< full_groups + k_tail
+  int64_t lanes = kLowpLanes;  ///< accumulator vector lanes
+  bool wide_dot = false;        ///< dot_u8s8x4_wide (AVX2) instead of dot_u8s8x4 (VNNI)
   int64_t mr = 1, nr = 1, tile_cols = 16;
   int64_t panel_cols = 16;  ///< columns per N block (multiple of tile_cols)
   int64_t n_blocks = 1, row_block = 1, m_blocks = 1;

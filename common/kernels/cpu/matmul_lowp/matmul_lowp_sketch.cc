@@ -19,6 +19,21 @@ using internal::LowpDecisions;
 
 enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kNumKnobs };
 
+/// The three low-precision mappings.
+enum class LowpKind { kBf16, kVnni, kAvx2Int8 };
+
+const char* MappingName(LowpKind kind) {
+  switch (kind) {
+    case LowpKind::kBf16:
+      return kAvx512Bf16Mapping;
+    case LowpKind::kVnni:
+      return kAvx512VnniMapping;
+    case LowpKind::kAvx2Int8:
+      return kAvx2Int8Mapping;
+  }
+  return "";
+}
+
 bool IsInt8(ir::DType dtype) { return dtype == ir::DType::kU8 || dtype == ir::DType::kI8; }
 
 /// Values below `limit` from `choices`, then `limit` itself.
@@ -55,12 +70,25 @@ std::string WorkloadMismatch(const ir::Workload& w, bool bf16) {
   return "";
 }
 
-MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, bool bf16) {
-  const char* name = bf16 ? kAvx512Bf16Mapping : kAvx512VnniMapping;
+MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, LowpKind kind) {
+  const bool bf16 = kind == LowpKind::kBf16;
+  const char* name = MappingName(kind);
   const std::string mismatch = WorkloadMismatch(w, bf16);
   if (!mismatch.empty()) return {name, false, mismatch};
   if (hw.target != target::Target::kCpu) {
     return {name, false, absl::StrCat("target '", target::TargetName(hw.target), "' is not a CPU")};
+  }
+  if (kind == LowpKind::kAvx2Int8) {
+    const std::string missing = MissingCpuFeatures(hw, {"avx2", "fma"});
+    if (!missing.empty()) return {name, false, missing};
+    if (MissingCpuFeatures(hw, {"avx512f", "avx512_vnni"}).empty()) {
+      return {name, false, "avx512_vnni is present: the avx512_vnni mapping runs these"};
+    }
+    return {name, true,
+            absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ",
+                         ir::DTypeName(w.inputs[1].dtype),
+                         ", no avx512_vnni: the fallback, u8 x s8 quads as widened exact "
+                         "products on 8-lane AVX2 vectors")};
   }
   const std::string missing =
       MissingCpuFeatures(hw, {"avx512f", bf16 ? "avx512_bf16" : "avx512_vnni"});
@@ -73,8 +101,12 @@ MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, bo
                           "panel with sign/zero-point corrections")};
 }
 
-LowpDecisions ToDecisions(const KnobValues& values) {
+LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
   LowpDecisions d;
+  if (kind == LowpKind::kAvx2Int8) {
+    d.lanes = internal::kAvx2Lanes;
+    d.wide_dot = true;
+  }
   d.mr = values[kMr];
   d.nr = values[kNr];
   d.nc = values[kNc];
@@ -86,9 +118,19 @@ LowpDecisions ToDecisions(const KnobValues& values) {
 
 class LowpMatMulSketch final : public LoopSketch {
  public:
-  explicit LowpMatMulSketch(bool bf16) : bf16_(bf16) {}
+  explicit LowpMatMulSketch(LowpKind kind) : kind_(kind), bf16_(kind == LowpKind::kBf16) {}
 
-  const char* Name() const override { return bf16_ ? "mm_avx512_bf16/v1" : "mm_avx512_vnni/v1"; }
+  const char* Name() const override {
+    switch (kind_) {
+      case LowpKind::kBf16:
+        return "mm_avx512_bf16/v1";
+      case LowpKind::kVnni:
+        return "mm_avx512_vnni/v1";
+      case LowpKind::kAvx2Int8:
+        return "mm_avx2_int8/v1";
+    }
+    return "";
+  }
   std::vector<std::string> KnobNames() const override {
     return {"mr", "nr", "nc", "mc", "par", "unroll_k"};
   }
@@ -114,14 +156,17 @@ class LowpMatMulSketch final : public LoopSketch {
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {
     const ir::MatMulParams& p = w.matmul;
-    const int64_t mr = values[kMr], nr = values[kNr], tile_cols = nr * kLowpLanes;
-    // mr x nr accumulators, nr B vectors and one broadcast A word in the 32 zmm registers.
-    if (mr * nr + nr + 1 > 32) return false;
-    const int64_t n_rounded16 = (p.n + kLowpLanes - 1) / kLowpLanes * kLowpLanes;
+    const bool avx2 = kind_ == LowpKind::kAvx2Int8;
+    const int64_t lanes = avx2 ? internal::kAvx2Lanes : kLowpLanes;
+    const int64_t mr = values[kMr], nr = values[kNr], tile_cols = nr * lanes;
+    // mr x nr accumulators, nr B vectors and one broadcast A word in the 32 zmm registers; on
+    // AVX2 16 ymm registers, four of them left to the widened products.
+    if (mr * nr + nr + 1 > (avx2 ? 12 : 32)) return false;
+    const int64_t n_rounded16 = (p.n + lanes - 1) / lanes * lanes;
     if (tile_cols > n_rounded16 && nr > 1) return false;  // wasted columns
     if (values[kNc] < tile_cols && values[kNc] != p.n) return false;
     if (values[kMc] < mr && values[kMc] != p.m) return false;
-    auto plan = internal::MakeLowpPlan(w, ToDecisions(values));
+    auto plan = internal::MakeLowpPlan(w, ToDecisions(values, kind_));
     if (!plan.ok()) return false;
     if (values[kPar] == 2 && plan->m_blocks == 1) return false;  // same as par 1
     if (values[kUnrollK] > std::max<int64_t>(plan->full_groups, 1)) return false;
@@ -140,19 +185,21 @@ class LowpMatMulSketch final : public LoopSketch {
       return absl::InvalidArgumentError(absl::StrCat(Name(), ": ", mismatch));
     }
     GTCO_ASSIGN_OR_RETURN(const internal::LowpPlan plan,
-                          internal::MakeLowpPlan(w, ToDecisions(values)));
+                          internal::MakeLowpPlan(w, ToDecisions(values, kind_)));
     return internal::LowerLowpMatMul(w, plan, func_name);
   }
 
  private:
+  const LowpKind kind_;
   const bool bf16_;
 };
 
 /// The registry entry of one low-precision mapping.
 class LowpMapping final : public MappingSketch {
  public:
-  LowpMapping(bool bf16, const Sketch& sketch) : bf16_(bf16), sketch_(sketch) {}
-  const char* Name() const override { return bf16_ ? kAvx512Bf16Mapping : kAvx512VnniMapping; }
+  LowpMapping(LowpKind kind, const Sketch& sketch)
+      : kind_(kind), bf16_(kind == LowpKind::kBf16), sketch_(sketch) {}
+  const char* Name() const override { return MappingName(kind_); }
   const Sketch& sketch() const override { return sketch_; }
   /// Every matmul whose inputs are of this mapping's family (so a transposed or oversized one
   /// is explained, not silently skipped).
@@ -162,10 +209,11 @@ class LowpMapping final : public MappingSketch {
     return bf16_ ? a == ir::DType::kBF16 && b == ir::DType::kBF16 : IsInt8(a) && IsInt8(b);
   }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
-    return Verdict(w, hw, bf16_);
+    return Verdict(w, hw, kind_);
   }
 
  private:
+  const LowpKind kind_;
   const bool bf16_;
   const Sketch& sketch_;
 };
@@ -173,30 +221,45 @@ class LowpMapping final : public MappingSketch {
 }  // namespace
 
 MappingVerdict Avx512Bf16Verdict(const ir::Workload& w, const target::HardwareInfo& hw) {
-  return Verdict(w, hw, /*bf16=*/true);
+  return Verdict(w, hw, LowpKind::kBf16);
 }
 
 MappingVerdict Avx512VnniVerdict(const ir::Workload& w, const target::HardwareInfo& hw) {
-  return Verdict(w, hw, /*bf16=*/false);
+  return Verdict(w, hw, LowpKind::kVnni);
+}
+
+MappingVerdict Avx2Int8Verdict(const ir::Workload& w, const target::HardwareInfo& hw) {
+  return Verdict(w, hw, LowpKind::kAvx2Int8);
 }
 
 const LoopSketch& MatMulBf16Sketch() {
-  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(/*bf16=*/true);
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kBf16);
   return *sketch;
 }
 
 const LoopSketch& MatMulVnniSketch() {
-  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(/*bf16=*/false);
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kVnni);
+  return *sketch;
+}
+
+const LoopSketch& MatMulAvx2Int8Sketch() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kAvx2Int8);
   return *sketch;
 }
 
 const MappingSketch& Avx512Bf16MatMulMapping() {
-  static const LowpMapping* const mapping = new LowpMapping(/*bf16=*/true, MatMulBf16Sketch());
+  static const LowpMapping* const mapping = new LowpMapping(LowpKind::kBf16, MatMulBf16Sketch());
   return *mapping;
 }
 
 const MappingSketch& Avx512VnniMatMulMapping() {
-  static const LowpMapping* const mapping = new LowpMapping(/*bf16=*/false, MatMulVnniSketch());
+  static const LowpMapping* const mapping = new LowpMapping(LowpKind::kVnni, MatMulVnniSketch());
+  return *mapping;
+}
+
+const MappingSketch& Avx2Int8MatMulMapping() {
+  static const LowpMapping* const mapping =
+      new LowpMapping(LowpKind::kAvx2Int8, MatMulAvx2Int8Sketch());
   return *mapping;
 }
 

@@ -8,6 +8,9 @@
 //  - avx512_vnni: a matmul with u8|i8 A and u8|i8 B, per-tensor zero points (A's constant or
 //    read at run time), an i32 output or an f32 one with any epilogue (dynamic quantization's
 //    scale and bias), A not transposed, on a CPU with avx512f and avx512_vnni.
+//  - avx2_int8: the same integer matmuls on a CPU with avx2 and fma but without avx512_vnni (Zen
+//    3, Haswell..Ice Lake clients): the same loop nest on 8-lane vectors, each u8 x s8 quad a
+//    widened, exact multiply-add (no vpmaddubsw saturation).
 //  - Any M, N, K >= 1: K is padded to a multiple of 2 (bf16) / 4 (int8) in the packed B panel,
 //    N to the column tile, M by clamped row tiles; the smallest B panel (16 columns of K) must fit
 //    the 2 MiB panel limit (K <= 65536 for bf16, 131072 for int8).
@@ -26,20 +29,26 @@ namespace gtco::kernels {
 /// Mapping names (the registry's keys).
 inline constexpr char kAvx512Bf16Mapping[] = "avx512_bf16";
 inline constexpr char kAvx512VnniMapping[] = "avx512_vnni";
+inline constexpr char kAvx2Int8Mapping[] = "avx2_int8";
 
 /// Verdict of the "avx512_bf16" mapping (the same as Avx512Bf16MatMulMapping().Explain, and
 /// also defined for workloads the mapping does not consider, with the reason).
 MappingVerdict Avx512Bf16Verdict(const ir::Workload& w, const target::HardwareInfo& hw);
 /// Verdict of the "avx512_vnni" mapping.
 MappingVerdict Avx512VnniVerdict(const ir::Workload& w, const target::HardwareInfo& hw);
+/// Verdict of the "avx2_int8" mapping (applies only where avx512_vnni does not).
+MappingVerdict Avx2Int8Verdict(const ir::Workload& w, const target::HardwareInfo& hw);
 
 /// "mm_avx512_bf16/v1": knobs mr, nr, nc, mc, par, unroll_k. AppliesTo checks the workload part
 /// of Avx512Bf16Verdict only (Sketch has no hardware); gate on the verdict before using it.
 const LoopSketch& MatMulBf16Sketch();
 /// "mm_avx512_vnni/v1": same knobs and caveat, for Avx512VnniVerdict.
 const LoopSketch& MatMulVnniSketch();
+/// "mm_avx2_int8/v1": same knobs, 8 lanes, wide dot products, for Avx2Int8Verdict.
+const LoopSketch& MatMulAvx2Int8Sketch();
 
 // The registry entries (declared in mapping.h through mappings.def): Avx512Bf16MatMulMapping()
-// and Avx512VnniMatMulMapping(), named kAvx512Bf16Mapping / kAvx512VnniMapping.
+// Avx512VnniMatMulMapping() and Avx2Int8MatMulMapping(), named kAvx512Bf16Mapping /
+// kAvx512VnniMapping / kAvx2Int8Mapping.
 
 }  // namespace gtco::kernels
