@@ -153,6 +153,25 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     return absl::OkStatus();
   }
+  if (s.op == "fake_quantize") {
+    if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != 2 ||
+        (s.params[1] != 0 && s.params[1] != 1)) {
+      return bad("takes data, scale and an optional zero point, an axis and a signedness");
+    }
+    const TensorSpec& scale = m.tensors[s.inputs[1]];
+    const int64_t axis = s.params[0];
+    const int64_t scales = axis < 0 ? 1 : axis < rank ? in.shape[axis] : -1;
+    const ElemType integer = s.params[1] == 1 ? ElemType::kI8 : ElemType::kU8;
+    if (in.dtype != ElemType::kF32 || out.dtype != ElemType::kF32 ||
+        in.NumElements() != out.NumElements() || axis >= rank || scale.dtype != ElemType::kF32 ||
+        scale.NumElements() != scales ||
+        (s.inputs.size() == 3 && (m.tensors[s.inputs[2]].dtype != integer ||
+                                  m.tensors[s.inputs[2]].NumElements() != scales))) {
+      return bad("needs f32 data and out, f32 scales (one, or one per entry of the axis) and "
+                 "zero points of the signedness's type shaped as the scales");
+    }
+    return absl::OkStatus();
+  }
   if (s.op == "quantize") {
     if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != 1) {
       return bad("takes data, scale and an optional zero point, and an axis");

@@ -62,6 +62,10 @@ struct StorageSpec {
 ///   "dequantize" ONNX DequantizeLinear: inputs {x (u8, i8 or i32), scale (f32)[, zero point (x's
 ///               type)]}, params = {axis}: -1 per tensor (one scale), else one scale per entry
 ///               of that axis; out = (x - zero point) * scale in f32
+///   "fake_quantize"  QuantizeLinear then DequantizeLinear of the same scale and zero point:
+///               inputs {x (f32), scale (f32)[, zero point (u8 or i8)]}, params = {axis, signed
+///               (1: i8, 0: u8)}; out (f32) = (saturate(round-half-even(x / scale) + zero point)
+///               - zero point) * scale
 ///   "quantize"  ONNX QuantizeLinear: inputs {x (f32), scale (f32)[, zero point (u8 or i8, the
 ///               output's type)]}, params = {axis} as "dequantize"; out = saturate(round-half-even(
 ///               x / scale) + zero point)

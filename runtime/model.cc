@@ -564,7 +564,8 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                         reinterpret_cast<uint8_t*>(out_data),
                         reinterpret_cast<float*>(data(step.outputs[1])),
                         reinterpret_cast<uint8_t*>(data(step.outputs[2])));
-    } else if (step.op == "dequantize" || step.op == "quantize") {
+    } else if (step.op == "dequantize" || step.op == "quantize" ||
+               step.op == "fake_quantize") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const int64_t axis = step.params.at(0);
       int64_t outer = 1, channels = 1, inner = in.NumElements();
@@ -576,7 +577,11 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       }
       const void* zero_points = step.inputs.size() > 2 ? data(step.inputs[2]) : nullptr;
       const float* scales = reinterpret_cast<const float*>(data(step.inputs[1]));
-      if (step.op == "quantize") {
+      if (step.op == "fake_quantize") {
+        FakeQuantize(reinterpret_cast<const float*>(data(step.inputs[0])),
+                     step.params.at(1) == 1 ? ElemType::kI8 : ElemType::kU8, outer, channels,
+                     inner, scales, zero_points, reinterpret_cast<float*>(out_data));
+      } else if (step.op == "quantize") {
         Quantize(reinterpret_cast<const float*>(data(step.inputs[0])), out.dtype, outer,
                  channels, inner, scales, zero_points, out_data);
       } else {

@@ -44,6 +44,32 @@ struct QuantizeJob {
   }
 };
 
+/// Runs fn(begin, end) over [0, count) split across the runtime's threads, in chunks of at least
+/// 16K elements (each step is memory-bound; smaller tensors are not worth a wake-up).
+template <typename F>
+void ParallelChunks(int64_t count, const F& fn) {
+  constexpr int64_t kMinChunk = 1 << 14;
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(ParallelThreads(),
+                                                                count / kMinChunk));
+  if (chunks == 1) {
+    fn(int64_t{0}, count);
+    return;
+  }
+  struct Context {
+    const F* fn;
+    int64_t count, chunks;
+  } context{&fn, count, chunks};
+  gtco_parallel_for(
+      chunks,
+      [](int64_t chunk, void* closure) {
+        const auto* c = static_cast<const Context*>(closure);
+        const int64_t per = (c->count + c->chunks - 1) / c->chunks;
+        const int64_t begin = std::min(c->count, chunk * per);
+        (*c->fn)(begin, std::min(c->count, begin + per));
+      },
+      &context);
+}
+
 // Both loops are compiled for AVX-512, AVX2 and baseline x86-64, picked once per process by the
 // CPU it runs on (the runtime itself is built for any x86-64).
 #define GTCO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -87,6 +113,21 @@ GTCO_VECTOR_CLONES void QuantizeRange(const float* __restrict x, int64_t count, 
     v = v < below ? below : v;
     v = v > above ? above : v;
     y[i] = static_cast<uint8_t>(static_cast<int32_t>((v + kRound) - kRound + zero));
+  }
+}
+
+/// out[i] = clamp(round-half-even(x[i] / step), low - zero, high - zero) * step: the integer
+/// value less its zero point, times the step.
+GTCO_VECTOR_CLONES void FakeQuantizeRange(const float* __restrict x, int64_t count, float step,
+                                          float zero, float low, float high,
+                                          float* __restrict out) {
+  constexpr float kRound = 12582912.0f;
+  const float below = low - zero, above = high - zero;
+  for (int64_t i = 0; i < count; ++i) {
+    float v = x[i] / step;
+    v = v < below ? below : v;
+    v = v > above ? above : v;
+    out[i] = ((v + kRound) - kRound) * step;
   }
 }
 
@@ -134,8 +175,38 @@ void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, in
       const float zero =
           zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, type, c));
       const int64_t base = (o * channels + c) * inner;
-      QuantizeRange(x + base, inner, scales[c], zero, low, high,
-                    static_cast<uint8_t*>(y) + base);
+      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
+        QuantizeRange(x + base + begin, end - begin, scales[c], zero, low, high,
+                      static_cast<uint8_t*>(y) + base + begin);
+      });
+    }
+  }
+}
+
+namespace {
+
+/// out[i] = (x[i] - zero) * step for `count` values of type T.
+template <typename T>
+GTCO_VECTOR_CLONES void DequantizeRange(const T* __restrict x, int64_t count, float zero,
+                                        float step, float* __restrict out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = (static_cast<float>(x[i]) - zero) * step;
+}
+
+}  // namespace
+
+void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
+                  const float* scales, const void* zero_points, float* out) {
+  const bool is_signed = type == ElemType::kI8;
+  const float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float zero =
+          zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, type, c));
+      const int64_t base = (o * channels + c) * inner;
+      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
+        FakeQuantizeRange(x + base + begin, end - begin, scales[c], zero, low, high,
+                          out + base + begin);
+      });
     }
   }
 }
@@ -144,12 +215,26 @@ void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, i
                 const float* scales, const void* zero_points, float* out) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t c = 0; c < channels; ++c) {
-      const int32_t zero = zero_points == nullptr ? 0 : ValueAt(zero_points, type, c);
-      const float step = scales[c];
+      const float zero =
+          zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, type, c));
       const int64_t base = (o * channels + c) * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        out[base + i] = static_cast<float>(ValueAt(x, type, base + i) - zero) * step;
-      }
+      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
+        const int64_t at = base + begin, count = end - begin;
+        switch (type) {
+          case ElemType::kU8:
+            DequantizeRange(static_cast<const uint8_t*>(x) + at, count, zero, scales[c],
+                            out + at);
+            break;
+          case ElemType::kI8:
+            DequantizeRange(static_cast<const int8_t*>(x) + at, count, zero, scales[c],
+                            out + at);
+            break;
+          default:
+            DequantizeRange(static_cast<const int32_t*>(x) + at, count, zero, scales[c],
+                            out + at);
+            break;
+        }
+      });
     }
   }
 }

@@ -21,6 +21,12 @@ void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
 void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
               const float* scales, const void* zero_points, void* y);
 
+/// QuantizeLinear then DequantizeLinear with the same parameters, in f32 without the integer
+/// tensor: out[i] = (saturate(round-half-even(x[i] / scale[c]) + zero_point[c]) - zero_point[c]) *
+/// scale[c], saturating to i8 when `type` is kI8, else u8.
+void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
+                  const float* scales, const void* zero_points, float* out);
+
 /// ONNX DequantizeLinear: out[i] = (x[i] - zero_point[c]) * scale[c] in f32, where c is 0 for a
 /// per-tensor scale (`channels` 1) or the index along the quantized axis, x being [outer,
 /// channels, inner]. `x` holds u8, i8 or i32 values (`type`); `zero_points` (x's type) may be

@@ -29,8 +29,31 @@ from run_exported import ORT_RUNNER, ROOT, compare, cpu_name  # noqa: E402
 
 QUANTIZE_SCRIPT = r"""
 import sys
-from onnxruntime.quantization import QuantType, quantize_dynamic
-quantize_dynamic(sys.argv[1], sys.argv[2], weight_type=getattr(QuantType, sys.argv[3]))
+import numpy as np
+import onnx
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_dynamic, quantize_static)
+fp32, out, weights, form = sys.argv[1:5]
+if form == "dynamic":
+    quantize_dynamic(fp32, out, weight_type=getattr(QuantType, weights))
+else:
+    class Reader(CalibrationDataReader):  # 8 random inputs, fixed seed
+        def __init__(self):
+            rng = np.random.default_rng(0)
+            graph = onnx.load(fp32).graph
+            inputs = [(i.name, [d.dim_value for d in i.type.tensor_type.shape.dim],
+                       i.type.tensor_type.elem_type) for i in graph.input]
+            def one(name, shape, elem):
+                if elem == onnx.TensorProto.INT64:
+                    high = 2 if "mask" in name else 1000
+                    return np.ones(shape, np.int64) if "mask" in name else \
+                        rng.integers(0, high, shape).astype(np.int64)
+                return rng.standard_normal(shape).astype(np.float32)
+            self.items = iter([{n: one(n, s, e) for n, s, e in inputs} for _ in range(8)])
+        def get_next(self):
+            return next(self.items, None)
+    quantize_static(fp32, out, Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=getattr(QuantType, weights))
 """
 # s8 weights (ONNX Runtime's advice for AVX-512 VNNI), except where the model has a Conv: ONNX
 # Runtime's ConvInteger runs u8 x u8 only, so ViT's patch embedding needs u8 weights to run there.
@@ -51,6 +74,9 @@ def main():
     parser.add_argument("--trials-per-task", type=int, default=48)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--format", choices=["dynamic", "qdq"], default="dynamic",
+                        help="quantize_dynamic (default) or quantize_static in the QDQ format, "
+                             "calibrated on 8 random inputs")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "e2e_int8.md"))
     args = parser.parse_args()
     quant_path = os.path.join(ROOT, ".deps", "onnx-quant")
@@ -68,8 +94,8 @@ def main():
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [quant_path, os.path.join(ROOT, ".deps", "python")]))
         weights = WEIGHT_TYPES.get(name, "QInt8")
-        subprocess.run(["/usr/bin/python3", "-c", QUANTIZE_SCRIPT, fp32, int8, weights],
-                       check=True, capture_output=True, env=env)
+        subprocess.run(["/usr/bin/python3", "-c", QUANTIZE_SCRIPT, fp32, int8, weights,
+                        args.format], check=True, capture_output=True, env=env)
         artifact = os.path.join(work, f"{name}.int8.gtco")
         farm = Farm(work, name)
         try:

@@ -128,6 +128,13 @@ class Exporter {
     return it == alias_of_.end() ? name : Root(it->second);
   }
   absl::Status AddDataStep(const Node& node);
+  /// Pairs QuantizeLinear -> DequantizeLinear of the same scale and zero point (a QDQ model's
+  /// "fake quantization" of an f32 tensor): such a DequantizeLinear becomes one fake_quantize
+  /// step from the QuantizeLinear's input, and a QuantizeLinear all of whose readers are such
+  /// DequantizeLinears gets no step.
+  void FindFakeQuantization();
+  std::map<std::string, const Node*> fake_quantize_;  ///< DequantizeLinear -> its QuantizeLinear
+  std::set<std::string> quantize_unneeded_;           ///< QuantizeLinear nodes with no step
   absl::Status AddKernels(const std::vector<graph::PlannedWorkload>& planned);
   /// Stores each matmul's constant B in the panels its kernel streams (kernels::PrepackConstantB)
   /// when every weight that kernel reads is read by it alone; the kernel's trace then says so.
@@ -180,6 +187,7 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     alias_of_[node.outputs[0]] = node.inputs[0];
     return absl::OkStatus();
   }
+  if (quantize_unneeded_.count(node.name)) return absl::OkStatus();
   PendingStep step;
   step.spec.node = node.name;
   step.outputs = {node.outputs[0]};
@@ -224,16 +232,28 @@ absl::Status Exporter::AddDataStep(const Node& node) {
       if (output.empty()) return unimplemented("leaves an output unnamed");
     }
   } else if ((op == "DequantizeLinear" || op == "QuantizeLinear") && !cuda()) {
+    const Node* pair = nullptr;
+    if (auto found = fake_quantize_.find(node.name); found != fake_quantize_.end()) {
+      pair = found->second;  // computed from the QuantizeLinear's f32 input in one step
+    }
+    const Node& source = pair != nullptr ? *pair : node;
     const graph::Tensor& scale = graph_.tensor(node.inputs.at(1));
     int64_t axis = -1;  // per tensor
     if (scale.NumElements() != 1 || scale.shape.size() == 1) {
       GTCO_ASSIGN_OR_RETURN(axis, graph::NormalizeAxis(node, node.IntAttr("axis", 1), rank));
     }
     if (scale.NumElements() == 1) axis = -1;
-    step.spec.op = op == "QuantizeLinear" ? "quantize" : "dequantize";
+    step.spec.op = pair != nullptr         ? "fake_quantize"
+                   : op == "QuantizeLinear" ? "quantize"
+                                            : "dequantize";
     step.spec.params = {axis};
-    step.inputs = {node.inputs[0], node.inputs[1]};
+    step.inputs = {source.inputs[0], node.inputs[1]};
     if (node.inputs.size() > 2 && !node.inputs[2].empty()) step.inputs.push_back(node.inputs[2]);
+    if (pair != nullptr) {  // the integer type: the zero point's, u8 without one
+      const bool has_zero = node.inputs.size() > 2 && !node.inputs[2].empty();
+      step.spec.params.push_back(
+          has_zero && graph_.tensor(node.inputs[2]).type == graph::ElemType::kInt8 ? 1 : 0);
+    }
   } else if (op == "DynamicQuantizeLinear" || op == "DequantizeLinear" ||
              op == "QuantizeLinear") {
     return unimplemented("has no CUDA step (the CPU runtime runs it: export with --target cpu)");
@@ -242,6 +262,49 @@ absl::Status Exporter::AddDataStep(const Node& node) {
   }
   steps_.push_back(std::move(step));
   return absl::OkStatus();
+}
+
+void Exporter::FindFakeQuantization() {
+  std::map<std::string, const Node*> producer;
+  for (const Node& node : graph_.nodes) {
+    for (const std::string& output : node.outputs) producer[output] = &node;
+  }
+  const std::map<std::string, std::vector<int>> consumers = graph_.ConsumerMap();
+  auto same = [&](const Node& q, const Node& dq, size_t input) {
+    const bool q_has = q.inputs.size() > input && !q.inputs[input].empty();
+    const bool dq_has = dq.inputs.size() > input && !dq.inputs[input].empty();
+    if (q_has != dq_has) return false;
+    if (!q_has || q.inputs[input] == dq.inputs[input]) return true;
+    const graph::Tensor& a = graph_.tensor(q.inputs[input]);
+    const graph::Tensor& b = graph_.tensor(dq.inputs[input]);
+    return a.is_constant && b.is_constant && a.type == b.type && a.shape == b.shape &&
+           a.float_data == b.float_data && a.int_data == b.int_data;
+  };
+  for (const Node& node : graph_.nodes) {
+    if (node.op_type != "DequantizeLinear" || node.inputs.size() < 2) continue;
+    auto made = producer.find(node.inputs[0]);
+    if (made == producer.end()) continue;
+    const Node& q = *made->second;
+    if (q.op_type != "QuantizeLinear" || q.inputs.size() < 2 ||
+        q.IntAttr("axis", 1) != node.IntAttr("axis", 1) || !same(q, node, 1) ||
+        !same(q, node, 2)) {
+      continue;
+    }
+    fake_quantize_[node.name] = &q;
+  }
+  for (const Node& node : graph_.nodes) {
+    if (node.op_type != "QuantizeLinear" || node.outputs.empty()) continue;
+    const std::string& out = node.outputs[0];
+    if (std::find(graph_.outputs.begin(), graph_.outputs.end(), out) != graph_.outputs.end()) {
+      continue;
+    }
+    auto readers = consumers.find(out);
+    bool all_fake = readers != consumers.end() && !readers->second.empty();
+    for (int reader : all_fake ? readers->second : std::vector<int>{}) {
+      all_fake = all_fake && fake_quantize_.count(graph_.nodes[reader].name) > 0;
+    }
+    if (all_fake) quantize_unneeded_.insert(node.name);
+  }
 }
 
 absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& planned) {
@@ -594,6 +657,7 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   for (const graph::PlannedWorkload& item : planned) {
     in_workloads.insert(item.node_names.begin(), item.node_names.end());
   }
+  if (!cuda()) FindFakeQuantization();
   for (const Node& node : graph_.nodes) {
     if (in_workloads.count(node.name) || graph::RoleOf(node) != graph::OpRole::kData) continue;
     GTCO_RETURN_IF_ERROR(AddDataStep(node));
