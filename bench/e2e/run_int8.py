@@ -125,17 +125,23 @@ def main():
         print(json.dumps(row), flush=True)
         rows.append(row)
     command = " ".join(["bench/e2e/run_int8.py"] + sys.argv[1:])
+    quantizer = (
+        "quantize_dynamic (weights per tensor, s8, or u8 where the model has a Conv because "
+        "ONNX Runtime's ConvInteger takes u8 x u8 only; u8 activations quantized at run time by "
+        "DynamicQuantizeLinear)" if args.format == "dynamic" else
+        "quantize_static in the QDQ format (u8 activations calibrated on 8 random inputs, "
+        "weights per tensor, s8 or u8 as for dynamic quantization; QuantizeLinear / "
+        "DequantizeLinear around the quantized ops)")
     lines = [
-        "# Int8 end to end: ONNX Runtime-quantized models, GTCO vs ONNX Runtime",
+        "# Int8 end to end: ONNX Runtime-quantized models"
+        + (" (QDQ)" if args.format == "qdq" else "") + ", GTCO vs ONNX Runtime",
         "",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores; {datetime.date.today()}; command: "
         f"`PYTHONPATH=.deps/python {command}`.",
         "Each model: torch.onnx.export (opset 17, random weights, batch 1), then ONNX Runtime's "
-        "quantize_dynamic (weights per tensor, s8, or u8 where the model has a Conv because "
-        "ONNX Runtime's ConvInteger takes u8 x u8 only; u8 activations quantized at run time by "
-        "DynamicQuantizeLinear); GTCO tuned the int8 file on a local farm "
+        f"{quantizer}; GTCO tuned the int8 file on a local farm "
         f"({args.trials_per_task} trials per task) and exported it; gtco-run and ONNX Runtime "
-        "(ORT_ENABLE_ALL, which fuses the pattern into its own DynamicQuantizeMatMul) ran the "
+        "(ORT_ENABLE_ALL, which fuses the patterns into its own int8 operators) ran the "
         f"same int8 file, 2 threads each, {args.rounds} alternating rounds; ONNX Runtime also "
         "ran the fp32 model on the same inputs. Differences are max |a - b| / max |b| over the "
         "outputs.",
