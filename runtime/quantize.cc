@@ -156,6 +156,7 @@ void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
   const float step = (hi - lo) / 255.0f;
   *scale = step;
   if (!(step > 0.0f)) {  // all zeros (NaN-free inputs): everything quantizes to 0
+    *scale = 1.0f;       // as ONNX Runtime (the ONNX reference gives 1/255)
     *zero_point = 0;
     std::memset(y, 0, static_cast<size_t>(count));
     return;
@@ -185,11 +186,28 @@ void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, in
 
 namespace {
 
-/// out[i] = (x[i] - zero) * step for `count` values of type T.
+/// out[i] = (x[i] - zero) * step for `count` values of type T (inlined into each clone below:
+/// multiversioned functions cannot be templates).
 template <typename T>
-GTCO_VECTOR_CLONES void DequantizeRange(const T* __restrict x, int64_t count, float zero,
-                                        float step, float* __restrict out) {
+__attribute__((always_inline)) inline void DequantizeBody(const T* __restrict x, int64_t count,
+                                                          float zero, float step,
+                                                          float* __restrict out) {
   for (int64_t i = 0; i < count; ++i) out[i] = (static_cast<float>(x[i]) - zero) * step;
+}
+
+GTCO_VECTOR_CLONES void DequantizeRange(const uint8_t* __restrict x, int64_t count, float zero,
+                                        float step, float* __restrict out) {
+  DequantizeBody(x, count, zero, step, out);
+}
+
+GTCO_VECTOR_CLONES void DequantizeRange(const int8_t* __restrict x, int64_t count, float zero,
+                                        float step, float* __restrict out) {
+  DequantizeBody(x, count, zero, step, out);
+}
+
+GTCO_VECTOR_CLONES void DequantizeRange(const int32_t* __restrict x, int64_t count, float zero,
+                                        float step, float* __restrict out) {
+  DequantizeBody(x, count, zero, step, out);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
-// The runtime's quantization steps (ONNX DynamicQuantizeLinear and DequantizeLinear), computed as
-// ONNX Runtime's CPU kernels compute them, so that a quantized model's integer inputs are the
-// ones its quantizer expected.
+// The runtime's quantization steps (ONNX DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear
+// and a QuantizeLinear -> DequantizeLinear pair as one fake quantization), computed as ONNX
+// Runtime's CPU kernels compute them (division by the scale, round half to even), so that a
+// quantized model's integer inputs are the ones its quantizer expected. Large tensors are split
+// over the runtime's threads.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +13,8 @@ namespace gtco::runtime {
 
 /// ONNX DynamicQuantizeLinear to u8 over `count` values: lo = min(0, min x), hi = max(0, max x),
 /// scale = (hi - lo) / 255, zero point = round(clamp(-lo / scale, 0, 255)) and y = clamp(
-/// round(x / scale) + zero point, 0, 255), rounding half to even. An all-zero x gives scale 0,
-/// zero point 0 and y 0.
+/// round(x / scale) + zero point, 0, 255), rounding half to even. An all-zero x gives scale 1
+/// (as ONNX Runtime; the ONNX reference gives 1/255), zero point 0 and y 0.
 void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
                        uint8_t* zero_point);
 

@@ -239,20 +239,21 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     const Node& source = pair != nullptr ? *pair : node;
     const graph::Tensor& scale = graph_.tensor(node.inputs.at(1));
     int64_t axis = -1;  // per tensor
-    if (scale.NumElements() != 1 || scale.shape.size() == 1) {
+    if (scale.NumElements() != 1) {
       GTCO_ASSIGN_OR_RETURN(axis, graph::NormalizeAxis(node, node.IntAttr("axis", 1), rank));
     }
-    if (scale.NumElements() == 1) axis = -1;
     step.spec.op = pair != nullptr         ? "fake_quantize"
                    : op == "QuantizeLinear" ? "quantize"
                                             : "dequantize";
     step.spec.params = {axis};
     step.inputs = {source.inputs[0], node.inputs[1]};
     if (node.inputs.size() > 2 && !node.inputs[2].empty()) step.inputs.push_back(node.inputs[2]);
-    if (pair != nullptr) {  // the integer type: the zero point's, u8 without one
-      const bool has_zero = node.inputs.size() > 2 && !node.inputs[2].empty();
-      step.spec.params.push_back(
-          has_zero && graph_.tensor(node.inputs[2]).type == graph::ElemType::kInt8 ? 1 : 0);
+    if (pair != nullptr) {  // the integer type: that of the tensor the pair skips
+      const graph::ElemType integer = graph_.tensor(node.inputs[0]).type;
+      if (integer != graph::ElemType::kUInt8 && integer != graph::ElemType::kInt8) {
+        return unimplemented("fake-quantizes to a type other than u8 and i8");
+      }
+      step.spec.params.push_back(integer == graph::ElemType::kInt8 ? 1 : 0);
     }
   } else if (op == "DynamicQuantizeLinear" || op == "DequantizeLinear" ||
              op == "QuantizeLinear") {

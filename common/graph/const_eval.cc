@@ -241,6 +241,9 @@ absl::StatusOr<Tensor> EvalDequantize(const Node& node, const Graph& graph) {
   const Tensor* zero_point = node.inputs.size() > 2 && !node.inputs[2].empty()
                                  ? &graph.tensor(node.inputs[2])
                                  : nullptr;
+  if (scale.shape.size() > 1 || node.IntAttr("block_size", 0) != 0) {
+    return NodeUnimplemented(node, "blocked quantization is not supported");
+  }
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   int64_t inner = 1, channels = 1;
   if (scale.NumElements() != 1) {

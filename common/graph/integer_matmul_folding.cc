@@ -366,7 +366,7 @@ absl::Status FuseQdqMatMuls(Graph& graph) {
     if (auto made = producer.find(node.inputs[1]); made != producer.end()) {
       const Node& dq = graph.nodes[made->second];
       const Tensor* data = dq.inputs.empty() ? nullptr : graph.FindTensor(dq.inputs[0]);
-      if (data != nullptr && data->has_shape && !data->shape.empty()) {
+      if (data != nullptr && data->has_shape && data->shape.size() >= 2) {
         const bool trans_b = gemm && node.IntAttr("transB", 0) != 0;
         columns = trans_b ? data->shape.front() : data->shape.back();
       }

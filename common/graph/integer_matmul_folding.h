@@ -19,7 +19,7 @@ namespace gtco::graph {
 ///    no graph output: the MatMulInteger writes f32 itself (its i32 result converted to the
 ///    nearest f32, as the Cast does; see workload.h) and the Cast goes.
 ///  - Mul(that f32 result, S) where S = Mul(x_scale, w_scale) with w_scale a constant (scalar or
-///    [N] per column), x_scale a one-element tensor, and S read only by such Muls: becomes
+///    [N] per column) and x_scale a one-element tensor: becomes
 ///    Mul(Mul(result, x_scale), w_scale as an [N] constant). The weight's scale is then a
 ///    per-column kernel input instead of an immediate, so the matmuls of one shape share one
 ///    workload (and its tuning) whatever their scales; S's Mul goes when nothing reads it. The
@@ -29,7 +29,7 @@ absl::Status FoldIntegerMatMulOutputs(Graph& graph);
 
 /// ONNX Runtime's static quantization (QDQ format): a MatMul (or a Gemm without transA, alpha
 /// or beta) whose inputs are both DequantizeLinear outputs of u8 or i8 data with constant scales
-/// and zero points (per tensor; B's scale may be per column with one zero point) becomes
+/// and zero points (per tensor; a MatMul's B scale may be per column with one zero point) becomes
 /// MatMulInteger of the quantized data (f32 out, see above) times the product of the scales per
 /// column (plus the Gemm's bias), so that it runs on the integer kernels, never in float. The
 /// DequantizeLinear nodes go when nothing else reads them. Runs before constant folding, which

@@ -176,6 +176,9 @@ absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   int64_t axis = node.IntAttr("axis", 1);
   if (axis < 0) axis += rank;
+  if (node.IntAttr("block_size", 0) != 0) {
+    return fail("blocked quantization (block_size) is not supported");
+  }
   const bool per_tensor = scale.NumElements() == 1 && scale.shape.size() <= 1;
   const bool per_axis = scale.shape.size() == 1 && axis >= 0 && axis < rank &&
                         scale.shape[0] == x.shape[axis];

@@ -17,7 +17,7 @@ enum class OpRole {
   kData,         ///< copies, not tuned: Transpose, Reshape, Identity, Flatten, Squeeze,
                  ///< Unsqueeze, Slice, Concat, Gather, Cast (f32 -> f32, and the conversions
                  ///< around low-precision matmuls: bf16 <-> f32, i32 -> f32),
-                 ///< DynamicQuantizeLinear, DequantizeLinear
+                 ///< DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear
   kFoldOnly,     ///< shape arithmetic that must have been constant-folded
   kUnsupported,
 };

@@ -35,6 +35,7 @@
 //    semantics). Typed calls (MakeTypedCall), per lane:
 //      "dot_u8s8x4"(i32 acc, i32 a, i32 b) -> i32: acc + sum_q u8(a.byte[q]) * s8(b.byte[q])
 //                    over q = 0..3, wrapping (x86 AVX512-VNNI vpdpbusd);
+//      "dot_u8s8x4_wide": the same value, always as widened multiplies (AVX2 hosts);
 //      "dot_bf16x2"(f32 acc, i32 a, i32 b) -> f32: acc + bf16(a.hi) * bf16(b.hi) then
 //                    + bf16(a.lo) * bf16(b.lo), each step rounded to f32 (x86 AVX512-BF16
 //                    vdpbf16ps; denormals may flush to zero);

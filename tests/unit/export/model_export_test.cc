@@ -18,6 +18,7 @@
 #include "runtime/gtco_runtime.h"
 #include "runtime/model.h"
 #include "runtime/npy.h"
+#include "runtime/parallel.h"
 #include "runtime/quantize.h"
 
 namespace gtco::exporter {
@@ -559,11 +560,11 @@ TEST(ModelExportTest, QuantizeStepsComputeAsOnnxSpecifies) {
   EXPECT_EQ(zero_point, 0);
   EXPECT_EQ(y.back(), 255);
   EXPECT_EQ(y[0], 3);  // 0.5 / 0.1431 = 3.49 -> 3
-  // All zeros: scale 0, everything (and the zero point) 0, no division by zero.
+  // All zeros: scale 1 as ONNX Runtime gives, everything (and the zero point) 0.
   std::vector<float> zeros(5, 0.0f);
   y.assign(5, 9);
   runtime::DynamicQuantizeU8(zeros.data(), 5, y.data(), &scale, &zero_point);
-  EXPECT_EQ(scale, 0.0f);
+  EXPECT_EQ(scale, 1.0f);
   EXPECT_EQ(zero_point, 0);
   EXPECT_EQ(y, std::vector<uint8_t>(5, 0));
 
@@ -586,6 +587,38 @@ TEST(ModelExportTest, QuantizeStepsComputeAsOnnxSpecifies) {
   runtime::Quantize(values.data(), runtime::ElemType::kU8, 1, 1, 8, scales.data(), nullptr,
                     unsigned_out.data());
   EXPECT_EQ(unsigned_out, (std::vector<uint8_t>{0, 2, 200, 0, 0, 10, 0, 4}));
+
+  // QuantizeLinear then DequantizeLinear in one step: the value on the grid, saturated.
+  std::vector<float> faked(8);
+  runtime::FakeQuantize(values.data(), runtime::ElemType::kI8, 2, 2, 2, scales.data(),
+                        zeros_of_axis.data(), faked.data());
+  EXPECT_EQ(faked, (std::vector<float>{0.0f, 1.0f, 100.0f, -4.0f, -1.0f, 5.0f, -254.0f, 2.0f}));
+
+  // Tensors large enough to be split over threads give what one thread gives.
+  std::vector<float> big(200003);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::sin(0.001f * i) * 7.0f - 1.0f;
+  std::vector<uint8_t> one(big.size()), two(big.size());
+  float scale_one = 0, scale_two = 0;
+  uint8_t zero_one = 0, zero_two = 0;
+  runtime::SetParallelThreads(1);
+  runtime::DynamicQuantizeU8(big.data(), static_cast<int64_t>(big.size()), one.data(), &scale_one,
+                             &zero_one);
+  std::vector<float> faked_one(big.size()), faked_two(big.size());
+  runtime::FakeQuantize(big.data(), runtime::ElemType::kU8, 1, 1,
+                        static_cast<int64_t>(big.size()), &scale_one, &zero_one,
+                        faked_one.data());
+  runtime::SetParallelThreads(2);
+  runtime::DynamicQuantizeU8(big.data(), static_cast<int64_t>(big.size()), two.data(), &scale_two,
+                             &zero_two);
+  runtime::FakeQuantize(big.data(), runtime::ElemType::kU8, 1, 1,
+                        static_cast<int64_t>(big.size()), &scale_one, &zero_one,
+                        faked_two.data());
+  runtime::SetParallelThreads(0);
+  EXPECT_EQ(scale_one, scale_two);
+  EXPECT_EQ(zero_one, zero_two);
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(faked_one, faked_two);
+  EXPECT_FLOAT_EQ(scale_one, 14.0f / 255.0f);  // the range is [-8, 6]
 
   const std::vector<uint8_t> u = {0, 255};
   const float one_scale = 0.25f;

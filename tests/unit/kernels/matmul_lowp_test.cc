@@ -362,7 +362,8 @@ TEST_F(LowpJitTest, Avx2Int8KernelsMatchTheReferenceExactly) {
   };
   const std::vector<Types> types = {{DType::kU8, DType::kI8, 0, 0},
                                     {DType::kI8, DType::kI8, -5, 7},
-                                    {DType::kU8, DType::kU8, 128, 2}};
+                                    {DType::kU8, DType::kU8, 128, 2},
+                                    {DType::kI8, DType::kU8, 0, 255}};
   uint64_t seed = 500;
   for (const Types& t : types) {
     for (const Shape& s : kAwkwardShapes) {
@@ -378,6 +379,11 @@ TEST_F(LowpJitTest, Avx2Int8KernelsMatchTheReferenceExactly) {
                                                {ir::Operand::Kind::kInput, 3, 0}}});
   ASSERT_TRUE(dynamic.Validate().ok()) << dynamic.Validate();
   CheckKernels(MatMulAvx2Int8Sketch(), dynamic, 4, 600);
+  // Signed A with a run-time zero point against unsigned B with one: every correction term.
+  CheckKernels(MatMulAvx2Int8Sketch(),
+               WithZeroPointInput(
+                   LowpMatMul(2, 13, 40, 37, DType::kI8, DType::kU8, DType::kI32, 0, 131)),
+               4, 601);
 }
 
 TEST_F(LowpJitTest, VnniKernelsWithTransposedAndSharedB) {

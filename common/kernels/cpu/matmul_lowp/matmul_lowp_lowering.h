@@ -1,6 +1,7 @@
 // Internal to the low-precision matmul sketches: the plan of one (workload, decisions) pair and
 // the loop nest built from it (B panels packed into 32-bit words of 2 bf16 / 4 int8 values, a
-// register tile of mr rows x nr 16-lane vectors updated by dot_bf16x2 / dot_u8s8x4).
+// register tile of mr rows x nr vectors (16 lanes; 8 for the AVX2 fallback) updated by
+// dot_bf16x2 / dot_u8s8x4 / dot_u8s8x4_wide).
 #pragma once
 
 #include <cstdint>
