@@ -70,6 +70,23 @@ void ParallelChunks(int64_t count, const F& fn) {
       &context);
 }
 
+/// Per quantization channel of an [outer, channels, inner] tensor: fn(first element, begin, end,
+/// zero point, scale) over [begin, end) of its `inner` elements, split over the threads.
+template <typename F>
+void ForEachChannel(ElemType zero_type, int64_t outer, int64_t channels, int64_t inner,
+                    const float* scales, const void* zero_points, const F& fn) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float zero =
+          zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, zero_type, c));
+      const int64_t base = (o * channels + c) * inner;
+      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
+        fn(base, begin, end, zero, scales[c]);
+      });
+    }
+  }
+}
+
 // Both loops are compiled for AVX-512, AVX2 and baseline x86-64, picked once per process by the
 // CPU it runs on (the runtime itself is built for any x86-64).
 #define GTCO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -171,17 +188,11 @@ void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, in
               const float* scales, const void* zero_points, void* y) {
   const bool is_signed = type == ElemType::kI8;
   const float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t c = 0; c < channels; ++c) {
-      const float zero =
-          zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, type, c));
-      const int64_t base = (o * channels + c) * inner;
-      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
-        QuantizeRange(x + base + begin, end - begin, scales[c], zero, low, high,
-                      static_cast<uint8_t*>(y) + base + begin);
-      });
-    }
-  }
+  ForEachChannel(type, outer, channels, inner, scales, zero_points,
+                 [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
+                   QuantizeRange(x + base + begin, end - begin, step, zero, low, high,
+                                 static_cast<uint8_t*>(y) + base + begin);
+                 });
 }
 
 namespace {
@@ -216,45 +227,33 @@ void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels
                   const float* scales, const void* zero_points, float* out) {
   const bool is_signed = type == ElemType::kI8;
   const float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t c = 0; c < channels; ++c) {
-      const float zero =
-          zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, type, c));
-      const int64_t base = (o * channels + c) * inner;
-      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
-        FakeQuantizeRange(x + base + begin, end - begin, scales[c], zero, low, high,
-                          out + base + begin);
-      });
-    }
-  }
+  ForEachChannel(type, outer, channels, inner, scales, zero_points,
+                 [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
+                   FakeQuantizeRange(x + base + begin, end - begin, step, zero, low, high,
+                                     out + base + begin);
+                 });
 }
 
 void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
                 const float* scales, const void* zero_points, float* out) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t c = 0; c < channels; ++c) {
-      const float zero =
-          zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, type, c));
-      const int64_t base = (o * channels + c) * inner;
-      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
-        const int64_t at = base + begin, count = end - begin;
-        switch (type) {
-          case ElemType::kU8:
-            DequantizeRange(static_cast<const uint8_t*>(x) + at, count, zero, scales[c],
-                            out + at);
-            break;
-          case ElemType::kI8:
-            DequantizeRange(static_cast<const int8_t*>(x) + at, count, zero, scales[c],
-                            out + at);
-            break;
-          default:
-            DequantizeRange(static_cast<const int32_t*>(x) + at, count, zero, scales[c],
-                            out + at);
-            break;
-        }
-      });
-    }
-  }
+  ForEachChannel(type, outer, channels, inner, scales, zero_points,
+                 [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
+                   const int64_t at = base + begin, count = end - begin;
+                   switch (type) {
+                     case ElemType::kU8:
+                       DequantizeRange(static_cast<const uint8_t*>(x) + at, count, zero, step,
+                                       out + at);
+                       break;
+                     case ElemType::kI8:
+                       DequantizeRange(static_cast<const int8_t*>(x) + at, count, zero, step,
+                                       out + at);
+                       break;
+                     default:
+                       DequantizeRange(static_cast<const int32_t*>(x) + at, count, zero, step,
+                                       out + at);
+                       break;
+                   }
+                 });
 }
 
 }  // namespace gtco::runtime
