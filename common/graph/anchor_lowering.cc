@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/graph/const_eval.h"
+#include "common/graph/op_support.h"
 #include "common/ir/conv.h"
 #include "common/ir/pool.h"
 #include "common/util/status.h"
@@ -130,7 +131,7 @@ absl::StatusOr<AnchorHead> LowerMatMul(const Node& node, const Graph& graph) {
     for (size_t i = 2; i < 4; ++i) {
       if (node.inputs.size() <= i || node.inputs[i].empty()) continue;
       const Tensor& zero_point = graph.tensor(node.inputs[i]);
-      if (zero_point.NumElements() != 1 || (!zero_point.is_constant && i != 2)) {
+      if (!IsUniformZeroPoint(zero_point) || (!zero_point.is_constant && i != 2)) {
         return AnchorUnimplemented(
             node, "zero points must be per-tensor scalars, B's constant");
       }

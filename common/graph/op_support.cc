@@ -1,6 +1,7 @@
 // Op classification and the post-folding support check.
 #include "common/graph/op_support.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -75,7 +76,7 @@ absl::Status CheckMatMulInteger(const Node& node, const Graph& graph) {
       return DtypeUnimplemented(node, tensor, "a zero point must have its input's type");
     }
     const bool run_time_ok = i == 2;  // A's zero point may be computed per run
-    if ((!tensor.is_constant && !run_time_ok) || tensor.NumElements() != 1) {
+    if ((!tensor.is_constant && !run_time_ok) || !IsUniformZeroPoint(tensor)) {
       return absl::UnimplementedError(absl::StrCat(
           "ONNX op 'MatMulInteger' at node '", node.name, "': zero point '", tensor.name,
           "' must be a ", run_time_ok ? "" : "constant ", "per-tensor scalar (",
@@ -304,6 +305,16 @@ absl::Status CheckSupportedOps(const Graph& graph) {
     }
   }
   return absl::OkStatus();
+}
+
+bool IsUniformZeroPoint(const Tensor& zero_point) {
+  if (zero_point.NumElements() == 1) return true;
+  if (!zero_point.is_constant ||
+      static_cast<int64_t>(zero_point.int_data.size()) != zero_point.NumElements()) {
+    return false;
+  }
+  return std::all_of(zero_point.int_data.begin(), zero_point.int_data.end(),
+                     [&](int64_t value) { return value == zero_point.int_data[0]; });
 }
 
 int CountDataOps(const Graph& graph) {

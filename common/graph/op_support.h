@@ -37,6 +37,10 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type);
 /// UNIMPLEMENTED when a tensor has no static shape.
 absl::Status CheckSupportedOps(const Graph& graph);
 
+/// True when `zero_point` holds one value: a single element, or a constant whose elements are all
+/// equal (quantize_dynamic(per_channel=True) writes B's zero points per column, all 0 for s8).
+bool IsUniformZeroPoint(const Tensor& zero_point);
+
 /// Number of kData nodes in `graph`.
 int CountDataOps(const Graph& graph);
 

@@ -241,6 +241,29 @@ TEST(LowpPlanningTest, MixedOrRuntimeOperandsAreRefusedNamingDtypeAndNode) {
             std::string::npos)
       << status;
 
+  // quantize_dynamic(per_channel=True): B's zero points per column, all equal, are one value;
+  // unequal ones are refused.
+  Tensor per_column = Activation("zb", {4}, ElemType::kInt8);
+  per_column.is_constant = true;
+  per_column.int_data = {0, 0, 0, 0};
+  Graph per_channel =
+      OneNode("MatMulInteger",
+              {Activation("a", {4, 8}, ElemType::kUInt8), Activation("b", {8, 4}, ElemType::kInt8),
+               Activation("za", {}, ElemType::kUInt8), per_column},
+              Activation("y", {4, 4}, ElemType::kInt32));
+  EXPECT_TRUE(CheckSupportedOps(per_channel).ok()) << CheckSupportedOps(per_channel);
+  absl::StatusOr<std::vector<PlannedWorkload>> per_channel_plan = PlanWorkloads(per_channel);
+  ASSERT_TRUE(per_channel_plan.ok()) << per_channel_plan.status();
+  ASSERT_EQ(per_channel_plan->size(), 1u);
+  EXPECT_EQ((*per_channel_plan)[0].workload.matmul.b_zero_point, 0);
+  EXPECT_TRUE((*per_channel_plan)[0].workload.matmul.a_zero_point_input);
+  per_channel.mutable_tensor("zb").int_data = {0, 1, 0, 0};
+  status = CheckSupportedOps(per_channel);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("zero point 'zb' must be a constant per-tensor scalar"),
+            std::string::npos)
+      << status;
+
   Graph wide =
       OneNode("MatMulInteger",
               {Activation("a", {4, 8}, ElemType::kInt32), Activation("b", {8, 4}, ElemType::kInt8)},
