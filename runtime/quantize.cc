@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "runtime/parallel.h"
@@ -29,30 +28,20 @@ int32_t ValueAt(const void* data, ElemType type, int64_t index) {
   }
 }
 
-/// One thread's share of a DynamicQuantizeLinear: its range's min and max, then its values
-/// quantized.
-struct QuantizeJob {
-  const float* x = nullptr;
-  int64_t count = 0, chunks = 1;
-  uint8_t* y = nullptr;
-  std::vector<float> lo, hi;  // per chunk
-  float step = 0.0f, zero = 0.0f;
+/// Chunks ParallelChunks splits `count` elements into: at most one per thread, each of at least
+/// 16K elements (the steps are memory-bound; smaller tensors are not worth a wake-up).
+int64_t ChunkCount(int64_t count) {
+  constexpr int64_t kMinChunk = 1 << 14;
+  return std::max<int64_t>(1, std::min<int64_t>(ParallelThreads(), count / kMinChunk));
+}
 
-  std::pair<int64_t, int64_t> Range(int64_t chunk) const {
-    const int64_t per = (count + chunks - 1) / chunks;
-    return {std::min(count, chunk * per), std::min(count, (chunk + 1) * per)};
-  }
-};
-
-/// Runs fn(begin, end) over [0, count) split across the runtime's threads, in chunks of at least
-/// 16K elements (each step is memory-bound; smaller tensors are not worth a wake-up).
+/// Runs fn(chunk, begin, end) for each of ChunkCount(count) contiguous chunks of [0, count), on
+/// the runtime's threads.
 template <typename F>
 void ParallelChunks(int64_t count, const F& fn) {
-  constexpr int64_t kMinChunk = 1 << 14;
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(ParallelThreads(),
-                                                                count / kMinChunk));
+  const int64_t chunks = ChunkCount(count);
   if (chunks == 1) {
-    fn(int64_t{0}, count);
+    fn(int64_t{0}, int64_t{0}, count);
     return;
   }
   struct Context {
@@ -65,7 +54,7 @@ void ParallelChunks(int64_t count, const F& fn) {
         const auto* c = static_cast<const Context*>(closure);
         const int64_t per = (c->count + c->chunks - 1) / c->chunks;
         const int64_t begin = std::min(c->count, chunk * per);
-        (*c->fn)(begin, std::min(c->count, begin + per));
+        (*c->fn)(chunk, begin, std::min(c->count, begin + per));
       },
       &context);
 }
@@ -80,33 +69,32 @@ void ForEachChannel(ElemType zero_type, int64_t outer, int64_t channels, int64_t
       const float zero =
           zero_points == nullptr ? 0.0f : static_cast<float>(ValueAt(zero_points, zero_type, c));
       const int64_t base = (o * channels + c) * inner;
-      ParallelChunks(inner, [&](int64_t begin, int64_t end) {
+      ParallelChunks(inner, [&](int64_t, int64_t begin, int64_t end) {
         fn(base, begin, end, zero, scales[c]);
       });
     }
   }
 }
 
-// Both loops are compiled for AVX-512, AVX2 and baseline x86-64, picked once per process by the
+// The loops below are compiled for AVX-512, AVX2 and baseline x86-64, picked once per process by the
 // CPU it runs on (the runtime itself is built for any x86-64).
 #define GTCO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-GTCO_VECTOR_CLONES void ChunkMinMax(int64_t chunk, void* closure) {
-  auto* job = static_cast<QuantizeJob*>(closure);
-  const auto [begin, end] = job->Range(chunk);
-  const float* __restrict x = job->x;
+/// The min and max of x[0, count) and 0 (ONNX's range always holds 0).
+GTCO_VECTOR_CLONES void MinMaxRange(const float* __restrict x, int64_t count, float* lo_out,
+                                    float* hi_out) {
   // A 16-float vector (GCC's vector extension: zmm, ymm pairs or xmm quads by the clone).
   typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-  Lanes lo_lanes = {}, hi_lanes = {};  // 0 is in the range, as ONNX asks
-  int64_t i = begin;
-  for (; i + kLanes <= end; i += kLanes) {
+  Lanes lo_lanes = {}, hi_lanes = {};
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
     Lanes value;
     std::memcpy(&value, x + i, sizeof(value));
     lo_lanes = value < lo_lanes ? value : lo_lanes;
     hi_lanes = value > hi_lanes ? value : hi_lanes;
   }
   float lo = 0.0f, hi = 0.0f;
-  for (; i < end; ++i) {
+  for (; i < count; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }
@@ -114,8 +102,20 @@ GTCO_VECTOR_CLONES void ChunkMinMax(int64_t chunk, void* closure) {
     lo = std::min(lo, lo_lanes[lane]);
     hi = std::max(hi, hi_lanes[lane]);
   }
-  job->lo[chunk] = lo;
-  job->hi[chunk] = hi;
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+/// x / step clamped to [below, above], rounded half to even by adding and subtracting 1.5 * 2^23
+/// (exact for |v| <= 2^22 in the default rounding mode; IEEE arithmetic, no -ffast-math here,
+/// keeps it as written): no libm call, so the loops below vectorize.
+__attribute__((always_inline)) inline float RoundedSteps(float x, float step, float below,
+                                                         float above) {
+  constexpr float kRound = 12582912.0f;
+  float v = x / step;
+  v = v < below ? below : v;
+  v = v > above ? above : v;
+  return (v + kRound) - kRound;
 }
 
 /// y[i] = round-half-even(clamp(x[i] / step, low - zero, high - zero)) + zero for `count` values,
@@ -123,13 +123,10 @@ GTCO_VECTOR_CLONES void ChunkMinMax(int64_t chunk, void* closure) {
 GTCO_VECTOR_CLONES void QuantizeRange(const float* __restrict x, int64_t count, float step,
                                       float zero, float low, float high,
                                       uint8_t* __restrict y) {
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (v + kRound) - kRound rounds half to even
   const float below = low - zero, above = high - zero;
   for (int64_t i = 0; i < count; ++i) {
-    float v = x[i] / step;
-    v = v < below ? below : v;
-    v = v > above ? above : v;
-    y[i] = static_cast<uint8_t>(static_cast<int32_t>((v + kRound) - kRound + zero));
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(RoundedSteps(x[i], step, below, above) +
+                                                     zero));
   }
 }
 
@@ -138,50 +135,33 @@ GTCO_VECTOR_CLONES void QuantizeRange(const float* __restrict x, int64_t count, 
 GTCO_VECTOR_CLONES void FakeQuantizeRange(const float* __restrict x, int64_t count, float step,
                                           float zero, float low, float high,
                                           float* __restrict out) {
-  constexpr float kRound = 12582912.0f;
   const float below = low - zero, above = high - zero;
-  for (int64_t i = 0; i < count; ++i) {
-    float v = x[i] / step;
-    v = v < below ? below : v;
-    v = v > above ? above : v;
-    out[i] = ((v + kRound) - kRound) * step;
-  }
-}
-
-void ChunkQuantize(int64_t chunk, void* closure) {
-  auto* job = static_cast<QuantizeJob*>(closure);
-  const auto [begin, end] = job->Range(chunk);
-  QuantizeRange(job->x + begin, end - begin, job->step, job->zero, 0.0f, 255.0f, job->y + begin);
+  for (int64_t i = 0; i < count; ++i) out[i] = RoundedSteps(x[i], step, below, above) * step;
 }
 
 }  // namespace
 
 void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
                        uint8_t* zero_point) {
-  // Large tensors are split over the runtime's threads (memory-bound: each reads x twice).
-  constexpr int64_t kPerChunk = 1 << 14;
-  QuantizeJob job;
-  job.x = x;
-  job.count = count;
-  job.chunks = std::max<int64_t>(1, std::min<int64_t>(ParallelThreads(), count / kPerChunk));
-  job.y = y;
-  job.lo.assign(job.chunks, 0.0f);
-  job.hi.assign(job.chunks, 0.0f);
-  gtco_parallel_for(job.chunks, &ChunkMinMax, &job);
-  const float lo = *std::min_element(job.lo.begin(), job.lo.end());
-  const float hi = *std::max_element(job.hi.begin(), job.hi.end());
-  const float step = (hi - lo) / 255.0f;
-  *scale = step;
+  // Two passes, each split over the runtime's threads: the range, then the values.
+  std::vector<float> lo(ChunkCount(count), 0.0f), hi(lo.size(), 0.0f);
+  ParallelChunks(count, [&](int64_t chunk, int64_t begin, int64_t end) {
+    MinMaxRange(x + begin, end - begin, &lo[chunk], &hi[chunk]);
+  });
+  const float low = *std::min_element(lo.begin(), lo.end());
+  const float step = (*std::max_element(hi.begin(), hi.end()) - low) / 255.0f;
   if (!(step > 0.0f)) {  // all zeros (NaN-free inputs): everything quantizes to 0
     *scale = 1.0f;       // as ONNX Runtime (the ONNX reference gives 1/255)
     *zero_point = 0;
     std::memset(y, 0, static_cast<size_t>(count));
     return;
   }
-  job.step = step;
-  job.zero = std::nearbyint(std::clamp(0.0f - lo / step, 0.0f, 255.0f));
-  *zero_point = static_cast<uint8_t>(job.zero);
-  gtco_parallel_for(job.chunks, &ChunkQuantize, &job);
+  *scale = step;
+  const float zero = std::nearbyint(std::clamp(0.0f - low / step, 0.0f, 255.0f));
+  *zero_point = static_cast<uint8_t>(zero);
+  ParallelChunks(count, [&](int64_t, int64_t begin, int64_t end) {
+    QuantizeRange(x + begin, end - begin, step, zero, 0.0f, 255.0f, y + begin);
+  });
 }
 
 void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
