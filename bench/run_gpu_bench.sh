@@ -50,6 +50,11 @@ pack() {
   tar -C gpu-pack/stage -cJf gpu-pack/gtco-gpu.tar.xz bin lib
   rm -rf gpu-pack/stage
   du -h gpu-pack/gtco-gpu.tar.xz
+  # ViT-B/16's graph as this machine's PyTorch exports it, weights stripped (GPU_VIT_SKELETON).
+  if /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
+    /usr/bin/python3 bench/gpu/vit_model.py skeleton gpu-pack/vit_b_16.skeleton.onnx 2>/dev/null ||
+      echo "no ViT skeleton: its export failed"
+  fi
   echo "packed; on the GPU machine: bench/run_gpu_bench.sh run (carry gpu-pack)"
 }
 
@@ -125,9 +130,29 @@ run() {
   } | tee "$out/machine.txt"
   # GPU_ONLY: a comma-separated subset of the benchmark workloads (gpu_farm.py --only); GPU_DEADLINE:
   # seconds after which no more benchmark jobs are waited for (what was found is still timed).
+  # GPU_VIT_BUDGET: trials for the ViT-B/16 end-to-end run (0: skipped); GPU_RETIME: stored
+  # best-trace TSVs re-timed beside cuBLAS with no tuning; GPU_SKIP_BENCH=1: no tuning benchmark;
+  # GPU_SKIP_INTEGRATION=1: no transformer-block run; GPU_VIT_SKELETON: the ViT graph exported by
+  # this machine's PyTorch with its weights stripped (vit_model.py skeleton), used instead of one
+  # exported there (PyTorch 2.11's TorchScript exporter writes shape checks with Mod).
   PYTHONUNBUFFERED=1 python3 bench/gpu/gpu_farm.py --out "$out" \
     --e2e-budget "${GPU_E2E_BUDGET:-300}" --budget "${GPU_BUDGET:-200}" \
+    --vit-budget "${GPU_VIT_BUDGET:-0}" ${GPU_RETIME:+--retime "$GPU_RETIME"} \
+    ${GPU_VIT_SKELETON:+--vit-skeleton "$GPU_VIT_SKELETON"} ${GPU_SKIP_INTEGRATION:+--skip-integration} \
+    ${GPU_SKIP_BENCH:+--skip-benchmark} \
     ${GPU_ONLY:+--only "$GPU_ONLY"} ${GPU_DEADLINE:+--deadline "$GPU_DEADLINE"} 2>&1 | tee "$out/gpu_farm.log"
+  # GPU_NCU=NAME: Nsight Compute's reading of that stored trace's kernel and of cuBLAS's for the same
+  # GEMM (one launch each), into ncu.txt.
+  if [ -n "${GPU_NCU:-}" ] && command -v ncu >/dev/null; then
+    grep -h "^${GPU_NCU}	" bench/results/gpu/best_traces.tsv > "$work/ncu_trace.tsv" || true
+    local sections="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
+    { timeout 90 ncu --clock-control none -k regex:gtco_kernel -c 1 $sections \
+        "$work/bin/gpu_vs_vendor" --traces "$work/ncu_trace.tsv"
+      timeout 90 ncu --clock-control none -k 'regex:gemm|xmma|cutlass|sm90' -c 1 $sections \
+        "$work/bin/gpu_vs_vendor" --traces "$work/ncu_trace.tsv"
+    } > "$out/ncu.txt" 2>&1 || true
+    grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Dynamic Shared" "$out/ncu.txt" | head -60
+  fi
 }
 
 case "$mode" in

@@ -77,6 +77,21 @@ def make_models(directory):
                        helper.make_node("Mul", ["qk", "s"], ["scaled"]),
                        helper.make_node("Softmax", ["scaled"], ["p"], axis=-1),
                        helper.make_node("MatMul", ["p", "v"], ["o"])], [q, k, v], [o], [s])))
+    # A memory-bound chain (ViT's fc1 bias + GELU at batch 32): one kernel here, two in eager.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH * TOKENS, 4 * HIDDEN])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [BATCH * TOKENS, 4 * HIDDEN])
+    bias = helper.make_tensor("bias", TensorProto.FLOAT, [4 * HIDDEN],
+                              np.random.default_rng(0).uniform(-1, 1, 4 * HIDDEN).astype(np.float32))
+    consts = [helper.make_tensor(name, TensorProto.FLOAT, [], [value])
+              for name, value in (("sqrt2", 2 ** 0.5), ("one", 1.0), ("half", 0.5))]
+    models.append(("elementwise", "bias_gelu_vit32", (BATCH * TOKENS, 4 * HIDDEN),
+                   save("bias_gelu_vit32", [
+                       helper.make_node("Add", ["x", "bias"], ["t"]),
+                       helper.make_node("Div", ["t", "sqrt2"], ["d"]),
+                       helper.make_node("Erf", ["d"], ["e"]),
+                       helper.make_node("Add", ["e", "one"], ["e1"]),
+                       helper.make_node("Mul", ["t", "e1"], ["g"]),
+                       helper.make_node("Mul", ["g", "half"], ["y"])], [x], [y], [bias, *consts])))
     return models
 
 
@@ -139,6 +154,90 @@ def exported_artifact(farm, model):
     return result
 
 
+def vit_e2e(out, budget, deadline=None, skeleton=None):
+    """ViT-B/16 (torchvision, batch 1, f32) tuned for the GPU through the farm, exported with
+    --target cuda and run by gtco-run; its output against ONNX Runtime's (CPU) and its latency
+    beside PyTorch eager and torch.compile (vit_model.py). With `skeleton` (the graph exported on the
+    machine that packed, weights stripped), that graph is tuned, and the GPU machine's own export
+    is only checked to import. Writes vit_e2e.json."""
+    farm = farm_lib.Farm()
+    result = {"budget": budget, "graph": "skeleton " + skeleton if skeleton else "exported here"}
+    try:
+        directory = os.path.join(farm.dir, "vit")
+        subprocess.run([sys.executable, os.path.join(HERE, "vit_model.py"), "export", directory,
+                        *([skeleton] if skeleton else [])], check=True, timeout=300)
+        model = os.path.join(directory, "vit_b_16.onnx")
+        farm.start_server()
+        farm.start_worker(target="cuda")
+        if skeleton:  # does this machine's PyTorch export import too?
+            check = farm.client("export", os.path.join(directory, "vit_b_16.local.onnx"), "--target", "cuda",
+                                "-o", os.path.join(directory, "local.gtco"), "--json", check=False)
+            result["local_export_imports"] = check.returncode == 0
+            result["local_export_message"] = (check.stderr.strip() or check.stdout.strip()[:300])[-1500:]
+        start = time.time()
+        job = farm.submit(model, budget, target="cuda")
+        try:
+            status = farm.wait_for(job, lambda s: s["state"] in ("done", "failed", "cancelled"),
+                                   timeout=max(30, deadline - 150 - time.time()) if deadline else 1800)
+        except AssertionError:
+            farm.client("cancel", job, check=False)
+            status = farm.client_json("status", job)
+        result.update({"state": status["state"], "trials_done": status.get("trials_done"),
+                       "tuning_seconds": round(time.time() - start, 1)})
+        ok, failed = farm.sql("SELECT SUM(ok), SUM(1 - ok) FROM measurements")[0]
+        result["ok_measurements"], result["failed_measurements"] = ok, failed
+        result["failures_by_kind"] = dict(farm.sql(
+            "SELECT error_kind, COUNT(*) FROM measurements WHERE ok = 0 GROUP BY 1"))
+        result["tasks"] = [(t.get("description"), t.get("best_seconds")) for t in status.get("tasks", [])]
+        artifact = os.path.join(directory, "vit_cuda.gtco")
+        exported = farm.client("export", model, "--target", "cuda", "-o", artifact, "--json", check=False)
+        result["export"] = (exported.stdout.strip() or exported.stderr.strip())[-1500:]
+        if exported.returncode == 0:
+            out_dir = os.path.join(directory, "gtco_out")
+            os.makedirs(out_dir, exist_ok=True)
+            run = subprocess.run([farm_lib.RUN, artifact, "--input", "image=" + os.path.join(directory, "image.npy"),
+                                  "--output-dir", out_dir, "--bench", "50", "--json"],
+                                 capture_output=True, text=True, timeout=600)
+            result["gtco_run_returncode"] = run.returncode
+            result["gtco_run_stderr"] = run.stderr.strip()[-1500:]
+            if run.returncode == 0:
+                import numpy as np
+                result["gtco_median_ms"] = json.loads(run.stdout)["median_seconds"] * 1e3
+                got = np.load(os.path.join(out_dir, "logits.npy"))
+                want = np.load(os.path.join(directory, "ort_output.npy"))
+                result["max_abs_diff_vs_onnxruntime"] = float(np.max(np.abs(got - want)))
+                result["max_abs_onnxruntime"] = float(np.max(np.abs(want)))
+                result["rel_l2_vs_onnxruntime"] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+                result["matches_onnxruntime"] = bool(result["rel_l2_vs_onnxruntime"] < 1e-2)
+        torch_json = os.path.join(out, "vit_torch.json")
+        subprocess.run([sys.executable, os.path.join(HERE, "vit_model.py"), "time", directory, torch_json,
+                        str(deadline - time.time() if deadline else 600)], check=False, timeout=400)
+        if os.path.exists(torch_json):
+            with open(torch_json) as file:
+                result["torch"] = json.load(file)
+    except Exception as error:  # noqa: BLE001 -- written out with the logs
+        result["error"] = repr(error)[-3000:]
+        result["logs"] = farm.read_logs()[-6000:]
+    finally:
+        farm.stop()
+        with open(os.path.join(out, "vit_e2e.json"), "w") as file:
+            json.dump(result, file, indent=2)
+        print(json.dumps({k: v for k, v in result.items() if k != "logs"}, indent=2))
+
+
+def retime(out, traces):
+    """Re-times stored best traces (TSVs written by an earlier benchmark) beside cuBLAS, no tuning:
+    the kernels the current code generates for them, on this GPU."""
+    bin_dir = os.environ.get("GTCO_BIN_DIR", os.path.join(ROOT, "build", "bench", "gpu"))
+    merged = os.path.join(out, "retime_traces.tsv")
+    with open(merged, "w") as file:
+        for path in traces:
+            with open(path) as source:
+                file.write(source.read())
+    subprocess.run([os.path.join(bin_dir, "gpu_vs_vendor"), "--traces", merged, "--markdown",
+                    os.path.join(out, "retime_gpu_vs_vendor.md")], check=False)
+
+
 def benchmark(out, budget, only=None, deadline=None):
     """Tunes each workload in turn; past `deadline` (a time.time()), the rest are skipped and a job
     still running is left, so the best traces found so far are still timed beside the vendors."""
@@ -193,12 +292,24 @@ def main():
     parser.add_argument("--deadline", type=float, default=0,
                         help="seconds from the start after which no more benchmark jobs are waited for")
     parser.add_argument("--only", default="", help="comma-separated benchmark workloads (default: all)")
+    parser.add_argument("--vit-budget", type=int, default=0,
+                        help="trials for the ViT-B/16 end-to-end run (0: not run)")
+    parser.add_argument("--vit-skeleton", default="",
+                        help="the ViT-B/16 graph to tune (vit_model.py skeleton), instead of exporting one")
+    parser.add_argument("--retime", default="",
+                        help="comma-separated best-trace TSVs to re-time beside cuBLAS before tuning")
+    parser.add_argument("--skip-benchmark", action="store_true")
     args = parser.parse_args()
     deadline = time.time() + args.deadline if args.deadline else None
     os.makedirs(args.out, exist_ok=True)
     if not args.skip_integration:
         integration(args.out, args.e2e_budget)
-    benchmark(args.out, args.budget, set(filter(None, args.only.split(","))), deadline)
+    if args.retime:
+        retime(args.out, args.retime.split(","))
+    if not args.skip_benchmark:
+        benchmark(args.out, args.budget, set(filter(None, args.only.split(","))), deadline)
+    if args.vit_budget:
+        vit_e2e(args.out, args.vit_budget, deadline, args.vit_skeleton or None)
 
 
 if __name__ == "__main__":

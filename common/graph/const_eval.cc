@@ -24,7 +24,8 @@ const std::set<std::string>& UnaryOps() {
 
 const std::set<std::string>& BinaryOps() {
   static const auto* ops = new std::set<std::string>{
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "And", "Or"};
+      "Add",  "Sub",     "Mul", "Div", "Mod", "Pow", "Max",
+      "Min",  "Equal",   "Less", "Greater", "And", "Or"};
   return *ops;
 }
 
@@ -402,6 +403,13 @@ void BinaryValue(const std::string& op, const Tensor& a, int64_t ia, const Tenso
   }
   if (op == "Max") return AppendValue(out, std::max(x, y), std::max(p, q));
   if (op == "Min") return AppendValue(out, std::min(x, y), std::min(p, q));
+  // Mod (fmod = 0): integers only, the result takes the divisor's sign (Python's %). FMod (Mod
+  // with fmod = 1): C's fmod and %, the dividend's sign. EvalBinary refused zero divisors.
+  if (op == "Mod" || op == "FMod") {
+    int64_t r = q == 0 || q == -1 ? 0 : p % q;  // q is 0 for floating-point operands
+    if (op == "Mod" && r != 0 && ((r < 0) != (q < 0))) r += q;
+    return AppendValue(out, std::fmod(x, y), r);
+  }
   double power = std::pow(x, y);  // Pow
   return AppendValue(out, power, TruncateToInt64(power));
 }
@@ -414,8 +422,21 @@ absl::StatusOr<Tensor> EvalBinary(const Node& node, const Tensor& a, const Tenso
   Tensor out = MakeConstant(kLogical.count(node.op_type) ? ElemType::kBool : a.type, *out_shape);
   std::vector<int64_t> index_a = BroadcastIndices(a.shape, *out_shape);
   std::vector<int64_t> index_b = BroadcastIndices(b.shape, *out_shape);
+  std::string op = node.op_type;
+  if (op == "Mod") {
+    if (node.IntAttr("fmod", 0) == 1) {
+      op = "FMod";
+    } else if (IsFloating(a.type) || IsFloating(b.type)) {
+      return NodeError(node, "Mod of floating-point values needs fmod=1 (ONNX)");
+    }
+    if (!IsFloating(b.type)) {
+      for (int64_t divisor : b.int_data) {
+        if (divisor == 0) return NodeError(node, "integer Mod by zero");
+      }
+    }
+  }
   for (size_t i = 0; i < index_a.size(); ++i) {
-    BinaryValue(node.op_type, a, index_a[i], b, index_b[i], out);
+    BinaryValue(op, a, index_a[i], b, index_b[i], out);
   }
   return out;
 }

@@ -133,6 +133,36 @@ TEST(ConstantFoldingTest, TransposeCastRangeGatherAndArithmetic) {
   EXPECT_FLOAT_EQ(graph.tensor("scaled").float_data[3], 3.0f / std::sqrt(2.0f));
 }
 
+// Newer PyTorch exporters (2.11) write shape checks with Mod: integer Mod takes the divisor's
+// sign, fmod=1 the dividend's (C), floats need fmod=1, and a zero divisor is an error.
+TEST(ConstantFoldingTest, ModFoldsWithOnnxSigns) {
+  Graph graph = MakeGraph(
+      {IntConstant("a", {4}, {7, -7, 7, -7}), IntConstant("b", {4}, {3, 3, -3, -3}),
+       FloatConstant("x", {2}, {5.5f, -5.5f}), FloatConstant("y", {}, {2.0f})},
+      {MakeNode("Mod", "mod", {"a", "b"}, {"python_mod"}),
+       MakeNode("Mod", "fmod", {"a", "b"}, {"c_mod"}, {{"fmod", IntAttr(1)}}),
+       MakeNode("Mod", "float_fmod", {"x", "y"}, {"float_mod"}, {{"fmod", IntAttr(1)}})},
+      "python_mod");
+  graph.outputs = {"python_mod", "c_mod", "float_mod"};
+  ASSERT_TRUE(FoldConstants(graph).ok());
+  EXPECT_EQ(graph.tensor("python_mod").int_data, (std::vector<int64_t>{1, 2, -2, -1}));
+  EXPECT_EQ(graph.tensor("c_mod").int_data, (std::vector<int64_t>{1, -1, 1, -1}));
+  EXPECT_FLOAT_EQ(graph.tensor("float_mod").float_data[1], -1.5f);
+
+  for (bool float_without_fmod : {true, false}) {
+    Graph bad = MakeGraph(
+        {FloatConstant("x", {1}, {5.0f}), IntConstant("a", {1}, {5}), IntConstant("zero", {1}, {0})},
+        {float_without_fmod ? MakeNode("Mod", "bad_mod", {"x", "x"}, {"r"})
+                            : MakeNode("Mod", "bad_mod", {"a", "zero"}, {"r"})},
+        "r");
+    absl::Status status = FoldConstants(bad);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("bad_mod"), std::string::npos) << status;
+    EXPECT_NE(status.message().find(float_without_fmod ? "fmod=1" : "by zero"), std::string::npos)
+        << status;
+  }
+}
+
 // Found by fuzzing (tests/fuzz/fuzz_onnx_import): a Transpose perm that is not a permutation
 // of the input axes indexed out of range (std::out_of_range escaped from the importer).
 TEST(ConstantFoldingTest, TransposeWithABadPermIsAnErrorNotAnException) {
