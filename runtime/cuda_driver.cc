@@ -42,7 +42,19 @@ namespace gtco::runtime {
   X(event_record, cuEventRecord)                       \
   X(event_synchronize, cuEventSynchronize)             \
   X(get_error_name, cuGetErrorName)                    \
-  X(get_error_string, cuGetErrorString)
+  X(get_error_string, cuGetErrorString)                \
+  X(stream_create, cuStreamCreate)                     \
+  X(stream_destroy, cuStreamDestroy_v2)                \
+  X(stream_synchronize, cuStreamSynchronize)           \
+  X(memcpy_htod_async, cuMemcpyHtoDAsync_v2)           \
+  X(memcpy_dtoh_async, cuMemcpyDtoHAsync_v2)           \
+  X(memset_d8_async, cuMemsetD8Async)                  \
+  X(stream_begin_capture, cuStreamBeginCapture_v2)     \
+  X(stream_end_capture, cuStreamEndCapture)            \
+  X(graph_instantiate, cuGraphInstantiateWithFlags)    \
+  X(graph_launch, cuGraphLaunch)                       \
+  X(graph_exec_destroy, cuGraphExecDestroy)            \
+  X(graph_destroy, cuGraphDestroy)
 
 struct CudaDriverApi {
 #define GTCO_DECLARE_MEMBER(member, symbol) decltype(&::symbol) member = nullptr;
@@ -375,13 +387,70 @@ absl::Status CudaDriver::SetMaxDynamicSharedBytes(CudaFunction function, int64_t
                absl::StrCat("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, ", bytes, ")"));
 }
 
-absl::Status CudaDriver::Launch(CudaFunction function, const CudaLaunchDims& dims, void** params) {
+absl::Status CudaDriver::Launch(CudaFunction function, const CudaLaunchDims& dims, void** params,
+                                CudaStream stream) {
   return Check(api_->launch_kernel(
                    function, static_cast<unsigned>(dims.grid_x), static_cast<unsigned>(dims.grid_y),
                    static_cast<unsigned>(dims.grid_z), static_cast<unsigned>(dims.block_x),
                    static_cast<unsigned>(dims.block_y), static_cast<unsigned>(dims.block_z),
-                   static_cast<unsigned>(dims.dynamic_shared_bytes), nullptr, params, nullptr),
+                   static_cast<unsigned>(dims.dynamic_shared_bytes), stream, params, nullptr),
                "cuLaunchKernel");
+}
+
+absl::StatusOr<CudaStream> CudaDriver::CreateStream() {
+  CUstream stream = nullptr;
+  GTCO_RETURN_IF_ERROR(Check(api_->stream_create(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  return stream;
+}
+
+void CudaDriver::DestroyStream(CudaStream stream) {
+  if (stream != nullptr) (void)api_->stream_destroy(stream);
+}
+
+absl::Status CudaDriver::CopyToDeviceAsync(DevicePtr destination, const void* source, size_t bytes,
+                                           CudaStream stream) {
+  return Check(api_->memcpy_htod_async(static_cast<CUdeviceptr>(destination), source, bytes, stream),
+               "cuMemcpyHtoDAsync");
+}
+
+absl::Status CudaDriver::CopyToHostAsync(void* destination, DevicePtr source, size_t bytes,
+                                         CudaStream stream) {
+  return Check(api_->memcpy_dtoh_async(destination, static_cast<CUdeviceptr>(source), bytes, stream),
+               "cuMemcpyDtoHAsync");
+}
+
+absl::Status CudaDriver::FillAsync(DevicePtr destination, uint8_t value, size_t bytes,
+                                   CudaStream stream) {
+  return Check(api_->memset_d8_async(static_cast<CUdeviceptr>(destination), value, bytes, stream),
+               "cuMemsetD8Async");
+}
+
+absl::Status CudaDriver::SynchronizeStream(CudaStream stream) {
+  return Check(api_->stream_synchronize(stream), "cuStreamSynchronize");
+}
+
+absl::Status CudaDriver::BeginCapture(CudaStream stream) {
+  return Check(api_->stream_begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+               "cuStreamBeginCapture");
+}
+
+absl::StatusOr<CudaGraphExec> CudaDriver::EndCapture(CudaStream stream) {
+  CUgraph graph = nullptr;
+  GTCO_RETURN_IF_ERROR(Check(api_->stream_end_capture(stream, &graph), "cuStreamEndCapture"));
+  CUgraphExec exec = nullptr;
+  const absl::Status instantiated =
+      Check(api_->graph_instantiate(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+  (void)api_->graph_destroy(graph);
+  GTCO_RETURN_IF_ERROR(instantiated);
+  return exec;
+}
+
+absl::Status CudaDriver::LaunchGraph(CudaGraphExec graph, CudaStream stream) {
+  return Check(api_->graph_launch(graph, stream), "cuGraphLaunch");
+}
+
+void CudaDriver::DestroyGraph(CudaGraphExec graph) {
+  if (graph != nullptr) (void)api_->graph_exec_destroy(graph);
 }
 
 absl::Status CudaDriver::Synchronize() {

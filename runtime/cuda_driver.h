@@ -18,6 +18,8 @@
 struct CUmod_st;
 struct CUfunc_st;
 struct CUevent_st;
+struct CUstream_st;
+struct CUgraphExec_st;
 
 namespace gtco::runtime {
 
@@ -25,6 +27,8 @@ using DevicePtr = uint64_t;  ///< a device address (CUdeviceptr)
 using CudaModule = CUmod_st*;
 using CudaFunction = CUfunc_st*;
 using CudaEvent = CUevent_st*;
+using CudaStream = CUstream_st*;  ///< nullptr: the default (legacy) stream
+using CudaGraphExec = CUgraphExec_st*;
 
 /// The driver's entry points, resolved once per process (defined in cuda_driver.cc).
 struct CudaDriverApi;
@@ -99,10 +103,31 @@ class CudaDriver {
   /// Allows `function` to be launched with up to `bytes` of dynamic shared memory (needed above
   /// 48 KiB).
   absl::Status SetMaxDynamicSharedBytes(CudaFunction function, int64_t bytes);
-  /// Enqueues `function` on the default stream; `params` point at each kernel argument.
-  absl::Status Launch(CudaFunction function, const CudaLaunchDims& dims, void** params);
+  /// Enqueues `function` on `stream` (the default stream unless given); `params` point at each
+  /// kernel argument (copied at the call, also while a stream is captured).
+  absl::Status Launch(CudaFunction function, const CudaLaunchDims& dims, void** params,
+                      CudaStream stream = nullptr);
   /// Waits for all work; returns the first error of any of it (a faulting kernel's).
   absl::Status Synchronize();
+
+  /// A stream that does not synchronize with the default stream.
+  absl::StatusOr<CudaStream> CreateStream();
+  void DestroyStream(CudaStream stream);
+  /// Copies and fills in `stream` order (host memory may be pageable).
+  absl::Status CopyToDeviceAsync(DevicePtr destination, const void* source, size_t bytes,
+                                 CudaStream stream);
+  absl::Status CopyToHostAsync(void* destination, DevicePtr source, size_t bytes,
+                               CudaStream stream);
+  absl::Status FillAsync(DevicePtr destination, uint8_t value, size_t bytes, CudaStream stream);
+  /// Waits for `stream`'s work; the first error of it.
+  absl::Status SynchronizeStream(CudaStream stream);
+  /// CUDA graphs: between BeginCapture and EndCapture, this thread's launches on `stream` are
+  /// recorded instead of run (thread-local capture mode); EndCapture instantiates the recording
+  /// as one executable graph, which LaunchGraph replays on a stream with one call.
+  absl::Status BeginCapture(CudaStream stream);
+  absl::StatusOr<CudaGraphExec> EndCapture(CudaStream stream);
+  absl::Status LaunchGraph(CudaGraphExec graph, CudaStream stream);
+  void DestroyGraph(CudaGraphExec graph);
 
   absl::StatusOr<CudaEvent> CreateEvent();
   void DestroyEvent(CudaEvent event);

@@ -1,9 +1,10 @@
 // CUDA artifacts: modules from the code section, weights and one arena on the GPU, steps launched
-// in order on the default stream.
+// in order on one stream, replayed as a CUDA graph after the first run.
 #include "runtime/cuda_model.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -78,9 +79,17 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const Manifes
   return executor;
 }
 
+/// False when GTCO_CUDA_GRAPHS is "0": every run launches its steps one by one.
+static bool GraphsEnabled() {
+  const char* setting = std::getenv("GTCO_CUDA_GRAPHS");
+  return setting == nullptr || std::string(setting) != "0";
+}
+
 CudaExecutor::~CudaExecutor() {
   if (driver_ == nullptr) return;
   (void)driver_->Activate();
+  driver_->DestroyGraph(graph_);
+  driver_->DestroyStream(stream_);
   weights_ = DeviceBuffer();
   arena_ = DeviceBuffer();
   gather_errors_ = DeviceBuffer();
@@ -129,6 +138,7 @@ absl::Status CudaExecutor::Prepare(std::string_view code, std::string_view weigh
     GTCO_RETURN_IF_ERROR(driver_->CopyToDevice(weights_.pointer(), weights.data(), weights.size()));
   }
   GTCO_ASSIGN_OR_RETURN(arena_, DeviceBuffer::Allocate(driver_.get(), m.arena_bytes));
+  GTCO_ASSIGN_OR_RETURN(stream_, driver_->CreateStream());
   for (const StepSpec& step : m.steps) gathers_ += step.op == "gather" ? 1 : 0;
   GTCO_ASSIGN_OR_RETURN(gather_errors_,
                         DeviceBuffer::Allocate(driver_.get(), sizeof(int) * std::max(gathers_, 1)));
@@ -147,7 +157,7 @@ absl::Status CudaExecutor::RunStep(const StepSpec& step, int* gather_slot) {
   DevicePtr out_data = Data(step.outputs[0]);
   const int64_t elem = ElemSize(out.dtype);
   auto launch = [&](CudaFunction function, int64_t work, std::vector<void*> params) {
-    return driver_->Launch(function, StepDims(work), params.data());
+    return driver_->Launch(function, StepDims(work), params.data(), stream_);
   };
   auto copy = [&](DevicePtr src, const CudaCopyParams& p) {
     DevicePtr dst = out_data;
@@ -168,7 +178,7 @@ absl::Status CudaExecutor::RunStep(const StepSpec& step, int* gather_slot) {
     dims.block_y = static_cast<int>(kernel.block[1]);
     dims.block_z = static_cast<int>(kernel.block[2]);
     dims.dynamic_shared_bytes = kernel.shared_bytes;
-    return driver_->Launch(kernels_[step.kernel], dims, params.data());
+    return driver_->Launch(kernels_[step.kernel], dims, params.data(), stream_);
   }
   if (step.op == "copy") {
     const std::vector<int64_t> flat = {out.NumElements()}, unit = {1};
@@ -249,6 +259,30 @@ absl::Status CudaExecutor::RunStep(const StepSpec& step, int* gather_slot) {
   return absl::InternalError(absl::StrCat("step '", step.node, "' has unknown op '", step.op, "'"));
 }
 
+absl::Status CudaExecutor::LaunchSteps() {
+  int gather_slot = 0;
+  for (const StepSpec& step : manifest_.steps) {
+    absl::Status launched = RunStep(step, &gather_slot);
+    if (!launched.ok()) {
+      return absl::Status(launched.code(),
+                          absl::StrCat("step '", step.node, "': ", launched.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::CaptureGraph() {
+  graph_tried_ = true;
+  GTCO_RETURN_IF_ERROR(driver_->BeginCapture(stream_));
+  const absl::Status launched = LaunchSteps();
+  // The capture is ended whatever happened, so the stream leaves capture mode.
+  absl::StatusOr<CudaGraphExec> graph = driver_->EndCapture(stream_);
+  GTCO_RETURN_IF_ERROR(launched);
+  GTCO_RETURN_IF_ERROR(graph.status());
+  graph_ = *graph;
+  return absl::OkStatus();
+}
+
 absl::Status CudaExecutor::Run(const std::vector<HostTensor>& inputs,
                                const std::vector<void*>& outputs, std::vector<StepTime>* profile) {
   std::lock_guard<std::mutex> lock(run_mutex_);
@@ -259,30 +293,43 @@ absl::Status CudaExecutor::Run(const std::vector<HostTensor>& inputs,
         "a new process)");
   }
   GTCO_RETURN_IF_ERROR(driver_->Activate());
-  GTCO_RETURN_IF_ERROR(driver_->Fill(gather_errors_.pointer(), 0, gather_errors_.bytes()));
+  GTCO_RETURN_IF_ERROR(
+      driver_->FillAsync(gather_errors_.pointer(), 0, gather_errors_.bytes(), stream_));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorSpec& t = m.tensors[m.inputs[i]];
-    GTCO_RETURN_IF_ERROR(driver_->CopyToDevice(Data(m.inputs[i]), inputs[i].data, t.Bytes()));
+    GTCO_RETURN_IF_ERROR(
+        driver_->CopyToDeviceAsync(Data(m.inputs[i]), inputs[i].data, t.Bytes(), stream_));
   }
-  int gather_slot = 0;
-  for (const StepSpec& step : m.steps) {
-    const auto start = std::chrono::steady_clock::now();
-    absl::Status launched = RunStep(step, &gather_slot);
-    if (!launched.ok()) {
-      return absl::Status(launched.code(),
-                          absl::StrCat("step '", step.node, "': ", launched.message()));
-    }
-    if (profile != nullptr) {
-      GTCO_RETURN_IF_ERROR(driver_->Synchronize());
+  if (profile != nullptr) {
+    int gather_slot = 0;
+    GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
+    for (const StepSpec& step : m.steps) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::Status launched = RunStep(step, &gather_slot);
+      if (!launched.ok()) {
+        return absl::Status(launched.code(),
+                            absl::StrCat("step '", step.node, "': ", launched.message()));
+      }
+      GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
       const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
       profile->push_back(StepTimeOf(m, step, seconds.count()));
     }
+  } else {
+    // A refused recording is not an error of the run: its steps are launched one by one. An
+    // error that lost the context is, and shows at the synchronization below.
+    if (!graph_tried_ && GraphsEnabled()) (void)CaptureGraph();
+    if (graph_ != nullptr) {
+      GTCO_RETURN_IF_ERROR(driver_->LaunchGraph(graph_, stream_));
+    } else {
+      GTCO_RETURN_IF_ERROR(LaunchSteps());
+    }
   }
-  GTCO_RETURN_IF_ERROR(driver_->Synchronize());
+  GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
   if (gathers_ > 0) {
     std::vector<int> errors(gathers_, 0);
-    GTCO_RETURN_IF_ERROR(
-        driver_->CopyToHost(errors.data(), gather_errors_.pointer(), sizeof(int) * gathers_));
+    GTCO_RETURN_IF_ERROR(driver_->CopyToHostAsync(errors.data(), gather_errors_.pointer(),
+                                                  sizeof(int) * gathers_, stream_));
+    GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
     int slot = 0;
     for (const StepSpec& step : m.steps) {
       if (step.op != "gather") continue;
@@ -297,9 +344,10 @@ absl::Status CudaExecutor::Run(const std::vector<HostTensor>& inputs,
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorSpec& t = m.tensors[m.outputs[i]];
-    GTCO_RETURN_IF_ERROR(driver_->CopyToHost(outputs[i], Data(m.outputs[i]), t.Bytes()));
+    GTCO_RETURN_IF_ERROR(
+        driver_->CopyToHostAsync(outputs[i], Data(m.outputs[i]), t.Bytes(), stream_));
   }
-  return absl::OkStatus();
+  return driver_->SynchronizeStream(stream_);
 }
 
 }  // namespace gtco::runtime

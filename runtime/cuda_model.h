@@ -32,8 +32,12 @@ class CudaExecutor {
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
 
-  /// One run: inputs to the GPU, every step in order on the default stream, outputs back.
-  /// Runs are serialized (one device arena). `inputs` were checked against the manifest.
+  /// One run: inputs to the GPU, every step in order on the executor's stream, outputs back.
+  /// The first run without `profile` records the steps' launches as a CUDA graph, and later
+  /// runs launch that graph (one call instead of one per step; the arena and weights stay put,
+  /// so the recorded arguments stay valid); GTCO_CUDA_GRAPHS=0 turns this off, and a recording
+  /// the driver refuses falls back to launching step by step. Profiled runs launch step by
+  /// step. Runs are serialized (one device arena). `inputs` were checked against the manifest.
   /// INVALID_ARGUMENT for a gather index out of range (naming the step); INTERNAL for a kernel
   /// fault (after which the process cannot use the GPU again).
   absl::Status Run(const std::vector<HostTensor>& inputs, const std::vector<void*>& outputs,
@@ -45,6 +49,10 @@ class CudaExecutor {
   absl::Status Prepare(std::string_view code, std::string_view weights);
   DevicePtr Data(int tensor) const;
   absl::Status RunStep(const StepSpec& step, int* gather_slot);
+  /// Launches every step on stream_, naming the step that fails.
+  absl::Status LaunchSteps();
+  /// Records LaunchSteps as graph_; on failure graph_ stays null (and the stream usable).
+  absl::Status CaptureGraph();
 
   const Manifest& manifest_;
   std::unique_ptr<CudaDriver> driver_;
@@ -53,6 +61,9 @@ class CudaExecutor {
   CudaFunction copy_ = nullptr, gather_ = nullptr, cast_ = nullptr, broadcast_ = nullptr;
   DeviceBuffer weights_, arena_, gather_errors_;
   int gathers_ = 0;  ///< gather steps: one error slot each
+  CudaStream stream_ = nullptr;
+  CudaGraphExec graph_ = nullptr;  ///< the recorded steps, once a run made it
+  bool graph_tried_ = false;       ///< a recording was attempted (made or refused)
   std::mutex run_mutex_;
 };
 

@@ -203,6 +203,14 @@ def vit_e2e(out, budget, deadline=None, skeleton=None):
             if run.returncode == 0:
                 import numpy as np
                 result["gtco_median_ms"] = json.loads(run.stdout)["median_seconds"] * 1e3
+                # The same artifact launched step by step (no CUDA graph), then with it again.
+                for key, graphs in (("gtco_median_ms_stepwise", "0"), ("gtco_median_ms_graph_again", "1")):
+                    timed = subprocess.run([farm_lib.RUN, artifact, "--input",
+                                            "image=" + os.path.join(directory, "image.npy"),
+                                            "--bench", "50", "--json"], capture_output=True, text=True,
+                                           timeout=600, env=dict(os.environ, GTCO_CUDA_GRAPHS=graphs))
+                    if timed.returncode == 0:
+                        result[key] = json.loads(timed.stdout)["median_seconds"] * 1e3
                 got = np.load(os.path.join(out_dir, "logits.npy"))
                 want = np.load(os.path.join(directory, "ort_output.npy"))
                 result["max_abs_diff_vs_onnxruntime"] = float(np.max(np.abs(got - want)))

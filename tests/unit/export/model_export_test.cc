@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -533,6 +534,30 @@ TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
           ASSERT_NEAR(got[j], want[j], 2e-2 + 2e-2 * std::fabs(want[j]))
               << "output " << i << " element " << j;
         }
+      }
+      // The first run recorded the steps as a CUDA graph; later runs replay it. Replays of new
+      // inputs must give what launching step by step (GTCO_CUDA_GRAPHS=0) gives, bit for bit.
+      auto shifted = values;
+      for (auto& input : shifted) {
+        for (float& value : input) value = 0.5f * value + 0.25f;
+      }
+      absl::StatusOr<std::vector<runtime::OutputTensor>> replayed =
+          (*gpu)->Run(Host((*gpu)->manifest(), shifted));
+      ASSERT_TRUE(replayed.ok()) << replayed.status();
+      absl::StatusOr<std::vector<runtime::OutputTensor>> again =
+          (*gpu)->Run(Host((*gpu)->manifest(), values));
+      ASSERT_TRUE(again.ok()) << again.status();
+      ::setenv("GTCO_CUDA_GRAPHS", "0", 1);
+      absl::StatusOr<std::unique_ptr<runtime::Model>> stepwise = runtime::Model::Load(path);
+      ASSERT_TRUE(stepwise.ok()) << stepwise.status();
+      absl::StatusOr<std::vector<runtime::OutputTensor>> direct =
+          (*stepwise)->Run(Host((*stepwise)->manifest(), shifted));
+      ::unsetenv("GTCO_CUDA_GRAPHS");
+      ASSERT_TRUE(direct.ok()) << direct.status();
+      for (size_t i = 0; i < actual->size(); ++i) {
+        EXPECT_EQ((*again)[i].bytes, (*actual)[i].bytes) << "output " << i;
+        EXPECT_EQ((*replayed)[i].bytes, (*direct)[i].bytes) << "output " << i;
+        EXPECT_NE((*replayed)[i].bytes, (*actual)[i].bytes) << "output " << i;
       }
     }
   }

@@ -4,6 +4,8 @@
 // (out = in + 1, one thread per element), fake_copy (out = in: a wrong result), fake_fault (an
 // illegal address: every later call fails, like a lost context), fake_hang (never returns).
 // Launches with more than 48 KiB of dynamic shared memory fail unless the function opted in.
+// Streams are synchronous (their copies happen at the call); graph capture is not supported, as on
+// a driver that refuses a recording, so the runtime launches step by step.
 #include <cuda.h>
 #include <unistd.h>
 
@@ -195,6 +197,31 @@ CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y, u
   }
   return CUDA_SUCCESS;
 }
+
+CUresult cuStreamCreate(CUstream* stream, unsigned int) {
+  static int dummy = 0;
+  *stream = reinterpret_cast<CUstream>(&dummy);
+  return g_sticky;
+}
+CUresult cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(CUstream) { return g_sticky; }
+CUresult cuMemcpyHtoDAsync(CUdeviceptr destination, const void* source, size_t bytes, CUstream) {
+  return cuMemcpyHtoD(destination, source, bytes);
+}
+CUresult cuMemcpyDtoHAsync(void* destination, CUdeviceptr source, size_t bytes, CUstream) {
+  return cuMemcpyDtoH(destination, source, bytes);
+}
+CUresult cuMemsetD8Async(CUdeviceptr destination, unsigned char value, size_t bytes, CUstream) {
+  return cuMemsetD8(destination, value, bytes);
+}
+CUresult cuStreamBeginCapture(CUstream, CUstreamCaptureMode) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuStreamEndCapture(CUstream, CUgraph*) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuGraphLaunch(CUgraphExec, CUstream) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuGraphExecDestroy(CUgraphExec) { return CUDA_SUCCESS; }
+CUresult cuGraphDestroy(CUgraph) { return CUDA_SUCCESS; }
 
 CUresult cuEventCreate(CUevent* event, unsigned int) {
   *event = new CUevent_st{0.0};
