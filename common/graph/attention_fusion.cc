@@ -196,6 +196,21 @@ std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
   match.q = scores_mm.inputs[0];
   match.k = scores_mm.inputs[1];
   match.v = out_mm.inputs[1];
+  // A scalar scale of Q or of K^T (PyTorch's MultiheadAttention divides Q by sqrt(d) before the
+  // scores MatMul) scales the scores alike: it joins the attention's scale.
+  for (std::string* operand : {&match.q, &match.k}) {
+    std::string unscaled = *operand;
+    int reader = scores_matmul;
+    double factor = 1.0;
+    std::vector<int> scale_nodes;
+    if (OnlyReadBy(unscaled, scores_matmul) &&
+        MatchScale(unscaled, reader, factor, scale_nodes) && !scale_nodes.empty() &&
+        std::isfinite(static_cast<float>(scale * factor))) {
+      scale *= factor;
+      *operand = unscaled;
+      match.nodes.insert(match.nodes.end(), scale_nodes.begin(), scale_nodes.end());
+    }
+  }
   for (const std::string& tensor : {match.q, match.k, match.v, out_mm.outputs.at(0)}) {
     if (!IsF32(tensor)) return std::nullopt;
   }

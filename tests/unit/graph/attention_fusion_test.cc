@@ -65,6 +65,8 @@ struct AttentionGraphSpec {
   bool mask = false;             ///< an Add of a mask between scale and Softmax
   std::vector<int64_t> mask_shape = {16};
   bool residual = false;         ///< out = attention + r
+  bool scale_q = false;          ///< Q divided by sqrt(32) before the scores MatMul (PyTorch MHA)
+  bool scaled_q_is_output = false;  ///< that scaled Q is also a graph output
 };
 
 Graph AttentionGraph(const AttentionGraphSpec& spec) {
@@ -79,7 +81,11 @@ Graph AttentionGraph(const AttentionGraphSpec& spec) {
   } else {
     tensors.push_back(Activation("kt", {1, 2, 32, 16}));
   }
-  nodes.push_back(MakeNode("MatMul", "scores", {"q", "kt"}, {"s"}));
+  if (spec.scale_q) {
+    tensors.push_back(FloatConstant("root_d", {}, {std::sqrt(32.0)}));
+    nodes.push_back(MakeNode("Div", "q_scale", {"q", "root_d"}, {"qs"}));
+  }
+  nodes.push_back(MakeNode("MatMul", "scores", {spec.scale_q ? "qs" : "q", "kt"}, {"s"}));
   std::string scaled = "s";
   if (spec.scale_op == "Div") {
     nodes.push_back(MakeNode("Div", "scale", {"s", "c"}, {"s2"}));
@@ -106,6 +112,7 @@ Graph AttentionGraph(const AttentionGraphSpec& spec) {
     outputs = {"out"};
   }
   if (spec.probs_is_output) outputs.push_back("p");
+  if (spec.scaled_q_is_output) outputs.push_back("qs");
   return Build(std::move(tensors), std::move(nodes), std::move(outputs));
 }
 
@@ -227,6 +234,36 @@ TEST(AttentionFusionTest, ScaleVariantsAndTransposedK) {
   EXPECT_EQ(planned[0].workload.attention.scale, 1.0f);
   EXPECT_EQ(planned[0].node_names,
             (std::vector<std::string>{"k_t", "scores", "softmax", "context"}));
+}
+
+// PyTorch's MultiheadAttention scales Q, not the scores: the Div joins the attention's scale (and
+// its kernel), unless something else reads the scaled Q.
+TEST(AttentionFusionTest, AScaleOfQJoinsTheAttentionScale) {
+  AttentionGraphSpec q_only;
+  q_only.scale_q = true;
+  q_only.scale_op = "";
+  std::vector<PlannedWorkload> planned = Plan(AttentionGraph(q_only), target::Target::kCuda);
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_EQ(planned[0].workload.anchor, AnchorKind::kAttention);
+  EXPECT_FLOAT_EQ(planned[0].workload.attention.scale, 1.0f / std::sqrt(32.0f));
+  EXPECT_EQ(planned[0].input_tensors[0], "q");
+  EXPECT_EQ(planned[0].node_names,
+            (std::vector<std::string>{"k_t", "q_scale", "scores", "softmax", "context"}));
+
+  AttentionGraphSpec both;
+  both.scale_q = true;
+  planned = Plan(AttentionGraph(both), target::Target::kCuda);
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_FLOAT_EQ(planned[0].workload.attention.scale, 1.0f / 32.0f);
+
+  AttentionGraphSpec shared;
+  shared.scale_q = true;
+  shared.scaled_q_is_output = true;
+  planned = Plan(AttentionGraph(shared), target::Target::kCuda);
+  ASSERT_EQ(planned.size(), 2u);  // the Div stays an element-wise workload of its own
+  EXPECT_EQ(Anchors(planned), (std::vector<AnchorKind>{AnchorKind::kNone, AnchorKind::kAttention}));
+  EXPECT_EQ(planned[1].input_tensors[0], "qs");
+  EXPECT_FLOAT_EQ(planned[1].workload.attention.scale, 1.0f / std::sqrt(32.0f));
 }
 
 TEST(AttentionFusionTest, EpilogueAfterTheAttentionJoinsIt) {
