@@ -141,7 +141,7 @@ int Run(int argc, char** argv) {
   const target::HardwareInfo& gpu = (*measurer)->hardware();
   std::vector<Timing> timings;
   for (const Row& row : *rows) {
-    Timing timing{row.name, row.kind, row.workload.Description()};
+    Timing timing{row.name, row.kind, row.workload.Description(), 0, 0, 0, ""};
     timing.flops = static_cast<double>(row.workload.Flops());
     absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(row.trace);
     absl::StatusOr<kernels::CudaKernel> kernel =

@@ -325,6 +325,12 @@ llvm::Value* FunctionEmitter::AnyLaneMask(llvm::Value* mask) {
   return builder_.CreateVectorSplat(1, builder_.CreateOrReduce(mask));
 }
 
+llvm::Value* FunctionEmitter::ElementAddress(llvm::Type* elem_type, llvm::Value* pointer,
+                                             llvm::Value* index, llvm::Value* mask) {
+  return mask == nullptr ? builder_.CreateInBoundsGEP(elem_type, pointer, index)
+                         : builder_.CreateGEP(elem_type, pointer, index);
+}
+
 absl::StatusOr<BufferBinding> FunctionEmitter::LookupBuffer(const std::string& name) {
   auto it = buffers_.find(name);
   if (it == buffers_.end()) {
@@ -382,7 +388,7 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
   const llvm::Align align(elem_bytes);
   llvm::Value* mask = vector_ != nullptr ? vector_->mask : nullptr;
   if (index.uniform()) {
-    llvm::Value* address = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value);
+    llvm::Value* address = ElementAddress(elem_type, buffer.pointer, index.value, mask);
     if (mask == nullptr) {
       return EmitValue::Uniform(builder_.CreateAlignedLoad(scalar_type, address, align));
     }
@@ -394,7 +400,7 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
   }
   auto* vector_type = llvm::FixedVectorType::get(scalar_type, vector_->lanes);
   if (index.shape == EmitValue::Shape::kRamp && index.stride == per_access) {
-    llvm::Value* address = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value);
+    llvm::Value* address = ElementAddress(elem_type, buffer.pointer, index.value, mask);
     if (mask == nullptr) {
       return EmitValue::Vector(builder_.CreateAlignedLoad(vector_type, address, align));
     }
@@ -423,7 +429,8 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
     if (mask != nullptr) {
       wide_mask = builder_.CreateAnd(builder_.CreateShuffleVector(mask, spread), wide_mask);
     }
-    llvm::Value* address = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value);
+    // Always masked: the first lane's element may lie outside the buffer when masked off.
+    llvm::Value* address = builder_.CreateGEP(elem_type, buffer.pointer, index.value);
     llvm::Value* loaded = builder_.CreateMaskedLoad(
         wide_type, address, align, wide_mask,
         mask == nullptr ? llvm::PoisonValue::get(wide_type)
@@ -432,7 +439,7 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitLoad(const ir::ExprNode& expr) {
     for (int64_t lane = 0; lane < lanes; ++lane) picks.push_back(static_cast<int>(lane * stride));
     return EmitValue::Vector(builder_.CreateShuffleVector(loaded, picks));
   }
-  llvm::Value* addresses = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, ToVector(index));
+  llvm::Value* addresses = ElementAddress(elem_type, buffer.pointer, ToVector(index), mask);
   if (mask == nullptr)
     mask = llvm::Constant::getAllOnesValue(
         llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));

@@ -117,6 +117,12 @@ class FunctionEmitter {
   llvm::Value* ToVector(const EmitValue& value);
   /// <1 x i1>: whether any lane of `mask` is active.
   llvm::Value* AnyLaneMask(llvm::Value* mask);
+  /// The address of element(s) `index` of `pointer`: an inbounds GEP when every lane accesses
+  /// it, a plain one under a lane `mask`, where a masked-off lane's element (the first lane's,
+  /// which a contiguous access takes as its base) may lie outside the buffer, and an inbounds
+  /// GEP would make the address poison.
+  llvm::Value* ElementAddress(llvm::Type* elem_type, llvm::Value* pointer, llvm::Value* index,
+                              llvm::Value* mask);
   absl::StatusOr<BufferBinding> LookupBuffer(const std::string& name);
   absl::Status CheckConstantIndex(const std::string& buffer, const BufferBinding& binding,
                                   const EmitValue& index, int64_t elements_per_access = 1);

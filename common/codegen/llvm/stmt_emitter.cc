@@ -233,13 +233,13 @@ absl::Status FunctionEmitter::EmitStore(const ir::StmtNode& store) {
   if (index.uniform() && value.uniform()) {
     // Same element, same value in every active lane: one store iff some lane is active.
     builder_.CreateMaskedStore(builder_.CreateVectorSplat(1, value.value),
-                               builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value),
+                               ElementAddress(elem_type, buffer.pointer, index.value, mask),
                                align, AnyLaneMask(mask));
     return absl::OkStatus();
   }
   llvm::Value* vector_value = ToVector(value);
   if (index.shape == EmitValue::Shape::kRamp && index.stride == 1) {
-    llvm::Value* address = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, index.value);
+    llvm::Value* address = ElementAddress(elem_type, buffer.pointer, index.value, mask);
     if (mask == nullptr) {
       builder_.CreateAlignedStore(vector_value, address, align);
     } else {
@@ -248,7 +248,7 @@ absl::Status FunctionEmitter::EmitStore(const ir::StmtNode& store) {
     return absl::OkStatus();
   }
   // Scatter; overlapping lanes are written in lane order, so the last lane wins.
-  llvm::Value* addresses = builder_.CreateInBoundsGEP(elem_type, buffer.pointer, ToVector(index));
+  llvm::Value* addresses = ElementAddress(elem_type, buffer.pointer, ToVector(index), mask);
   if (mask == nullptr) {
     mask = llvm::Constant::getAllOnesValue(
         llvm::FixedVectorType::get(builder_.getInt1Ty(), vector_->lanes));

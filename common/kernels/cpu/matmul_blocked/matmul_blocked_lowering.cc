@@ -244,8 +244,8 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
   // The tiles of one column panel starting at j0: full row tiles, then the row tail.
   auto column = [&](const std::string& tag, int64_t vecs, const Expr& j0, int64_t b_width,
                     bool masked) {
-    TileSpec full{tag, plan_.mr, vecs,    i_begin + it * MakeInt(plan_.mr),
-                  j0,  nullptr,  b_width, masked};
+    TileSpec full{tag,    plan_.mr, vecs,   i_begin + it * MakeInt(plan_.mr), j0, nullptr,
+                  b_width, masked,   kBPack, nullptr};
     if (plan_.prepacked_b) {
       // This column tile's panel of the current K block in the pre-packed B (PrepackB).
       full.b_buffer = InputName(1);
@@ -256,7 +256,8 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
     std::vector<Stmt> stmts = {
         LoopOrSkip("it", MakeInt(0), row_tiles, ForKind::kSerial, Tile(full))};
     if (plan_.row_tail > 0) {
-      TileSpec tail{tag + "t", plan_.row_tail, vecs, tail_i0, j0, nullptr, b_width, masked};
+      TileSpec tail{tag + "t", plan_.row_tail, vecs, tail_i0, j0, nullptr, b_width, masked,
+                    kBPack,    nullptr};
       tail.b_buffer = full.b_buffer;
       tail.b_base = full.b_base;
       if (plan_.pack_a) tail.a_pack_base = row_tiles * MakeInt(plan_.mr * plan_.kc);
