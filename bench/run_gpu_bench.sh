@@ -135,6 +135,9 @@ run() {
   # GPU_SKIP_INTEGRATION=1: no transformer-block run; GPU_VIT_SKELETON: the ViT graph exported by
   # this machine's PyTorch with its weights stripped (vit_model.py skeleton), used instead of one
   # exported there (PyTorch 2.11's TorchScript exporter writes shape checks with Mod).
+  if [ -z "${GPU_VIT_SKELETON:-}" ] && [ -f gpu-pack/vit_b_16.skeleton.onnx ]; then
+    GPU_VIT_SKELETON=gpu-pack/vit_b_16.skeleton.onnx  # made by pack
+  fi
   PYTHONUNBUFFERED=1 python3 bench/gpu/gpu_farm.py --out "$out" \
     --e2e-budget "${GPU_E2E_BUDGET:-300}" --budget "${GPU_BUDGET:-200}" \
     --vit-budget "${GPU_VIT_BUDGET:-0}" ${GPU_RETIME:+--retime "$GPU_RETIME"} \
