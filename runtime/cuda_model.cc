@@ -88,6 +88,8 @@ static bool GraphsEnabled() {
 CudaExecutor::~CudaExecutor() {
   if (driver_ == nullptr) return;
   (void)driver_->Activate();
+  // A run that returned early (a launch error) may have left work queued on the stream.
+  if (stream_ != nullptr) (void)driver_->SynchronizeStream(stream_);
   driver_->DestroyGraph(graph_);
   driver_->DestroyStream(stream_);
   weights_ = DeviceBuffer();
@@ -133,12 +135,16 @@ absl::Status CudaExecutor::Prepare(std::string_view code, std::string_view weigh
     }
     kernels_.push_back(entry);
   }
+  GTCO_ASSIGN_OR_RETURN(stream_, driver_->CreateStream());
   GTCO_ASSIGN_OR_RETURN(weights_, DeviceBuffer::Allocate(driver_.get(), weights.size()));
   if (!weights.empty()) {
-    GTCO_RETURN_IF_ERROR(driver_->CopyToDevice(weights_.pointer(), weights.data(), weights.size()));
+    // On the runs' stream, waited for: a copy from pageable memory on the default stream may
+    // still be in flight when it returns, and the runs' stream does not wait for that one.
+    GTCO_RETURN_IF_ERROR(
+        driver_->CopyToDeviceAsync(weights_.pointer(), weights.data(), weights.size(), stream_));
+    GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
   }
   GTCO_ASSIGN_OR_RETURN(arena_, DeviceBuffer::Allocate(driver_.get(), m.arena_bytes));
-  GTCO_ASSIGN_OR_RETURN(stream_, driver_->CreateStream());
   for (const StepSpec& step : m.steps) gathers_ += step.op == "gather" ? 1 : 0;
   GTCO_ASSIGN_OR_RETURN(gather_errors_,
                         DeviceBuffer::Allocate(driver_.get(), sizeof(int) * std::max(gathers_, 1)));
@@ -277,7 +283,11 @@ absl::Status CudaExecutor::CaptureGraph() {
   const absl::Status launched = LaunchSteps();
   // The capture is ended whatever happened, so the stream leaves capture mode.
   absl::StatusOr<CudaGraphExec> graph = driver_->EndCapture(stream_);
-  GTCO_RETURN_IF_ERROR(launched);
+  if (!launched.ok()) {
+    // A step refused on the host side leaves a valid, partial recording: not kept.
+    if (graph.ok()) driver_->DestroyGraph(*graph);
+    return launched;
+  }
   GTCO_RETURN_IF_ERROR(graph.status());
   graph_ = *graph;
   return absl::OkStatus();

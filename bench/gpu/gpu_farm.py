@@ -241,7 +241,8 @@ def retime(out, traces):
     with open(merged, "w") as file:
         for path in traces:
             with open(path) as source:
-                file.write(source.read())
+                text = source.read()
+                file.write(text if text.endswith("\n") or not text else text + "\n")
     subprocess.run([os.path.join(bin_dir, "gpu_vs_vendor"), "--traces", merged, "--markdown",
                     os.path.join(out, "retime_gpu_vs_vendor.md")], check=False)
 

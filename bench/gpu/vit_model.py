@@ -132,8 +132,11 @@ if __name__ == "__main__":
         with tempfile.TemporaryDirectory() as scratch:
             model, image = model_and_input()
             source = os.path.join(scratch, "vit_b_16.onnx")
-            torch.onnx.export(model, (image,), source, opset_version=17, input_names=["image"],
-                              output_names=["logits"])
+            kwargs = dict(opset_version=17, input_names=["image"], output_names=["logits"])
+            try:
+                torch.onnx.export(model, (image,), source, dynamo=False, **kwargs)
+            except TypeError:  # a PyTorch without the dynamo switch (Debian's 1.13)
+                torch.onnx.export(model, (image,), source, **kwargs)
             skeleton(source, sys.argv[2])
     elif sys.argv[1] == "skeleton":
         skeleton(sys.argv[2], sys.argv[3])

@@ -203,8 +203,10 @@ std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
     int reader = scores_matmul;
     double factor = 1.0;
     std::vector<int> scale_nodes;
+    // (Q and K^T may be one scaled tensor: its scale node is taken once, for Q.)
     if (OnlyReadBy(unscaled, scores_matmul) &&
         MatchScale(unscaled, reader, factor, scale_nodes) && !scale_nodes.empty() &&
+        std::find(match.nodes.begin(), match.nodes.end(), scale_nodes[0]) == match.nodes.end() &&
         std::isfinite(static_cast<float>(scale * factor))) {
       scale *= factor;
       *operand = unscaled;
