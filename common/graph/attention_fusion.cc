@@ -71,9 +71,9 @@ class Matcher {
   /// and `scale` and `nodes` take it in. False when a Mul/Div is there but is no usable scale.
   bool MatchScale(std::string& scores, int& reader, double& scale, std::vector<int>& nodes) const;
 
-  /// Absorbs a Transpose(perm = [..., r-1, r-2]) producing `k_t` when the scores MatMul
-  /// `scores_matmul` is its only reader.
-  void MatchKTranspose(int scores_matmul, AttentionMatch& match) const;
+  /// Absorbs a Transpose(perm = [..., r-1, r-2]) producing match.k (K^T) when `k_reader` (the
+  /// scores MatMul, or the scale of K^T the match took in) is its only reader.
+  void MatchKTranspose(int k_reader, AttentionMatch& match) const;
 
   /// Follows an optional Add of a mask back from `scores` (the Softmax input, read by
   /// `reader`), like MatchScale; sets match.mask and params.mask_groups. False when the Add
@@ -142,10 +142,10 @@ bool Matcher::MatchMask(std::string& scores, int& reader, AttentionMatch& match)
   return false;
 }
 
-void Matcher::MatchKTranspose(int scores_matmul, AttentionMatch& match) const {
-  const std::string& k_t = NodeAt(scores_matmul).inputs[1];
+void Matcher::MatchKTranspose(int k_reader, AttentionMatch& match) const {
+  const std::string k_t = match.k;
   const int producer = Producer(k_t);
-  if (producer < 0 || NodeAt(producer).op_type != "Transpose" || !OnlyReadBy(k_t, scores_matmul)) {
+  if (producer < 0 || NodeAt(producer).op_type != "Transpose" || !OnlyReadBy(k_t, k_reader)) {
     return;
   }
   const Node& transpose = NodeAt(producer);
@@ -198,6 +198,7 @@ std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
   match.v = out_mm.inputs[1];
   // A scalar scale of Q or of K^T (PyTorch's MultiheadAttention divides Q by sqrt(d) before the
   // scores MatMul) scales the scores alike: it joins the attention's scale.
+  int k_reader = scores_matmul;
   for (std::string* operand : {&match.q, &match.k}) {
     std::string unscaled = *operand;
     int reader = scores_matmul;
@@ -210,6 +211,7 @@ std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
         std::isfinite(static_cast<float>(scale * factor))) {
       scale *= factor;
       *operand = unscaled;
+      if (operand == &match.k) k_reader = reader;
       match.nodes.insert(match.nodes.end(), scale_nodes.begin(), scale_nodes.end());
     }
   }
@@ -235,7 +237,7 @@ std::optional<AttentionMatch> Matcher::MatchAt(int softmax_index) const {
   p.value_dim = v[rank - 1];
   p.scale = static_cast<float>(scale);
   p.k_transposed = true;
-  if (options_.absorb_k_transpose) MatchKTranspose(scores_matmul, match);
+  if (options_.absorb_k_transpose) MatchKTranspose(k_reader, match);
   std::sort(match.nodes.begin(), match.nodes.end());
   return match;
 }

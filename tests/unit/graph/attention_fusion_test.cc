@@ -67,6 +67,7 @@ struct AttentionGraphSpec {
   bool residual = false;         ///< out = attention + r
   bool scale_q = false;          ///< Q divided by sqrt(32) before the scores MatMul (PyTorch MHA)
   bool scaled_q_is_output = false;  ///< that scaled Q is also a graph output
+  bool scale_kt = false;  ///< K^T multiplied by 1/sqrt(32) too (PyTorch 2's SDPA export)
 };
 
 Graph AttentionGraph(const AttentionGraphSpec& spec) {
@@ -85,7 +86,12 @@ Graph AttentionGraph(const AttentionGraphSpec& spec) {
     tensors.push_back(FloatConstant("root_d", {}, {std::sqrt(32.0)}));
     nodes.push_back(MakeNode("Div", "q_scale", {"q", "root_d"}, {"qs"}));
   }
-  nodes.push_back(MakeNode("MatMul", "scores", {spec.scale_q ? "qs" : "q", "kt"}, {"s"}));
+  if (spec.scale_kt) {
+    tensors.push_back(FloatConstant("inv_root_d", {}, {1.0 / std::sqrt(32.0)}));
+    nodes.push_back(MakeNode("Mul", "kt_scale", {"kt", "inv_root_d"}, {"kts"}));
+  }
+  nodes.push_back(MakeNode("MatMul", "scores",
+                           {spec.scale_q ? "qs" : "q", spec.scale_kt ? "kts" : "kt"}, {"s"}));
   std::string scaled = "s";
   if (spec.scale_op == "Div") {
     nodes.push_back(MakeNode("Div", "scale", {"s", "c"}, {"s2"}));
@@ -255,6 +261,19 @@ TEST(AttentionFusionTest, AScaleOfQJoinsTheAttentionScale) {
   planned = Plan(AttentionGraph(both), target::Target::kCuda);
   ASSERT_EQ(planned.size(), 1u);
   EXPECT_FLOAT_EQ(planned[0].workload.attention.scale, 1.0f / 32.0f);
+
+  // Both scaled (PyTorch 2's SDPA export): K's Transpose is still read in place.
+  AttentionGraphSpec q_and_k;
+  q_and_k.scale_q = true;
+  q_and_k.scale_kt = true;
+  q_and_k.scale_op = "";
+  planned = Plan(AttentionGraph(q_and_k), target::Target::kCuda);
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_FLOAT_EQ(planned[0].workload.attention.scale, 1.0f / 32.0f);
+  EXPECT_FALSE(planned[0].workload.attention.k_transposed);
+  EXPECT_EQ(planned[0].input_tensors[1], "k");
+  EXPECT_EQ(planned[0].node_names, (std::vector<std::string>{"k_t", "q_scale", "kt_scale", "scores",
+                                                             "softmax", "context"}));
 
   AttentionGraphSpec shared;
   shared.scale_q = true;
