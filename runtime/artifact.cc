@@ -136,56 +136,40 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     return absl::OkStatus();
   }
-  if (s.op == "dequantize") {
-    if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != 1) {
-      return bad("takes data, scale and an optional zero point, and an axis");
+  if (s.op == "dequantize" || s.op == "quantize" || s.op == "fake_quantize") {
+    // One side is 8-bit (i32 too for a dequantize), the other f32: the data of a dequantize, the
+    // output of a quantize, the signedness parameter of a fake quantization (f32 in and out).
+    const bool fake = s.op == "fake_quantize";
+    if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != (fake ? 2u : 1u) ||
+        (fake && s.params[1] != 0 && s.params[1] != 1)) {
+      return bad(fake ? "takes data, scale and an optional zero point, an axis and a signedness"
+                      : "takes data, scale and an optional zero point, and an axis");
     }
+    const ElemType integer = s.op == "dequantize" ? in.dtype
+                             : s.op == "quantize" ? out.dtype
+                             : s.params[1] == 1   ? ElemType::kI8
+                                                  : ElemType::kU8;
+    const bool eight_bit = integer == ElemType::kU8 || integer == ElemType::kI8;
+    const bool types_ok = s.op == "dequantize" ? (eight_bit || integer == ElemType::kI32) &&
+                                                     out.dtype == ElemType::kF32
+                          : s.op == "quantize" ? in.dtype == ElemType::kF32 && eight_bit
+                                               : in.dtype == ElemType::kF32 &&
+                                                     out.dtype == ElemType::kF32;
     const TensorSpec& scale = m.tensors[s.inputs[1]];
     const int64_t axis = s.params[0];
     const int64_t scales = axis < 0 ? 1 : axis < rank ? in.shape[axis] : -1;
-    if ((in.dtype != ElemType::kU8 && in.dtype != ElemType::kI8 && in.dtype != ElemType::kI32) ||
-        out.dtype != ElemType::kF32 || in.NumElements() != out.NumElements() || axis >= rank ||
+    if (!types_ok || in.NumElements() != out.NumElements() || axis >= rank ||
         scale.dtype != ElemType::kF32 || scale.NumElements() != scales ||
-        (s.inputs.size() == 3 && (m.tensors[s.inputs[2]].dtype != in.dtype ||
-                                  m.tensors[s.inputs[2]].NumElements() != scales))) {
-      return bad("needs u8, i8 or i32 data, f32 scales (one, or one per entry of the axis), "
-                 "zero points of the data's type shaped as the scales, and f32 out");
-    }
-    return absl::OkStatus();
-  }
-  if (s.op == "fake_quantize") {
-    if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != 2 ||
-        (s.params[1] != 0 && s.params[1] != 1)) {
-      return bad("takes data, scale and an optional zero point, an axis and a signedness");
-    }
-    const TensorSpec& scale = m.tensors[s.inputs[1]];
-    const int64_t axis = s.params[0];
-    const int64_t scales = axis < 0 ? 1 : axis < rank ? in.shape[axis] : -1;
-    const ElemType integer = s.params[1] == 1 ? ElemType::kI8 : ElemType::kU8;
-    if (in.dtype != ElemType::kF32 || out.dtype != ElemType::kF32 ||
-        in.NumElements() != out.NumElements() || axis >= rank || scale.dtype != ElemType::kF32 ||
-        scale.NumElements() != scales ||
         (s.inputs.size() == 3 && (m.tensors[s.inputs[2]].dtype != integer ||
                                   m.tensors[s.inputs[2]].NumElements() != scales))) {
-      return bad("needs f32 data and out, f32 scales (one, or one per entry of the axis) and "
-                 "zero points of the signedness's type shaped as the scales");
-    }
-    return absl::OkStatus();
-  }
-  if (s.op == "quantize") {
-    if (s.inputs.size() < 2 || s.inputs.size() > 3 || s.params.size() != 1) {
-      return bad("takes data, scale and an optional zero point, and an axis");
-    }
-    const TensorSpec& scale = m.tensors[s.inputs[1]];
-    const int64_t axis = s.params[0];
-    const int64_t scales = axis < 0 ? 1 : axis < rank ? in.shape[axis] : -1;
-    if (in.dtype != ElemType::kF32 || (out.dtype != ElemType::kU8 && out.dtype != ElemType::kI8) ||
-        in.NumElements() != out.NumElements() || axis >= rank || scale.dtype != ElemType::kF32 ||
-        scale.NumElements() != scales ||
-        (s.inputs.size() == 3 && (m.tensors[s.inputs[2]].dtype != out.dtype ||
-                                  m.tensors[s.inputs[2]].NumElements() != scales))) {
-      return bad("needs f32 data, f32 scales (one, or one per entry of the axis), zero points of "
-                 "the output's type shaped as the scales, and u8 or i8 out");
+      return bad(s.op == "dequantize"
+                     ? "needs u8, i8 or i32 data, f32 scales (one, or one per entry of the axis), "
+                       "zero points of the data's type shaped as the scales, and f32 out"
+                 : s.op == "quantize"
+                     ? "needs f32 data, f32 scales (one, or one per entry of the axis), zero points "
+                       "of the output's type shaped as the scales, and u8 or i8 out"
+                     : "needs f32 data and out, f32 scales (one, or one per entry of the axis) and "
+                       "zero points of the signedness's type shaped as the scales");
     }
     return absl::OkStatus();
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "runtime/parallel.h"
@@ -57,6 +58,11 @@ void ParallelChunks(int64_t count, const F& fn) {
         (*c->fn)(chunk, begin, std::min(c->count, begin + per));
       },
       &context);
+}
+
+/// The values of an 8-bit integer type (i8 or u8) as floats: [low, high].
+std::pair<float, float> IntegerRange(ElemType type) {
+  return type == ElemType::kI8 ? std::pair{-128.0f, 127.0f} : std::pair{0.0f, 255.0f};
 }
 
 /// Per quantization channel of an [outer, channels, inner] tensor: fn(first element, begin, end,
@@ -166,8 +172,7 @@ void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
 
 void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
               const float* scales, const void* zero_points, void* y) {
-  const bool is_signed = type == ElemType::kI8;
-  const float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
+  const auto [low, high] = IntegerRange(type);
   ForEachChannel(type, outer, channels, inner, scales, zero_points,
                  [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
                    QuantizeRange(x + base + begin, end - begin, step, zero, low, high,
@@ -205,8 +210,7 @@ GTCO_VECTOR_CLONES void DequantizeRange(const int32_t* __restrict x, int64_t cou
 
 void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
                   const float* scales, const void* zero_points, float* out) {
-  const bool is_signed = type == ElemType::kI8;
-  const float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
+  const auto [low, high] = IntegerRange(type);
   ForEachChannel(type, outer, channels, inner, scales, zero_points,
                  [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
                    FakeQuantizeRange(x + base + begin, end - begin, step, zero, low, high,

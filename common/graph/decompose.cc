@@ -27,27 +27,6 @@ absl::StatusOr<std::optional<double>> ClipBound(const Node& node, const Graph& g
   return std::optional<double>(bound.ValueAsDouble(0));
 }
 
-Tensor ScalarConstant(const std::string& name, ElemType type, double value) {
-  Tensor tensor;
-  tensor.name = name;
-  tensor.type = type;
-  tensor.has_shape = true;
-  tensor.is_constant = true;
-  tensor.float_data = {value};
-  return tensor;
-}
-
-Tensor IntConstant(const std::string& name, int64_t value) {
-  Tensor tensor;
-  tensor.name = name;
-  tensor.type = ElemType::kInt64;
-  tensor.has_shape = true;
-  tensor.shape = {1};
-  tensor.is_constant = true;
-  tensor.int_data = {value};
-  return tensor;
-}
-
 /// Split(x) -> one Slice(x, start, end, axis) per output. The sizes along the axis are those of
 /// the outputs (the importer's shape inference worked them out from the `split` input or
 /// attribute or `num_outputs`), so every opset's form is covered.
@@ -71,12 +50,10 @@ absl::Status DecomposeSplit(const Node& node, Graph& graph, std::vector<Node>* r
     }
     const int64_t size = piece.shape[*axis];
     const std::string base = absl::StrCat(node.name, "_part", index);
-    const std::string starts = graph.FreshName(base + "_start");
-    graph.SetTensor(IntConstant(starts, start));
-    const std::string ends = graph.FreshName(base + "_end");
-    graph.SetTensor(IntConstant(ends, start + size));
-    const std::string axes = graph.FreshName(base + "_axis");
-    graph.SetTensor(IntConstant(axes, *axis));
+    const std::string starts = graph.AddIntConstant(base + "_start", ElemType::kInt64, {1}, {start});
+    const std::string ends =
+        graph.AddIntConstant(base + "_end", ElemType::kInt64, {1}, {start + size});
+    const std::string axes = graph.AddIntConstant(base + "_axis", ElemType::kInt64, {1}, {*axis});
     Node slice;
     slice.op_type = "Slice";
     slice.name = graph.FreshName(base);
@@ -124,13 +101,6 @@ void PrepackGemmWeight(Node& node, Graph& graph) {
   node.attributes.erase("transB");
 }
 
-Tensor IntsConstant(const std::string& name, const std::vector<int64_t>& values) {
-  Tensor tensor = IntConstant(name, 0);
-  tensor.shape = {static_cast<int64_t>(values.size())};
-  tensor.int_data = values;
-  return tensor;
-}
-
 /// Conv(x, W) with a 1x1 kernel, no padding and strides > 1 (ResNet's downsample branches) ->
 /// Conv(Slice(x, steps = strides), W) with unit strides. The 1x1 convolution is then a plain
 /// GEMM over contiguous pixels, and the subsampling one strided copy of the input; inside the
@@ -160,14 +130,11 @@ bool SubsampleStridedPointwiseConv(const Node& node, Graph& graph, std::vector<N
   }
   const int64_t height = x->shape[2], width = x->shape[3];
   const std::string base = node.name + "_subsample";
-  const std::string starts = graph.FreshName(base + "_starts");
-  graph.SetTensor(IntsConstant(starts, {0, 0}));
-  const std::string ends = graph.FreshName(base + "_ends");
-  graph.SetTensor(IntsConstant(ends, {height, width}));
-  const std::string axes = graph.FreshName(base + "_axes");
-  graph.SetTensor(IntsConstant(axes, {2, 3}));
-  const std::string steps = graph.FreshName(base + "_steps");
-  graph.SetTensor(IntsConstant(steps, strides));
+  const std::string starts = graph.AddIntConstant(base + "_starts", ElemType::kInt64, {2}, {0, 0});
+  const std::string ends =
+      graph.AddIntConstant(base + "_ends", ElemType::kInt64, {2}, {height, width});
+  const std::string axes = graph.AddIntConstant(base + "_axes", ElemType::kInt64, {2}, {2, 3});
+  const std::string steps = graph.AddIntConstant(base + "_steps", ElemType::kInt64, {2}, strides);
   Tensor subsampled;
   subsampled.name = graph.FreshName(base);
   subsampled.type = x->type;
@@ -234,10 +201,9 @@ absl::Status DecomposeOps(Graph& graph) {
     }
     for (size_t step = 0; step < steps.size(); ++step) {
       const bool last = step + 1 == steps.size();
-      const std::string bound =
-          graph.FreshName(absl::StrCat(node.name, "_", steps[step].first == std::string("Min")
-                                                           ? "max" : "min"));
-      graph.SetTensor(ScalarConstant(bound, x_tensor.type, steps[step].second));
+      const std::string bound = graph.AddFloatConstant(
+          absl::StrCat(node.name, "_", steps[step].first == std::string("Min") ? "max" : "min"),
+          x_tensor.type, {}, {steps[step].second});
       std::string out = node.outputs.at(0);
       if (!last) {
         out = graph.FreshName(absl::StrCat(node.name, "_clipped_below"));

@@ -118,6 +118,15 @@ class Graph {
   /// A name starting with `base` that no tensor and no node has (`base`, else `base_1`, ...), for
   /// the tensors and nodes a pass adds.
   std::string FreshName(const std::string& base) const;
+  /// Adds a constant tensor named FreshName(`base`) of `type` and static `shape` holding `values`
+  /// (int_data: integer and bool types) and returns its name.
+  std::string AddIntConstant(const std::string& base, ElemType type, std::vector<int64_t> shape,
+                             std::vector<int64_t> values);
+  /// The same with floating-point `values` (float_data).
+  std::string AddFloatConstant(const std::string& base, ElemType type, std::vector<int64_t> shape,
+                               std::vector<double> values);
+  /// Adds a computed tensor named FreshName(`base`) of `type` and static `shape`; returns its name.
+  std::string AddActivation(const std::string& base, ElemType type, std::vector<int64_t> shape);
 
  private:
   std::map<std::string, Tensor> tensors_;

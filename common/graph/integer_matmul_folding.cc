@@ -23,32 +23,6 @@ bool IsDefaultOp(const Node& node, const char* op_type) {
   return node.op_type == op_type && node.domain.empty();
 }
 
-/// A fresh activation tensor (static shape, not constant) named after `base`.
-std::string AddActivation(Graph& graph, const std::string& base, ElemType type,
-                          std::vector<int64_t> shape) {
-  Tensor tensor;
-  tensor.name = graph.FreshName(base);
-  tensor.type = type;
-  tensor.has_shape = true;
-  tensor.shape = std::move(shape);
-  const std::string name = tensor.name;
-  graph.SetTensor(std::move(tensor));
-  return name;
-}
-
-/// A fresh constant i64 vector (a Reshape's shape).
-std::string AddShape(Graph& graph, const std::string& base, const std::vector<int64_t>& values) {
-  Tensor tensor;
-  tensor.name = graph.FreshName(base);
-  tensor.type = ElemType::kInt64;
-  tensor.has_shape = true;
-  tensor.shape = {static_cast<int64_t>(values.size())};
-  tensor.is_constant = true;
-  tensor.int_data = values;
-  const std::string name = tensor.name;
-  graph.SetTensor(std::move(tensor));
-  return name;
-}
 
 Node MakeNode(Graph& graph, const std::string& op, const std::string& base,
               std::vector<std::string> inputs, std::string output) {
@@ -105,46 +79,43 @@ absl::StatusOr<std::vector<Node>> PatchConvInteger(const Node& node, Graph& grap
   const int64_t oh = h / r, ow = wd / s, patch = c * r * s, rows = n * oh * ow;
   const std::string& base = node.name;
   // The weights as [C*R*S, K]: row (c, r, s), column k.
-  Tensor weights;
-  weights.name = graph.FreshName(absl::StrCat(w.name, "_patch_rows"));
-  weights.type = w.type;
-  weights.has_shape = true;
-  weights.shape = {patch, k};
-  weights.is_constant = true;
+  std::vector<int64_t> rows_by_k;
+  rows_by_k.reserve(static_cast<size_t>(patch * k));
   for (int64_t row = 0; row < patch; ++row) {
-    for (int64_t col = 0; col < k; ++col) weights.int_data.push_back(w.int_data[col * patch + row]);
+    for (int64_t col = 0; col < k; ++col) rows_by_k.push_back(w.int_data[col * patch + row]);
   }
-  const std::string weights_name = weights.name;
-  graph.SetTensor(std::move(weights));
+  const std::string weights_name = graph.AddIntConstant(absl::StrCat(w.name, "_patch_rows"),
+                                                        w.type, {patch, k}, std::move(rows_by_k));
   const std::string blocks =
-      AddActivation(graph, absl::StrCat(base, "_blocks"), x.type, {n, c, oh, r, ow, s});
+      graph.AddActivation(absl::StrCat(base, "_blocks"), x.type, {n, c, oh, r, ow, s});
   const std::string ordered =
-      AddActivation(graph, absl::StrCat(base, "_patches"), x.type, {n, oh, ow, c, r, s});
+      graph.AddActivation(absl::StrCat(base, "_patches"), x.type, {n, oh, ow, c, r, s});
   const std::string patch_rows =
-      AddActivation(graph, absl::StrCat(base, "_patch_rows"), x.type, {rows, patch});
+      graph.AddActivation(absl::StrCat(base, "_patch_rows"), x.type, {rows, patch});
   const Tensor& out = graph.tensor(node.outputs[0]);
   const std::string products =
-      AddActivation(graph, absl::StrCat(base, "_products"), out.type, {rows, k});
+      graph.AddActivation(absl::StrCat(base, "_products"), out.type, {rows, k});
   const std::string nhwc =
-      AddActivation(graph, absl::StrCat(base, "_nhwc"), out.type, {n, oh, ow, k});
+      graph.AddActivation(absl::StrCat(base, "_nhwc"), out.type, {n, oh, ow, k});
+  // A Reshape's target shape: an i64 vector constant.
+  auto shape = [&](const char* suffix, std::vector<int64_t> dims) {
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    return graph.AddIntConstant(absl::StrCat(base, suffix), ElemType::kInt64, {rank},
+                                std::move(dims));
+  };
   std::vector<Node> nodes;
   nodes.push_back(MakeNode(graph, "Reshape", absl::StrCat(base, "_blocks"),
-                           {node.inputs[0], AddShape(graph, absl::StrCat(base, "_blocks_shape"),
-                                                     {n, c, oh, r, ow, s})},
+                           {node.inputs[0], shape("_blocks_shape", {n, c, oh, r, ow, s})},
                            blocks));
   nodes.push_back(MakeTranspose(graph, absl::StrCat(base, "_patches"), blocks, ordered,
                                 {0, 2, 4, 1, 3, 5}));
   nodes.push_back(MakeNode(graph, "Reshape", absl::StrCat(base, "_patch_rows"),
-                           {ordered, AddShape(graph, absl::StrCat(base, "_rows_shape"),
-                                              {rows, patch})},
-                           patch_rows));
+                           {ordered, shape("_rows_shape", {rows, patch})}, patch_rows));
   std::vector<std::string> matmul_inputs = {patch_rows, weights_name};
   for (size_t i = 2; i < node.inputs.size() && i < 4; ++i) matmul_inputs.push_back(node.inputs[i]);
   nodes.push_back(MakeNode(graph, "MatMulInteger", base, matmul_inputs, products));
   nodes.push_back(MakeNode(graph, "Reshape", absl::StrCat(base, "_nhwc"),
-                           {products, AddShape(graph, absl::StrCat(base, "_nhwc_shape"),
-                                               {n, oh, ow, k})},
-                           nhwc));
+                           {products, shape("_nhwc_shape", {n, oh, ow, k})}, nhwc));
   nodes.push_back(
       MakeTranspose(graph, absl::StrCat(base, "_nchw"), nhwc, node.outputs[0], {0, 3, 1, 2}));
   return nodes;
@@ -244,24 +215,20 @@ void SplitScales(Graph& graph) {
     }
     Tensor scaled = out;
     scaled.name = graph.FreshName(absl::StrCat(out.name, "_x_scaled"));
-    Tensor per_column;
-    per_column.name = graph.FreshName(absl::StrCat(w_scale, "_per_column"));
-    per_column.type = ElemType::kFloat32;
-    per_column.has_shape = true;
-    per_column.shape = {columns};
-    per_column.is_constant = true;
     const Tensor& w = graph.tensor(w_scale);
+    std::vector<double> scales;
     for (int64_t col = 0; col < columns; ++col) {
-      per_column.float_data.push_back(w.float_data[w.NumElements() == 1 ? 0 : col]);
+      scales.push_back(w.float_data[w.NumElements() == 1 ? 0 : col]);
     }
+    const std::string per_column = graph.AddFloatConstant(
+        absl::StrCat(w_scale, "_per_column"), ElemType::kFloat32, {columns}, std::move(scales));
     Node x_mul;
     x_mul.op_type = "Mul";
     x_mul.name = graph.FreshName(absl::StrCat(mul.name, "_x_scale"));
     x_mul.inputs = {out.name, x_scale};
     x_mul.outputs = {scaled.name};
-    mul.inputs = {scaled.name, per_column.name};
+    mul.inputs = {scaled.name, per_column};
     graph.SetTensor(std::move(scaled));
-    graph.SetTensor(std::move(per_column));
     before.emplace(mul_index, std::move(x_mul));
   }
   if (before.empty()) return;
@@ -326,18 +293,6 @@ std::optional<Dequantized> DequantizedInput(const Graph& graph,
   return out;
 }
 
-/// A constant scalar zero point of `type` holding `value`.
-std::string AddZeroPoint(Graph& graph, const std::string& base, ElemType type, int64_t value) {
-  Tensor tensor;
-  tensor.name = graph.FreshName(base);
-  tensor.type = type;
-  tensor.has_shape = true;
-  tensor.is_constant = true;
-  tensor.int_data = {value};
-  const std::string name = tensor.name;
-  graph.SetTensor(std::move(tensor));
-  return name;
-}
 
 }  // namespace
 
@@ -396,26 +351,21 @@ absl::Status FuseQdqMatMuls(Graph& graph) {
     for (const Dequantized* side : {&*a, &*b}) {
       std::string zero = side->zero_point;
       if (zero.empty()) {
-        zero = AddZeroPoint(graph, absl::StrCat(base, "_zero_point"),
-                            graph.tensor(side->data).type, side->zero);
+        zero = graph.AddIntConstant(absl::StrCat(base, "_zero_point"),
+                                    graph.tensor(side->data).type, {}, {side->zero});
       }
       zero_points.push_back(zero);
     }
     // The product's scale per output column: a's scale times b's (one or per column); a vector,
     // so that the matmuls of one shape share a workload whatever their scales.
-    Tensor scale;
-    scale.name = graph.FreshName(absl::StrCat(base, "_scale"));
-    scale.type = ElemType::kFloat32;
-    scale.has_shape = true;
-    if (columns > 0) scale.shape = {columns};
-    scale.is_constant = true;
+    std::vector<double> products;
     for (int64_t col = 0; col < std::max<int64_t>(columns, 1); ++col) {
-      const float product = static_cast<float>(a->scales[0]) *
-                            static_cast<float>(b->scales[b->scales.size() == 1 ? 0 : col]);
-      scale.float_data.push_back(product);
+      products.push_back(static_cast<float>(a->scales[0]) *
+                         static_cast<float>(b->scales[b->scales.size() == 1 ? 0 : col]));
     }
-    const std::string scale_name = scale.name;
-    graph.SetTensor(std::move(scale));
+    const std::string scale_name = graph.AddFloatConstant(
+        absl::StrCat(base, "_scale"), ElemType::kFloat32,
+        columns > 0 ? std::vector<int64_t>{columns} : std::vector<int64_t>{}, std::move(products));
     Tensor integer_tensor = out;
     integer_tensor.name = graph.FreshName(absl::StrCat(base, "_integer"));
     const std::string integer = integer_tensor.name;
