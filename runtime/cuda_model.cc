@@ -265,13 +265,19 @@ absl::Status CudaExecutor::RunStep(const StepSpec& step, int* gather_slot) {
   return absl::InternalError(absl::StrCat("step '", step.node, "' has unknown op '", step.op, "'"));
 }
 
-absl::Status CudaExecutor::LaunchSteps() {
+absl::Status CudaExecutor::LaunchSteps(std::vector<StepTime>* profile) {
   int gather_slot = 0;
   for (const StepSpec& step : manifest_.steps) {
+    const auto start = std::chrono::steady_clock::now();
     absl::Status launched = RunStep(step, &gather_slot);
     if (!launched.ok()) {
       return absl::Status(launched.code(),
                           absl::StrCat("step '", step.node, "': ", launched.message()));
+    }
+    if (profile != nullptr) {
+      GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
+      const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+      profile->push_back(StepTimeOf(manifest_, step, seconds.count()));
     }
   }
   return absl::OkStatus();
@@ -280,7 +286,7 @@ absl::Status CudaExecutor::LaunchSteps() {
 absl::Status CudaExecutor::CaptureGraph() {
   graph_tried_ = true;
   GTCO_RETURN_IF_ERROR(driver_->BeginCapture(stream_));
-  const absl::Status launched = LaunchSteps();
+  const absl::Status launched = LaunchSteps(nullptr);
   // The capture is ended whatever happened, so the stream leaves capture mode.
   absl::StatusOr<CudaGraphExec> graph = driver_->EndCapture(stream_);
   if (!launched.ok()) {
@@ -311,19 +317,8 @@ absl::Status CudaExecutor::Run(const std::vector<HostTensor>& inputs,
         driver_->CopyToDeviceAsync(Data(m.inputs[i]), inputs[i].data, t.Bytes(), stream_));
   }
   if (profile != nullptr) {
-    int gather_slot = 0;
-    GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
-    for (const StepSpec& step : m.steps) {
-      const auto start = std::chrono::steady_clock::now();
-      absl::Status launched = RunStep(step, &gather_slot);
-      if (!launched.ok()) {
-        return absl::Status(launched.code(),
-                            absl::StrCat("step '", step.node, "': ", launched.message()));
-      }
-      GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));
-      const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-      profile->push_back(StepTimeOf(m, step, seconds.count()));
-    }
+    GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));  // the copies stay out of step 1
+    GTCO_RETURN_IF_ERROR(LaunchSteps(profile));
   } else {
     // A refused recording is not an error of the run: its steps are launched one by one. An
     // error that lost the context is, and shows at the synchronization below.
@@ -331,7 +326,7 @@ absl::Status CudaExecutor::Run(const std::vector<HostTensor>& inputs,
     if (graph_ != nullptr) {
       GTCO_RETURN_IF_ERROR(driver_->LaunchGraph(graph_, stream_));
     } else {
-      GTCO_RETURN_IF_ERROR(LaunchSteps());
+      GTCO_RETURN_IF_ERROR(LaunchSteps(nullptr));
     }
   }
   GTCO_RETURN_IF_ERROR(driver_->SynchronizeStream(stream_));

@@ -49,8 +49,9 @@ class CudaExecutor {
   absl::Status Prepare(std::string_view code, std::string_view weights);
   DevicePtr Data(int tensor) const;
   absl::Status RunStep(const StepSpec& step, int* gather_slot);
-  /// Launches every step on stream_, naming the step that fails.
-  absl::Status LaunchSteps();
+  /// Launches every step on stream_, naming the step that fails; with `profile`, waits for each
+  /// and records its time.
+  absl::Status LaunchSteps(std::vector<StepTime>* profile);
   /// Records LaunchSteps as graph_; on failure graph_ stays null (and the stream usable).
   absl::Status CaptureGraph();
 
