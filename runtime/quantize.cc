@@ -172,7 +172,9 @@ void DynamicQuantizeU8(const float* x, int64_t count, uint8_t* y, float* scale,
 
 void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
               const float* scales, const void* zero_points, void* y) {
-  const auto [low, high] = IntegerRange(type);
+  // Plain locals, not a structured binding: lambdas cannot capture those in C++17 (clang).
+  const std::pair<float, float> range = IntegerRange(type);
+  const float low = range.first, high = range.second;
   ForEachChannel(type, outer, channels, inner, scales, zero_points,
                  [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
                    QuantizeRange(x + base + begin, end - begin, step, zero, low, high,
@@ -210,7 +212,9 @@ GTCO_VECTOR_CLONES void DequantizeRange(const int32_t* __restrict x, int64_t cou
 
 void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
                   const float* scales, const void* zero_points, float* out) {
-  const auto [low, high] = IntegerRange(type);
+  // Plain locals, not a structured binding: lambdas cannot capture those in C++17 (clang).
+  const std::pair<float, float> range = IntegerRange(type);
+  const float low = range.first, high = range.second;
   ForEachChannel(type, outer, channels, inner, scales, zero_points,
                  [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
                    FakeQuantizeRange(x + base + begin, end - begin, step, zero, low, high,
