@@ -2,6 +2,7 @@
 #include "worker/cuda_measure.h"
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -24,7 +25,8 @@ constexpr int64_t kDefaultMaxDynamicShared = 48 * 1024;
 constexpr int kMaxBatch = 32;            ///< timed launches between host synchronizations
 constexpr double kWarmupSeconds = 0.01;  ///< GPU time spent warming up before timing
 constexpr int kMaxWarmupLaunches = 100;
-constexpr const char* kTf32Sketch = "cuda_mm_tf32/";
+/// "cuda_mm_tf32/" and "cuda_mm_tf32_split/" (the same TF32 products, K split over a cluster).
+constexpr const char* kTf32Sketches[] = {"cuda_mm_tf32/", "cuda_mm_tf32_split/"};
 constexpr const char* kTf32ConvSketch = "cuda_conv_tf32/";
 
 using Clock = std::chrono::steady_clock;
@@ -105,7 +107,10 @@ void CudaTolerance(const ir::Workload& w, const std::string& trace, double* rtol
   ir::DefaultTolerance(w, rtol, atol);  // includes one rounding step of an f16/bf16 output
   // The K of the sum each output is: the matmul's, or a conv's C/groups*R*S (its implicit GEMM).
   int64_t tf32_k = 0;
-  if (w.anchor == ir::AnchorKind::kMatMul && SketchOf(trace).rfind(kTf32Sketch, 0) == 0) {
+  const bool tf32_matmul = std::any_of(
+      std::begin(kTf32Sketches), std::end(kTf32Sketches),
+      [&](const char* prefix) { return SketchOf(trace).rfind(prefix, 0) == 0; });
+  if (w.anchor == ir::AnchorKind::kMatMul && tf32_matmul) {
     tf32_k = w.matmul.k;
   } else if (w.anchor == ir::AnchorKind::kConv &&
              SketchOf(trace).rfind(kTf32ConvSketch, 0) == 0) {

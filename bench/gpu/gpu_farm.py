@@ -192,7 +192,13 @@ def vit_e2e(out, budget, deadline=None, skeleton=None):
         result["ok_measurements"], result["failed_measurements"] = ok, failed
         result["failures_by_kind"] = dict(farm.sql(
             "SELECT error_kind, COUNT(*) FROM measurements WHERE ok = 0 GROUP BY 1"))
-        result["tasks"] = [(t.get("description"), t.get("best_seconds")) for t in status.get("tasks", [])]
+        result["failure_samples"] = farm.sql(
+            "SELECT error_kind, substr(trace, 1, 120), substr(error, 1, 400) FROM measurements "
+            "WHERE ok = 0 GROUP BY error_kind LIMIT 5")
+        result["tasks"] = [(t.get("description"), t.get("best_seconds"),
+                            [(m.get("name"), m.get("trials"), m.get("best_seconds"))
+                             for m in t.get("mappings", [])])
+                           for t in status.get("tasks", [])]
         artifact = os.path.join(directory, "vit_cuda.gtco")
         exported = farm.client("export", model, "--target", "cuda", "-o", artifact, "--json", check=False)
         result["export"] = (exported.stdout.strip() or exported.stderr.strip())[-1500:]

@@ -1,4 +1,4 @@
-// CUDA matmul mappings "simt", "tf32_mma" and "mma_sync": verdicts, pruning rules, default
+// CUDA matmul mappings "simt", "tf32_mma", "tf32_mma_split" and "mma_sync": verdicts, pruning rules, default
 // traces, and generated kernels (default trace plus random samples) that compile with NVRTC for
 // sm_80 and sm_90 within the device's resource budget.
 #include <gtest/gtest.h>
@@ -236,6 +236,51 @@ TEST(CudaMatMulMappingTest, PlansMatchKnobs) {
   EXPECT_EQ(plan->dynamic_shared_bytes, 2 * 16 * (68 + 36) * 4);
 }
 
+// The K split: grid x holds a cluster of `split` blocks per N tile, shared memory holds at least
+// the f32 partial tile the cluster adds up, and the kernel is built for sm_90; a split that
+// leaves a block no K tile is pruned; on sm_80 the mapping names the missing clusters' arch.
+TEST(CudaMatMulMappingTest, SplitPlansClustersAlongK) {
+  const ir::Workload w = WithBiasGelu(MatMul(DType::kF32, DType::kF32, {1, 197, 768, 3072}));
+  schedule::Trace t;
+  t.sketch = "cuda_mm_tf32_split/v1";
+  t.decisions = {{"bm", 64}, {"bn", 128}, {"bk", 16},   {"wm", 32},
+                 {"wn", 64}, {"stages", 2}, {"split", 8}};
+  absl::StatusOr<schedule::CudaPlan> plan = kernels::PlanCudaSchedule(w, t);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->grid_x, 6 * 8);
+  EXPECT_EQ(plan->grid_y, 4);
+  EXPECT_EQ(plan->arch, "sm_90");
+  EXPECT_EQ(plan->dynamic_shared_bytes, 64 * 128 * 4) << "the partial tile exceeds 2 stages";
+  schedule::Trace whole = t;  // the same tiles without the split
+  whole.sketch = "cuda_mm_tf32/v1";
+  whole.decisions.pop_back();
+  absl::StatusOr<schedule::CudaPlan> whole_plan = kernels::PlanCudaSchedule(w, whole);
+  ASSERT_TRUE(whole_plan.ok()) << whole_plan.status();
+  EXPECT_LT(whole_plan->dynamic_shared_bytes, 64 * 128 * 4);
+  EXPECT_EQ(whole_plan->grid_x, 6);
+  EXPECT_EQ(whole_plan->arch, "");
+  absl::StatusOr<CudaKernel> kernel = GenerateCudaKernel(w, t, "k");
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_NE(kernel->source.find("__cluster_dims__(8, 1, 1)"), std::string::npos);
+  // 192 K tiles in 8 slices of 24.
+  EXPECT_NE(kernel->source.find("gtco_cluster_rank() * 24"), std::string::npos);
+
+  const schedule::MappingSketch* split = FindMapping("tf32_mma_split");
+  ASSERT_NE(split, nullptr);
+  const target::HardwareInfo h100 = target::CudaArchPreset(90);
+  const auto& sketch = split->sketch();
+  EXPECT_EQ(sketch.PruneRule(w, h100, {64, 128, 32, 32, 64, 2, 8}), nullptr);
+  const ir::Workload short_k = MatMul(DType::kF32, DType::kF32, {1, 197, 768, 96});
+  EXPECT_STREQ(sketch.PruneRule(short_k, h100, {64, 128, 32, 32, 64, 2, 4}), "exceeds_shape")
+      << "3 K tiles cannot feed 4 blocks";
+  EXPECT_EQ(sketch.PruneRule(short_k, h100, {64, 128, 32, 32, 64, 2, 2}), nullptr);
+
+  const schedule::MappingVerdict a100 = split->Explain(w, target::CudaArchPreset(80));
+  EXPECT_FALSE(a100.applies);
+  EXPECT_NE(a100.reason.find("9.0"), std::string::npos) << a100.reason;
+  EXPECT_TRUE(split->Explain(w, h100).applies);
+}
+
 TEST(CudaMatMulMappingTest, GeneratorRejectsValuesOutsideTheSketch) {
   const ir::Workload w = MatMul(DType::kF32, DType::kF32, kSquare);
   schedule::Trace t;
@@ -299,6 +344,8 @@ std::vector<CompileCase> CompileCases() {
   const std::vector<std::string> mma = {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                                         "ldmatrix.sync.aligned.m8n8.x4", "cp.async"};
   const std::vector<std::string> simt = {"fmaf("};
+  const std::vector<std::string> split = {tf32[0], "__cluster_dims__(", "barrier.cluster.arrive",
+                                          "mapa.shared::cluster", "ld.shared::cluster"};
   return {{f32_square, "simt", simt},
           {f32_mlp, "simt", simt},
           {f32_scores, "simt", simt},
@@ -314,7 +361,11 @@ std::vector<CompileCase> CompileCases() {
           {bf16_square, "mma_sync", mma},
           {bf16_values, "mma_sync", mma},
           {bf16_tiny, "mma_sync", {mma[0], mma[1]}},
-          {bf16_trans_a, "mma_sync", mma}};
+          {bf16_trans_a, "mma_sync", mma},
+          {f32_mlp, "tf32_mma_split", split},
+          {f32_scores, "tf32_mma_split", split},
+          {f32_square, "tf32_mma_split", split},
+          {f32_trans_a, "tf32_mma_split", split}};
 }
 
 constexpr int kSamples = 8;
@@ -328,6 +379,7 @@ TEST(CudaMatMulCompileTest, DefaultAndSampledTracesCompileWithinBudget) {
   int compiled_count = 0;
   for (const CompileCase& c : CompileCases()) {
     for (int sm : {80, 90}) {
+      if (c.mapping == "tf32_mma_split" && sm < 90) continue;  // clusters are sm_90's
       const target::HardwareInfo hw = target::CudaArchPreset(sm);
       absl::StatusOr<schedule::SearchSpace> space =
           kernels::CreateSpaceForMapping(c.workload, hw, c.mapping);

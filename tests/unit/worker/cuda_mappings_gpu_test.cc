@@ -83,6 +83,8 @@ std::vector<gtco::testing::NamedWorkload> MatMulWorkloads() {
       {"f32_square", gtco::testing::MatMulWorkload(1, 128, 128, 128, DType::kF32, DType::kF32)},
       {"f32_ragged_bias_relu", WithBiasRelu(gtco::testing::MatMulWorkload(1, 100, 72, 40, DType::kF32, DType::kF32))},
       {"f32_batched_trans_b", gtco::testing::MatMulWorkload(3, 64, 48, 32, DType::kF32, DType::kF32, /*trans_b=*/true)},
+      // Few output tiles and a long K: the K split's case (ragged M and N, 16 K tiles of 32).
+      {"f32_long_k_bias_relu", WithBiasRelu(gtco::testing::MatMulWorkload(1, 100, 72, 512, DType::kF32, DType::kF32))},
       {"f16_to_f32", gtco::testing::MatMulWorkload(1, 128, 256, 64, DType::kF16, DType::kF32)},
       {"f16_to_f32_bias_relu", WithBiasRelu(gtco::testing::MatMulWorkload(1, 192, 128, 128, DType::kF16, DType::kF32))},
       {"f16_to_f16", gtco::testing::MatMulWorkload(1, 192, 128, 128, DType::kF16, DType::kF16)},
@@ -120,7 +122,7 @@ TEST(CudaMatMulGpuTest, EveryMatMulCaseGeneratesForSm90) {
     }
   }
   // Each matmul kernel family is exercised.
-  for (const char* sketch : {"cuda_mm_simt/v1", "cuda_mm_tf32/v1", "cuda_mm_mma/v1",
+  for (const char* sketch : {"cuda_mm_simt/v1", "cuda_mm_tf32/v1", "cuda_mm_tf32_split/v1", "cuda_mm_mma/v1",
                              "cuda_mm_wmma/v1", "cuda_mm_wgmma/v1"}) {
     EXPECT_TRUE(mappings.count(sketch)) << sketch;
   }

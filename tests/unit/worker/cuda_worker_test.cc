@@ -176,6 +176,10 @@ TEST(CudaToleranceTest, Tf32MatMulsGetLooserTolerances) {
   CudaTolerance(w, "cuda_mm_tf32/v1;bm=128;bn=128", &rtol, &atol);
   EXPECT_NEAR(rtol, 1e-3 * 32, 1e-12);
   EXPECT_NEAR(atol, 3e-3 * 32, 1e-12);
+  rtol = atol = 0;  // the K split rounds the same products
+  CudaTolerance(w, "cuda_mm_tf32_split/v1;bm=64;split=4", &rtol, &atol);
+  EXPECT_NEAR(rtol, 1e-3 * 32, 1e-12);
+  EXPECT_NEAR(atol, 3e-3 * 32, 1e-12);
 }
 
 TEST(CudaToleranceTest, Tf32ConvsGetTheToleranceOfTheirImplicitGemm) {

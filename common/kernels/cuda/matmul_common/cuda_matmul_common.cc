@@ -93,7 +93,7 @@ TensorCoreTiling MakeTensorCoreTiling(const ir::Workload& w, int64_t bm, int64_t
 CudaPlan TensorCorePlan(const ir::Workload& w, const TensorCoreTiling& tiling) {
   const ir::MatMulParams& p = w.matmul;
   CudaPlan plan;
-  plan.grid_x = tiling.bn > 0 ? CeilDiv(p.n, tiling.bn) : 1;
+  plan.grid_x = (tiling.bn > 0 ? CeilDiv(p.n, tiling.bn) : 1) * std::max<int64_t>(1, tiling.split);
   plan.grid_y = tiling.bm > 0 ? CeilDiv(p.m, tiling.bm) : 1;
   plan.grid_z = p.batch;
   plan.block_x = static_cast<int>(tiling.Threads());
@@ -104,6 +104,7 @@ CudaPlan TensorCorePlan(const ir::Workload& w, const TensorCoreTiling& tiling) {
   plan.stages = tiling.stages;
   plan.vector_width = static_cast<int>(std::min(tiling.vw_a, tiling.vw_b));
   plan.tensor_core = true;
+  if (tiling.split > 1) plan.arch = "sm_90";  // thread-block clusters
   return plan;
 }
 
@@ -112,7 +113,11 @@ const char* TensorCoreShapeRule(const ir::Workload& w, const TensorCoreTiling& t
   const ir::MatMulParams& p = w.matmul;
   if (TileExceeds(tiling.bm, p.m, smallest_block) || TileExceeds(tiling.bn, p.n, smallest_block) ||
       TileExceeds(tiling.bk, p.k, smallest_bk) ||
-      tiling.stages > std::max<int64_t>(2, CeilDiv(p.k, tiling.bk))) {
+      tiling.stages > std::max<int64_t>(2, tiling.SliceTiles(p.k))) {
+    return "exceeds_shape";
+  }
+  // A K split whose last block would get no K tile.
+  if (tiling.split > 1 && (tiling.split - 1) * tiling.SliceTiles(p.k) >= CeilDiv(p.k, tiling.bk)) {
     return "exceeds_shape";
   }
   if (CeilDiv(p.m, tiling.bm) > kMaxGridYZ || p.batch > kMaxGridYZ) return "grid_limit";

@@ -9,6 +9,7 @@
 // into shared memory row by row of the stored layout, in chunks of `vw` consecutive elements.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -55,8 +56,8 @@ absl::Status CheckCudaMatMul(const ir::Workload& w);
 
 /// Knob order of "cuda_mm_simt/v1".
 enum SimtKnob { kSimtBm, kSimtBn, kSimtBk, kSimtTm, kSimtTn, kSimtStages, kSimtVwA, kSimtVwB };
-/// Knob order of "cuda_mm_tf32/v1" and "cuda_mm_mma/v1".
-enum TensorCoreKnob { kTcBm, kTcBn, kTcBk, kTcWm, kTcWn, kTcStages };
+/// Knob order of "cuda_mm_tf32/v1" and "cuda_mm_mma/v1"; "cuda_mm_tf32_split/v1" adds kTcSplit.
+enum TensorCoreKnob { kTcBm, kTcBn, kTcBk, kTcWm, kTcWn, kTcStages, kTcSplit };
 
 /// Shared-memory row paddings (elements) of the tensor-core kernels: tf32 fragments are read as
 /// float pairs (k-contiguous tiles) or single floats (k-strided tiles); f16/bf16 fragments by
@@ -96,13 +97,26 @@ struct TensorCoreTiling {
   int64_t a_rows = 0, a_stride = 0;  ///< A tile in shared memory: rows x stride elements
   int64_t b_rows = 0, b_stride = 0;
   int64_t vw_a = 1, vw_b = 1;  ///< elements per global->shared copy chunk
+  /// K split across a thread-block cluster of this many blocks (sm_90): each block sums one
+  /// slice of the K tiles, then the cluster adds the partial tiles through distributed shared
+  /// memory and each block stores its share of the output. 1: no split.
+  int64_t split = 1;
 
   int64_t WarpsM() const { return wm > 0 ? bm / wm : 0; }
   int64_t WarpsN() const { return wn > 0 ? bn / wn : 0; }
   int64_t Threads() const { return WarpsM() * WarpsN() * 32; }
   int64_t AStageBytes() const { return a_rows * a_stride * elem_bytes; }
   int64_t BStageBytes() const { return b_rows * b_stride * elem_bytes; }
-  int64_t SharedBytes() const { return stages * (AStageBytes() + BStageBytes()); }
+  /// The pipeline's stages; with a split, at least the f32 partial tile the cluster adds up.
+  int64_t SharedBytes() const {
+    const int64_t pipeline = stages * (AStageBytes() + BStageBytes());
+    return split > 1 ? std::max(pipeline, bm * bn * 4) : pipeline;
+  }
+  /// K tiles of one block's slice.
+  int64_t SliceTiles(int64_t k) const {
+    const int64_t tiles = bk > 0 ? (k + bk - 1) / bk : 0;
+    return split > 1 ? (tiles + split - 1) / split : tiles;
+  }
 };
 
 /// The tiling of (w, tile knobs). `pad_k_contiguous` and `pad_k_strided` are the row paddings
@@ -112,11 +126,13 @@ TensorCoreTiling MakeTensorCoreTiling(const ir::Workload& w, int64_t bm, int64_t
                                       int64_t pad_k_strided);
 
 /// The common part of a tensor-core plan: grid (N tiles, M tiles, batch), block, shared memory,
-/// tile geometry and the vector width (the narrower operand's chunk).
+/// tile geometry and the vector width (the narrower operand's chunk). With a K split, grid x
+/// holds `split` blocks (one cluster) per N tile and the kernel needs sm_90.
 CudaPlan TensorCorePlan(const ir::Workload& w, const TensorCoreTiling& tiling);
 
 /// The shape rules shared by the tensor-core sketches after CudaResourceRule: "exceeds_shape"
-/// (block or K tile far larger than the problem, a pipeline deeper than the K loop) and
+/// (block or K tile far larger than the problem, a pipeline deeper than a block's K loop, a K
+/// split leaving a block no K tile) and
 /// "grid_limit" (more than 65535 M tiles or batches). nullptr when none rejects.
 const char* TensorCoreShapeRule(const ir::Workload& w, const TensorCoreTiling& tiling,
                                 int64_t smallest_block, int64_t smallest_bk);

@@ -17,7 +17,9 @@ constexpr int64_t kBaseRegisters = 32;
 }  // namespace
 
 std::vector<std::string> TensorCoreMatMulSketch::KnobNames() const {
-  return {"bm", "bn", "bk", "wm", "wn", "stages"};
+  std::vector<std::string> names = {"bm", "bn", "bk", "wm", "wn", "stages"};
+  if (!spec_.split_values.empty()) names.push_back("split");
+  return names;
 }
 
 std::vector<Knob> TensorCoreMatMulSketch::Knobs(const ir::Workload& w,
@@ -26,6 +28,8 @@ std::vector<Knob> TensorCoreMatMulSketch::Knobs(const ir::Workload& w,
   std::vector<Knob> knobs = {{"bm", {128, 64, 256, 32}}, {"bn", {128, 64, 256, 32}},
                              {"bk", spec_.bk_values},    {"wm", {64, 32, 16}},
                              {"wn", {64, 32, 16}},       {"stages", spec_.stage_values}};
+  const bool split = !spec_.split_values.empty();
+  if (split) knobs.push_back({"split", spec_.split_values});
   std::vector<KnobValues> preferred;
   for (const auto& [bm, bn, wm, wn] : std::vector<std::array<int64_t, 4>>{{128, 128, 64, 64},
                                                                           {128, 64, 64, 32},
@@ -34,14 +38,26 @@ std::vector<Knob> TensorCoreMatMulSketch::Knobs(const ir::Workload& w,
                                                                           {64, 32, 32, 16},
                                                                           {32, 64, 16, 32},
                                                                           {32, 32, 16, 16}}) {
+    // 64x64 warp tiles leave a K-split kernel's cluster bookkeeping a few registers short of
+    // 255 (ptxas spills); the split is for small problems, which smaller tiles suit anyway.
+    if (split && wm * wn > 64 * 32) continue;
     for (int64_t stages : {spec_.stage_values[0], int64_t{2}}) {
-      for (int64_t bk : spec_.bk_values) preferred.push_back({bm, bn, bk, wm, wn, stages});
+      for (int64_t bk : spec_.bk_values) {
+        if (!split) {
+          preferred.push_back({bm, bn, bk, wm, wn, stages});
+          continue;
+        }
+        for (int64_t parts : spec_.split_values) {
+          preferred.push_back({bm, bn, bk, wm, wn, stages, parts});
+        }
+      }
     }
   }
   PutDefaultFirst(
       preferred, [&](const KnobValues& values) { return Admits(w, hw, values); },
       [&](const KnobValues& values) {
-        return CeilDiv(p.m, values[kTcBm]) * CeilDiv(p.n, values[kTcBn]) * p.batch;
+        return CeilDiv(p.m, values[kTcBm]) * CeilDiv(p.n, values[kTcBn]) * p.batch *
+               (split ? values[kTcSplit] : 1);
       },
       hw.sm_count, &knobs);
   return knobs;
@@ -49,9 +65,11 @@ std::vector<Knob> TensorCoreMatMulSketch::Knobs(const ir::Workload& w,
 
 TensorCoreTiling TensorCoreMatMulSketch::Tiling(const ir::Workload& w,
                                                 const KnobValues& values) const {
-  return MakeTensorCoreTiling(w, values[kTcBm], values[kTcBn], values[kTcBk], values[kTcWm],
-                              values[kTcWn], static_cast<int>(values[kTcStages]),
-                              spec_.pad_k_contiguous, spec_.pad_k_strided);
+  TensorCoreTiling tiling = MakeTensorCoreTiling(
+      w, values[kTcBm], values[kTcBn], values[kTcBk], values[kTcWm], values[kTcWn],
+      static_cast<int>(values[kTcStages]), spec_.pad_k_contiguous, spec_.pad_k_strided);
+  if (!spec_.split_values.empty() && values.size() > kTcSplit) tiling.split = values[kTcSplit];
+  return tiling;
 }
 
 CudaPlan TensorCoreMatMulSketch::Plan(const ir::Workload& w, const KnobValues& values) const {

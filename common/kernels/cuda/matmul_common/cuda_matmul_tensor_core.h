@@ -1,7 +1,8 @@
-// The sketch shape shared by the mma.sync tensor-core matmuls ("cuda_mm_tf32/v1" and
-// "cuda_mm_mma/v1"): knobs bm, bn, bk (block tile), wm, wn (warp tile), stages (cp.async
-// pipeline depth); plans from TensorCoreTiling; pruning by the GPU resource rules, then
-// "exceeds_shape" and "grid_limit". The two sketches differ only in their TensorCoreSpec.
+// The sketch shape shared by the mma.sync tensor-core matmuls ("cuda_mm_tf32/v1",
+// "cuda_mm_tf32_split/v1" and "cuda_mm_mma/v1"): knobs bm, bn, bk (block tile), wm, wn (warp
+// tile), stages (cp.async pipeline depth), and for a split sketch split (blocks of a cluster
+// sharing one output tile's K); plans from TensorCoreTiling; pruning by the GPU resource rules,
+// then "exceeds_shape" and "grid_limit". The sketches differ only in their TensorCoreSpec.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,9 @@ struct TensorCoreSpec {
   int64_t warp_n_multiple;
   /// The family's kernel generator.
   CudaGenerator generator;
+  /// Candidates of a seventh knob "split" (K split across a thread-block cluster, sm_90),
+  /// default first; empty: the sketch has six knobs and no split.
+  std::vector<int64_t> split_values;
 };
 
 /// A CudaSketch over TensorCoreTiling; applies to every matmul with operands A and B (the

@@ -100,7 +100,7 @@ std::string MatMulKernelSignature(const ir::Workload& w, const std::string& entr
 }
 
 std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn,
-                               const MatMulOperands& operands) {
+                               const MatMulOperands& operands, int64_t split) {
   const ir::MatMulParams& p = w.matmul;
   const bool wide =
       p.m * p.k >= kInt32Elements || p.k * p.n >= kInt32Elements || p.m * p.n >= kInt32Elements;
@@ -110,7 +110,11 @@ std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn,
   absl::StrAppend(&code, "  typedef ", wide ? "long long" : "int", " gtco_index;\n");
   absl::StrAppend(&code, "  const int gtco_batch = blockIdx.z;\n");
   absl::StrAppend(&code, "  const int gtco_block_m = blockIdx.y * ", bm, ";\n");
-  absl::StrAppend(&code, "  const int gtco_block_n = blockIdx.x * ", bn, ";\n");
+  if (split > 1) {
+    absl::StrAppend(&code, "  const int gtco_block_n = (blockIdx.x / ", split, ") * ", bn, ";\n");
+  } else {
+    absl::StrAppend(&code, "  const int gtco_block_n = blockIdx.x * ", bn, ";\n");
+  }
   const std::string a_pointer =
       !operands.a_pointer.empty()
           ? operands.a_pointer

@@ -63,10 +63,11 @@ struct MatMulOperands {
 };
 
 /// Opening statements of a matmul kernel body for block tiles of bm x bn (see the names above):
-/// blockIdx.x walks N tiles, blockIdx.y M tiles, blockIdx.z the batch. gtco_a and gtco_b come from
-/// `operands` where it overrides them.
+/// blockIdx.x walks N tiles (`split` consecutive blocks, one cluster, per N tile when K is split),
+/// blockIdx.y M tiles, blockIdx.z the batch. gtco_a and gtco_b come from `operands` where it
+/// overrides them.
 std::string EmitMatMulPreamble(const ir::Workload& w, int64_t bm, int64_t bn,
-                               const MatMulOperands& operands = {});
+                               const MatMulOperands& operands = {}, int64_t split = 1);
 
 /// A __device__ function `gtco_store<count>(<kernel params>, int gtco_batch, int i, int j,
 /// float v0, ..., float v<count-1>)` that applies the epilogue to the outputs (i, j + e) of the

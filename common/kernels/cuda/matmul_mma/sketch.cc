@@ -44,7 +44,8 @@ class MmaSyncMatMulMapping final : public CudaMappingSketch {
                                                /*bk_values=*/{32, 64, 16},
                                                /*stage_values=*/{3, 4, 2}, cuda_matmul::kMmaPad,
                                                cuda_matmul::kMmaPad,
-                                               /*warp_n_multiple=*/16, &GenerateMmaSyncMatMul}};
+                                               /*warp_n_multiple=*/16, &GenerateMmaSyncMatMul,
+                                               /*split_values=*/{}}};
 };
 
 }  // namespace

@@ -134,13 +134,19 @@ absl::StatusOr<std::string> EmitTf32MatMul(const ir::Workload& w, const KnobValu
     return absl::InvalidArgumentError(
         absl::StrCat("cuda_mm_tf32/v1 needs f32 operands and output, not ", w.Description()));
   }
-  if (values.size() != 6) {
-    return absl::InvalidArgumentError("cuda_mm_tf32/v1 expects 6 decisions");
+  // Six decisions; "cuda_mm_tf32_split/v1" adds the K split.
+  if (values.size() != 6 && values.size() != 7) {
+    return absl::InvalidArgumentError("cuda_mm_tf32/v1 expects 6 decisions (7 with a K split)");
   }
   TensorCoreTiling tiling = cm::MakeTensorCoreTiling(
       w, values[cm::kTcBm], values[cm::kTcBn], values[cm::kTcBk], values[cm::kTcWm],
       values[cm::kTcWn], static_cast<int>(values[cm::kTcStages]), cm::kTf32PadKContiguous,
       cm::kTf32PadKStrided);
+  if (values.size() == 7) tiling.split = values[cm::kTcSplit];
+  if (tiling.split < 1 || tiling.split > 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a K split over ", tiling.split, " blocks (1 to 8: a portable cluster)"));
+  }
   // A gathered B is copied element by element (its rows are not contiguous in memory).
   if (operands.b_gather.active()) tiling.vw_b = 1;
   GTCO_RETURN_IF_ERROR(CheckTensorCoreTiling(tiling, /*mma_k=*/8, /*wn_multiple=*/8));

@@ -1,6 +1,7 @@
 // The TF32 tensor-core matmul sketch "cuda_mm_tf32/v1" and its mapping "tf32_mma": f32 operands
 // rounded to TF32 (cvt.rna) and multiplied by mma.sync.m16n8k8 with f32 accumulation, fed by a
-// cp.async multistage pipeline (sm_80+). Kernels: matmul_tf32_gen.cc.
+// cp.async multistage pipeline (sm_80+); and "cuda_mm_tf32_split/v1" ("tf32_mma_split", sm_90),
+// the same kernel with K split across a thread-block cluster. Kernels: generator.cc.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -33,13 +34,48 @@ class Tf32MatMulMapping final : public CudaMappingSketch {
        /*mma_k=*/8,
        /*bk_values=*/{32, 16},
        /*stage_values=*/{3, 2, 4}, cuda_matmul::kTf32PadKContiguous, cuda_matmul::kTf32PadKStrided,
-       /*warp_n_multiple=*/8, &GenerateTf32MatMul}};
+       /*warp_n_multiple=*/8, &GenerateTf32MatMul, /*split_values=*/{}}};
+};
+
+/// The same kernel with K split across a thread-block cluster: for matmuls with too few output
+/// tiles to fill the GPU (a batch-1 transformer's 197 rows), `split` blocks share one output
+/// tile, each summing a slice of K, and add their partial tiles through distributed shared
+/// memory before the epilogue. One kernel, no workspace, no atomics: the sum's order is fixed.
+class Tf32SplitMatMulMapping final : public CudaMappingSketch {
+ public:
+  const char* Name() const override { return "tf32_mma_split"; }
+  const CudaSketch& cuda_sketch() const override { return sketch_; }
+  MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    std::string reason = MissingCudaArch(hw, 90);
+    if (reason.empty()) reason = NonF32Operands(w);
+    if (!reason.empty()) return {Name(), false, reason};
+    return {Name(), true,
+            absl::StrCat("sm_", hw.SmVersion(),
+                         " tensor cores (TF32 mma.sync m16n8k8), K split across a thread-block "
+                         "cluster whose blocks add their partial tiles in distributed shared "
+                         "memory")};
+  }
+
+ private:
+  cuda_matmul::TensorCoreMatMulSketch sketch_{
+      {"cuda_mm_tf32_split/v1",
+       /*mma_m=*/16,
+       /*mma_n=*/8,
+       /*mma_k=*/8,
+       /*bk_values=*/{32, 16},
+       /*stage_values=*/{3, 2, 4}, cuda_matmul::kTf32PadKContiguous, cuda_matmul::kTf32PadKStrided,
+       /*warp_n_multiple=*/8, &GenerateTf32MatMul, /*split_values=*/{4, 2, 8}}};
 };
 
 }  // namespace
 
 const MappingSketch& CudaTf32MatMulMapping() {
   static const Tf32MatMulMapping* const mapping = new Tf32MatMulMapping();
+  return *mapping;
+}
+
+const MappingSketch& CudaTf32SplitMatMulMapping() {
+  static const Tf32SplitMatMulMapping* const mapping = new Tf32SplitMatMulMapping();
   return *mapping;
 }
 
