@@ -279,6 +279,19 @@ TEST(CudaMatMulMappingTest, SplitPlansClustersAlongK) {
   EXPECT_FALSE(a100.applies);
   EXPECT_NE(a100.reason.find("9.0"), std::string::npos) << a100.reason;
   EXPECT_TRUE(split->Explain(w, h100).applies);
+  // One K tile: nothing to split, and the f32 matmul keeps its other mappings.
+  const ir::Workload one_tile = MatMul(DType::kF32, DType::kF32, {1, 1, 10, 16});
+  const schedule::MappingVerdict short_verdict = split->Explain(one_tile, h100);
+  EXPECT_FALSE(short_verdict.applies);
+  EXPECT_NE(short_verdict.reason.find("one K tile"), std::string::npos) << short_verdict.reason;
+  absl::StatusOr<std::vector<schedule::SearchSpace>> spaces =
+      kernels::CreateMappingSpaces(one_tile, h100);
+  ASSERT_TRUE(spaces.ok()) << spaces.status();
+  EXPECT_EQ(spaces->size(), 2u) << "tf32_mma and simt";
+  // Two tiles of 16: a split of 2 is admitted.
+  const ir::Workload two_tiles = MatMul(DType::kF32, DType::kF32, {1, 1, 10, 32});
+  EXPECT_TRUE(split->Explain(two_tiles, h100).applies);
+  EXPECT_TRUE(kernels::CreateSpaceForMapping(two_tiles, h100, "tf32_mma_split").ok());
 }
 
 TEST(CudaMatMulMappingTest, GeneratorRejectsValuesOutsideTheSketch) {

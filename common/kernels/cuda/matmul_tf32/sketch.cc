@@ -43,12 +43,20 @@ class Tf32MatMulMapping final : public CudaMappingSketch {
 /// memory before the epilogue. One kernel, no workspace, no atomics: the sum's order is fixed.
 class Tf32SplitMatMulMapping final : public CudaMappingSketch {
  public:
+  static constexpr int64_t kSmallestBk = 16;
+
   const char* Name() const override { return "tf32_mma_split"; }
   const CudaSketch& cuda_sketch() const override { return sketch_; }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     std::string reason = MissingCudaArch(hw, 90);
     if (reason.empty()) reason = NonF32Operands(w);
     if (!reason.empty()) return {Name(), false, reason};
+    // Two K tiles of the smallest bk at least, else every split would leave a block idle.
+    if (w.matmul.k <= kSmallestBk) {
+      return {Name(), false,
+              absl::StrCat("K = ", w.matmul.k, " is one K tile (", kSmallestBk,
+                           "): nothing to split across a cluster")};
+    }
     return {Name(), true,
             absl::StrCat("sm_", hw.SmVersion(),
                          " tensor cores (TF32 mma.sync m16n8k8), K split across a thread-block "
@@ -62,7 +70,7 @@ class Tf32SplitMatMulMapping final : public CudaMappingSketch {
        /*mma_m=*/16,
        /*mma_n=*/8,
        /*mma_k=*/8,
-       /*bk_values=*/{32, 16},
+       /*bk_values=*/{32, kSmallestBk},
        /*stage_values=*/{3, 2, 4}, cuda_matmul::kTf32PadKContiguous, cuda_matmul::kTf32PadKStrided,
        /*warp_n_multiple=*/8, &GenerateTf32MatMul, /*split_values=*/{4, 2, 8}}};
 };
