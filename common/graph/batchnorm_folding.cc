@@ -25,18 +25,6 @@ bool IsUsedOutput(const Graph& graph, const std::string& tensor,
   return consumers.count(tensor) > 0;
 }
 
-Tensor FloatConstant(const std::string& name, std::vector<int64_t> shape,
-                     std::vector<double> values) {
-  Tensor tensor;
-  tensor.name = name;
-  tensor.type = ElemType::kFloat32;
-  tensor.has_shape = true;
-  tensor.shape = std::move(shape);
-  tensor.is_constant = true;
-  tensor.float_data = std::move(values);
-  return tensor;
-}
-
 /// Index of the node producing `tensor`, or -1.
 int ProducerOf(const Graph& graph, const std::string& tensor) {
   for (size_t index = 0; index < graph.nodes.size(); ++index) {
@@ -85,10 +73,11 @@ bool FoldIntoConv(Graph& graph, int bn_index, const std::vector<double>& a,
   for (int64_t k = 0; k < channels; ++k) {
     new_bias[k] = (has_bias ? bias->ValueAsDouble(k) * a[k] : 0.0) + b[k];
   }
-  const std::string weight_name = graph.FreshName(absl::StrCat(conv.inputs[1], "_bn"));
-  const std::string bias_name = graph.FreshName(absl::StrCat(bn.name, "_folded_bias"));
-  graph.SetTensor(FloatConstant(weight_name, weights->shape, std::move(new_weights)));
-  graph.SetTensor(FloatConstant(bias_name, {channels}, std::move(new_bias)));
+  const std::string weight_name = graph.AddFloatConstant(
+      absl::StrCat(conv.inputs[1], "_bn"), ElemType::kFloat32, weights->shape, std::move(new_weights));
+  const std::string bias_name = graph.AddFloatConstant(absl::StrCat(bn.name, "_folded_bias"),
+                                                       ElemType::kFloat32, {channels},
+                                                       std::move(new_bias));
   conv.inputs.resize(3);
   conv.inputs[1] = weight_name;
   conv.inputs[2] = bias_name;
@@ -158,11 +147,11 @@ absl::Status FoldBatchNorm(Graph& graph) {
     // y = x * a + b with a, b of shape [C, 1, ...] (broadcast over the spatial dims).
     std::vector<int64_t> param_shape(x.shape.size() - 1, 1);
     param_shape[0] = channels;
-    const std::string scale_name = graph.FreshName(absl::StrCat(bn.name, "_scale"));
-    const std::string shift_name = graph.FreshName(absl::StrCat(bn.name, "_shift"));
+    const std::string scale_name =
+        graph.AddFloatConstant(absl::StrCat(bn.name, "_scale"), ElemType::kFloat32, param_shape, a);
+    const std::string shift_name =
+        graph.AddFloatConstant(absl::StrCat(bn.name, "_shift"), ElemType::kFloat32, param_shape, b);
     const std::string scaled_name = graph.FreshName(absl::StrCat(bn.name, "_scaled"));
-    graph.SetTensor(FloatConstant(scale_name, param_shape, a));
-    graph.SetTensor(FloatConstant(shift_name, param_shape, b));
     Tensor scaled = x;
     scaled.name = scaled_name;
     scaled.is_constant = false;
