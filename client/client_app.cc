@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/format.h"
+#include "common/onnx/mixed_precision.h"
 #include "common/target/target.h"
 #include "common/util/flags.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -35,16 +36,20 @@ constexpr const char* kUsage =
     "usage: gtco-client [--server HOST:PORT[,HOST:PORT...]] [--token TOKEN] [--tls-ca PEM] [--timeout SECONDS]\n"
     "                   COMMAND ...\n"
     "  submit MODEL.onnx [--target cpu|cuda] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
-    "                    [--scheduler gradient|even] [--rounds N] [--watch] [--json]\n"
+    "                    [--scheduler gradient|even] [--rounds N] [--precision f32|bf16] [--watch] [--json]\n"
+    "                              --precision bf16: the MatMuls with constant weights run in bf16\n"
+    "                              (weights stored in bf16, f32 sums and epilogues); give the same\n"
+    "                              flag to query and export\n"
     "  watch JOB [--json]          follow a job until it ends\n"
     "  status JOB [--explain] [--json]   --explain: trials, best and pruning per task and\n"
     "                              mapping, and why the scheduler spent the budget as it did\n"
     "  jobs [--team T] [--state S] [--json]\n"
     "  cancel JOB [--json]\n"
     "  health                      grpc.health.v1 check of the server\n"
-    "  query --model MODEL.onnx [--target cpu] [--shape ...] [--json]\n"
+    "  query --model MODEL.onnx [--target cpu] [--shape ...] [--precision f32|bf16] [--json]\n"
     "  query --workload KEY [--target cpu] [--limit N] [--json]\n"
-    "  export MODEL.onnx -o|--output OUT.gtco [--target cpu] [--shape ...] [--isa host|x86-64-v2|x86-64-v3|\n"
+    "  export MODEL.onnx -o|--output OUT.gtco [--target cpu] [--shape ...] [--precision f32|bf16]\n"
+    "                    [--isa host|x86-64-v2|x86-64-v3|\n"
     "                    x86-64-v4] [--require-tuned] [--json]   the model with its best records,\n"
     "                              compiled for this host's CPU (or --isa) into one artifact\n"
     "                              that gtco-run and the runtime library run\n"
@@ -83,6 +88,9 @@ class Client {
         json_(json) {
     Connect();
   }
+
+  /// "f32" (the model as it is) or "bf16" (its weight MatMuls rewritten to bf16).
+  void set_precision(std::string precision) { precision_ = std::move(precision); }
 
   /// Prints the error and returns the exit code for a failed call.
   int Fail(const grpc::Status& status) {
@@ -492,6 +500,7 @@ class Client {
     }
   }
 
+  /// The model file's bytes; with --precision bf16, rewritten first (onnx/mixed_precision.h).
   int ReadFile(const std::string& path, std::string* bytes) {
     std::ifstream file(path, std::ios::binary);
     if (!file) {
@@ -501,6 +510,18 @@ class Client {
     std::ostringstream content;
     content << file.rdbuf();
     *bytes = content.str();
+    if (precision_ != "bf16") return 0;
+    absl::StatusOr<onnx::Bf16Rewrite> rewritten = onnx::RewriteMatMulsToBf16(*bytes);
+    if (!rewritten.ok()) {
+      std::cerr << "gtco-client: --precision bf16: " << rewritten.status().message() << "\n";
+      return kExitUsage;
+    }
+    if (!json_) {
+      std::cerr << "gtco-client: --precision bf16: " << rewritten->matmuls
+                << " MatMuls in bf16 (" << rewritten->weights << " weights stored in bf16), "
+                << rewritten->kept_f32 << " left in f32\n";
+    }
+    *bytes = std::move(rewritten->model_bytes);
     return 0;
   }
 
@@ -526,6 +547,7 @@ class Client {
   std::string token_;
   int timeout_seconds_;
   bool json_;
+  std::string precision_ = "f32";  ///< "bf16": model files are rewritten before they are sent
   bool connected_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gtco::v1::ClientService::Stub> stub_;
@@ -558,7 +580,7 @@ bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* he
 
 int RunClientApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
-                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa", "arch"},
+                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa", "arch", "precision"},
                       {"watch", "json", "help", "explain", "require-tuned", "include-failed"}};
   std::vector<std::string> raw(argv + 1, argv + argc);
   for (std::string& arg : raw) {
@@ -604,6 +626,11 @@ int RunClientApp(int argc, char** argv) {
   if (addresses.empty()) addresses.push_back(server);
   Client client(addresses, credentials, token, static_cast<int>(*timeout), args->Has("json"));
   const std::string& command = positional[0];
+  const std::string precision = args->Get("precision", "f32");
+  if (precision != "f32" && precision != "bf16") {
+    return Usage("--precision takes f32 or bf16, not '" + precision + "'");
+  }
+  client.set_precision(precision);
   gtco::v1::SubmitHeader header;
   header.set_target(args->Get("target", "cpu"));
   std::string shape_error;

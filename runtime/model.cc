@@ -211,14 +211,6 @@ void ForEachBroadcast(const std::vector<int64_t>& out_shape,
   }
 }
 
-uint16_t FloatToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 double LoadAsDouble(const char* data, ElemType type, int64_t index) {
   switch (type) {
     case ElemType::kF32: {
@@ -600,12 +592,8 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
           std::memcpy(out_data + 4 * i, &value, 4);
         }
       } else if (out.dtype == ElemType::kBF16 && in.dtype == ElemType::kF32) {
-        for (int64_t i = 0; i < count; ++i) {
-          float value;
-          std::memcpy(&value, src + 4 * i, 4);
-          const uint16_t half = FloatToBf16(value);
-          std::memcpy(out_data + 2 * i, &half, 2);
-        }
+        CastF32ToBf16(reinterpret_cast<const float*>(src), count,
+                      reinterpret_cast<uint16_t*>(out_data));
       } else {
         return absl::InternalError(absl::StrCat("step '", step.node, "': no cast from ",
                                                 ElemTypeName(in.dtype), " to ",

@@ -86,6 +86,19 @@ void ForEachChannel(ElemType zero_type, int64_t outer, int64_t channels, int64_t
 // CPU it runs on (the runtime itself is built for any x86-64).
 #define GTCO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
+/// y[i] = x[i] rounded to bf16 (nearest, ties to even; a NaN stays a quiet NaN), over [begin,
+/// end): branch-free, so that each clone's loop is vectorized.
+GTCO_VECTOR_CLONES void CastToBf16Range(const float* __restrict x, int64_t begin, int64_t end,
+                                        uint16_t* __restrict y) {
+  for (int64_t i = begin; i < end; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (bits >> 16) | 0x40u;
+    y[i] = static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+  }
+}
+
 /// The min and max of x[0, count) and 0 (ONNX's range always holds 0).
 GTCO_VECTOR_CLONES void MinMaxRange(const float* __restrict x, int64_t count, float* lo_out,
                                     float* hi_out) {
@@ -242,6 +255,10 @@ void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, i
                        break;
                    }
                  });
+}
+
+void CastF32ToBf16(const float* x, int64_t count, uint16_t* y) {
+  ParallelChunks(count, [&](int64_t, int64_t begin, int64_t end) { CastToBf16Range(x, begin, end, y); });
 }
 
 }  // namespace gtco::runtime

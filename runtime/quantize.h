@@ -1,5 +1,5 @@
 // The runtime's quantization steps (ONNX DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear
-// and a QuantizeLinear -> DequantizeLinear pair as one fake quantization), computed as ONNX
+// and a QuantizeLinear -> DequantizeLinear pair as one fake quantization) and its f32 -> bf16 cast, computed as ONNX
 // Runtime's CPU kernels compute them (division by the scale, round half to even), so that a
 // quantized model's integer inputs are the ones its quantizer expected. Large tensors are split
 // over the runtime's threads.
@@ -28,6 +28,10 @@ void Quantize(const float* x, ElemType type, int64_t outer, int64_t channels, in
 /// scale[c], saturating to i8 when `type` is kI8, else u8.
 void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
                   const float* scales, const void* zero_points, float* out);
+
+/// ONNX Cast from f32 to bf16 over `count` values: each rounded to the nearest bf16, ties to
+/// even (as ONNX Runtime), a NaN kept a quiet NaN.
+void CastF32ToBf16(const float* x, int64_t count, uint16_t* y);
 
 /// ONNX DequantizeLinear: out[i] = (x[i] - zero_point[c]) * scale[c] in f32, where c is 0 for a
 /// per-tensor scale (`channels` 1) or the index along the quantized axis, x being [outer,

@@ -153,16 +153,18 @@ class Farm:
              "--target", "cpu"], stdout=open(os.path.join(work, f"{tag}.worker.log"), "w"),
             stderr=subprocess.STDOUT)
 
-    def tune_and_export(self, onnx_path, trials_per_task, artifact):
-        """Tunes the model at trials_per_task per task and exports it to `artifact`; returns
-        (tasks, trials done, tuning seconds)."""
+    def tune_and_export(self, onnx_path, trials_per_task, artifact, precision="f32"):
+        """Tunes the model at trials_per_task per task and exports it to `artifact` (`precision`
+        "bf16": gtco-client's --precision bf16, the weight MatMuls in bf16); returns (tasks,
+        trials done, tuning seconds, plan summary)."""
+        flag = ["--precision", precision]
         tasks = len(json.loads(client(self.address, "query", "--model", onnx_path, "--target",
-                                      "cpu", "--json"))["records"])
+                                      "cpu", *flag, "--json"))["records"])
         start = time.time()
         job = json.loads(client(self.address, "submit", onnx_path, "--target", "cpu", "--budget",
-                                str(tasks * trials_per_task), "--watch", "--json"))
+                                str(tasks * trials_per_task), *flag, "--watch", "--json"))
         seconds = time.time() - start
-        client(self.address, "export", onnx_path, "-o", artifact)
+        client(self.address, "export", onnx_path, "-o", artifact, *flag)
         explained = json.loads(client(self.address, "status", job["job_id"], "--explain",
                                       "--json"))
         return tasks, int(job["trials_done"]), seconds, plan_summary(explained.get("plan", []))

@@ -137,12 +137,24 @@ absl::Status RewriteConvIntegers(Graph& graph) {
   return absl::OkStatus();
 }
 
-/// MatMulInteger -> Cast(f32): the matmul writes the Cast's output.
+/// A MatMul of two 16-bit float inputs (bf16 or f16) with an output of the same type.
+bool IsHalfMatMul(const Graph& graph, const Node& node) {
+  if (!IsDefaultOp(node, "MatMul") || node.inputs.size() != 2 || node.outputs.empty()) return false;
+  const ElemType type = graph.tensor(node.inputs[0]).type;
+  return (type == ElemType::kBFloat16 || type == ElemType::kFloat16) &&
+         graph.tensor(node.inputs[1]).type == type && graph.tensor(node.outputs[0]).type == type;
+}
+
+/// MatMulInteger -> Cast(f32), and a 16-bit float MatMul -> Cast(f32): the matmul writes the
+/// Cast's output.
 void FoldCasts(Graph& graph) {
   const std::map<std::string, std::vector<int>> consumers = graph.ConsumerMap();
   std::set<int> folded;
   for (Node& node : graph.nodes) {
-    if (!IsDefaultOp(node, "MatMulInteger") || node.outputs.empty()) continue;
+    if ((!IsDefaultOp(node, "MatMulInteger") && !IsHalfMatMul(graph, node)) ||
+        node.outputs.empty()) {
+      continue;
+    }
     const std::string& out = node.outputs[0];
     auto readers = consumers.find(out);
     if (IsGraphOutput(graph, out) || readers == consumers.end() || readers->second.size() != 1) {

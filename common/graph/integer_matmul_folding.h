@@ -17,7 +17,12 @@ namespace gtco::graph {
 /// Then two rewrites, each only where it applies exactly:
 ///  - MatMulInteger -> Cast(to f32), the Cast the matmul's only reader and the matmul's output
 ///    no graph output: the MatMulInteger writes f32 itself (its i32 result converted to the
-///    nearest f32, as the Cast does; see workload.h) and the Cast goes.
+///    nearest f32, as the Cast does; see workload.h) and the Cast goes. The same for a MatMul of
+///    bf16 (or f16) inputs and output followed by a Cast to f32 (what mixed-precision exports
+///    write around each Linear): the kernel, which sums in f32, writes its f32 sum, so the bias
+///    and activation after the Cast become its epilogue. This skips the literal graph's rounding
+///    of the sum to 16 bits before the Cast: the result is the more precise one, within half a
+///    bf16 ulp (2^-9 relative) of what ONNX Runtime's literal run computes.
 ///  - Mul(that f32 result, S) where S = Mul(x_scale, w_scale) with w_scale a constant (scalar or
 ///    [N] per column) and x_scale a one-element tensor: becomes
 ///    Mul(Mul(result, x_scale), w_scale as an [N] constant). The weight's scale is then a

@@ -45,15 +45,16 @@ absl::Status DtypeUnimplemented(const Node& node, const Tensor& tensor, const st
                                                " tensor '", tensor.name, "'; ", why));
 }
 
-/// MatMul on a 16-bit float type (bf16, or f16 which only CUDA mappings run): both inputs and the
-/// output of that type.
+/// MatMul on a 16-bit float type (bf16, or f16 which only CUDA mappings run): both inputs of
+/// that type; the output too, or f32 where FoldIntegerMatMulOutputs took in the Cast after it.
 absl::Status CheckHalfMatMul(const Node& node, const Graph& graph, ElemType type) {
   for (const std::string& name : {node.inputs.at(0), node.inputs.at(1), node.outputs.at(0)}) {
     const Tensor& tensor = graph.tensor(name);
-    if (tensor.type != type) {
+    if (tensor.type != type &&
+        !(name == node.outputs.at(0) && tensor.type == ElemType::kFloat32)) {
       return DtypeUnimplemented(node, tensor,
                                 type == ElemType::kBFloat16
-                                    ? "a bf16 MatMul needs bf16 inputs and output"
+                                    ? "a bf16 MatMul needs bf16 inputs and output (or a Cast of it to f32)"
                                     : "an f16 MatMul needs f16 inputs and output");
     }
   }

@@ -21,25 +21,6 @@ namespace {
 using ::onnx::ModelProto;
 using ::onnx::ValueInfoProto;
 
-absl::Status InvalidModel(const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat("not a valid ONNX model: ", why));
-}
-
-absl::StatusOr<ModelProto> ParseModel(std::string_view model_bytes) {
-  ModelProto model;
-  if (model_bytes.empty()) return InvalidModel("the model is empty");
-  if (model_bytes.size() > static_cast<size_t>(INT32_MAX)) {
-    return InvalidModel("models over 2 GiB need external data, which is not supported");
-  }
-  if (!model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
-    return InvalidModel("the bytes do not parse as an ONNX ModelProto (truncated or not ONNX)");
-  }
-  if (model.ir_version() <= 0 || !model.has_graph() || model.opset_import_size() == 0) {
-    return InvalidModel("missing ir_version, opset_import or graph (truncated or not ONNX)");
-  }
-  return model;
-}
-
 std::set<std::string> InitializerNames(const ModelProto& model) {
   std::set<std::string> names;
   for (const auto& initializer : model.graph().initializer()) names.insert(initializer.name());

@@ -1,6 +1,7 @@
 // Decoding of ONNX TensorProto payloads (raw little-endian bytes or typed repeated fields).
 #include "common/onnx/tensor_proto.h"
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -240,6 +241,25 @@ void ApplyValueInfo(const ::onnx::ValueInfoProto& info, graph::Tensor& tensor) {
   }
   tensor.shape = std::move(shape);
   tensor.has_shape = true;
+}
+
+absl::Status InvalidModel(const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("not a valid ONNX model: ", why));
+}
+
+absl::StatusOr<::onnx::ModelProto> ParseModel(std::string_view model_bytes) {
+  ::onnx::ModelProto model;
+  if (model_bytes.empty()) return InvalidModel("the model is empty");
+  if (model_bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    return InvalidModel("models over 2 GiB need external data, which is not supported");
+  }
+  if (!model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
+    return InvalidModel("the bytes do not parse as an ONNX ModelProto (truncated or not ONNX)");
+  }
+  if (model.ir_version() <= 0 || !model.has_graph() || model.opset_import_size() == 0) {
+    return InvalidModel("missing ir_version, opset_import or graph (truncated or not ONNX)");
+  }
+  return model;
 }
 
 }  // namespace gtco::onnx

@@ -1,8 +1,10 @@
-// Conversion of ONNX TensorProto / type protos to graph IR tensors (internal to the onnx module).
+// Parsing of ONNX model bytes and conversion of ONNX TensorProto / type protos to graph IR
+// tensors (internal to the onnx module).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,6 +22,13 @@ constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 /// kMaxTensorElements.
 absl::StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& shape,
                                             const std::string& name);
+
+/// INVALID_ARGUMENT "not a valid ONNX model: <why>".
+absl::Status InvalidModel(const std::string& why);
+
+/// `model_bytes` parsed as a ModelProto with an ir_version, opset imports and a graph;
+/// INVALID_ARGUMENT (InvalidModel) for empty, truncated, over-2-GiB or non-ONNX bytes.
+absl::StatusOr<::onnx::ModelProto> ParseModel(std::string_view model_bytes);
 
 /// The graph element type of an ONNX TensorProto::DataType value (kOther if unknown).
 graph::ElemType ElemTypeFromOnnx(int data_type);

@@ -27,6 +27,9 @@ INT8_VS_ORT_ATOL_SCALE = 1e-3
 # Against the fp32 model the int8 one came from: quantization noise (measured 0.8 % and 1.4 % of
 # the largest output of tests/data/bert_tiny_*.onnx, in GTCO and ONNX Runtime alike).
 INT8_VS_FP32_ATOL_SCALE = 3e-2
+# --precision bf16 against ONNX Runtime's fp32 run: bf16 operands (8 significant bits) in every
+# weight MatMul, f32 sums; as much as int8 may lose, of the largest output.
+BF16_VS_FP32_ATOL_SCALE = 3e-2
 
 
 def host_has(feature):
@@ -226,6 +229,34 @@ class ExportTest(unittest.TestCase):
         self.run_and_compare(
             patches, artifact, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
             also=[(os.path.join(DATA, "patch_embed_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
+
+    def test_bf16_precision_runs_weight_matmuls_on_bf16(self):
+        """gtco-client --precision bf16: the transformer block's weight MatMuls tune and run on
+        the bf16 kernels with their epilogues, within bf16 noise of ONNX Runtime's fp32 run;
+        a wrong --precision and a model with nothing to rewrite are usage errors."""
+        bad = self.farm.client("submit", os.path.join(DATA, "mlp.onnx"), "--precision", "fp8",
+                               check=False)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("--precision takes f32 or bf16", bad.stderr)
+        nothing = self.farm.client("submit", os.path.join(DATA, "matmul_bf16.onnx"),
+                                   "--precision", "bf16", check=False)
+        self.assertEqual(nothing.returncode, 2, nothing.stderr)
+        self.assertIn("nothing to rewrite", nothing.stderr)
+        if not host_has("avx512_bf16"):
+            self.skipTest("the bf16 matmul kernels need avx512_bf16")
+        model = os.path.join(DATA, "transformer_block.onnx")
+        artifact, summary, job = self.tune_and_export(model, 24, "--precision", "bf16")
+        self.assertEqual(summary["tuned"], summary["kernels"], summary)
+        described = json.loads(subprocess.run(
+            [RUN, artifact, "--describe", "--json"], capture_output=True, text=True,
+            check=True).stdout)
+        bf16 = [k for k in described["kernels"] if "bf16*bf16->f32" in k["description"]]
+        self.assertGreaterEqual(len(bf16), 4, described["kernels"])
+        for kernel in bf16:
+            self.assertEqual(kernel["mapping"], "avx512_bf16", kernel)
+        # The bias, GELU and residual adds stay in the matmuls' epilogues.
+        self.assertTrue(any("+add" in k["description"] for k in bf16), bf16)
+        self.run_and_compare(model, artifact, atol_scale=BF16_VS_FP32_ATOL_SCALE, rtol=0.0)
 
     def check_profile(self, artifact):
         """gtco-run --profile rates each kernel by its work and traffic and sums the shares."""

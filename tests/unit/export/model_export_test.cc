@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -566,6 +567,39 @@ TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
 // What still has no CUDA kernel (integer matmuls) is refused naming the node and the workload.
 // The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand
 // values of DequantizeLinear.
+// The runtime's f32 -> bf16 cast: nearest, ties to even, NaN kept quiet, infinities kept; a
+// tensor split over threads gives what one thread gives.
+TEST(ModelExportTest, CastToBf16RoundsToNearestEven) {
+  auto f = [](uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+  };
+  const std::vector<float> x = {1.0f,        f(0x3f808000),  f(0x3f818000), f(0x3f808001),
+                                -2.5f,       f(0x7f800000),  f(0xff800000), f(0x7f800001),
+                                f(0x7f7fffff), 0.0f};
+  std::vector<uint16_t> y(x.size());
+  runtime::CastF32ToBf16(x.data(), static_cast<int64_t>(x.size()), y.data());
+  EXPECT_EQ(y, (std::vector<uint16_t>{0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xc020, 0x7f80, 0xff80,
+                                      0x7fc0, 0x7f80, 0x0000}))
+      << "ties go to even (0x3f808000 down, 0x3f818000 up); the largest float rounds to inf";
+  std::vector<float> big(100003);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::sin(0.001f * i) * 7.0f;
+  std::vector<uint16_t> one(big.size()), two(big.size());
+  runtime::SetParallelThreads(1);
+  runtime::CastF32ToBf16(big.data(), static_cast<int64_t>(big.size()), one.data());
+  runtime::SetParallelThreads(2);
+  runtime::CastF32ToBf16(big.data(), static_cast<int64_t>(big.size()), two.data());
+  runtime::SetParallelThreads(0);
+  EXPECT_EQ(one, two);
+  for (size_t i = 0; i < big.size(); i += 997) {
+    uint32_t bits = static_cast<uint32_t>(one[i]) << 16;
+    float back;
+    std::memcpy(&back, &bits, 4);
+    EXPECT_LE(std::fabs(back - big[i]), std::fabs(big[i]) * (1.0f / 256)) << i;
+  }
+}
+
 TEST(ModelExportTest, QuantizeStepsComputeAsOnnxSpecifies) {
   const std::vector<float> x = {0.0f, 2.0f, -3.0f, -2.5f, 1.34f, 0.5f};
   std::vector<uint8_t> y(x.size());

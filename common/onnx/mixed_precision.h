@@ -1,0 +1,33 @@
+// Mixed precision by model rewrite: an f32 ONNX model's MatMuls with constant weights turned into
+// bf16 MatMuls, as a mixed-precision export writes them (Cast of the activation to bf16, the
+// weights stored in bf16, a Cast of the product back to f32), so that the farm tunes and runs
+// them on the bf16 kernels (vdpbf16ps / AMX) with the f32 bias and activation as their epilogue
+// (FoldIntegerMatMulOutputs folds the Cast back). `gtco-client submit|query|export --precision
+// bf16` applies it to the model before sending it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace gtco::onnx {
+
+struct Bf16Rewrite {
+  std::string model_bytes;      ///< the rewritten model
+  int64_t matmuls = 0;          ///< MatMuls now computed in bf16
+  int64_t weights = 0;          ///< weight initializers stored in bf16
+  int64_t kept_f32 = 0;         ///< MatMuls left in f32 (their B is no 2-D f32 initializer)
+};
+
+/// Rewrites every default-domain MatMul of `model_bytes` whose B is a 2-D f32 initializer (held
+/// in the file, not external data) and whose A is computed: B becomes a bf16 initializer (each
+/// value rounded to the nearest bf16, ties to even), A goes through one Cast to bf16 (shared by
+/// the MatMuls that read the same A), and the product through a Cast back to f32 under its old
+/// name, so every other node reads what it read before. Attention's MatMuls of two computed
+/// tensors, Gemm and convolutions stay f32. INVALID_ARGUMENT for bytes that are not an ONNX
+/// model; FAILED_PRECONDITION when no MatMul qualifies (nothing would change).
+absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes);
+
+}  // namespace gtco::onnx
