@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bf16 end to end: the fp32 exports of ViT-B/16 and BERT-base tuned and exported by GTCO with
-`--precision bf16` (each MatMul with constant weights computed on bf16 operands with f32 sums and
-epilogues), timed against ONNX Runtime's fp32 run of the same fp32 file, with the accuracy lost.
+`--precision bf16` (each MatMul or Gemm with constant weights computed on bf16 operands with f32
+sums and epilogues), timed against ONNX Runtime's fp32 run of the same fp32 file, with the accuracy lost.
 
     PYTHONPATH=.deps/python bench/e2e/run_bf16.py [--models vit_b_16,bert_base]
         [--trials-per-task 48] [--runs 50] [--rounds 5]
@@ -68,7 +68,7 @@ def main():
         "Each model: torch.onnx.export (opset 17, random weights, batch 1); GTCO tuned it with "
         "`gtco-client submit --precision bf16` (its MatMuls with constant weights on bf16 "
         "operands: weights stored in bf16, activations rounded to bf16 by a cast step, f32 sums, "
-        "bias and activation fused as before; attention's MatMuls, Gemm and convolutions in f32) "
+        "bias and activation fused as before; plain Gemms the same way; attention's MatMuls and convolutions in f32) "
         f"on a local farm ({args.trials_per_task} trials per task) and exported it the same way; "
         "gtco-run and ONNX Runtime (ORT_ENABLE_ALL, fp32) ran on the same inputs, 2 threads "
         f"each, {args.rounds} alternating rounds. The difference is max |GTCO - ORT| / max |ORT| "

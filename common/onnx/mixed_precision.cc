@@ -2,6 +2,7 @@
 #include "common/onnx/mixed_precision.h"
 
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -44,6 +45,25 @@ std::vector<float> F32Matrix(const TensorProto& tensor) {
     return {};
   }
   return values;
+}
+
+/// A Gemm computing A x B (+ C): no transA, alpha 1, beta 1 (any transB).
+bool IsPlainGemm(const NodeProto& node) {
+  if (node.op_type() != "Gemm" || node.input_size() < 2) return false;
+  for (const auto& attribute : node.attribute()) {
+    if (attribute.name() == "transA" && attribute.i() != 0) return false;
+    if ((attribute.name() == "alpha" || attribute.name() == "beta") && attribute.f() != 1.0f) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool GemmTransB(const NodeProto& node) {
+  for (const auto& attribute : node.attribute()) {
+    if (attribute.name() == "transB") return attribute.i() != 0;
+  }
+  return false;
 }
 
 NodeProto CastNode(const std::string& name, const std::string& input, const std::string& output,
@@ -98,34 +118,52 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes) {
   std::vector<NodeProto> nodes;
   std::vector<TensorProto> added_initializers;
   for (const NodeProto& node : graph->node()) {
-    const bool candidate = node.op_type() == "MatMul" &&
-                           (node.domain().empty() || node.domain() == "ai.onnx") &&
-                           node.input_size() == 2 && node.output_size() == 1 &&
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    const bool matmul_like = node.op_type() == "MatMul" || node.op_type() == "Gemm";
+    if (!default_domain || !matmul_like || node.input_size() < 2 || node.output_size() != 1) {
+      if (matmul_like) ++result.kept_f32;
+      nodes.push_back(node);
+      continue;
+    }
+    const bool gemm = IsPlainGemm(node);
+    const bool candidate = (node.op_type() == "MatMul" ? node.input_size() == 2 : gemm) &&
                            initializer_index.count(node.input(1)) &&
                            !initializer_index.count(node.input(0));
+    // A transposed Gemm weight is stored [K, N] in its bf16 copy.
+    const bool transposed = gemm && GemmTransB(node);
+    const std::string weight_key = absl::StrCat(node.input(1), transposed ? "^T" : "");
     std::vector<float> weights;
-    if (candidate && !bf16_weight.count(node.input(1))) {
+    if (candidate && !bf16_weight.count(weight_key)) {
       weights = F32Matrix(graph->initializer(initializer_index[node.input(1)]));
     }
-    if (!candidate || (weights.empty() && !bf16_weight.count(node.input(1)))) {
-      if (node.op_type() == "MatMul") ++result.kept_f32;
+    if (!candidate || (weights.empty() && !bf16_weight.count(weight_key))) {
+      ++result.kept_f32;
       nodes.push_back(node);
       continue;
     }
     if (!weights.empty()) {
       const TensorProto& f32 = graph->initializer(initializer_index[node.input(1)]);
+      int64_t rows = f32.dims(0), cols = f32.dims(1);
+      if (transposed) {
+        std::vector<float> t(weights.size());
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = weights[r * cols + c];
+        }
+        weights = std::move(t);
+        std::swap(rows, cols);
+      }
       TensorProto bf16;
-      bf16.set_name(fresh(absl::StrCat(f32.name(), "_bf16")));
+      bf16.set_name(fresh(absl::StrCat(f32.name(), transposed ? "_t" : "", "_bf16")));
       bf16.set_data_type(TensorProto::BFLOAT16);
-      bf16.add_dims(f32.dims(0));
-      bf16.add_dims(f32.dims(1));
+      bf16.add_dims(rows);
+      bf16.add_dims(cols);
       std::string raw(weights.size() * 2, '\0');
       for (size_t i = 0; i < weights.size(); ++i) {
         const uint16_t half = ToBf16(weights[i]);
         std::memcpy(raw.data() + 2 * i, &half, 2);
       }
       bf16.set_raw_data(std::move(raw));
-      bf16_weight[f32.name()] = bf16.name();
+      bf16_weight[weight_key] = bf16.name();
       added_initializers.push_back(std::move(bf16));
       ++result.weights;
     }
@@ -136,20 +174,35 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes) {
                                TensorProto::BFLOAT16));
       bf16_activation[a] = cast_out;
     }
-    NodeProto matmul = node;
+    // A Gemm becomes MatMul, then Add of its C after the Cast back to f32.
+    NodeProto matmul;
+    matmul.set_op_type("MatMul");
+    matmul.set_name(gemm ? fresh(absl::StrCat(node.name(), "_matmul")) : node.name());
     const std::string product = fresh(absl::StrCat(node.output(0), "_bf16"));
-    matmul.set_input(0, bf16_activation[a]);
-    matmul.set_input(1, bf16_weight[node.input(1)]);
-    matmul.set_output(0, product);
+    matmul.add_input(bf16_activation[a]);
+    matmul.add_input(bf16_weight[weight_key]);
+    matmul.add_output(product);
     nodes.push_back(std::move(matmul));
+    const bool add_c = gemm && node.input_size() > 2 && !node.input(2).empty();
+    const std::string product_f32 =
+        add_c ? fresh(absl::StrCat(node.output(0), "_f32")) : node.output(0);
     nodes.push_back(CastNode(fresh(absl::StrCat(node.name(), "_cast_f32")), product,
-                             node.output(0), TensorProto::FLOAT));
+                             product_f32, TensorProto::FLOAT));
+    if (add_c) {
+      NodeProto add;
+      add.set_op_type("Add");
+      add.set_name(fresh(absl::StrCat(node.name(), "_add_c")));
+      add.add_input(product_f32);
+      add.add_input(node.input(2));
+      add.add_output(node.output(0));
+      nodes.push_back(std::move(add));
+    }
     ++result.matmuls;
   }
   if (result.matmuls == 0) {
     return absl::FailedPreconditionError(
-        "no MatMul with a 2-D f32 weight initializer to compute in bf16 (Gemm, convolutions and "
-        "MatMuls of two computed tensors stay f32); nothing to rewrite");
+        "no MatMul or plain Gemm with a 2-D f32 weight initializer to compute in bf16 "
+        "(convolutions and MatMuls of two computed tensors stay f32); nothing to rewrite");
   }
   // The f32 weights nothing reads any more go.
   std::set<std::string> read;
@@ -158,8 +211,10 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes) {
   }
   for (const auto& output : graph->output()) read.insert(output.name());
   google::protobuf::RepeatedPtrField<TensorProto> kept;
+  std::set<std::string> replaced;  // f32 weights that have a bf16 copy
+  for (const auto& [key, copy] : bf16_weight) replaced.insert(key.substr(0, key.rfind("^T")));
   for (TensorProto& initializer : *graph->mutable_initializer()) {
-    if (!bf16_weight.count(initializer.name()) || read.count(initializer.name())) {
+    if (!replaced.count(initializer.name()) || read.count(initializer.name())) {
       *kept.Add() = std::move(initializer);
     }
   }
@@ -168,7 +223,7 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes) {
   // Graph inputs that named a removed initializer (IR < 4 models list them) go too.
   google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> inputs;
   for (auto& input : *graph->mutable_input()) {
-    if (!bf16_weight.count(input.name()) || read.count(input.name())) {
+    if (!replaced.count(input.name()) || read.count(input.name())) {
       *inputs.Add() = std::move(input);
     }
   }

@@ -138,6 +138,28 @@ TEST(OnnxLowpImportTest, Bf16RewriteRunsWeightMatMulsOnBf16WithTheirEpilogues) {
   EXPECT_EQ(checked, rewritten->weights);
 
   // Nothing to rewrite, or not a model: errors that say so.
+  // A Gemm with transB (the ResNet-like mlp's classifier) becomes MatMul of the weight stored
+  // [K, N] in bf16, a Cast and an Add of the bias: one bf16 workload with the bias in its
+  // epilogue.
+  const std::string mlp = ReadModel("mlp.onnx");
+  absl::StatusOr<Bf16Rewrite> gemms = RewriteMatMulsToBf16(mlp);
+  ASSERT_TRUE(gemms.ok()) << gemms.status();
+  absl::StatusOr<ModelAnalysis> mlp_f32 = AnalyzeOnnxModel(mlp, {});
+  absl::StatusOr<ModelAnalysis> mlp_bf16 = AnalyzeOnnxModel(gemms->model_bytes, {});
+  ASSERT_TRUE(mlp_f32.ok() && mlp_bf16.ok()) << mlp_bf16.status();
+  ASSERT_EQ(mlp_bf16->tasks.size(), mlp_f32->tasks.size());
+  for (size_t i = 0; i < mlp_bf16->tasks.size(); ++i) {
+    const ir::Workload& w = mlp_bf16->tasks[i].workload;
+    const ir::Workload& was = mlp_f32->tasks[i].workload;
+    if (w.anchor != ir::AnchorKind::kMatMul) continue;
+    SCOPED_TRACE(w.Description());
+    EXPECT_EQ(w.inputs[0].dtype, ir::DType::kBF16);
+    EXPECT_EQ(w.matmul.n, was.matmul.n);
+    EXPECT_EQ(w.matmul.k, was.matmul.k);
+    EXPECT_FALSE(w.matmul.trans_b) << "the transposed weight is stored [K, N]";
+    EXPECT_EQ(w.epilogue.size(), was.epilogue.size());
+  }
+
   absl::StatusOr<Bf16Rewrite> again = RewriteMatMulsToBf16(ReadModel("matmul_bf16.onnx"));
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(again.status().message().find("nothing to rewrite"), std::string::npos);
