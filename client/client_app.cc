@@ -512,9 +512,9 @@ class Client {
     *bytes = content.str();
     if (precision_ != "bf16") return 0;
     absl::StatusOr<onnx::Bf16Rewrite> rewritten = onnx::RewriteMatMulsToBf16(*bytes);
-    if (!rewritten.ok()) {
+    if (!rewritten.ok()) {  // refused as the server refuses a model it cannot take
       std::cerr << "gtco-client: --precision bf16: " << rewritten.status().message() << "\n";
-      return kExitUsage;
+      return kExitRefused;
     }
     if (!json_) {
       std::cerr << "gtco-client: --precision bf16: " << rewritten->matmuls
@@ -629,6 +629,11 @@ int RunClientApp(int argc, char** argv) {
   const std::string precision = args->Get("precision", "f32");
   if (precision != "f32" && precision != "bf16") {
     return Usage("--precision takes f32 or bf16, not '" + precision + "'");
+  }
+  const bool reads_a_model =
+      command == "submit" || command == "export" || (command == "query" && args->Has("model"));
+  if (args->Has("precision") && !reads_a_model) {
+    return Usage("--precision applies to submit, query --model and export, not " + command);
   }
   client.set_precision(precision);
   gtco::v1::SubmitHeader header;

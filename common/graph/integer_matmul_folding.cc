@@ -137,21 +137,22 @@ absl::Status RewriteConvIntegers(Graph& graph) {
   return absl::OkStatus();
 }
 
-/// A MatMul of two 16-bit float inputs (bf16 or f16) with an output of the same type.
-bool IsHalfMatMul(const Graph& graph, const Node& node) {
+/// A MatMul of two bf16 inputs with a bf16 output.
+bool IsBf16MatMul(const Graph& graph, const Node& node) {
   if (!IsDefaultOp(node, "MatMul") || node.inputs.size() != 2 || node.outputs.empty()) return false;
-  const ElemType type = graph.tensor(node.inputs[0]).type;
-  return (type == ElemType::kBFloat16 || type == ElemType::kFloat16) &&
-         graph.tensor(node.inputs[1]).type == type && graph.tensor(node.outputs[0]).type == type;
+  const auto bf16 = [&](const std::string& name) {
+    return graph.tensor(name).type == ElemType::kBFloat16;
+  };
+  return bf16(node.inputs[0]) && bf16(node.inputs[1]) && bf16(node.outputs[0]);
 }
 
-/// MatMulInteger -> Cast(f32), and a 16-bit float MatMul -> Cast(f32): the matmul writes the
-/// Cast's output.
+/// MatMulInteger -> Cast(f32), and a bf16 MatMul -> Cast(f32): the matmul writes the Cast's
+/// output.
 void FoldCasts(Graph& graph) {
   const std::map<std::string, std::vector<int>> consumers = graph.ConsumerMap();
   std::set<int> folded;
   for (Node& node : graph.nodes) {
-    if ((!IsDefaultOp(node, "MatMulInteger") && !IsHalfMatMul(graph, node)) ||
+    if ((!IsDefaultOp(node, "MatMulInteger") && !IsBf16MatMul(graph, node)) ||
         node.outputs.empty()) {
       continue;
     }

@@ -14,12 +14,14 @@ namespace gtco::graph {
 /// patch rows [N*OH*OW, C*R*S], a MatMulInteger against the weights laid out [C*R*S, K], and
 /// Reshape + Transpose back to NCHW; exact, on the integer kernels. Any other ConvInteger is
 /// UNIMPLEMENTED, naming the node and what it would need.
-/// Then two rewrites, each only where it applies exactly:
+/// Then two rewrites, each only where it applies exactly (save the bf16 case below, which
+/// computes more precisely than the literal graph):
 ///  - MatMulInteger -> Cast(to f32), the Cast the matmul's only reader and the matmul's output
 ///    no graph output: the MatMulInteger writes f32 itself (its i32 result converted to the
 ///    nearest f32, as the Cast does; see workload.h) and the Cast goes. The same for a MatMul of
-///    bf16 (or f16) inputs and output followed by a Cast to f32 (what mixed-precision exports
-///    write around each Linear): the kernel, which sums in f32, writes its f32 sum, so the bias
+///    bf16 inputs and output followed by a Cast to f32 (what mixed-precision exports write around
+///    each Linear; f16 MatMuls keep their literal rounding, whose overflow to inf the f32 sum
+///    would hide): the kernel, which sums in f32, writes its f32 sum, so the bias
 ///    and activation after the Cast become its epilogue. This skips the literal graph's rounding
 ///    of the sum to 16 bits before the Cast: the result is the more precise one, within half a
 ///    bf16 ulp (2^-9 relative) of what ONNX Runtime's literal run computes.

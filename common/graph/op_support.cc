@@ -45,13 +45,15 @@ absl::Status DtypeUnimplemented(const Node& node, const Tensor& tensor, const st
                                                " tensor '", tensor.name, "'; ", why));
 }
 
-/// MatMul on a 16-bit float type (bf16, or f16 which only CUDA mappings run): both inputs of
-/// that type; the output too, or f32 where FoldIntegerMatMulOutputs took in the Cast after it.
+/// MatMul on a 16-bit float type (bf16, or f16 which only CUDA mappings run): both inputs and
+/// the output of that type; a bf16 one's output may be f32 where FoldIntegerMatMulOutputs took in
+/// the Cast after it.
 absl::Status CheckHalfMatMul(const Node& node, const Graph& graph, ElemType type) {
   for (const std::string& name : {node.inputs.at(0), node.inputs.at(1), node.outputs.at(0)}) {
     const Tensor& tensor = graph.tensor(name);
-    if (tensor.type != type &&
-        !(name == node.outputs.at(0) && tensor.type == ElemType::kFloat32)) {
+    const bool folded_cast = type == ElemType::kBFloat16 && name == node.outputs.at(0) &&
+                             tensor.type == ElemType::kFloat32;
+    if (tensor.type != type && !folded_cast) {
       return DtypeUnimplemented(node, tensor,
                                 type == ElemType::kBFloat16
                                     ? "a bf16 MatMul needs bf16 inputs and output (or a Cast of it to f32)"

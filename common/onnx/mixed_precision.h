@@ -22,15 +22,16 @@ struct Bf16Rewrite {
 };
 
 /// Rewrites every default-domain MatMul of `model_bytes` whose B is a 2-D f32 initializer (held
-/// in the file, not external data) and whose A is computed: B becomes a bf16 initializer (each
+/// in the file, not external data, and not also a graph input, which would make it an
+/// overridable default) and whose A is computed: B becomes a bf16 initializer (each
 /// value rounded to the nearest bf16, ties to even), A goes through one Cast to bf16 (shared by
 /// the MatMuls that read the same A), and the product through a Cast back to f32 under its old
 /// name, so every other node reads what it read before. A Gemm without transA, alpha or beta
 /// (a Linear of 2-D inputs) is rewritten the same way into MatMul (its transB weight stored
 /// [K, N]), Cast, then Add of its C. Attention's MatMuls of two computed tensors and
 /// convolutions stay f32. INVALID_ARGUMENT for bytes that are not an ONNX model;
-/// FAILED_PRECONDITION when no MatMul or Gemm qualifies (nothing would change) or the model's
-/// opset is below 13.
+/// FAILED_PRECONDITION when no MatMul or Gemm qualifies (nothing would change), the model's
+/// opset is below 13, or it has subgraphs (If, Loop, Scan: their bodies may read the weights).
 absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes);
 
 }  // namespace gtco::onnx

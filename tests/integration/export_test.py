@@ -233,15 +233,18 @@ class ExportTest(unittest.TestCase):
     def test_bf16_precision_runs_weight_matmuls_on_bf16(self):
         """gtco-client --precision bf16: the transformer block's weight MatMuls tune and run on
         the bf16 kernels with their epilogues, within bf16 noise of ONNX Runtime's fp32 run;
-        a wrong --precision and a model with nothing to rewrite are usage errors."""
+        a wrong --precision is a usage error, a model with nothing to rewrite is refused."""
         bad = self.farm.client("submit", os.path.join(DATA, "mlp.onnx"), "--precision", "fp8",
                                check=False)
         self.assertEqual(bad.returncode, 2, bad.stderr)
         self.assertIn("--precision takes f32 or bf16", bad.stderr)
         nothing = self.farm.client("submit", os.path.join(DATA, "matmul_bf16.onnx"),
                                    "--precision", "bf16", check=False)
-        self.assertEqual(nothing.returncode, 2, nothing.stderr)
+        self.assertEqual(nothing.returncode, 3, nothing.stderr)
         self.assertIn("nothing to rewrite", nothing.stderr)
+        stray = self.farm.client("jobs", "--precision", "bf16", check=False)
+        self.assertEqual(stray.returncode, 2, stray.stderr)
+        self.assertIn("--precision applies to submit, query --model and export", stray.stderr)
         if not host_has("avx512_bf16"):
             self.skipTest("the bf16 matmul kernels need avx512_bf16")
         model = os.path.join(DATA, "transformer_block.onnx")

@@ -564,9 +564,6 @@ TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
   }
 }
 
-// What still has no CUDA kernel (integer matmuls) is refused naming the node and the workload.
-// The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand
-// values of DequantizeLinear.
 // The runtime's f32 -> bf16 cast: nearest, ties to even, NaN kept quiet, infinities kept; a
 // tensor split over threads gives what one thread gives.
 TEST(ModelExportTest, CastToBf16RoundsToNearestEven) {
@@ -600,6 +597,8 @@ TEST(ModelExportTest, CastToBf16RoundsToNearestEven) {
   }
 }
 
+// The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand
+// values of DequantizeLinear.
 TEST(ModelExportTest, QuantizeStepsComputeAsOnnxSpecifies) {
   const std::vector<float> x = {0.0f, 2.0f, -3.0f, -2.5f, 1.34f, 0.5f};
   std::vector<uint8_t> y(x.size());
@@ -780,6 +779,7 @@ TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKern
       << refused.status();
 }
 
+// What still has no CUDA kernel (integer matmuls) is refused naming the node and the workload.
 TEST(ModelExportTest, WorkloadsWithoutACudaKernelAreRefusedByNode) {
   ExportOptions options;
   options.target = target::Target::kCuda;

@@ -1,13 +1,10 @@
 // Tests of importing low-precision ONNX models: bf16 MatMul and MatMulInteger with zero points
-// keep their element types and constant values (models from tests/data/make_lowp_models.py); and
-// of the bf16 rewrite of an f32 model's weight MatMuls (gtco-client --precision bf16).
+// keep their element types and constant values (models from tests/data/make_lowp_models.py).
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "common/onnx/mixed_precision.h"
-#include "common/onnx/model_analysis.h"
 #include "common/onnx/onnx_import.h"
 #include "gtest/gtest.h"
 
@@ -77,94 +74,6 @@ TEST(OnnxLowpImportTest, MatMulIntegerKeepsIntegerTypesAndZeroPoints) {
   EXPECT_EQ(graph->tensor("a_zero_point").ValueAsInt(0), 7);
   EXPECT_EQ(graph->tensor("b_zero_point").ValueAsInt(0), -3);
   EXPECT_TRUE(graph->tensor("b_zero_point").shape.empty());  // a scalar
-}
-
-// --precision bf16 on the transformer block: each MatMul with a constant weight becomes a bf16 x
-// bf16 workload writing f32 with its bias / GELU / residual epilogue intact; attention's
-// MatMuls (two computed operands) stay f32; the weights are bf16-rounded copies of the f32 ones.
-TEST(OnnxLowpImportTest, Bf16RewriteRunsWeightMatMulsOnBf16WithTheirEpilogues) {
-  const std::string bytes = ReadModel("transformer_block.onnx");
-  ASSERT_FALSE(bytes.empty());
-  absl::StatusOr<ModelAnalysis> f32 = AnalyzeOnnxModel(bytes, {});
-  ASSERT_TRUE(f32.ok()) << f32.status();
-  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(bytes);
-  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
-  EXPECT_GE(rewritten->matmuls, 4);
-  EXPECT_EQ(rewritten->weights, rewritten->matmuls);
-  EXPECT_LT(rewritten->model_bytes.size(), bytes.size()) << "weights in half the bytes";
-  absl::StatusOr<ModelAnalysis> bf16 = AnalyzeOnnxModel(rewritten->model_bytes, {});
-  ASSERT_TRUE(bf16.ok()) << bf16.status();
-  ASSERT_EQ(bf16->tasks.size(), f32->tasks.size());
-  int bf16_matmuls = 0, f32_matmuls = 0;
-  for (size_t i = 0; i < bf16->tasks.size(); ++i) {
-    const ir::Workload& w = bf16->tasks[i].workload;
-    const ir::Workload& before = f32->tasks[i].workload;
-    SCOPED_TRACE(w.Description());
-    EXPECT_EQ(w.anchor, before.anchor);
-    EXPECT_EQ(w.epilogue.size(), before.epilogue.size()) << "the epilogue stays fused";
-    EXPECT_EQ(w.output.dtype, ir::DType::kF32);
-    if (w.anchor != ir::AnchorKind::kMatMul) continue;
-    if (w.inputs[0].dtype == ir::DType::kBF16) {
-      EXPECT_EQ(w.inputs[1].dtype, ir::DType::kBF16);
-      ++bf16_matmuls;
-    } else {
-      EXPECT_EQ(w.inputs[1].dtype, ir::DType::kF32);
-      ++f32_matmuls;
-    }
-  }
-  EXPECT_GE(bf16_matmuls, 4);
-  // One Cast to bf16 per distinct activation a weight MatMul reads: runtime data steps.
-  EXPECT_GT(bf16->num_data_ops, f32->num_data_ops);
-
-  // The weights: bf16 values within half a bf16 ulp of the f32 ones.
-  absl::StatusOr<graph::Graph> before = ImportOnnx(bytes, {});
-  absl::StatusOr<graph::Graph> after = ImportOnnx(rewritten->model_bytes, {});
-  ASSERT_TRUE(before.ok() && after.ok());
-  int checked = 0;
-  for (const auto& [name, tensor] : after->tensors()) {
-    if (!tensor.is_constant || tensor.type != graph::ElemType::kBFloat16) continue;
-    const std::string source = name.substr(0, name.rfind("_bf16"));
-    ASSERT_NE(before->FindTensor(source), nullptr) << name;
-    const graph::Tensor& original = before->tensor(source);
-    ASSERT_EQ(original.float_data.size(), tensor.float_data.size());
-    for (size_t i = 0; i < tensor.float_data.size(); ++i) {
-      EXPECT_TRUE(IsBf16Value(tensor.float_data[i]));
-      EXPECT_LE(std::fabs(tensor.float_data[i] - original.float_data[i]),
-                std::fabs(original.float_data[i]) / 256.0)
-          << name << "[" << i << "]";
-    }
-    ++checked;
-  }
-  EXPECT_EQ(checked, rewritten->weights);
-
-  // Nothing to rewrite, or not a model: errors that say so.
-  // A Gemm with transB (the ResNet-like mlp's classifier) becomes MatMul of the weight stored
-  // [K, N] in bf16, a Cast and an Add of the bias: one bf16 workload with the bias in its
-  // epilogue.
-  const std::string mlp = ReadModel("mlp.onnx");
-  absl::StatusOr<Bf16Rewrite> gemms = RewriteMatMulsToBf16(mlp);
-  ASSERT_TRUE(gemms.ok()) << gemms.status();
-  absl::StatusOr<ModelAnalysis> mlp_f32 = AnalyzeOnnxModel(mlp, {});
-  absl::StatusOr<ModelAnalysis> mlp_bf16 = AnalyzeOnnxModel(gemms->model_bytes, {});
-  ASSERT_TRUE(mlp_f32.ok() && mlp_bf16.ok()) << mlp_bf16.status();
-  ASSERT_EQ(mlp_bf16->tasks.size(), mlp_f32->tasks.size());
-  for (size_t i = 0; i < mlp_bf16->tasks.size(); ++i) {
-    const ir::Workload& w = mlp_bf16->tasks[i].workload;
-    const ir::Workload& was = mlp_f32->tasks[i].workload;
-    if (w.anchor != ir::AnchorKind::kMatMul) continue;
-    SCOPED_TRACE(w.Description());
-    EXPECT_EQ(w.inputs[0].dtype, ir::DType::kBF16);
-    EXPECT_EQ(w.matmul.n, was.matmul.n);
-    EXPECT_EQ(w.matmul.k, was.matmul.k);
-    EXPECT_FALSE(w.matmul.trans_b) << "the transposed weight is stored [K, N]";
-    EXPECT_EQ(w.epilogue.size(), was.epilogue.size());
-  }
-
-  absl::StatusOr<Bf16Rewrite> again = RewriteMatMulsToBf16(ReadModel("matmul_bf16.onnx"));
-  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(again.status().message().find("nothing to rewrite"), std::string::npos);
-  EXPECT_EQ(RewriteMatMulsToBf16("not a model").status().code(),
-            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

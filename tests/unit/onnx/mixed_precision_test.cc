@@ -1,0 +1,255 @@
+// Tests of the bf16 rewrite of an f32 model's weight MatMuls (common/onnx/mixed_precision.h,
+// gtco-client --precision bf16): what it rewrites, what it leaves, and the models it refuses.
+#include "common/onnx/mixed_precision.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/onnx/model_analysis.h"
+#include "common/onnx/onnx_import.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+
+namespace gtco::onnx {
+namespace {
+
+std::string ReadModel(const std::string& name) {
+  std::ifstream in(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+/// True when `value` is exactly a bf16 number (its low 16 fp32 bits are zero).
+bool IsBf16Value(double value) {
+  const float narrow = static_cast<float>(value);
+  uint32_t bits;
+  std::memcpy(&bits, &narrow, sizeof(bits));
+  return narrow == value && (bits & 0xFFFF) == 0;
+}
+
+/// A model of one input X [4, 8] and the given nodes and 2-D f32 initializers ([8, 8] each,
+/// raw_data unless `float_data`); output "Y" [4, 8].
+::onnx::ModelProto SmallModel(const std::vector<::onnx::NodeProto>& nodes,
+                              const std::vector<std::string>& weights, int opset = 17,
+                              bool float_data = false) {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(opset);
+  ::onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("small");
+  for (const ::onnx::NodeProto& node : nodes) *graph->add_node() = node;
+  auto value_info = [](::onnx::ValueInfoProto* info, const std::string& name) {
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(::onnx::TensorProto::FLOAT);
+    tensor->mutable_shape()->add_dim()->set_dim_value(4);
+    tensor->mutable_shape()->add_dim()->set_dim_value(8);
+  };
+  value_info(graph->add_input(), "X");
+  value_info(graph->add_output(), "Y");
+  for (const std::string& name : weights) {
+    ::onnx::TensorProto* w = graph->add_initializer();
+    w->set_name(name);
+    w->set_data_type(::onnx::TensorProto::FLOAT);
+    w->add_dims(8);
+    w->add_dims(8);
+    std::vector<float> values(64);
+    for (int i = 0; i < 64; ++i) values[i] = 0.01f * static_cast<float>(i) - 0.3f;
+    if (float_data) {
+      for (float v : values) w->add_float_data(v);
+    } else {
+      w->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), 256));
+    }
+  }
+  return model;
+}
+
+::onnx::NodeProto Node(const std::string& op, std::vector<std::string> inputs,
+                       const std::string& output, bool trans_b = false) {
+  ::onnx::NodeProto node;
+  node.set_op_type(op);
+  node.set_name(output + "_node");
+  for (const std::string& input : inputs) node.add_input(input);
+  node.add_output(output);
+  if (trans_b) {
+    auto* attribute = node.add_attribute();
+    attribute->set_name("transB");
+    attribute->set_type(::onnx::AttributeProto::INT);
+    attribute->set_i(1);
+  }
+  return node;
+}
+
+std::string Bytes(const ::onnx::ModelProto& model) {
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return bytes;
+}
+
+/// Node op types of rewritten model bytes, in order, and its initializers' names.
+std::pair<std::vector<std::string>, std::vector<std::string>> Contents(const std::string& bytes) {
+  ::onnx::ModelProto model;
+  model.ParseFromString(bytes);
+  std::vector<std::string> ops, initializers;
+  for (const auto& node : model.graph().node()) ops.push_back(node.op_type());
+  for (const auto& tensor : model.graph().initializer()) initializers.push_back(tensor.name());
+  return {ops, initializers};
+}
+
+// --precision bf16 on the transformer block: each MatMul with a constant weight becomes a bf16 x
+// bf16 workload writing f32 with its bias / GELU / residual epilogue intact; attention's
+// MatMuls (two computed operands) stay f32; the weights are bf16-rounded copies of the f32 ones.
+TEST(MixedPrecisionTest, WeightMatMulsRunOnBf16WithTheirEpilogues) {
+  const std::string bytes = ReadModel("transformer_block.onnx");
+  ASSERT_FALSE(bytes.empty());
+  absl::StatusOr<ModelAnalysis> f32 = AnalyzeOnnxModel(bytes, {});
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(bytes);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_GE(rewritten->matmuls, 4);
+  EXPECT_EQ(rewritten->weights, rewritten->matmuls);
+  EXPECT_LT(rewritten->model_bytes.size(), bytes.size()) << "weights in half the bytes";
+  absl::StatusOr<ModelAnalysis> bf16 = AnalyzeOnnxModel(rewritten->model_bytes, {});
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  ASSERT_EQ(bf16->tasks.size(), f32->tasks.size());
+  int bf16_matmuls = 0, f32_matmuls = 0;
+  for (size_t i = 0; i < bf16->tasks.size(); ++i) {
+    const ir::Workload& w = bf16->tasks[i].workload;
+    const ir::Workload& before = f32->tasks[i].workload;
+    SCOPED_TRACE(w.Description());
+    EXPECT_EQ(w.anchor, before.anchor);
+    EXPECT_EQ(w.epilogue.size(), before.epilogue.size()) << "the epilogue stays fused";
+    EXPECT_EQ(w.output.dtype, ir::DType::kF32);
+    if (w.anchor != ir::AnchorKind::kMatMul) continue;
+    if (w.inputs[0].dtype == ir::DType::kBF16) {
+      EXPECT_EQ(w.inputs[1].dtype, ir::DType::kBF16);
+      ++bf16_matmuls;
+    } else {
+      EXPECT_EQ(w.inputs[1].dtype, ir::DType::kF32);
+      ++f32_matmuls;
+    }
+  }
+  EXPECT_GE(bf16_matmuls, 4);
+  // One Cast to bf16 per distinct activation a weight MatMul reads: runtime data steps.
+  EXPECT_GT(bf16->num_data_ops, f32->num_data_ops);
+
+  // The weights: bf16 values within half a bf16 ulp of the f32 ones.
+  absl::StatusOr<graph::Graph> before = ImportOnnx(bytes, {});
+  absl::StatusOr<graph::Graph> after = ImportOnnx(rewritten->model_bytes, {});
+  ASSERT_TRUE(before.ok() && after.ok());
+  int checked = 0;
+  for (const auto& [name, tensor] : after->tensors()) {
+    if (!tensor.is_constant || tensor.type != graph::ElemType::kBFloat16) continue;
+    const std::string source = name.substr(0, name.rfind("_bf16"));
+    ASSERT_NE(before->FindTensor(source), nullptr) << name;
+    const graph::Tensor& original = before->tensor(source);
+    ASSERT_EQ(original.float_data.size(), tensor.float_data.size());
+    for (size_t i = 0; i < tensor.float_data.size(); ++i) {
+      EXPECT_TRUE(IsBf16Value(tensor.float_data[i]));
+      EXPECT_LE(std::fabs(tensor.float_data[i] - original.float_data[i]),
+                std::fabs(original.float_data[i]) / 256.0)
+          << name << "[" << i << "]";
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, rewritten->weights);
+
+}
+
+// A Gemm with transB (the mlp's layers) becomes MatMul of the weight stored [K, N] in bf16, a Cast
+// and an Add of the bias: one bf16 workload with the bias in its epilogue.
+TEST(MixedPrecisionTest, PlainGemmsBecomeBf16MatMulsAndAnAddOfTheBias) {
+  const std::string mlp = ReadModel("mlp.onnx");
+  absl::StatusOr<Bf16Rewrite> gemms = RewriteMatMulsToBf16(mlp);
+  ASSERT_TRUE(gemms.ok()) << gemms.status();
+  absl::StatusOr<ModelAnalysis> mlp_f32 = AnalyzeOnnxModel(mlp, {});
+  absl::StatusOr<ModelAnalysis> mlp_bf16 = AnalyzeOnnxModel(gemms->model_bytes, {});
+  ASSERT_TRUE(mlp_f32.ok() && mlp_bf16.ok()) << mlp_bf16.status();
+  ASSERT_EQ(mlp_bf16->tasks.size(), mlp_f32->tasks.size());
+  for (size_t i = 0; i < mlp_bf16->tasks.size(); ++i) {
+    const ir::Workload& w = mlp_bf16->tasks[i].workload;
+    const ir::Workload& was = mlp_f32->tasks[i].workload;
+    if (w.anchor != ir::AnchorKind::kMatMul) continue;
+    SCOPED_TRACE(w.Description());
+    EXPECT_EQ(w.inputs[0].dtype, ir::DType::kBF16);
+    EXPECT_EQ(w.matmul.n, was.matmul.n);
+    EXPECT_EQ(w.matmul.k, was.matmul.k);
+    EXPECT_FALSE(w.matmul.trans_b) << "the transposed weight is stored [K, N]";
+    EXPECT_EQ(w.epilogue.size(), was.epilogue.size());
+  }
+}
+
+// One weight read by a MatMul and by a transposed Gemm gets two bf16 copies ([K, N] each); the
+// activation both read is cast once; float_data weights convert too; the rewritten model imports
+// and plans.
+TEST(MixedPrecisionTest, SharedWeightsAndActivationsAreConvertedOncePerLayout) {
+  const std::string bytes = Bytes(SmallModel(
+      {Node("MatMul", {"X", "W"}, "P"), Node("Gemm", {"X", "W"}, "Q", /*trans_b=*/true),
+       Node("Add", {"P", "Q"}, "Y")},
+      {"W"}, 17, /*float_data=*/true));
+  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(bytes);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->matmuls, 2);
+  EXPECT_EQ(rewritten->weights, 2);
+  const auto [ops, initializers] = Contents(rewritten->model_bytes);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Cast", "MatMul", "Cast", "MatMul", "Cast", "Add"}));
+  EXPECT_EQ(initializers, (std::vector<std::string>{"W_bf16", "W_t_bf16"})) << "W itself goes";
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(rewritten->model_bytes, {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+}
+
+// Weights that stay f32: one another node also reads (kept, beside its bf16 copy), one that is
+// also a graph input (an overridable default: not rewritten), one in external data.
+TEST(MixedPrecisionTest, WeightsOthersReadOrMayOverrideStayF32) {
+  ::onnx::ModelProto model = SmallModel(
+      {Node("MatMul", {"X", "W"}, "P"), Node("Add", {"P", "W"}, "R"),
+       Node("MatMul", {"R", "V"}, "S"), Node("MatMul", {"S", "E"}, "Y")},
+      {"W", "V", "E"});
+  *model.mutable_graph()->add_input() = model.graph().input(0);
+  model.mutable_graph()->mutable_input(1)->set_name("V");
+  ::onnx::TensorProto* external = model.mutable_graph()->mutable_initializer(2);
+  external->clear_raw_data();
+  external->set_data_location(::onnx::TensorProto::EXTERNAL);
+  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(Bytes(model));
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->matmuls, 1);
+  EXPECT_EQ(rewritten->kept_f32, 2);
+  const auto [ops, initializers] = Contents(rewritten->model_bytes);
+  EXPECT_EQ(initializers, (std::vector<std::string>{"W", "V", "E", "W_bf16"}));
+}
+
+// Models the rewrite refuses, saying why: below opset 13, with subgraphs.
+TEST(MixedPrecisionTest, OldOpsetsAndSubgraphsAreRefused) {
+  const std::vector<::onnx::NodeProto> nodes = {Node("MatMul", {"X", "W"}, "Y")};
+  absl::StatusOr<Bf16Rewrite> old = RewriteMatMulsToBf16(Bytes(SmallModel(nodes, {"W"}, 11)));
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(old.status().message().find("opset 11"), std::string::npos) << old.status();
+  ::onnx::ModelProto branchy = SmallModel(nodes, {"W"});
+  ::onnx::NodeProto* node = branchy.mutable_graph()->mutable_node(0);
+  auto* attribute = node->add_attribute();
+  attribute->set_name("then_branch");
+  attribute->set_type(::onnx::AttributeProto::GRAPH);
+  attribute->mutable_g()->set_name("body");
+  absl::StatusOr<Bf16Rewrite> sub = RewriteMatMulsToBf16(Bytes(branchy));
+  EXPECT_EQ(sub.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(sub.status().message().find("subgraphs"), std::string::npos) << sub.status();
+  // The f32 model itself is fine.
+  EXPECT_TRUE(RewriteMatMulsToBf16(Bytes(SmallModel(nodes, {"W"}))).ok());
+}
+
+// Nothing to rewrite, or not a model: errors that say so.
+TEST(MixedPrecisionTest, NothingToRewriteAndNotAModelAreErrors) {
+  absl::StatusOr<Bf16Rewrite> again = RewriteMatMulsToBf16(ReadModel("matmul_bf16.onnx"));
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("nothing to rewrite"), std::string::npos);
+  EXPECT_EQ(RewriteMatMulsToBf16("not a model").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gtco::onnx
