@@ -12,25 +12,14 @@
 #include "common/onnx/model_analysis.h"
 #include "common/onnx/onnx_import.h"
 #include "gtest/gtest.h"
+#include "tests/unit/onnx/test_models.h"
 #include "onnx/onnx_pb.h"
 
 namespace gtco::onnx {
 namespace {
 
-std::string ReadModel(const std::string& name) {
-  std::ifstream in(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-/// True when `value` is exactly a bf16 number (its low 16 fp32 bits are zero).
-bool IsBf16Value(double value) {
-  const float narrow = static_cast<float>(value);
-  uint32_t bits;
-  std::memcpy(&bits, &narrow, sizeof(bits));
-  return narrow == value && (bits & 0xFFFF) == 0;
-}
+using testing::ReadModel;
+using testing::IsBf16Value;
 
 /// A model of one input X [4, 8] and the given nodes and 2-D f32 initializers ([8, 8] each,
 /// raw_data unless `float_data`); output "Y" [4, 8].

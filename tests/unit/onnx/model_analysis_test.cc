@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "tests/unit/onnx/test_models.h"
 
 namespace gtco::onnx {
 namespace {
@@ -14,12 +15,7 @@ namespace {
 using ir::AnchorKind;
 using ir::EwOp;
 
-std::string ReadModel(const std::string& name) {
-  std::ifstream in(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+using testing::ReadModel;
 
 std::vector<EwOp> Ops(const ir::Workload& workload) {
   std::vector<EwOp> ops;

@@ -6,16 +6,12 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "tests/unit/onnx/test_models.h"
 
 namespace gtco::onnx {
 namespace {
 
-std::string ReadModel(const std::string& name) {
-  std::ifstream in(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+using testing::ReadModel;
 
 bool Contains(const absl::Status& status, const std::string& text) {
   return std::string(status.message()).find(text) != std::string::npos;
