@@ -89,8 +89,8 @@ class Client {
     Connect();
   }
 
-  /// "f32" (the model as it is) or "bf16" (its weight MatMuls rewritten to bf16).
-  void set_precision(std::string precision) { precision_ = std::move(precision); }
+  /// True: model files are sent with their weight MatMuls rewritten to bf16 (--precision bf16).
+  void set_bf16(bool bf16) { bf16_ = bf16; }
 
   /// Prints the error and returns the exit code for a failed call.
   int Fail(const grpc::Status& status) {
@@ -510,7 +510,7 @@ class Client {
     std::ostringstream content;
     content << file.rdbuf();
     *bytes = content.str();
-    if (precision_ != "bf16") return 0;
+    if (!bf16_) return 0;
     absl::StatusOr<onnx::Bf16Rewrite> rewritten = onnx::RewriteMatMulsToBf16(*bytes);
     if (!rewritten.ok()) {  // refused as the server refuses a model it cannot take
       std::cerr << "gtco-client: --precision bf16: " << rewritten.status().message() << "\n";
@@ -547,7 +547,7 @@ class Client {
   std::string token_;
   int timeout_seconds_;
   bool json_;
-  std::string precision_ = "f32";  ///< "bf16": model files are rewritten before they are sent
+  bool bf16_ = false;  ///< --precision bf16: model files are rewritten before they are sent
   bool connected_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gtco::v1::ClientService::Stub> stub_;
@@ -635,7 +635,7 @@ int RunClientApp(int argc, char** argv) {
   if (args->Has("precision") && !reads_a_model) {
     return Usage("--precision applies to submit, query --model and export, not " + command);
   }
-  client.set_precision(precision);
+  client.set_bf16(precision == "bf16");
   gtco::v1::SubmitHeader header;
   header.set_target(args->Get("target", "cpu"));
   std::string shape_error;

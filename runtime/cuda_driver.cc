@@ -399,7 +399,8 @@ absl::Status CudaDriver::Launch(CudaFunction function, const CudaLaunchDims& dim
 
 absl::StatusOr<CudaStream> CudaDriver::CreateStream() {
   CUstream stream = nullptr;
-  GTCO_RETURN_IF_ERROR(Check(api_->stream_create(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  GTCO_RETURN_IF_ERROR(
+      Check(api_->stream_create(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
   return stream;
 }
 
@@ -409,14 +410,16 @@ void CudaDriver::DestroyStream(CudaStream stream) {
 
 absl::Status CudaDriver::CopyToDeviceAsync(DevicePtr destination, const void* source, size_t bytes,
                                            CudaStream stream) {
-  return Check(api_->memcpy_htod_async(static_cast<CUdeviceptr>(destination), source, bytes, stream),
-               "cuMemcpyHtoDAsync");
+  return Check(
+      api_->memcpy_htod_async(static_cast<CUdeviceptr>(destination), source, bytes, stream),
+      "cuMemcpyHtoDAsync");
 }
 
 absl::Status CudaDriver::CopyToHostAsync(void* destination, DevicePtr source, size_t bytes,
                                          CudaStream stream) {
-  return Check(api_->memcpy_dtoh_async(destination, static_cast<CUdeviceptr>(source), bytes, stream),
-               "cuMemcpyDtoHAsync");
+  return Check(
+      api_->memcpy_dtoh_async(destination, static_cast<CUdeviceptr>(source), bytes, stream),
+      "cuMemcpyDtoHAsync");
 }
 
 absl::Status CudaDriver::FillAsync(DevicePtr destination, uint8_t value, size_t bytes,

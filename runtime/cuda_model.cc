@@ -284,7 +284,6 @@ absl::Status CudaExecutor::LaunchSteps(std::vector<StepTime>* profile) {
 }
 
 absl::Status CudaExecutor::CaptureGraph() {
-  graph_tried_ = true;
   GTCO_RETURN_IF_ERROR(driver_->BeginCapture(stream_));
   const absl::Status launched = LaunchSteps(nullptr);
   // The capture is ended whatever happened, so the stream leaves capture mode.
@@ -322,7 +321,10 @@ absl::Status CudaExecutor::Run(const std::vector<HostTensor>& inputs,
   } else {
     // A refused recording is not an error of the run: its steps are launched one by one. An
     // error that lost the context is, and shows at the synchronization below.
-    if (!graph_tried_ && GraphsEnabled()) (void)CaptureGraph();
+    if (!graph_tried_) {  // once per executor: GTCO_CUDA_GRAPHS is read on the first run only
+      graph_tried_ = true;
+      if (GraphsEnabled()) (void)CaptureGraph();
+    }
     if (graph_ != nullptr) {
       GTCO_RETURN_IF_ERROR(driver_->LaunchGraph(graph_, stream_));
     } else {

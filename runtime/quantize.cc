@@ -258,7 +258,8 @@ void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, i
 }
 
 void CastF32ToBf16(const float* x, int64_t count, uint16_t* y) {
-  ParallelChunks(count, [&](int64_t, int64_t begin, int64_t end) { CastToBf16Range(x, begin, end, y); });
+  ParallelChunks(count,
+                 [&](int64_t, int64_t begin, int64_t end) { CastToBf16Range(x, begin, end, y); });
 }
 
 }  // namespace gtco::runtime

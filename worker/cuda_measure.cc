@@ -2,9 +2,9 @@
 #include "worker/cuda_measure.h"
 
 #include <algorithm>
-#include <iterator>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <random>
 #include <utility>
 

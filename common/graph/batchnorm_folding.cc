@@ -73,8 +73,9 @@ bool FoldIntoConv(Graph& graph, int bn_index, const std::vector<double>& a,
   for (int64_t k = 0; k < channels; ++k) {
     new_bias[k] = (has_bias ? bias->ValueAsDouble(k) * a[k] : 0.0) + b[k];
   }
-  const std::string weight_name = graph.AddFloatConstant(
-      absl::StrCat(conv.inputs[1], "_bn"), ElemType::kFloat32, weights->shape, std::move(new_weights));
+  const std::string weight_name =
+      graph.AddFloatConstant(absl::StrCat(conv.inputs[1], "_bn"), ElemType::kFloat32,
+                             weights->shape, std::move(new_weights));
   const std::string bias_name = graph.AddFloatConstant(absl::StrCat(bn.name, "_folded_bias"),
                                                        ElemType::kFloat32, {channels},
                                                        std::move(new_bias));

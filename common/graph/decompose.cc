@@ -50,7 +50,8 @@ absl::Status DecomposeSplit(const Node& node, Graph& graph, std::vector<Node>* r
     }
     const int64_t size = piece.shape[*axis];
     const std::string base = absl::StrCat(node.name, "_part", index);
-    const std::string starts = graph.AddIntConstant(base + "_start", ElemType::kInt64, {1}, {start});
+    const std::string starts =
+        graph.AddIntConstant(base + "_start", ElemType::kInt64, {1}, {start});
     const std::string ends =
         graph.AddIntConstant(base + "_end", ElemType::kInt64, {1}, {start + size});
     const std::string axes = graph.AddIntConstant(base + "_axis", ElemType::kInt64, {1}, {*axis});
@@ -135,21 +136,17 @@ bool SubsampleStridedPointwiseConv(const Node& node, Graph& graph, std::vector<N
       graph.AddIntConstant(base + "_ends", ElemType::kInt64, {2}, {height, width});
   const std::string axes = graph.AddIntConstant(base + "_axes", ElemType::kInt64, {2}, {2, 3});
   const std::string steps = graph.AddIntConstant(base + "_steps", ElemType::kInt64, {2}, strides);
-  Tensor subsampled;
-  subsampled.name = graph.FreshName(base);
-  subsampled.type = x->type;
-  subsampled.has_shape = true;
-  subsampled.shape = {x->shape[0], x->shape[1], (height - 1) / strides[0] + 1,
-                      (width - 1) / strides[1] + 1};
+  const std::string subsampled = graph.AddActivation(
+      base, x->type,
+      {x->shape[0], x->shape[1], (height - 1) / strides[0] + 1, (width - 1) / strides[1] + 1});
   Node slice;
   slice.op_type = "Slice";
-  slice.name = subsampled.name;
+  slice.name = subsampled;
   slice.inputs = {node.inputs[0], starts, ends, axes, steps};
-  slice.outputs = {subsampled.name};
+  slice.outputs = {subsampled};
   Node conv = node;
-  conv.inputs[0] = subsampled.name;
+  conv.inputs[0] = subsampled;
   conv.attributes.erase("strides");
-  graph.SetTensor(std::move(subsampled));
   rewritten->push_back(std::move(slice));
   rewritten->push_back(std::move(conv));
   return true;

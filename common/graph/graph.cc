@@ -157,34 +157,6 @@ std::string Graph::FreshName(const std::string& base) const {
   return name;
 }
 
-std::string Graph::AddIntConstant(const std::string& base, ElemType type,
-                                  std::vector<int64_t> shape, std::vector<int64_t> values) {
-  Tensor tensor;
-  tensor.name = FreshName(base);
-  tensor.type = type;
-  tensor.has_shape = true;
-  tensor.shape = std::move(shape);
-  tensor.is_constant = true;
-  tensor.int_data = std::move(values);
-  const std::string name = tensor.name;
-  SetTensor(std::move(tensor));
-  return name;
-}
-
-std::string Graph::AddFloatConstant(const std::string& base, ElemType type,
-                                    std::vector<int64_t> shape, std::vector<double> values) {
-  Tensor tensor;
-  tensor.name = FreshName(base);
-  tensor.type = type;
-  tensor.has_shape = true;
-  tensor.shape = std::move(shape);
-  tensor.is_constant = true;
-  tensor.float_data = std::move(values);
-  const std::string name = tensor.name;
-  SetTensor(std::move(tensor));
-  return name;
-}
-
 std::string Graph::AddActivation(const std::string& base, ElemType type,
                                  std::vector<int64_t> shape) {
   Tensor tensor;
@@ -194,6 +166,24 @@ std::string Graph::AddActivation(const std::string& base, ElemType type,
   tensor.shape = std::move(shape);
   const std::string name = tensor.name;
   SetTensor(std::move(tensor));
+  return name;
+}
+
+std::string Graph::AddIntConstant(const std::string& base, ElemType type,
+                                  std::vector<int64_t> shape, std::vector<int64_t> values) {
+  const std::string name = AddActivation(base, type, std::move(shape));
+  Tensor& tensor = tensors_.at(name);
+  tensor.is_constant = true;
+  tensor.int_data = std::move(values);
+  return name;
+}
+
+std::string Graph::AddFloatConstant(const std::string& base, ElemType type,
+                                    std::vector<int64_t> shape, std::vector<double> values) {
+  const std::string name = AddActivation(base, type, std::move(shape));
+  Tensor& tensor = tensors_.at(name);
+  tensor.is_constant = true;
+  tensor.float_data = std::move(values);
   return name;
 }
 

@@ -23,7 +23,6 @@ bool IsDefaultOp(const Node& node, const char* op_type) {
   return node.op_type == op_type && node.domain.empty();
 }
 
-
 Node MakeNode(Graph& graph, const std::string& op, const std::string& base,
               std::vector<std::string> inputs, std::string output) {
   Node node;
@@ -305,7 +304,6 @@ std::optional<Dequantized> DequantizedInput(const Graph& graph,
   }
   return out;
 }
-
 
 }  // namespace
 

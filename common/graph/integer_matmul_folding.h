@@ -1,6 +1,6 @@
 // Graph pass: ONNX Runtime's dynamic-quantization pattern around MatMulInteger rewritten into
 // the form one integer matmul kernel computes (the i32 result converted to f32, then scale and
-// bias as its epilogue).
+// bias as its epilogue); a bf16 MatMul's Cast to f32 is taken into the kernel the same way.
 #pragma once
 
 #include "absl/status/status.h"

@@ -56,7 +56,8 @@ absl::Status CheckHalfMatMul(const Node& node, const Graph& graph, ElemType type
     if (tensor.type != type && !folded_cast) {
       return DtypeUnimplemented(node, tensor,
                                 type == ElemType::kBFloat16
-                                    ? "a bf16 MatMul needs bf16 inputs and output (or a Cast of it to f32)"
+                                    ? "a bf16 MatMul needs bf16 inputs and output (or a Cast "
+                                      "of it to f32)"
                                     : "an f16 MatMul needs f16 inputs and output");
     }
   }

@@ -1,4 +1,5 @@
-// Decoding of ONNX TensorProto payloads (raw little-endian bytes or typed repeated fields).
+// Parsing of ONNX model bytes, and decoding of ONNX TensorProto payloads (raw little-endian
+// bytes or typed repeated fields).
 #include "common/onnx/tensor_proto.h"
 
 #include <climits>

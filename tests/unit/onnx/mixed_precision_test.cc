@@ -160,10 +160,12 @@ TEST(MixedPrecisionTest, PlainGemmsBecomeBf16MatMulsAndAnAddOfTheBias) {
   absl::StatusOr<ModelAnalysis> mlp_bf16 = AnalyzeOnnxModel(gemms->model_bytes, {});
   ASSERT_TRUE(mlp_f32.ok() && mlp_bf16.ok()) << mlp_bf16.status();
   ASSERT_EQ(mlp_bf16->tasks.size(), mlp_f32->tasks.size());
+  int matmuls = 0;
   for (size_t i = 0; i < mlp_bf16->tasks.size(); ++i) {
     const ir::Workload& w = mlp_bf16->tasks[i].workload;
     const ir::Workload& was = mlp_f32->tasks[i].workload;
     if (w.anchor != ir::AnchorKind::kMatMul) continue;
+    ++matmuls;
     SCOPED_TRACE(w.Description());
     EXPECT_EQ(w.inputs[0].dtype, ir::DType::kBF16);
     EXPECT_EQ(w.matmul.n, was.matmul.n);
@@ -171,6 +173,7 @@ TEST(MixedPrecisionTest, PlainGemmsBecomeBf16MatMulsAndAnAddOfTheBias) {
     EXPECT_FALSE(w.matmul.trans_b) << "the transposed weight is stored [K, N]";
     EXPECT_EQ(w.epilogue.size(), was.epilogue.size());
   }
+  EXPECT_EQ(matmuls, 2) << "the mlp's two Gemms";
 }
 
 // One weight read by a MatMul and by a transposed Gemm gets two bf16 copies ([K, N] each); the

@@ -93,7 +93,8 @@ TensorCoreTiling MakeTensorCoreTiling(const ir::Workload& w, int64_t bm, int64_t
 CudaPlan TensorCorePlan(const ir::Workload& w, const TensorCoreTiling& tiling) {
   const ir::MatMulParams& p = w.matmul;
   CudaPlan plan;
-  plan.grid_x = (tiling.bn > 0 ? CeilDiv(p.n, tiling.bn) : 1) * std::max<int64_t>(1, tiling.split);
+  const int64_t n_tiles = tiling.bn > 0 ? CeilDiv(p.n, tiling.bn) : 1;
+  plan.grid_x = n_tiles * std::max<int64_t>(1, tiling.split);
   plan.grid_y = tiling.bm > 0 ? CeilDiv(p.m, tiling.bm) : 1;
   plan.grid_z = p.batch;
   plan.block_x = static_cast<int>(tiling.Threads());
@@ -117,7 +118,8 @@ const char* TensorCoreShapeRule(const ir::Workload& w, const TensorCoreTiling& t
     return "exceeds_shape";
   }
   // A K split whose last block would get no K tile.
-  if (tiling.split > 1 && (tiling.split - 1) * tiling.SliceTiles(p.k) >= CeilDiv(p.k, tiling.bk)) {
+  const int64_t k_tiles = CeilDiv(p.k, tiling.bk);
+  if (tiling.split > 1 && (tiling.split - 1) * tiling.SliceTiles(p.k) >= k_tiles) {
     return "exceeds_shape";
   }
   if (CeilDiv(p.m, tiling.bm) > kMaxGridYZ || p.batch > kMaxGridYZ) return "grid_limit";

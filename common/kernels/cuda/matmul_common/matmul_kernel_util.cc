@@ -89,12 +89,19 @@ std::string KernelArgs(const ir::Workload& w) {
   return absl::StrJoin(args, ", ");
 }
 
-std::string MatMulKernelSignature(const ir::Workload& w, const std::string& entry, int threads) {
+std::string MatMulKernelSignature(const ir::Workload& w, const std::string& entry, int threads,
+                                  int64_t cluster_x) {
   std::string signature = KernelSignature(w, entry, threads);
   const std::string bounds = absl::StrCat("__launch_bounds__(", threads, ")");
   const size_t at = signature.find(bounds);
   if (at != std::string::npos) {
     signature.replace(at, bounds.size(), absl::StrCat("__launch_bounds__(", threads, ", 1)"));
+  }
+  const std::string global = "__global__ ";
+  const size_t global_at = signature.find(global);
+  if (cluster_x > 1 && global_at != std::string::npos) {
+    signature.insert(global_at + global.size(),
+                     absl::StrCat("__cluster_dims__(", cluster_x, ", 1, 1) "));
   }
   return signature;
 }

@@ -37,8 +37,10 @@ std::string KernelArgs(const ir::Workload& w);
 
 /// KernelSignature() with `__launch_bounds__(threads, 1)`: stating a minimum of one resident block
 /// keeps NVRTC's ptxas from trading small spills for occupancy (the register cap stays
-/// min(255, registers per block / threads)).
-std::string MatMulKernelSignature(const ir::Workload& w, const std::string& entry, int threads);
+/// min(255, registers per block / threads)). `cluster_x` > 1 compiles in a thread-block cluster of
+/// that many blocks along x (`__cluster_dims__`, sm_90), so a plain launch of the grid forms them.
+std::string MatMulKernelSignature(const ir::Workload& w, const std::string& entry, int threads,
+                                  int64_t cluster_x = 1);
 
 /// An operand that the kernel gathers element by element instead of reading it as a stored
 /// row-major matrix: the patch matrix of an implicit-GEMM convolution, whose elements are pixels of

@@ -125,11 +125,12 @@ std::string EmitSplitEpilogue(const ir::Workload& w, const TensorCoreTiling& til
   absl::StrAppend(&code, "      const float2 gtco_v = gtco_cluster_load2(gtco_at, r);\n");
   absl::StrAppend(&code, "      gtco_sum.x += gtco_v.x;\n      gtco_sum.y += gtco_v.y;\n");
   absl::StrAppend(&code, "    }\n");
-  absl::StrAppend(&code,
-                  "    const int gtco_i = gtco_block_m + gtco_warp_m + mi * 16 + gtco_g + 8 * h;\n");
+  absl::StrAppend(&code, "    const int gtco_i = gtco_block_m + gtco_warp_m + mi * 16 + gtco_g",
+                  " + 8 * h;\n");
   absl::StrAppend(&code,
                   "    const int gtco_j = gtco_block_n + gtco_warp_n + ni * 8 + gtco_t * 2;\n");
-  absl::StrAppend(&code, "    ", EmitStoreCall(w, "gtco_i", "gtco_j", {"gtco_sum.x", "gtco_sum.y"}));
+  absl::StrAppend(&code, "    ",
+                  EmitStoreCall(w, "gtco_i", "gtco_j", {"gtco_sum.x", "gtco_sum.y"}));
   absl::StrAppend(&code, "  }\n");
   absl::StrAppend(&code, "  gtco_cluster_sync();\n}\n");
   return code;
@@ -172,14 +173,9 @@ absl::StatusOr<std::string> EmitTensorCoreMatMul(const ir::Workload& w,
   absl::StatusOr<std::string> store = EmitStoreFunction(w, 2);
   if (!store.ok()) return store.status();
   absl::StrAppend(&code, *store, "\n");
-  std::string signature = MatMulKernelSignature(w, entry, static_cast<int>(tiling.Threads()));
-  if (split) {  // the cluster's shape is compiled in: a plain launch of the grid forms clusters
-    const std::string global = "__global__ ";
-    const size_t at = signature.find(global);
-    if (at == std::string::npos) return absl::InternalError("kernel signature without __global__");
-    signature.insert(at + global.size(), absl::StrCat("__cluster_dims__(", tiling.split, ", 1, 1) "));
-  }
-  absl::StrAppend(&code, signature, " {\n");
+  absl::StrAppend(&code,
+                  MatMulKernelSignature(w, entry, static_cast<int>(tiling.Threads()), tiling.split),
+                  " {\n");
   absl::StrAppend(&code, "  extern __shared__ __align__(16) unsigned char gtco_smem[];\n");
   absl::StrAppend(&code, EmitMatMulPreamble(w, tiling.bm, tiling.bn, operands, tiling.split));
   absl::StrAppend(&code, "  constexpr int kAStage = ", tiling.a_rows * tiling.a_stride,

@@ -142,11 +142,7 @@ absl::StatusOr<std::string> EmitTf32MatMul(const ir::Workload& w, const KnobValu
       w, values[cm::kTcBm], values[cm::kTcBn], values[cm::kTcBk], values[cm::kTcWm],
       values[cm::kTcWn], static_cast<int>(values[cm::kTcStages]), cm::kTf32PadKContiguous,
       cm::kTf32PadKStrided);
-  if (values.size() == 7) tiling.split = values[cm::kTcSplit];
-  if (tiling.split < 1 || tiling.split > 8) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a K split over ", tiling.split, " blocks (1 to 8: a portable cluster)"));
-  }
+  if (values.size() == 7) tiling.split = values[cm::kTcSplit];  // CheckTensorCoreTiling: 1-8
   // A gathered B is copied element by element (its rows are not contiguous in memory).
   if (operands.b_gather.active()) tiling.vw_b = 1;
   GTCO_RETURN_IF_ERROR(CheckTensorCoreTiling(tiling, /*mma_k=*/8, /*wn_multiple=*/8));
