@@ -69,6 +69,7 @@ gtco::v1::MeasureResult MeasureTrace(const ir::Workload& workload, const schedul
   candidate.set_workload(workload.CanonicalString());
   candidate.set_entry(kEntry);
   candidate.set_program(*std::move(program));
+  candidate.set_trace(trace.ToString());  // the worker packs weights a trace reads pre-packed
   return measurer.Measure(candidate);
 }
 
@@ -170,8 +171,14 @@ absl::StatusOr<std::string> ProgramFor(const ir::Workload& workload, const sched
 
 absl::StatusOr<TuneResult> Tune(const ir::Workload& workload, const target::HardwareInfo& hw,
                                 const TuneOptions& options, worker::CandidateMeasurer& measurer) {
-  GTCO_ASSIGN_OR_RETURN(std::vector<schedule::SearchSpace> spaces,
-                        kernels::CreateMappingSpaces(workload, hw));
+  std::vector<schedule::SearchSpace> spaces;
+  if (options.mapping.empty()) {
+    GTCO_ASSIGN_OR_RETURN(spaces, kernels::CreateMappingSpaces(workload, hw));
+  } else {
+    GTCO_ASSIGN_OR_RETURN(schedule::SearchSpace space,
+                          kernels::CreateSpaceForMapping(workload, hw, options.mapping));
+    spaces.push_back(std::move(space));
+  }
   if (spaces.empty()) return absl::InvalidArgumentError("no search space for the workload");
   std::unique_ptr<ModelGuide> guide;
   if (options.kind == SearchKind::kModel) {

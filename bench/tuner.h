@@ -53,6 +53,9 @@ struct TuneOptions {
   /// SearchKind::kModel only: the cost model is first trained on these (other workloads'
   /// records; at most kPriorSamplesPerTask of each, spread over its latency range).
   const std::vector<PriorTask>* prior = nullptr;
+  /// Non-empty: only this intrinsic mapping's space is searched (CreateSpaceForMapping), to
+  /// compare mappings of one workload side by side.
+  std::string mapping;
 };
 
 /// How many of each prior task's records warm-start the model (keeps retraining fast).

@@ -12,6 +12,7 @@
 #include "common/ir/reference.h"
 #include "common/ir/workload.h"
 #include "common/kernels/build_program.h"
+#include "common/kernels/prepack.h"
 #include "common/schedule/trace.h"
 #include "common/util/status.h"
 
@@ -213,7 +214,22 @@ gtco::v1::MeasureResult CandidateMeasurer::Measure(const gtco::v1::Candidate& ca
     return FailedResult(candidate, gtco::v1::ERROR_KIND_RUNTIME,
                         absl::StrCat("bad workload: ", workload.status().message()));
   }
-  KernelBuffers buffers(*workload, data.inputs, data.expected.size());
+  // A trace reading its weights pre-packed (as exported) gets the random ones packed the same way.
+  std::vector<std::vector<float>> packed_inputs;
+  const std::vector<std::vector<float>>* inputs = &data.inputs;
+  if (!candidate.trace().empty()) {
+    absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(candidate.trace());
+    if (trace.ok() && kernels::ReadsPrepackedInput(*trace)) {
+      packed_inputs = data.inputs;
+      absl::Status packed = kernels::PackInputsForTrace(*workload, *trace, &packed_inputs);
+      if (!packed.ok()) {
+        return FailedResult(candidate, gtco::v1::ERROR_KIND_RUNTIME,
+                            absl::StrCat("packing the weights failed: ", packed.message()));
+      }
+      inputs = &packed_inputs;
+    }
+  }
+  KernelBuffers buffers(*workload, *inputs, data.expected.size());
   (*entry)(buffers.args.data());
   absl::Status verified = buffers.Verify(*workload, data.expected, data.rtol, data.atol);
   if (!verified.ok()) {

@@ -136,8 +136,9 @@ class Exporter {
   std::map<std::string, const Node*> fake_quantize_;  ///< DequantizeLinear -> its QuantizeLinear
   std::set<std::string> quantize_unneeded_;           ///< QuantizeLinear nodes with no step
   absl::Status AddKernels(const std::vector<graph::PlannedWorkload>& planned);
-  /// Stores each matmul's constant B in the panels its kernel streams (kernels::PrepackConstantB)
-  /// when every weight that kernel reads is read by it alone; the kernel's trace then says so.
+  /// Stores each matmul's constant B, and each channel-vectorized conv's weights, in the panels
+  /// its kernel streams (kernels::PrepackConstantB) when every weight that kernel reads is read
+  /// by it alone; the kernel's trace then says so.
   absl::Status PrepackWeights();
   absl::StatusOr<std::vector<PendingStep>> Ordered() const;
   absl::Status BuildTensors(const std::vector<PendingStep>& steps);
@@ -383,7 +384,8 @@ absl::Status Exporter::PrepackWeights() {
   for (const std::string& output : graph_.outputs) readers[Root(output)].insert(-1);
   for (size_t index = 0; index < kernels_.size(); ++index) {
     Kernel& kernel = kernels_[index];
-    if (kernel.workload.anchor != ir::AnchorKind::kMatMul) continue;
+    const ir::AnchorKind anchor = kernel.workload.anchor;
+    if (anchor != ir::AnchorKind::kMatMul && anchor != ir::AnchorKind::kConv) continue;
     std::set<std::string> weights;
     bool all_constant = true;
     for (const PendingStep& step : steps_) {
@@ -396,8 +398,18 @@ absl::Status Exporter::PrepackWeights() {
                      static_cast<int64_t>(tensor->float_data.size()) == tensor->NumElements();
       weights.insert(root);
     }
-    if (!all_constant || weights.empty()) continue;
     GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(kernel.spec.trace));
+    if (!all_constant || weights.empty()) {
+      // A schedule searched with pre-packed weights (the channel-vectorized conv) whose weights
+      // are not one constant of this kernel's own packs them at run time instead (pack_b 1).
+      if (kernels::ReadsPrepackedInput(trace)) {
+        for (auto& [name, value] : trace.decisions) {
+          if (name == "pack_b") value = 1;
+        }
+        kernel.spec.trace = trace.ToString();
+      }
+      continue;
+    }
     std::string packed_trace;
     for (const std::string& name : weights) {
       const graph::Tensor& tensor = graph_.tensor(name);

@@ -22,9 +22,22 @@ struct PrepackedOperand {
 /// blocked FMA schedule (mm_avx512_fma/v1, mm_avx2_fma/v1) with one B shared by the batch and
 /// not transposed, the trace that reads B pre-packed and B in that layout, so that no kernel
 /// packs or strides through the weight at run time; nullopt when `t` reads B another way.
-/// INVALID_ARGUMENT when `t` does not replay for `w` or `b` is not K x N.
+/// For a conv `w` (B is its weights W) the same for a channel-vectorized schedule
+/// (conv_avx512_fma_channels/v1, conv_avx2_fma_channels/v1).
+/// INVALID_ARGUMENT when `t` does not replay for `w` or `b` has the wrong size.
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workload& w,
                                                                  const schedule::Trace& t,
                                                                  const std::vector<float>& b);
+
+/// Whether `t` reads its B pre-packed (a pack_b decision of 2).
+bool ReadsPrepackedInput(const schedule::Trace& t);
+
+/// `inputs` (in w's layout) as the kernel of trace `t` reads them: when `t` reads its constant
+/// B pre-packed (pack_b = 2: an exported matmul, or a channel-vectorized conv, which is searched
+/// that way), input 1 is replaced by its packed layout; otherwise nothing changes. A worker
+/// measuring such a trace on random inputs packs them with this. INVALID_ARGUMENT as
+/// PrepackConstantB.
+absl::Status PackInputsForTrace(const ir::Workload& w, const schedule::Trace& t,
+                                std::vector<std::vector<float>>* inputs);
 
 }  // namespace gtco::kernels

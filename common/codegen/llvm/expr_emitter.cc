@@ -147,6 +147,16 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitBinary(const ir::ExprNode& expr) 
       const int64_t stride = add ? a.stride + b.stride : a.stride - b.stride;
       return stride == 0 ? EmitValue::Uniform(base) : EmitValue::Ramp(base, stride);
     }
+    const bool compare = expr.kind == ExprKind::kLt || expr.kind == ExprKind::kLe;
+    if (compare && a.uniform() != b.uniform()) {
+      const bool inclusive = expr.kind == ExprKind::kLe;
+      if (!a.uniform()) return EmitValue::Vector(EmitRampBelow(a, b.value, inclusive));
+      // bound < ramp is -ramp < -bound.
+      llvm::Value* zero = I64(0);
+      return EmitValue::Vector(EmitRampBelow(
+          EmitValue::Ramp(builder_.CreateNSWSub(zero, b.value), -b.stride),
+          builder_.CreateNSWSub(zero, a.value), inclusive));
+    }
     if (expr.kind == ExprKind::kMul) {
       const EmitValue& ramp = a.uniform() ? b : a;
       const EmitValue& scale = a.uniform() ? a : b;
@@ -159,6 +169,48 @@ absl::StatusOr<EmitValue> FunctionEmitter::EmitBinary(const ir::ExprNode& expr) 
     }
   }
   return EmitValue::Vector(EmitArithmetic(expr.kind, operand_type, ToVector(a), ToVector(b)));
+}
+
+llvm::Value* FunctionEmitter::EmitRampBelow(const EmitValue& ramp, llvm::Value* bound,
+                                            bool inclusive) {
+  // Lane i holds base + i * stride. With stride > 0 it is below `limit` (bound, plus one when
+  // inclusive) exactly for i < ceil((limit - base) / stride); with stride < 0 exactly for
+  // i > floor((base - limit) / -stride). That count, clamped to [0, lanes], is compared with the
+  // lane indices as small integers.
+  const int64_t lanes = vector_->lanes, stride = ramp.stride;
+  llvm::Value* limit = inclusive ? builder_.CreateNSWAdd(bound, I64(1)) : bound;
+  const int64_t step = stride > 0 ? stride : -stride;
+  // Floor division by the positive constant `step` of a possibly negative numerator.
+  auto floor_div = [&](llvm::Value* numerator) -> llvm::Value* {
+    if (step == 1) return numerator;
+    llvm::Value* negative = builder_.CreateICmpSLT(numerator, I64(0));
+    llvm::Value* adjusted =
+        builder_.CreateSelect(negative, builder_.CreateNSWSub(numerator, I64(step - 1)),
+                              numerator);
+    return builder_.CreateSDiv(adjusted, I64(step));
+  };
+  llvm::Value* first_true;  // stride > 0: lanes [0, count) hold; stride < 0: [count, lanes)
+  if (stride > 0) {
+    // ceil(x / step) = -floor(-x / step).
+    llvm::Value* numerator = builder_.CreateNSWSub(ramp.value, limit);  // -(limit - base)
+    first_true = builder_.CreateNSWSub(I64(0), floor_div(numerator));
+  } else {
+    first_true = builder_.CreateNSWAdd(floor_div(builder_.CreateNSWSub(ramp.value, limit)),
+                                       I64(1));
+  }
+  llvm::Value* clamped = builder_.CreateSelect(builder_.CreateICmpSLT(first_true, I64(0)),
+                                               I64(0), first_true);
+  clamped = builder_.CreateSelect(builder_.CreateICmpSGT(clamped, I64(lanes)), I64(lanes),
+                                  clamped);
+  llvm::IntegerType* narrow = lanes <= 127 ? builder_.getInt8Ty() : builder_.getInt32Ty();
+  std::vector<llvm::Constant*> indices;
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    indices.push_back(llvm::ConstantInt::get(narrow, lane));
+  }
+  llvm::Value* iota = llvm::ConstantVector::get(indices);
+  llvm::Value* count =
+      builder_.CreateVectorSplat(lanes, builder_.CreateTrunc(clamped, narrow));
+  return stride > 0 ? builder_.CreateICmpSLT(iota, count) : builder_.CreateICmpSGE(iota, count);
 }
 
 llvm::Value* FunctionEmitter::EmitArithmetic(ExprKind kind, ScalarType type, llvm::Value* a,

@@ -96,6 +96,11 @@ class FunctionEmitter {
   // Expressions (expr_emitter.cc).
   absl::StatusOr<EmitValue> EmitExpr(const ir::Expr& expr);
   absl::StatusOr<EmitValue> EmitBinary(const ir::ExprNode& expr);
+  /// `ramp` < `bound` (or <= when `inclusive`) for an i64 ramp and a uniform bound, as a
+  /// comparison of the lane index against one scalar-computed limit in narrow lanes: the masks of
+  /// tails and windows cost one compare of small integers per vector, not one i64 compare per
+  /// eight lanes.
+  llvm::Value* EmitRampBelow(const EmitValue& ramp, llvm::Value* bound, bool inclusive);
   absl::StatusOr<EmitValue> EmitSelect(const ir::ExprNode& expr);
   absl::StatusOr<EmitValue> EmitCast(const ir::ExprNode& expr);
   absl::StatusOr<EmitValue> EmitLoad(const ir::ExprNode& expr);

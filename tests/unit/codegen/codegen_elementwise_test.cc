@@ -153,6 +153,44 @@ TEST(CodegenElementwiseTest, GuardedStoresWithUniformAndLaneConditions) {
   }
 }
 
+// Comparisons of an affine lane expression (base + lane * stride) with a uniform bound, which
+// the emitter turns into a lane-index comparison against one scalar-computed count: every form
+// (<, <=, either side), strides up and down and wider than one, bounds below, inside and past the
+// vector, 16 and 64 lanes.
+TEST(CodegenElementwiseTest, LaneRangeComparisonsOfRampsAndBounds) {
+  constexpr int64_t kBounds = 161;  // bound = t - 80 for t < kBounds
+  for (const int64_t lanes : {int64_t{16}, int64_t{64}}) {
+    for (const int64_t stride : {1, 2, 3, -1, -2}) {
+      for (int form = 0; form < 4; ++form) {
+        SCOPED_TRACE(::testing::Message() << lanes << " lanes, stride " << stride << ", form "
+                                          << form);
+        const ir::Expr ramp = Var("c") * Int(stride) + Int(3);
+        const ir::Expr bound = Var("t") - Int(80);
+        const ir::ExprKind kind = form % 2 == 0 ? ir::ExprKind::kLt : ir::ExprKind::kLe;
+        const ir::Expr cond =
+            form < 2 ? ir::MakeBinary(kind, ramp, bound) : ir::MakeBinary(kind, bound, ramp);
+        const ir::Expr index = Var("t") * Int(lanes) + Var("c");
+        ir::LoweredFunc func{
+            "lane_range",
+            {{"Y", kBounds * lanes}},
+            For("t", 0, kBounds, ForKind::kSerial,
+                For("c", 0, lanes, ForKind::kVectorized,
+                    ir::MakeStore("Y", index, ir::MakeSelect(cond, Flt(1.0), Flt(0.0)))))};
+        std::vector<float> y(kBounds * lanes, -1.0f);
+        RunKernel(Build(func), {&y});
+        for (int64_t t = 0; t < kBounds; ++t) {
+          for (int64_t c = 0; c < lanes; ++c) {
+            const int64_t r = c * stride + 3, b = t - 80;
+            const bool expected =
+                form == 0 ? r < b : form == 1 ? r <= b : form == 2 ? b < r : b <= r;
+            ASSERT_EQ(y[t * lanes + c], expected ? 1.0f : 0.0f) << "bound " << b << " lane " << c;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CodegenElementwiseTest, UniformStoresInVectorizedLoops) {
   // Per row r, with c vectorized over 16 lanes:
   //   S[r] = X[r, c]                      -> every lane writes S[r]; the last lane's value stays

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/codegen/cuda/nvrtc.h"
+#include "common/kernels/registry.h"
 #include "common/target/target.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
@@ -470,6 +471,76 @@ std::string ResNetLikeModel() {
   trans_b->set_i(1);
   value(graph->add_output(), "logits", {1, 10});
   return model.SerializeAsString();
+}
+
+// A channel-vectorized conv schedule (output channels in the vector lanes) reads its weights
+// pre-packed: the exporter stores each conv's constant weights in the trace's panels, and the
+// model computes what the default (pixel-vectorized) schedules compute. Where a weight is not
+// one kernel's own constant (here two convs share one), those kernels pack it at run time
+// (pack_b=1) and compute the same.
+TEST(ModelExportTest, ChannelVectorizedConvsReadPrepackedOrRuntimePackedWeights) {
+  const target::HardwareInfo host = target::DetectHostCpu();
+  if (!host.HasFeature("avx2") || !host.HasFeature("fma")) {
+    GTEST_SKIP() << "the channel-vectorized conv needs avx2+fma: " << host.Summary();
+  }
+  const std::string mapping =
+      host.HasFeature("avx512f") ? "avx512_fma_channels" : "avx2_fma_channels";
+  const ScheduleLookup channels = [&](const ir::Workload& w, const std::string&)
+      -> absl::StatusOr<std::optional<ChosenSchedule>> {
+    absl::StatusOr<schedule::SearchSpace> space =
+        kernels::CreateSpaceForMapping(w, host, mapping);
+    if (!space.ok()) return std::nullopt;  // depthwise, pools, the classifier
+    ChosenSchedule chosen;
+    chosen.trace = space->DefaultTrace();
+    chosen.mapping = mapping;
+    return chosen;
+  };
+  for (const bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "the block's two convs share a weight" : "one weight per conv");
+    std::string bytes = ResNetLikeModel();
+    if (shared) {
+      ::onnx::ModelProto model;
+      ASSERT_TRUE(model.ParseFromString(bytes));
+      for (::onnx::NodeProto& node : *model.mutable_graph()->mutable_node()) {
+        if (node.name() == "a2") node.set_input(1, "a1_w");
+      }
+      bytes = model.SerializeAsString();
+    }
+    absl::StatusOr<ExportResult> plain = ExportModel(bytes, {}, HostOptions(), kNoRecords);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    absl::StatusOr<ExportResult> packed = ExportModel(bytes, {}, HostOptions(), channels);
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    const std::string tag = shared ? "shared" : "own";
+    absl::StatusOr<std::unique_ptr<runtime::Model>> reference =
+        runtime::Model::Load(WriteTemp("plain_" + tag + ".gtco", plain->artifact));
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+        runtime::Model::Load(WriteTemp("channels_" + tag + ".gtco", packed->artifact));
+    ASSERT_TRUE(model.ok()) << model.status();
+    int prepacked = 0, packed_at_run_time = 0;
+    for (const runtime::KernelSpec& kernel : (*model)->manifest().kernels) {
+      if (kernel.mapping != mapping) continue;
+      prepacked += kernel.trace.find("pack_b=2") != std::string::npos ? 1 : 0;
+      packed_at_run_time += kernel.trace.find("pack_b=1") != std::string::npos ? 1 : 0;
+    }
+    // The stem, the block's two 3x3 convs, the downsample.
+    EXPECT_EQ(prepacked, shared ? 2 : 4);
+    EXPECT_EQ(packed_at_run_time, shared ? 2 : 0);
+    const runtime::Manifest& m = (*model)->manifest();
+    ASSERT_EQ(m.inputs.size(), (*reference)->manifest().inputs.size());
+    const auto values = Inputs(m);
+    absl::StatusOr<std::vector<runtime::OutputTensor>> expected =
+        (*reference)->Run(Host((*reference)->manifest(), values));
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    absl::StatusOr<std::vector<runtime::OutputTensor>> actual = (*model)->Run(Host(m, values));
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    const auto* want = reinterpret_cast<const float*>((*expected)[0].bytes.data());
+    const auto* got = reinterpret_cast<const float*>((*actual)[0].bytes.data());
+    ASSERT_EQ((*expected)[0].bytes.size(), (*actual)[0].bytes.size());
+    for (size_t i = 0; i < (*actual)[0].bytes.size() / 4; ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << "logit " << i;
+    }
+  }
 }
 
 // Convolutional models export for CUDA: every conv (stem, 3x3, depthwise, downsample, ViT's

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "common/codegen/llvm/jit.h"
 #include "common/codegen/llvm/llvm_codegen.h"
 #include "common/ir/attention.h"
@@ -45,9 +46,11 @@ class ScheduleJitTest : public ::testing::Test {
   // Every x86-64 host GTCO runs on has an LLVM JIT: failing to create one is a bug, not a skip.
   void SetUp() override { ASSERT_NE(jit_, nullptr) << "no LLVM JIT: " << *jit_error_; }
 
-  /// Lowers, compiles and runs (w, trace) on `inputs`; returns the output.
+  /// Lowers, compiles and runs (w, trace) on `inputs`; returns the output. Inputs are in w's
+  /// layout and packed here for a trace reading pre-packed weights, unless `already_packed`.
   static absl::StatusOr<std::vector<float>> Run(const ir::Workload& w, const Trace& trace,
-                                                std::vector<std::vector<float>>& inputs) {
+                                                std::vector<std::vector<float>>& inputs,
+                                                bool already_packed = false) {
     absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, trace, "kernel");
     if (!func.ok()) return func.status();
     absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
@@ -55,8 +58,15 @@ class ScheduleJitTest : public ::testing::Test {
     absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(*llvm_ir, "kernel");
     if (!entry.ok()) return entry.status();
     std::vector<float> output(w.output.NumElements(), NAN);
+    // A trace reading its weights pre-packed gets them packed, as the worker and export do.
+    std::vector<std::vector<float>> packed;
+    if (!already_packed && ReadsPrepackedInput(trace)) {
+      packed = inputs;
+      absl::Status status = PackInputsForTrace(w, trace, &packed);
+      if (!status.ok()) return status;
+    }
     std::vector<void*> args;
-    for (auto& input : inputs) args.push_back(input.data());
+    for (auto& input : packed.empty() ? inputs : packed) args.push_back(input.data());
     args.push_back(output.data());
     (*entry)(args.data());
     return output;
@@ -140,7 +150,8 @@ TEST_F(ScheduleJitTest, MatMulReadsAPrepackedConstantB) {
                 (*packed)->shape[0] * (*packed)->shape[1]);
       std::vector<std::vector<float>> with_packed = inputs;
       with_packed[1] = (*packed)->data;
-      absl::StatusOr<std::vector<float>> output = Run(w, (*packed)->trace, with_packed);
+      absl::StatusOr<std::vector<float>> output =
+          Run(w, (*packed)->trace, with_packed, /*already_packed=*/true);
       ASSERT_TRUE(output.ok()) << (*packed)->trace.ToString() << ": " << output.status();
       absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
       EXPECT_TRUE(match.ok()) << (*packed)->trace.ToString() << ": " << match;
@@ -407,13 +418,16 @@ TEST_F(ScheduleJitTest, ConvPackedPatchPanelsEveryRowLayout) {
     for (const SearchSpace& space : *spaces) {
       if (space.mapping() == "direct") continue;
       SCOPED_TRACE(space.mapping() + " " + w.Description());
+      // The channel-vectorized mapping packs the same patch rows as A's columns (pack_a).
+      const bool channels = absl::EndsWith(space.mapping(), "_channels");
+      const std::string knob = channels ? "pack_a" : "pack_b";
       for (int sample = 0; sample < 10; ++sample) {
         std::string text = space.Sample(rng).ToString();
-        const size_t at = text.find("pack_b=0");
-        if (at != std::string::npos) text.replace(at, 8, "pack_b=1");
+        const size_t at = text.find(knob + "=0");
+        if (at != std::string::npos) text.replace(at, knob.size() + 2, knob + "=1");
         absl::StatusOr<Trace> trace = Trace::Parse(text);
         ASSERT_TRUE(trace.ok()) << text << ": " << trace.status();
-        ASSERT_EQ(trace->Get("pack_b"), 1) << text;
+        ASSERT_EQ(trace->Get(knob), 1) << text;
         absl::StatusOr<std::vector<float>> output = Run(w, *trace, inputs);
         ASSERT_TRUE(output.ok()) << text << ": " << output.status();
         absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
@@ -422,6 +436,66 @@ TEST_F(ScheduleJitTest, ConvPackedPatchPanelsEveryRowLayout) {
       ASSERT_TRUE(jit_->Reset().ok());
     }
   }
+}
+
+// The channel-vectorized conv (output channels in the vector lanes, pixels in the register
+// tile's rows, weights pre-packed): channel tails (K not a multiple of the lanes), pixel tails,
+// K blocks whose partial sums stay in the task's own buffer (a K of 288 in blocks of 96..144),
+// two images, the residual epilogue stored a plane apart per lane. Every sampled schedule also
+// runs with pack_b=1, the weights packed at run time (what export falls back to when the
+// weights are not a constant), and neither reading the weights in place (pack_b=0) nor a
+// grouped conv lowers.
+TEST_F(ScheduleJitTest, ConvChannelsVectorizedPrepackedOrPackedAtRunTime) {
+  const target::HardwareInfo host = target::DetectHostCpu();
+  if (!host.HasFeature("avx2") || !host.HasFeature("fma")) {
+    GTEST_SKIP() << "the channel-vectorized conv needs avx2+fma: " << host.Summary();
+  }
+  const std::string mapping =
+      host.HasFeature("avx512f") ? "avx512_fma_channels" : "avx2_fma_channels";
+  ir::Workload residual = Conv(2, 32, 9, 9, 40, 3, 3, 1, {1, 1, 1, 1});
+  residual.inputs.push_back(schedule::testing::Tensor({40, 1, 1}));
+  residual.inputs.push_back(schedule::testing::Tensor({2, 40, 9, 9}));
+  residual.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
+                       {ir::EwOp::kAdd, {schedule::testing::Val(0), schedule::testing::In(3)}},
+                       {ir::EwOp::kRelu, {schedule::testing::Val(1)}}};
+  std::mt19937_64 rng(41);
+  int k_blocked = 0;
+  for (const ir::Workload& w : {residual, Conv(1, 24, 7, 7, 16, 1, 1, 1, {0, 0, 0, 0}),
+                                Conv(1, 3, 23, 23, 20, 7, 7, 2, {3, 3, 3, 3})}) {
+    SCOPED_TRACE(w.Description());
+    absl::StatusOr<SearchSpace> space = CreateSpaceForMapping(w, host, mapping);
+    ASSERT_TRUE(space.ok()) << space.status();
+    std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 43);
+    const std::vector<float> expected = ir::ComputeReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    for (int sample = 0; sample <= 12; ++sample) {
+      const Trace searched = sample == 0 ? space->DefaultTrace() : space->Sample(rng);
+      ASSERT_EQ(searched.Get("pack_b"), 2) << searched.ToString();
+      k_blocked += searched.Get("kc") < 288 && w.conv.in_channels == 32 ? 1 : 0;
+      std::string text = searched.ToString();
+      text.replace(text.find("pack_b=2"), 8, "pack_b=1");
+      for (const std::string& variant : {searched.ToString(), text}) {
+        absl::StatusOr<Trace> trace = Trace::Parse(variant);
+        ASSERT_TRUE(trace.ok()) << trace.status();
+        absl::StatusOr<std::vector<float>> output = Run(w, *trace, inputs);
+        ASSERT_TRUE(output.ok()) << variant << ": " << output.status();
+        absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
+        EXPECT_TRUE(match.ok()) << variant << ": " << match;
+      }
+    }
+    std::string in_place = space->DefaultTrace().ToString();
+    in_place.replace(in_place.find("pack_b=2"), 8, "pack_b=0");
+    absl::StatusOr<Trace> trace = Trace::Parse(in_place);
+    ASSERT_TRUE(trace.ok());
+    EXPECT_FALSE(LowerSchedule(w, *trace, "conv").ok()) << in_place;
+    ASSERT_TRUE(jit_->Reset().ok());
+  }
+  EXPECT_GT(k_blocked, 0);  // some sampled schedule split K
+  const ir::Workload grouped = Conv(1, 8, 9, 9, 8, 3, 3, 1, {1, 1, 1, 1}, /*groups=*/2);
+  absl::StatusOr<SearchSpace> refused = CreateSpaceForMapping(grouped, host, mapping);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("groups"), std::string::npos) << refused.status();
 }
 
 /// The extents of the vectorized loops over `var` in `stmt`.

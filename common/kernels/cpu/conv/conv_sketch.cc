@@ -6,13 +6,25 @@
 // it) where the micro-kernel or the B-panel packing reads them, so packing B (the first value of
 // the pack_b knob here) gathers each panel once per K block. The output [N, K, OH, OW] is the
 // view's [N*g, K/g, OH*OW] row-major, so the epilogue (bias, residual add, ReLU) runs at the
-// write-back as for matmuls.
+// write-back as for matmuls. Pixels sit in the vector lanes, so a 7x7 plane's 49 pixels leave
+// most of a 16-lane vector idle.
+//
+// "conv_avx512_fma_channels/v1" and "conv_avx2_fma_channels/v1" (one group) lower the transposed
+// view instead: per image, pixels x output channels, the patch matrix transposed [OH*OW, C*R*S]
+// times the weights transposed [C*R*S, K]. Output channels fill the vector lanes (ResNet's 64 to
+// 2048 fill them all), pixels are the register tile's rows. The weights are read pre-packed
+// into the micro-kernel's panels (the exporter packs the constant, the worker its random
+// weights: kernels::PackInputsForTrace); the patches are packed a K row at a time for a whole
+// block of pixels (one masked vector per output row, as B's panels above); a column vector of
+// results is stored a plane apart per lane into the NCHW output, and partial sums of K blocks
+// stay in the kernel's own buffer.
 //
 // Depthwise convolutions (one input channel per group) have a K of R*S only, too short for the
 // micro-kernels: "conv_dw_direct/v1" computes them directly, a (parallel) loop over the N*K
 // output planes and output rows, output columns in vectors, every tap unrolled with its weight
 // broadcast and reads outside the image masked.
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <string>
@@ -22,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "common/ir/conv.h"
 #include "common/kernels/family.h"
+#include "common/kernels/registry.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/util/status.h"
 
@@ -317,6 +330,170 @@ class FmaConvSketch final : public LoopSketch {
   FmaMappingSpec spec_;
 };
 
+/// The channel-vectorized view of a conv with one group: per image, pixels x output channels,
+/// the transposed patch matrix [OH*OW, C*R*S] times the transposed weights [C*R*S, K].
+ir::MatMulParams ChannelGemmView(const ir::ConvParams& p) {
+  ir::MatMulParams view;
+  view.batch = p.batch;
+  view.m = ir::ConvOutH(p) * ir::ConvOutW(p);
+  view.n = p.out_channels;
+  view.k = p.in_channels * p.kernel_h * p.kernel_w;
+  view.a_batched = true;
+  return view;
+}
+
+/// The workloads the channel-vectorized sketch lowers (its mapping explains the others away).
+bool IsChannelConv(const ir::Workload& w) {
+  return w.anchor == ir::AnchorKind::kConv && w.conv.groups == 1;
+}
+
+/// The channel view's operands: A[pixel, k] is patch element (k, pixel), packed a patch row's
+/// run at a time (the pixels of a row tile are consecutive output pixels); B[k, channel] is
+/// W[channel, k], which the exporter stores pre-packed (a kernel packing it at run time would
+/// gather a column per vector); C[pixel, channel] is stored into the NCHW output at
+/// channel * OH*OW + pixel, a column vector at a stride of one plane, the epilogue at (plane,
+/// pixel) as in the pixel view.
+GemmOperands ChannelOperands(const ir::ConvParams& p) {
+  const GemmOperands pixel = ConvOperands(p);
+  const ir::MatMulParams view = ChannelGemmView(p);
+  GemmOperands operands;
+  operands.a = [patch = pixel.b](const Expr& b, const Expr& row, const Expr& k) {
+    return patch(b, k, row);
+  };
+  operands.b = [view](const Expr&, const Expr& k, const Expr& col) {
+    return ir::MakeLoad(InputName(1), col * MakeInt(view.k) + k);
+  };
+  if (!ir::ConvIsPointwise(p)) operands.pack_a_column = PatchRowPacker(p);
+  operands.out = [view](const Expr& b, const Expr& row, const Expr& col) {
+    const Expr plane = b * MakeInt(view.n) + col;
+    return GemmOperands::Place{plane * MakeInt(view.m) + row, plane, row};
+  };
+  return operands;
+}
+
+/// Moves `value` to the front of the knob's values (its default) when it is among them.
+void Prefer(Knob& knob, int64_t value) {
+  auto found = std::find(knob.values.begin(), knob.values.end(), value);
+  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
+}
+
+int64_t NearestTo(const std::vector<int64_t>& values, int64_t target) {
+  int64_t best = values.front();
+  for (int64_t value : values) {
+    if (std::abs(value - target) < std::abs(best - target)) best = value;
+  }
+  return best;
+}
+
+/// Implicit GEMM with output channels in the vector lanes and pixels in the register tile's
+/// rows: every vector is full when K is a multiple of the lanes (ResNet's 64..2048), where the
+/// pixel view's last vector of a 7x7 plane holds one of 16 pixels. Weights are read pre-packed.
+class ChannelConvSketch final : public LoopSketch {
+ public:
+  explicit ChannelConvSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
+
+  const FmaMappingSpec& spec() const { return spec_; }
+  const char* Name() const override { return spec_.sketch_name; }
+  std::vector<std::string> KnobNames() const override {
+    return {"mr", "nr", "kc", "mc", "nc", "par", "unroll_k", "pack_a", "pack_b"};
+  }
+  bool AppliesTo(const ir::Workload& w) const override {
+    return w.anchor == ir::AnchorKind::kConv;
+  }
+
+  std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    const ir::MatMulParams view = ChannelGemmView(w.conv);
+    std::vector<Knob> knobs = BlockedKnobs(spec_, view, hw);
+    // The weights arrive pre-packed (the exporter packs them, the worker packs its random
+    // ones: PackInputsForTrace); 1 (packed at run time) only replays where they cannot be.
+    knobs[kPackB].values = {kPackBPrepacked};
+    // All of K in one block too (its partial sums never leave the registers).
+    if (std::find(knobs[kKc].values.begin(), knobs[kKc].values.end(), view.k) ==
+        knobs[kKc].values.end()) {
+      knobs[kKc].values.push_back(view.k);
+    }
+    // The default trace (each knob's first value) is what measured best on ResNet-50's 3x3
+    // convs (AMD Zen 5, bench/conv_mappings): the widest register tile the ISA holds with 4
+    // (AVX-512) or 3 (AVX2) vectors of channels, K blocks of ~384, the pixels split over the
+    // cores, patches packed a K row at a time (read in place by a pointwise conv).
+    const int cores = std::max(hw.cores, 1);
+    Prefer(knobs[kMr], spec_.vw == 16 ? 6 : 4);
+    Prefer(knobs[kNr], spec_.nr_choices.back());
+    Prefer(knobs[kKc], NearestTo(knobs[kKc].values, 384));
+    Prefer(knobs[kMc], (view.m + cores - 1) / cores);
+    Prefer(knobs[kNc], view.n);
+    Prefer(knobs[kPar], 1);
+    Prefer(knobs[kPackA], ir::ConvIsPointwise(w.conv) ? 0 : 1);
+    return knobs;
+  }
+
+  const char* PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
+                        const KnobValues& values) const override {
+    const ir::MatMulParams view = ChannelGemmView(w.conv);
+    const char* rule = BlockedPruneRule(spec_, view, hw, values);
+    // A whole-K B panel streams from L2 (the micro-kernel reads each of its vectors once per
+    // row tile, in order); it must fit there, not in L1.
+    if (rule != nullptr && std::string(rule) == "l1_tile" && values[kKc] >= view.k) {
+      const int64_t panel = view.k * values[kNr] * spec_.vw * 4;
+      return 2 * panel > hw.l2_bytes ? "l2_tile" : nullptr;
+    }
+    return rule;
+  }
+
+  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
+              const KnobValues& values) const override {
+    return PruneRule(w, hw, values) == nullptr;
+  }
+
+  absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
+                                        const std::string& func_name) const override {
+    GTCO_RETURN_IF_ERROR(w.Validate());
+    if (!IsChannelConv(w)) {
+      return absl::InvalidArgumentError(
+          "the channel-vectorized conv sketch lowers convs with one group only");
+    }
+    if (values.size() == kNumBlockedKnobs && values[kPackB] == 0) {
+      return absl::InvalidArgumentError(
+          "the channel-vectorized conv reads its weights packed (pack_b 1 or 2), not in place");
+    }
+    GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan,
+                          MakeBlockedPlan(ChannelGemmView(w.conv), values, spec_.vw));
+    GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, ConvEpilogue(w));
+    return ir::LoweredFunc{func_name, KernelParams(w),
+                           LowerBlockedPlan(plan, epilogue, ChannelOperands(w.conv))};
+  }
+
+ private:
+  FmaMappingSpec spec_;
+};
+
+/// The channel-vectorized conv mapping of one FMA spec.
+class ChannelConvMapping final : public MappingSketch {
+ public:
+  explicit ChannelConvMapping(FmaMappingSpec spec) : sketch_(std::move(spec)) {}
+  const char* Name() const override { return sketch_.spec().mapping; }
+  const Sketch& sketch() const override { return sketch_; }
+  MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    if (w.anchor == ir::AnchorKind::kConv && w.conv.groups != 1) {
+      return {Name(), false, absl::StrCat(w.conv.groups, " groups: the pre-packed weights are "
+                                          "one matrix shared by the images")};
+    }
+    return FmaVerdict(Name(), sketch_.spec(), w, hw,
+                      absl::StrCat("implicit GEMM, output channels in ", sketch_.spec().vw,
+                                   "-lane vectors, pixels in registers, weights pre-packed"));
+  }
+
+ private:
+  ChannelConvSketch sketch_;
+};
+
+/// The channel mapping's spec: the FMA spec's registers, lanes and tiles under its own names.
+FmaMappingSpec ChannelSpec(FmaMappingSpec spec, const char* sketch_name, const char* mapping) {
+  spec.sketch_name = sketch_name;
+  spec.mapping = mapping;
+  return spec;
+}
+
 /// The conv mapping of one FMA spec: the spec's CPU features and f32 operands.
 class FmaConvMapping final : public MappingSketch {
  public:
@@ -338,6 +515,46 @@ class FmaConvMapping final : public MappingSketch {
 };
 
 }  // namespace
+
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
+    const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights) {
+  int64_t vw = 0;
+  for (const MappingSketch* mapping :
+       {&Avx512FmaChannelConvMapping(), &Avx2FmaChannelConvMapping()}) {
+    if (t.sketch == mapping->sketch().Name()) {
+      vw = static_cast<const ChannelConvSketch&>(mapping->sketch()).spec().vw;
+    }
+  }
+  if (vw == 0 || w.anchor != ir::AnchorKind::kConv) return std::optional<PrepackedOperand>();
+  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
+  KnobValues values = resolved.values;
+  if (values.size() != kNumBlockedKnobs) {
+    return absl::InvalidArgumentError("a blocked conv trace needs one value per knob");
+  }
+  values[kPackB] = kPackBPrepacked;
+  const ir::MatMulParams view = ChannelGemmView(w.conv);
+  GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, vw));
+  if (static_cast<int64_t>(weights.size()) != view.n * view.k) {
+    return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
+                                                   " elements, not ", view.n, " x ", view.k));
+  }
+  // W [K, C*R*S] row-major is B transposed; PrepackB reads B [C*R*S, K] row-major.
+  std::vector<float> transposed(weights.size());
+  for (int64_t channel = 0; channel < view.n; ++channel) {
+    for (int64_t k = 0; k < view.k; ++k) {
+      transposed[k * view.n + channel] = weights[channel * view.k + k];
+    }
+  }
+  PrepackedOperand prepacked;
+  prepacked.trace = t;
+  for (auto& [name, value] : prepacked.trace.decisions) {
+    if (name == "pack_b") value = kPackBPrepacked;
+  }
+  prepacked.data = PrepackB(plan, transposed.data());
+  prepacked.shape = {view.k, PrepackedBElements(plan) / view.k};
+  return std::optional<PrepackedOperand>(std::move(prepacked));
+}
+
 }  // namespace internal
 
 const MappingSketch& DirectDepthwiseConvMapping() {
@@ -349,6 +566,20 @@ const MappingSketch& DirectDepthwiseConvMapping() {
 const MappingSketch& Avx512FmaConvMapping() {
   static const internal::FmaConvMapping* const mapping =
       new internal::FmaConvMapping(internal::Avx512FmaSpec(), "conv_avx512_fma/v1");
+  return *mapping;
+}
+
+const MappingSketch& Avx512FmaChannelConvMapping() {
+  static const internal::ChannelConvMapping* const mapping = new internal::ChannelConvMapping(
+      internal::ChannelSpec(internal::Avx512FmaSpec(), "conv_avx512_fma_channels/v1",
+                            "avx512_fma_channels"));
+  return *mapping;
+}
+
+const MappingSketch& Avx2FmaChannelConvMapping() {
+  static const internal::ChannelConvMapping* const mapping = new internal::ChannelConvMapping(
+      internal::ChannelSpec(internal::Avx2FmaSpec(), "conv_avx2_fma_channels/v1",
+                            "avx2_fma_channels"));
   return *mapping;
 }
 

@@ -13,6 +13,7 @@
 #include "common/ir/loop_ir.h"
 #include "common/ir/workload.h"
 #include "common/kernels/family.h"
+#include "common/kernels/prepack.h"
 #include "common/schedule/epilogue.h"
 #include "common/schedule/sketch.h"
 
@@ -80,6 +81,12 @@ int64_t PrepackedBElements(const BlockedPlan& plan);
 /// zero past N), its [rows][tc] panel; the block of K block kb starts at kb * kc * padded N.
 std::vector<float> PrepackB(const BlockedPlan& plan, const float* b);
 
+/// The conv half of PrepackConstantB (cpu/conv): for a channel-vectorized conv trace
+/// (conv_*_fma_channels/v1) the trace reading W pre-packed and W [K, C, R, S] in that layout (its
+/// transpose [C*R*S, K] in PrepackB's panels); nullopt for other traces.
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
+    const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
+
 /// The blocked sketch's knobs and candidate values for the matmul view `p` on `hw`.
 std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParams& p,
                                const target::HardwareInfo& hw);
@@ -97,9 +104,28 @@ struct GemmOperands {
   /// vectorized copy through `b`. The implicit-GEMM conv sets it: a patch row is contiguous
   /// within each output row, so it packs one vector range per output row instead of computing
   /// every element's (oh, ow) and gathering.
-  std::function<ir::Stmt(const ir::Expr& b, const ir::Expr& k, const ir::Expr& j0, int64_t width,
-                         bool zero_past_n, const std::string& buffer, const ir::Expr& dest)>
-      pack_b_row;
+  using PackRow =
+      std::function<ir::Stmt(const ir::Expr& b, const ir::Expr& k, const ir::Expr& j0,
+                             int64_t width, bool zero_past_n, const std::string& buffer,
+                             const ir::Expr& dest)>;
+  PackRow pack_b_row;
+  /// Optional, the same for A's column k: rows [j0, min(j0 + width, M)) of batch entry `b`
+  /// stored at buffer[dest + r - j0] (zero_past_n false; rows past M are left alone). Present,
+  /// pack_a packs a whole [kc][row_block] block a K row at a time, which the tiles read at a
+  /// stride of row_block; absent, each tile's [kc][mr] panel one A load per element. The
+  /// channel-vectorized conv sets it: its A is the transposed patch matrix, whose columns are
+  /// the patch rows above.
+  PackRow pack_a_column;
+  /// Where result C[row, col] of batch entry `b` is stored, and the (row, col) the epilogue
+  /// applies at.
+  struct Place {
+    ir::Expr index, epilogue_row, epilogue_col;
+  };
+  /// Optional: the place of C[row, col]. Absent: the output is [batch, m, n] row-major and the
+  /// epilogue runs at (b * m + row, col). The channel-vectorized conv sets it: its rows are
+  /// pixels and its columns output channels of an NCHW output, so a column vector is stored at a
+  /// stride of one output plane.
+  std::function<Place(const ir::Expr& b, const ir::Expr& row, const ir::Expr& col)> out;
 };
 /// A plain matmul's operands: inputs "in0" (A) and "in1" (B) as MatMulParams lays them out.
 GemmOperands MatMulOperands(const ir::MatMulParams& p);

@@ -25,6 +25,7 @@ using ir::Stmt;
 
 constexpr char kAPack[] = "apack";
 constexpr char kBPack[] = "bpack";
+constexpr char kPartials[] = "cpart";
 
 Expr Eq(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kEq, a, b); }
 Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLt, a, b); }
@@ -47,6 +48,7 @@ struct TileSpec {
   /// the B input itself at `b_base`.
   std::string b_buffer = kBPack;
   Expr b_base;
+  int64_t a_pack_stride = 0;  ///< floats between packed A's K rows (0: the tile's rows)
 };
 
 class BlockedLowering {
@@ -60,7 +62,8 @@ class BlockedLowering {
  private:
   Expr ALoad(const Expr& row, const Expr& k) const;
   Expr BLoad(const Expr& k, const Expr& col) const;
-  Expr OutIndex(const Expr& row, const Expr& col) const;
+  /// Where row i0 + r, column col of the output goes (the row split as the tiles have it).
+  GemmOperands::Place OutPlace(const Expr& i0, const Expr& r, const Expr& col) const;
   Expr KBegin() const { return ko_ * MakeInt(plan_.kc); }
   Expr KExtent() const;
   /// for r (unrolled) for c (unrolled) for v (vectorized): make(r, c, v, slot).
@@ -74,6 +77,14 @@ class BlockedLowering {
   /// N rounded up to whole column tiles: the row length of a pre-packed B's K block.
   int64_t PaddedN() const { return (plan_.p.n + plan_.tc - 1) / plan_.tc * plan_.tc; }
   Stmt PackABlock(const Expr& i_begin, const Expr& row_tiles) const;
+  /// A packed by columns (GemmOperands::pack_a_column): one [kc][row_block] block, each K row
+  /// written at once, tiles reading their rows at a stride of row_block.
+  /// Partial sums of K blocks kept in a local [row_block][col_block + vw] buffer instead of the
+  /// output: when the output is not row-major C (GemmOperands::out), reloading them from there
+  /// would gather.
+  bool LocalPartials() const { return plan_.k_blocks > 1 && operands_.out != nullptr; }
+  int64_t PartialStride() const { return plan_.col_block + plan_.vw; }
+  bool ColumnPackedA() const { return plan_.pack_a && operands_.pack_a_column != nullptr; }
   Stmt KBlockBody(const Expr& i_begin, const Expr& row_tiles, const Expr& j_begin,
                   const Expr& col_tiles) const;
   Stmt TaskBody() const;
@@ -95,8 +106,11 @@ Expr BlockedLowering::BLoad(const Expr& k, const Expr& col) const {
   return operands_.b(b_, k, col);
 }
 
-Expr BlockedLowering::OutIndex(const Expr& row, const Expr& col) const {
-  return (b_ * MakeInt(plan_.p.m) + row) * MakeInt(plan_.p.n) + col;
+GemmOperands::Place BlockedLowering::OutPlace(const Expr& i0, const Expr& r,
+                                              const Expr& col) const {
+  if (operands_.out) return operands_.out(b_, i0 + r, col);
+  return {(b_ * MakeInt(plan_.p.m) + (i0 + r)) * MakeInt(plan_.p.n) + col,
+          b_ * MakeInt(plan_.p.m) + i0 + r, col};
 }
 
 Expr BlockedLowering::KExtent() const {
@@ -128,7 +142,11 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
     return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
       const Expr a_value =
           tile.a_pack_base != nullptr
-              ? ir::MakeLoad(kAPack, tile.a_pack_base + k_local * MakeInt(tile.rows) + r)
+              ? ir::MakeLoad(kAPack, tile.a_pack_base +
+                                         k_local * MakeInt(tile.a_pack_stride > 0
+                                                               ? tile.a_pack_stride
+                                                               : tile.rows) +
+                                         r)
               : ALoad(tile.i0 + r, KBegin() + k_local);
       const Expr col_in_tile = c * MakeInt(plan_.vw) + v;
       Expr panel_index = k_local * MakeInt(tile.b_width) + col_in_tile;
@@ -155,19 +173,20 @@ Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,
                                 bool final_block) const {
   return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
     const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
+    const GemmOperands::Place place = OutPlace(tile.i0, r, col);
     if (!tile.masked) {
       Expr value = ir::MakeLoad(acc, slot);
-      if (final_block) value = epilogue_.Apply(value, b_ * MakeInt(plan_.p.m) + tile.i0 + r, col);
-      return ir::MakeStore(kOutputName, OutIndex(tile.i0 + r, col), value);
+      if (final_block) value = epilogue_.Apply(value, place.epilogue_row, place.epilogue_col);
+      return ir::MakeStore(kOutputName, place.index, value);
     }
     // Read the accumulator unmasked (keeps it in registers); only the epilogue's loads and the
     // store run under the column mask.
     const std::string held = tile.tag + "_val";
     Expr value = MakeVar(held, ir::ScalarType::kF32);
-    if (final_block) value = epilogue_.Apply(value, b_ * MakeInt(plan_.p.m) + tile.i0 + r, col);
+    if (final_block) value = epilogue_.Apply(value, place.epilogue_row, place.epilogue_col);
     return ir::MakeLet(held, ir::MakeLoad(acc, slot),
                        ir::MakeIf(Lt(col, MakeInt(plan_.p.n)),
-                                  ir::MakeStore(kOutputName, OutIndex(tile.i0 + r, col), value)));
+                                  ir::MakeStore(kOutputName, place.index, value)));
   });
 }
 
@@ -177,14 +196,32 @@ Stmt BlockedLowering::Tile(const TileSpec& tile) const {
     return ir::MakeStore(acc, slot, ir::MakeFloat(0.0));
   });
   Stmt init = zero, write_back = WriteBack(tile, acc, /*final_block=*/true);
-  if (plan_.k_blocks > 1) {
+  if (LocalPartials()) {
+    // Partial sums of earlier K blocks live in the task's own row-major buffer, every lane
+    // (the masked tail's too: the buffer's rows have a vector of slack).
+    auto partial = [&](const Expr& r, const Expr& c, const Expr& v) {
+      const Expr row = tile.i0 + r - mb_ * MakeInt(plan_.row_block);
+      const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v - nb_ * MakeInt(plan_.col_block);
+      return row * MakeInt(PartialStride()) + col;
+    };
+    Stmt reload =
+        TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
+          return ir::MakeStore(acc, slot, ir::MakeLoad(kPartials, partial(r, c, v)));
+        });
+    Stmt keep = TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
+      return ir::MakeStore(kPartials, partial(r, c, v), ir::MakeLoad(acc, slot));
+    });
+    init = ir::MakeIf(Eq(ko_, MakeInt(0)), zero, reload);
+    write_back = ir::MakeIf(Eq(ko_, MakeInt(plan_.k_blocks - 1)), write_back, keep);
+  } else if (plan_.k_blocks > 1) {
     // Later K blocks continue from the partial sums already in the output. Masked tiles read
     // a clamped column (no mask, so the accumulator stays in registers).
     Stmt reload =
         TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
           Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
           if (tile.masked) col = ir::Min(col, MakeInt(plan_.p.n - 1));
-          return ir::MakeStore(acc, slot, ir::MakeLoad(kOutputName, OutIndex(tile.i0 + r, col)));
+          return ir::MakeStore(acc, slot,
+                               ir::MakeLoad(kOutputName, OutPlace(tile.i0, r, col).index));
         });
     init = ir::MakeIf(Eq(ko_, MakeInt(0)), zero, reload);
     if (!epilogue_.empty()) {
@@ -217,6 +254,13 @@ Stmt BlockedLowering::PackBPanel(const Expr& j0, int64_t width, bool zero_past_n
 Stmt BlockedLowering::PackABlock(const Expr& i_begin, const Expr& row_tiles) const {
   // apack holds each row tile's [k][mr] panel back to back, then the tail tile's [k][row_tail].
   const Expr it = MakeVar("pa_it"), k_local = MakeVar("pa_k"), r = MakeVar("pa_r");
+  if (ColumnPackedA()) {
+    // Every row of the block (rows past M, in the last block, are neither packed nor read).
+    return ir::MakeFor("pa_k", MakeInt(0), KExtent(), ForKind::kSerial,
+                       operands_.pack_a_column(b_, KBegin() + k_local, i_begin, plan_.row_block,
+                                               false, kAPack,
+                                               k_local * MakeInt(plan_.row_block)));
+  }
   auto copy_rows = [&](int64_t rows, const Expr& first_row, const Expr& base) {
     Stmt store = ir::MakeStore(kAPack, base + k_local * MakeInt(rows) + r,
                                ALoad(first_row + r, KBegin() + k_local));
@@ -252,7 +296,12 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
       full.b_base = ko_ * MakeInt(plan_.kc * PaddedN()) + (j0 / MakeInt(plan_.tc)) * KExtent() *
                                                               MakeInt(plan_.tc);
     }
-    if (plan_.pack_a) full.a_pack_base = it * MakeInt(plan_.mr * plan_.kc);
+    if (ColumnPackedA()) {
+      full.a_pack_base = it * MakeInt(plan_.mr);
+      full.a_pack_stride = plan_.row_block;
+    } else if (plan_.pack_a) {
+      full.a_pack_base = it * MakeInt(plan_.mr * plan_.kc);
+    }
     std::vector<Stmt> stmts = {
         LoopOrSkip("it", MakeInt(0), row_tiles, ForKind::kSerial, Tile(full))};
     if (plan_.row_tail > 0) {
@@ -260,7 +309,12 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
                     kBPack,    nullptr};
       tail.b_buffer = full.b_buffer;
       tail.b_base = full.b_base;
-      if (plan_.pack_a) tail.a_pack_base = row_tiles * MakeInt(plan_.mr * plan_.kc);
+      if (ColumnPackedA()) {
+        tail.a_pack_base = row_tiles * MakeInt(plan_.mr);
+        tail.a_pack_stride = plan_.row_block;
+      } else if (plan_.pack_a) {
+        tail.a_pack_base = row_tiles * MakeInt(plan_.mr * plan_.kc);
+      }
       stmts.push_back(When(last_m_always, last_m, Tile(tail)));
     }
     return ir::MakeBlock(stmts);
@@ -306,6 +360,9 @@ Stmt BlockedLowering::TaskBody() const {
   Stmt body = KBlockBody(i_begin, row_tiles, j_begin, col_tiles);
   if (plan_.k_blocks > 1) {
     body = ir::MakeFor("ko", MakeInt(0), MakeInt(plan_.k_blocks), ForKind::kSerial, body);
+  }
+  if (LocalPartials()) {
+    body = ir::MakeAllocate(kPartials, plan_.row_block * PartialStride(), body);
   }
   const int64_t panel_width = std::max(plan_.tc, plan_.col_tail_vecs * plan_.vw);
   if (plan_.pack_b || (plan_.col_tail > 0 && !plan_.prepacked_b)) {

@@ -320,6 +320,7 @@ const MappingSketch& Avx2FmaMatMulMapping() {
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workload& w,
                                                                  const schedule::Trace& t,
                                                                  const std::vector<float>& b) {
+  if (w.anchor == ir::AnchorKind::kConv) return internal::PrepackChannelConvWeights(w, t, b);
   if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
   int64_t vw = 0;
   for (const internal::FmaMappingSpec& spec : {internal::Avx512FmaSpec(), internal::Avx2FmaSpec()}) {
@@ -344,6 +345,21 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
   prepacked.data = internal::PrepackB(plan, b.data());
   prepacked.shape = {p.k, internal::PrepackedBElements(plan) / p.k};
   return std::optional<PrepackedOperand>(std::move(prepacked));
+}
+
+bool ReadsPrepackedInput(const schedule::Trace& t) {
+  return std::any_of(t.decisions.begin(), t.decisions.end(), [](const auto& decision) {
+    return decision.first == "pack_b" && decision.second == internal::kPackBPrepacked;
+  });
+}
+
+absl::Status PackInputsForTrace(const ir::Workload& w, const schedule::Trace& t,
+                                std::vector<std::vector<float>>* inputs) {
+  if (!ReadsPrepackedInput(t) || inputs->size() < 2) return absl::OkStatus();
+  GTCO_ASSIGN_OR_RETURN(std::optional<PrepackedOperand> packed,
+                        PrepackConstantB(w, t, (*inputs)[1]));
+  if (packed.has_value()) (*inputs)[1] = std::move(packed->data);
+  return absl::OkStatus();
 }
 
 }  // namespace gtco::kernels

@@ -1,0 +1,151 @@
+// ResNet-50's convolutions (batch 1, each with its fused per-channel bias and ReLU) tuned under
+// each CPU conv mapping separately, at equal trials, side by side: where the pixel-vectorized
+// implicit GEMM (avx512_fma / avx2_fma) or the channel-vectorized one (*_channels: output
+// channels in the vector lanes, pre-packed weights) wins, and by how much. Every candidate is
+// compiled, verified and timed by the worker's CandidateMeasurer as the farm measures it
+// (weights cold). A table in Markdown on stdout; not a test.
+//
+//   build/bench/conv_mappings [--trials N] [--shapes name,name,...]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bench/tuner.h"
+#include "common/ir/conv.h"
+#include "common/kernels/registry.h"
+#include "common/target/target.h"
+#include "worker/measure.h"
+
+namespace gtco::bench {
+namespace {
+
+struct ConvCase {
+  const char* name;
+  int64_t c, h, k, r, stride, pad;
+};
+
+// ResNet-50 v1.5 (torchvision): the stem, each stage's 1x1 / 3x3 / 1x1 and the strided 3x3s.
+const ConvCase kCases[] = {
+    {"stem_7x7s2", 3, 224, 64, 7, 2, 3},     {"l1_1x1_64", 64, 56, 64, 1, 1, 0},
+    {"l1_3x3_64", 64, 56, 64, 3, 1, 1},      {"l1_1x1_256", 64, 56, 256, 1, 1, 0},
+    {"l1_1x1_256to64", 256, 56, 64, 1, 1, 0}, {"l2_3x3s2_128", 128, 56, 128, 3, 2, 1},
+    {"l2_3x3_128", 128, 28, 128, 3, 1, 1},   {"l2_1x1_512to128", 512, 28, 128, 1, 1, 0},
+    {"l2_1x1_128to512", 128, 28, 512, 1, 1, 0}, {"l3_3x3_256", 256, 14, 256, 3, 1, 1},
+    {"l3_1x1_1024to256", 1024, 14, 256, 1, 1, 0}, {"l3_1x1_256to1024", 256, 14, 1024, 1, 1, 0},
+    {"l4_3x3_512", 512, 7, 512, 3, 1, 1},    {"l4_1x1_2048to512", 2048, 7, 512, 1, 1, 0},
+    {"l4_1x1_512to2048", 512, 7, 2048, 1, 1, 0},
+};
+
+ir::Workload ConvBiasRelu(const ConvCase& shape) {
+  ir::ConvParams p;
+  p.in_channels = shape.c;
+  p.in_h = p.in_w = shape.h;
+  p.out_channels = shape.k;
+  p.kernel_h = p.kernel_w = shape.r;
+  p.stride_h = p.stride_w = shape.stride;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = shape.pad;
+  ir::Workload w = ir::MakeConvWorkload(p);
+  using K = ir::Operand::Kind;
+  const int bias = static_cast<int>(w.inputs.size());
+  w.inputs.push_back({ir::DType::kF32, {shape.k, 1, 1}});
+  w.epilogue.push_back({ir::EwOp::kAdd, {{K::kAcc, 0, 0}, {K::kInput, bias, 0}}});
+  w.epilogue.push_back({ir::EwOp::kRelu, {{K::kValue, 0, 0}}});
+  return w;
+}
+
+int Main(int argc, char** argv) {
+  int trials = 64;
+  std::set<std::string> only;
+  std::vector<std::string> traces;  // measured as given (diagnostics) instead of tuning
+  for (int arg = 1; arg < argc; ++arg) {
+    if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
+      trials = std::atoi(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--trace") == 0 && arg + 1 < argc) {
+      traces.push_back(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--shapes") == 0 && arg + 1 < argc) {
+      for (absl::string_view name : absl::StrSplit(argv[++arg], ',')) only.emplace(name);
+    } else {
+      std::fprintf(stderr,
+                   "usage: conv_mappings [--trials N] [--shapes name,name,...] [--trace T]...\n");
+      return 2;
+    }
+  }
+  const target::HardwareInfo hw = target::DetectHostCpu();
+  absl::StatusOr<std::unique_ptr<worker::CandidateMeasurer>> measurer =
+      worker::CandidateMeasurer::Create(worker::MeasureOptions{});
+  if (!measurer.ok()) {
+    std::fprintf(stderr, "no measurer: %s\n", measurer.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("| conv | GFLOP | mapping | best µs | GFLOP/s | best trace |\n");
+  std::printf("|---|---:|---|---:|---:|---|\n");
+  for (const ConvCase& shape : kCases) {
+    if (!only.empty() && only.count(shape.name) == 0) continue;
+    const ir::Workload w = ConvBiasRelu(shape);
+    const double gflop = static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9;
+    absl::StatusOr<std::vector<schedule::SearchSpace>> spaces =
+        kernels::CreateMappingSpaces(w, hw);
+    if (!spaces.ok()) {
+      std::fprintf(stderr, "%s: %s\n", shape.name, spaces.status().ToString().c_str());
+      return 1;
+    }
+    for (const std::string& text : traces) {
+      absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(text);
+      absl::StatusOr<std::string> program =
+          trace.ok() ? ProgramFor(w, *trace, "gtco_kernel") : trace.status();
+      if (!program.ok()) {
+        std::printf("| %s | %.3f | - | %s | | `%s` |\n", shape.name, gflop,
+                    std::string(program.status().message()).c_str(), text.c_str());
+        continue;
+      }
+      if (const char* dump = std::getenv("GTCO_DUMP_IR")) {  // the LLVM IR, for llc / inspection
+        std::FILE* file = std::fopen(dump, "w");
+        if (file != nullptr) {
+          std::fputs(program->c_str(), file);
+          std::fclose(file);
+        }
+      }
+      gtco::v1::Candidate candidate;
+      candidate.set_candidate_id("1");
+      candidate.set_workload_key(w.Key());
+      candidate.set_workload(w.CanonicalString());
+      candidate.set_entry("gtco_kernel");
+      candidate.set_program(*program);
+      candidate.set_trace(text);
+      const gtco::v1::MeasureResult result = (*measurer)->Measure(candidate);
+      std::printf("| %s | %.3f | - | %s | %.0f | `%s` |\n", shape.name, gflop,
+                  result.ok() ? absl::StrCat(result.median_seconds() * 1e6).c_str()
+                              : result.error().c_str(),
+                  result.ok() ? gflop / result.median_seconds() : 0.0, text.c_str());
+    }
+    if (!traces.empty()) continue;
+    for (const schedule::SearchSpace& space : *spaces) {
+      TuneOptions options;
+      options.trials = trials;
+      options.mapping = space.mapping();
+      absl::StatusOr<TuneResult> result = Tune(w, hw, options, **measurer);
+      if (!result.ok() || result->best_seconds == 0) {
+        std::printf("| %s | %.3f | %s | failed | | %s |\n", shape.name, gflop,
+                    options.mapping.c_str(),
+                    result.ok() ? result->first_error.c_str()
+                                : std::string(result.status().message()).c_str());
+        continue;
+      }
+      std::printf("| %s | %.3f | %s | %.1f | %.0f | `%s` |\n", shape.name, gflop,
+                  options.mapping.c_str(), result->best_seconds * 1e6,
+                  gflop / result->best_seconds, result->best_trace.ToString().c_str());
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gtco::bench
+
+int main(int argc, char** argv) { return gtco::bench::Main(argc, argv); }
