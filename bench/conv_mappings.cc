@@ -3,12 +3,15 @@
 // implicit GEMM (avx512_fma / avx2_fma) or the channel-vectorized one (*_channels: output
 // channels in the vector lanes, pre-packed weights) wins, and by how much. Every candidate is
 // compiled, verified and timed by the worker's CandidateMeasurer as the farm measures it
-// (weights cold). A table in Markdown on stdout; not a test.
+// (weights cold). A table in Markdown on stdout; not a test. --defaults measures each mapping's
+// default trace (what an untuned export runs) instead of tuning; --trace T measures T (and
+// GTCO_DUMP_IR=FILE writes its LLVM IR there).
 //
-//   build/bench/conv_mappings [--trials N] [--shapes name,name,...]
+//   build/bench/conv_mappings [--trials N] [--shapes name,name,...] [--defaults] [--trace T]...
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,16 +65,20 @@ int Main(int argc, char** argv) {
   int trials = 64;
   std::set<std::string> only;
   std::vector<std::string> traces;  // measured as given (diagnostics) instead of tuning
+  bool defaults = false;            // measure each mapping's default trace instead of tuning
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
       trials = std::atoi(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--defaults") == 0) {
+      defaults = true;
     } else if (std::strcmp(argv[arg], "--trace") == 0 && arg + 1 < argc) {
       traces.push_back(argv[++arg]);
     } else if (std::strcmp(argv[arg], "--shapes") == 0 && arg + 1 < argc) {
       for (absl::string_view name : absl::StrSplit(argv[++arg], ',')) only.emplace(name);
     } else {
       std::fprintf(stderr,
-                   "usage: conv_mappings [--trials N] [--shapes name,name,...] [--trace T]...\n");
+                   "usage: conv_mappings [--trials N] [--shapes name,name,...] [--defaults] "
+                   "[--trace T]...\n");
       return 2;
     }
   }
@@ -82,6 +89,15 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "no measurer: %s\n", measurer.status().ToString().c_str());
     return 1;
   }
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::printf("# ResNet-50's convolutions under each CPU conv mapping\n\n");
+  std::printf("Machine: %s; %s; `build/bench/conv_mappings --trials %d`. Batch 1, each conv with "
+              "its fused bias and ReLU, tuned under one mapping at a time (evolutionary search, "
+              "the 8 fastest re-measured twice), every candidate verified and timed by the "
+              "worker's measurer with the weights evicted from the caches, threads: all cores.\n\n",
+              hw.Summary().c_str(), date, trials);
   std::printf("| conv | GFLOP | mapping | best µs | GFLOP/s | best trace |\n");
   std::printf("|---|---:|---|---:|---:|---|\n");
   for (const ConvCase& shape : kCases) {
@@ -94,7 +110,13 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", shape.name, spaces.status().ToString().c_str());
       return 1;
     }
-    for (const std::string& text : traces) {
+    std::vector<std::string> to_measure = traces;
+    if (defaults) {
+      for (const schedule::SearchSpace& space : *spaces) {
+        to_measure.push_back(space.DefaultTrace().ToString());
+      }
+    }
+    for (const std::string& text : to_measure) {
       absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(text);
       absl::StatusOr<std::string> program =
           trace.ok() ? ProgramFor(w, *trace, "gtco_kernel") : trace.status();
@@ -123,7 +145,7 @@ int Main(int argc, char** argv) {
                               : result.error().c_str(),
                   result.ok() ? gflop / result.median_seconds() : 0.0, text.c_str());
     }
-    if (!traces.empty()) continue;
+    if (!to_measure.empty()) continue;
     for (const schedule::SearchSpace& space : *spaces) {
       TuneOptions options;
       options.trials = trials;

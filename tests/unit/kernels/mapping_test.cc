@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "common/ir/conv.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
 #include "common/schedule/space.h"
@@ -226,6 +227,42 @@ TEST(PruneRuleTest, Avx512RulesRejectTheExpectedCombinations) {
   EXPECT_EQ(RuleOf(sketch, MatMul(1, 512, 64, 64), hw, Blocked(6, 4, 64, 256, 64, 1)), "admitted");
   EXPECT_EQ(RuleOf(sketch, MatMul(1, 64, 64, 2), hw, Blocked(6, 4, 2, 64, 64, 0, 4)),
             "exceeds_shape");  // unroll 4 over a K block of 2
+}
+
+// The channel-vectorized conv (pixels x channels x patch rows: 3136 x 64 x 576 for ResNet's
+// first 3x3) keeps its packed patch block within half of L2 (1 MiB of the 2 MiB here), and its
+// default trace is admitted: 6 x 4 tiles, the largest pixel block that fits, patches packed.
+TEST(PruneRuleTest, ChannelConvKeepsPackedPatchesInL2) {
+  const char* sketch = "conv_avx512_fma_channels/v1";
+  const target::HardwareInfo hw = Avx512Host();
+  ir::ConvParams p;
+  p.in_channels = p.out_channels = 64;
+  p.in_h = p.in_w = 56;
+  p.kernel_h = p.kernel_w = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const ir::Workload w = ir::MakeConvWorkload(p);
+  auto conv = [](int64_t kc, int64_t mc, int64_t pack_a) {
+    return KnobValues{6, 4, kc, mc, 64, 1, 1, pack_a, 2};
+  };
+  EXPECT_EQ(RuleOf(sketch, w, hw, conv(576, 392, 1)), "admitted");          // 882 KiB
+  EXPECT_EQ(RuleOf(sketch, w, hw, conv(576, 1568, 1)), "l2_patch_block");  // 3.4 MiB
+  EXPECT_EQ(RuleOf(sketch, w, hw, conv(192, 1568, 1)), "l2_patch_block");  // 1.1 MiB
+  // A 1x1 conv reads its image in place: no block to pack.
+  ir::ConvParams pointwise = p;
+  pointwise.kernel_h = pointwise.kernel_w = 1;
+  pointwise.pad_top = pointwise.pad_left = pointwise.pad_bottom = pointwise.pad_right = 0;
+  EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(pointwise), hw, KnobValues{6, 4, 64, 1568, 64, 1,
+                                                                            1, 0, 2}),
+            "admitted");
+  absl::StatusOr<SearchSpace> space = CreateSpaceForMapping(w, hw, "avx512_fma_channels");
+  ASSERT_TRUE(space.ok()) << space.status();
+  const Trace chosen = space->DefaultTrace();
+  EXPECT_EQ(chosen.Get("mr"), 6);
+  EXPECT_EQ(chosen.Get("nr"), 4);
+  EXPECT_EQ(chosen.Get("pack_a"), 1);
+  EXPECT_EQ(chosen.Get("pack_b"), 2);
+  EXPECT_LE(chosen.Get("mc").value_or(0) * chosen.Get("kc").value_or(0) * 4, hw.l2_bytes / 2)
+      << chosen.ToString();
 }
 
 TEST(PruneRuleTest, Avx2RulesUseSixteenRegistersAndEightLanes) {

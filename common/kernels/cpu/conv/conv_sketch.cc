@@ -277,9 +277,25 @@ class DirectDepthwiseMapping final : public MappingSketch {
   DirectDepthwiseSketch sketch_;
 };
 
-class FmaConvSketch final : public LoopSketch {
+/// Moves `value` to the front of the knob's values (its default) when it is among them.
+void Prefer(Knob& knob, int64_t value) {
+  auto found = std::find(knob.values.begin(), knob.values.end(), value);
+  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
+}
+
+int64_t NearestTo(const std::vector<int64_t>& values, int64_t target) {
+  int64_t best = values.front();
+  for (int64_t value : values) {
+    if (std::abs(value - target) < std::abs(best - target)) best = value;
+  }
+  return best;
+}
+
+/// What the implicit-GEMM conv sketches share: an FMA spec and the blocked sketch's knobs over
+/// conv workloads; each says how it views the conv as a GEMM.
+class BlockedConvSketch : public LoopSketch {
  public:
-  explicit FmaConvSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
+  explicit BlockedConvSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
 
   const FmaMappingSpec& spec() const { return spec_; }
   const char* Name() const override { return spec_.sketch_name; }
@@ -289,6 +305,18 @@ class FmaConvSketch final : public LoopSketch {
   bool AppliesTo(const ir::Workload& w) const override {
     return w.anchor == ir::AnchorKind::kConv;
   }
+  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
+              const KnobValues& values) const override {
+    return PruneRule(w, hw, values) == nullptr;
+  }
+
+ protected:
+  FmaMappingSpec spec_;
+};
+
+class FmaConvSketch final : public BlockedConvSketch {
+ public:
+  using BlockedConvSketch::BlockedConvSketch;
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     std::vector<Knob> knobs = BlockedKnobs(spec_, ir::ConvGemmView(w.conv), hw);
@@ -297,17 +325,20 @@ class FmaConvSketch final : public LoopSketch {
     // Convolutions big enough to split run on every core by default (an untuned export uses the
     // default trace; the serial one left ResNet-18 4-5x behind ONNX Runtime).
     if (knobs[kPar].values.size() == 2) knobs[kPar].values = {1, 0};
+    // The register tile and K block that measured best on ResNet-50's convs (AMD Zen 5,
+    // bench/conv_mappings): 8 (AVX-512) or 4 (AVX2) weight rows by 2 vectors of pixels, K in
+    // blocks of ~256.
+    Prefer(knobs[kMr], spec_.vw == 16 ? 8 : 4);
+    Prefer(knobs[kNr], 2);
+    Prefer(knobs[kKc], NearestTo(knobs[kKc].values, 256));
+    Prefer(knobs[kMc], NearestTo(knobs[kMc].values, 128));
+    Prefer(knobs[kNc], NearestTo(knobs[kNc].values, 256));
     return knobs;
   }
 
   const char* PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
                         const KnobValues& values) const override {
     return BlockedPruneRule(spec_, ir::ConvGemmView(w.conv), hw, values);
-  }
-
-  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
-              const KnobValues& values) const override {
-    return PruneRule(w, hw, values) == nullptr;
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
@@ -325,9 +356,6 @@ class FmaConvSketch final : public LoopSketch {
     return ir::LoweredFunc{func_name, KernelParams(w),
                            LowerBlockedPlan(plan, epilogue, ConvOperands(w.conv))};
   }
-
- private:
-  FmaMappingSpec spec_;
 };
 
 /// The channel-vectorized view of a conv with one group: per image, pixels x output channels,
@@ -371,20 +399,6 @@ GemmOperands ChannelOperands(const ir::ConvParams& p) {
   return operands;
 }
 
-/// Moves `value` to the front of the knob's values (its default) when it is among them.
-void Prefer(Knob& knob, int64_t value) {
-  auto found = std::find(knob.values.begin(), knob.values.end(), value);
-  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
-}
-
-int64_t NearestTo(const std::vector<int64_t>& values, int64_t target) {
-  int64_t best = values.front();
-  for (int64_t value : values) {
-    if (std::abs(value - target) < std::abs(best - target)) best = value;
-  }
-  return best;
-}
-
 /// Whether a packed patch block of `mc` pixels x `kc` patch rows takes more than half of L2.
 bool PackedPatchesExceedL2(const ir::MatMulParams& view, const target::HardwareInfo& hw,
                            int64_t mc, int64_t kc) {
@@ -394,18 +408,9 @@ bool PackedPatchesExceedL2(const ir::MatMulParams& view, const target::HardwareI
 /// Implicit GEMM with output channels in the vector lanes and pixels in the register tile's
 /// rows: every vector is full when K is a multiple of the lanes (ResNet's 64..2048), where the
 /// pixel view's last vector of a 7x7 plane holds one of 16 pixels. Weights are read pre-packed.
-class ChannelConvSketch final : public LoopSketch {
+class ChannelConvSketch final : public BlockedConvSketch {
  public:
-  explicit ChannelConvSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
-
-  const FmaMappingSpec& spec() const { return spec_; }
-  const char* Name() const override { return spec_.sketch_name; }
-  std::vector<std::string> KnobNames() const override {
-    return {"mr", "nr", "kc", "mc", "nc", "par", "unroll_k", "pack_a", "pack_b"};
-  }
-  bool AppliesTo(const ir::Workload& w) const override {
-    return w.anchor == ir::AnchorKind::kConv;
-  }
+  using BlockedConvSketch::BlockedConvSketch;
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const ir::MatMulParams view = ChannelGemmView(w.conv);
@@ -426,10 +431,15 @@ class ChannelConvSketch final : public LoopSketch {
     Prefer(knobs[kNr], spec_.nr_choices.back());
     const int64_t kc = NearestTo(knobs[kKc].values, 384);
     Prefer(knobs[kKc], kc);
-    // The most pixels per block whose packed patches fit the L2 rule (PruneRule).
+    // The most pixels per block whose packed patches fit the L2 rule (PruneRule) and that leave
+    // a block for every core.
+    const int64_t cores = std::max(hw.cores, 1);
     int64_t mc = *std::min_element(knobs[kMc].values.begin(), knobs[kMc].values.end());
     for (int64_t value : knobs[kMc].values) {
-      if (value > mc && !PackedPatchesExceedL2(view, hw, value, kc)) mc = value;
+      if (value > mc && !PackedPatchesExceedL2(view, hw, value, kc) &&
+          (view.m + value - 1) / value >= cores) {
+        mc = value;
+      }
     }
     Prefer(knobs[kMc], mc);
     Prefer(knobs[kNc], view.n);
@@ -458,11 +468,6 @@ class ChannelConvSketch final : public LoopSketch {
     return rule;
   }
 
-  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
-              const KnobValues& values) const override {
-    return PruneRule(w, hw, values) == nullptr;
-  }
-
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
                                         const std::string& func_name) const override {
     GTCO_RETURN_IF_ERROR(w.Validate());
@@ -480,9 +485,6 @@ class ChannelConvSketch final : public LoopSketch {
     return ir::LoweredFunc{func_name, KernelParams(w),
                            LowerBlockedPlan(plan, epilogue, ChannelOperands(w.conv))};
   }
-
- private:
-  FmaMappingSpec spec_;
 };
 
 /// The channel-vectorized conv mapping of one FMA spec.
@@ -505,8 +507,8 @@ class ChannelConvMapping final : public MappingSketch {
   ChannelConvSketch sketch_;
 };
 
-/// The channel mapping's spec: the FMA spec's registers, lanes and tiles under its own names.
-FmaMappingSpec ChannelSpec(FmaMappingSpec spec, const char* sketch_name, const char* mapping) {
+/// An FMA spec's registers, lanes and tiles under a conv sketch's and mapping's names.
+FmaMappingSpec Renamed(FmaMappingSpec spec, const char* sketch_name, const char* mapping) {
   spec.sketch_name = sketch_name;
   spec.mapping = mapping;
   return spec;
@@ -515,7 +517,7 @@ FmaMappingSpec ChannelSpec(FmaMappingSpec spec, const char* sketch_name, const c
 /// The conv mapping of one FMA spec: the spec's CPU features and f32 operands.
 class FmaConvMapping final : public MappingSketch {
  public:
-  FmaConvMapping(FmaMappingSpec spec, const char* sketch_name) : sketch_(Renamed(spec, sketch_name)) {}
+  explicit FmaConvMapping(FmaMappingSpec spec) : sketch_(std::move(spec)) {}
   const char* Name() const override { return sketch_.spec().mapping; }
   const Sketch& sketch() const override { return sketch_; }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
@@ -525,10 +527,6 @@ class FmaConvMapping final : public MappingSketch {
   }
 
  private:
-  static FmaMappingSpec Renamed(FmaMappingSpec spec, const char* sketch_name) {
-    spec.sketch_name = sketch_name;
-    return spec;
-  }
   FmaConvSketch sketch_;
 };
 
@@ -583,27 +581,29 @@ const MappingSketch& DirectDepthwiseConvMapping() {
 
 const MappingSketch& Avx512FmaConvMapping() {
   static const internal::FmaConvMapping* const mapping =
-      new internal::FmaConvMapping(internal::Avx512FmaSpec(), "conv_avx512_fma/v1");
+      new internal::FmaConvMapping(internal::Renamed(internal::Avx512FmaSpec(),
+                                                     "conv_avx512_fma/v1", "avx512_fma"));
   return *mapping;
 }
 
 const MappingSketch& Avx512FmaChannelConvMapping() {
   static const internal::ChannelConvMapping* const mapping = new internal::ChannelConvMapping(
-      internal::ChannelSpec(internal::Avx512FmaSpec(), "conv_avx512_fma_channels/v1",
-                            "avx512_fma_channels"));
+      internal::Renamed(internal::Avx512FmaSpec(), "conv_avx512_fma_channels/v1",
+                        "avx512_fma_channels"));
   return *mapping;
 }
 
 const MappingSketch& Avx2FmaChannelConvMapping() {
   static const internal::ChannelConvMapping* const mapping = new internal::ChannelConvMapping(
-      internal::ChannelSpec(internal::Avx2FmaSpec(), "conv_avx2_fma_channels/v1",
-                            "avx2_fma_channels"));
+      internal::Renamed(internal::Avx2FmaSpec(), "conv_avx2_fma_channels/v1",
+                        "avx2_fma_channels"));
   return *mapping;
 }
 
 const MappingSketch& Avx2FmaConvMapping() {
   static const internal::FmaConvMapping* const mapping =
-      new internal::FmaConvMapping(internal::Avx2FmaSpec(), "conv_avx2_fma/v1");
+      new internal::FmaConvMapping(internal::Renamed(internal::Avx2FmaSpec(),
+                                                     "conv_avx2_fma/v1", "avx2_fma"));
   return *mapping;
 }
 
