@@ -219,7 +219,12 @@ gtco::v1::MeasureResult CandidateMeasurer::Measure(const gtco::v1::Candidate& ca
   const std::vector<std::vector<float>>* inputs = &data.inputs;
   if (!candidate.trace().empty()) {
     absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(candidate.trace());
-    if (trace.ok() && kernels::ReadsPrepackedInput(*trace)) {
+    if (!trace.ok()) {
+      return FailedResult(candidate, gtco::v1::ERROR_KIND_COMPILE,
+                          absl::StrCat("the candidate's trace does not parse: ",
+                                       trace.status().message()));
+    }
+    if (kernels::ReadsPrepackedInput(*trace)) {
       packed_inputs = data.inputs;
       absl::Status packed = kernels::PackInputsForTrace(*workload, *trace, &packed_inputs);
       if (!packed.ok()) {

@@ -403,10 +403,7 @@ absl::Status Exporter::PrepackWeights() {
       // A schedule searched with pre-packed weights (the channel-vectorized conv) whose weights
       // are not one constant of this kernel's own packs them at run time instead (pack_b 1).
       if (kernels::ReadsPrepackedInput(trace)) {
-        for (auto& [name, value] : trace.decisions) {
-          if (name == "pack_b") value = 1;
-        }
-        kernel.spec.trace = trace.ToString();
+        kernel.spec.trace = kernels::WithPackB(trace, 1).ToString();
       }
       continue;
     }

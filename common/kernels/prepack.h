@@ -29,6 +29,9 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
                                                                  const schedule::Trace& t,
                                                                  const std::vector<float>& b);
 
+/// `t` with its pack_b decision set to `pack_b` (unchanged when it has none).
+schedule::Trace WithPackB(schedule::Trace t, int64_t pack_b);
+
 /// Whether `t` reads its B pre-packed (a pack_b decision of 2).
 bool ReadsPrepackedInput(const schedule::Trace& t);
 

@@ -156,11 +156,11 @@ TEST(CodegenElementwiseTest, GuardedStoresWithUniformAndLaneConditions) {
 // Comparisons of an affine lane expression (base + lane * stride) with a uniform bound, which
 // the emitter turns into a lane-index comparison against one scalar-computed count: every form
 // (<, <=, either side), strides up and down and wider than one, bounds below, inside and past the
-// vector, 16 and 64 lanes.
+// vector, 16, 64 and 128 lanes (past 127 the lane indices are compared as i32, not bytes).
 TEST(CodegenElementwiseTest, LaneRangeComparisonsOfRampsAndBounds) {
   constexpr int64_t kBounds = 161;  // bound = t - 80 for t < kBounds
-  for (const int64_t lanes : {int64_t{16}, int64_t{64}}) {
-    for (const int64_t stride : {1, 2, 3, -1, -2}) {
+  for (const int64_t lanes : {int64_t{16}, int64_t{64}, int64_t{128}}) {
+    for (const int64_t stride : {1, 2, 3, -1, -2, -3}) {
       for (int form = 0; form < 4; ++form) {
         SCOPED_TRACE(::testing::Message() << lanes << " lanes, stride " << stride << ", form "
                                           << form);

@@ -106,5 +106,17 @@ TEST(RunnerTest, CompileErrorIsAResult) {
   EXPECT_EQ(bad.error_kind(), gtco::v1::ERROR_KIND_COMPILE);
 }
 
+// A candidate's trace tells the worker how the kernel reads its inputs (pre-packed weights): one
+// that does not parse is refused with the parser's reason, not run on unpacked inputs.
+TEST(RunnerTest, UnparsableTraceIsAResult) {
+  RunnerProcess runner(kWorker, RunnerConfig{target::Target::kCpu, 1, 0});
+  gtco::v1::Candidate candidate = MakeCandidate("bad-trace", kCorrect);
+  candidate.set_trace("no sketch here");
+  gtco::v1::MeasureResult bad = runner.Run(candidate, 30);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error_kind(), gtco::v1::ERROR_KIND_COMPILE);
+  EXPECT_NE(bad.error().find("trace does not parse"), std::string::npos) << bad.error();
+}
+
 }  // namespace
 }  // namespace gtco::worker

@@ -399,6 +399,9 @@ GemmOperands ChannelOperands(const ir::ConvParams& p) {
   return operands;
 }
 
+/// Floats a kernel's local buffer may hold (the code generator's 4 MiB stack limit).
+constexpr int64_t kMaxPartialFloats = int64_t{1} << 20;
+
 /// Whether a packed patch block of `mc` pixels x `kc` patch rows takes more than half of L2.
 bool PackedPatchesExceedL2(const ir::MatMulParams& view, const target::HardwareInfo& hw,
                            int64_t mc, int64_t kc) {
@@ -458,14 +461,18 @@ class ChannelConvSketch final : public BlockedConvSketch {
         PackedPatchesExceedL2(view, hw, values[kMc], values[kKc])) {
       return "l2_patch_block";
     }
-    const char* rule = BlockedPruneRule(spec_, view, hw, values);
-    // A whole-K B panel streams from L2 (the micro-kernel reads each of its vectors once per
-    // row tile, in order); it must fit there, not in L1.
-    if (rule != nullptr && std::string(rule) == "l1_tile" && values[kKc] >= view.k) {
-      const int64_t panel = view.k * values[kNr] * spec_.vw * 4;
-      return 2 * panel > hw.l2_bytes ? "l2_tile" : nullptr;
+    // K blocks keep their partial sums in a task-local [mc][nc + lanes] buffer, which must be
+    // a legal allocation.
+    if (values[kKc] < view.k &&
+        std::min(values[kMc], view.m) * (std::min(values[kNc], view.n) + spec_.vw) >
+            kMaxPartialFloats) {
+      return "partials_buffer";
     }
-    return rule;
+    // A whole-K B panel streams from L2 (the micro-kernel reads each of its vectors once per
+    // row tile, in order): the micro-panel rule then holds it to half of L2, not to L1.
+    target::HardwareInfo judged = hw;
+    if (values[kKc] >= view.k) judged.l1d_bytes = std::max(hw.l1d_bytes, hw.l2_bytes / 8);
+    return BlockedPruneRule(spec_, view, judged, values);
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
@@ -495,8 +502,8 @@ class ChannelConvMapping final : public MappingSketch {
   const Sketch& sketch() const override { return sketch_; }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     if (w.anchor == ir::AnchorKind::kConv && w.conv.groups != 1) {
-      return {Name(), false, absl::StrCat(w.conv.groups, " groups: the pre-packed weights are "
-                                          "one matrix shared by the images")};
+      return {Name(), false, absl::StrCat(w.conv.groups, " groups: its GEMM view spans all ",
+                                          "channels of an image (one group only)")};
     }
     return FmaVerdict(Name(), sketch_.spec(), w, hw,
                       absl::StrCat("implicit GEMM, output channels in ", sketch_.spec().vw,
@@ -542,14 +549,8 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
     }
   }
   if (vw == 0 || w.anchor != ir::AnchorKind::kConv) return std::optional<PrepackedOperand>();
-  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
-  KnobValues values = resolved.values;
-  if (values.size() != kNumBlockedKnobs) {
-    return absl::InvalidArgumentError("a blocked conv trace needs one value per knob");
-  }
-  values[kPackB] = kPackBPrepacked;
+  GTCO_RETURN_IF_ERROR(w.Validate());
   const ir::MatMulParams view = ChannelGemmView(w.conv);
-  GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, vw));
   if (static_cast<int64_t>(weights.size()) != view.n * view.k) {
     return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
                                                    " elements, not ", view.n, " x ", view.k));
@@ -561,13 +562,8 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
       transposed[k * view.n + channel] = weights[channel * view.k + k];
     }
   }
-  PrepackedOperand prepacked;
-  prepacked.trace = t;
-  for (auto& [name, value] : prepacked.trace.decisions) {
-    if (name == "pack_b") value = kPackBPrepacked;
-  }
-  prepacked.data = PrepackB(plan, transposed.data());
-  prepacked.shape = {view.k, PrepackedBElements(plan) / view.k};
+  GTCO_ASSIGN_OR_RETURN(PrepackedOperand prepacked,
+                        PrepackForView(w, t, view, vw, transposed.data()));
   return std::optional<PrepackedOperand>(std::move(prepacked));
 }
 

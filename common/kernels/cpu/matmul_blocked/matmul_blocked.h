@@ -43,9 +43,11 @@ MappingVerdict FmaVerdict(const char* mapping, const FmaMappingSpec& spec, const
 /// Knob order of the blocked sketch (trace order).
 enum BlockedKnob { kMr, kNr, kKc, kMc, kNc, kPar, kUnrollK, kPackA, kPackB, kNumBlockedKnobs };
 
-/// The pack_b value of a B the exporter stored pre-packed (PrepackB): a constant weight read
-/// from the kernel's B input in the panels the micro-kernel streams, with no packing at run
-/// time. Never among the searched values (Knobs offers 0 and 1).
+/// The pack_b value of a B stored pre-packed (PrepackB): a constant weight read from the
+/// kernel's B input in the panels the micro-kernel streams, with no packing at run time. The
+/// matmul sketch never searches it (its Knobs offer 0 and 1; the exporter switches a tuned
+/// pack_b=1 to it); the channel-vectorized conv searches only it, and a worker measuring such a
+/// trace packs its random B the same way (PackInputsForTrace).
 inline constexpr int64_t kPackBPrepacked = 2;
 
 /// Every size derived from one (workload, decisions) pair. Row blocks are multiples of mr and
@@ -80,6 +82,13 @@ int64_t PrepackedBElements(const BlockedPlan& plan);
 /// reads: for each K block (kc rows, the last one shorter), for each column tile (tc columns,
 /// zero past N), its [rows][tc] panel; the block of K block kb starts at kb * kc * padded N.
 std::vector<float> PrepackB(const BlockedPlan& plan, const float* b);
+
+/// The pre-packed B of `t` (a blocked trace of `w`, `vw` lanes) for the matmul view `view`,
+/// from B row-major [view.k, view.n]: `t` with pack_b=2 and B in PrepackB's layout. The shared
+/// half of PrepackConstantB and PrepackChannelConvWeights (sizes checked by the callers).
+absl::StatusOr<PrepackedOperand> PrepackForView(const ir::Workload& w, const schedule::Trace& t,
+                                                const ir::MatMulParams& view, int64_t vw,
+                                                const float* b);
 
 /// The conv half of PrepackConstantB (cpu/conv): for a channel-vectorized conv trace
 /// (conv_*_fma_channels/v1) the trace reading W pre-packed and W [K, C, R, S] in that layout (its

@@ -1,9 +1,10 @@
 // Lowering of the register-blocked matmul plan: a (parallel) loop over (batch, N block, M block)
-// tasks; per task and K block, optional packing of the A block into mr-interleaved panels;
-// per column tile an optional packed [kc, tc] B panel; mr x nr register tiles (broadcast A x
-// vectors of B) with an exact tail tile for M % mr rows and a zero-padded, store-masked tile for
-// the N % tc columns; partial sums reloaded only when K is blocked; the epilogue fused into the
-// final write-back.
+// tasks; per task and K block, optional packing of the A block into mr-interleaved panels (or,
+// where the operands pack A by columns, into one [kc][row_block] block); per column tile an
+// optional packed [kc, tc] B panel; mr x nr register tiles (broadcast A x vectors of B) with an
+// exact tail tile for M % mr rows and a zero-padded, store-masked tile for the N % tc columns;
+// partial sums reloaded only when K is blocked (from the output, or from a task-local buffer
+// where the operands place the output elsewhere); the epilogue fused into the final write-back.
 #include <algorithm>
 #include <functional>
 #include <string>
@@ -77,13 +78,13 @@ class BlockedLowering {
   /// N rounded up to whole column tiles: the row length of a pre-packed B's K block.
   int64_t PaddedN() const { return (plan_.p.n + plan_.tc - 1) / plan_.tc * plan_.tc; }
   Stmt PackABlock(const Expr& i_begin, const Expr& row_tiles) const;
-  /// A packed by columns (GemmOperands::pack_a_column): one [kc][row_block] block, each K row
-  /// written at once, tiles reading their rows at a stride of row_block.
   /// Partial sums of K blocks kept in a local [row_block][col_block + vw] buffer instead of the
   /// output: when the output is not row-major C (GemmOperands::out), reloading them from there
   /// would gather.
   bool LocalPartials() const { return plan_.k_blocks > 1 && operands_.out != nullptr; }
   int64_t PartialStride() const { return plan_.col_block + plan_.vw; }
+  /// A packed by columns (GemmOperands::pack_a_column): one [kc][row_block] block, each K row
+  /// written at once, tiles reading their rows at a stride of row_block.
   bool ColumnPackedA() const { return plan_.pack_a && operands_.pack_a_column != nullptr; }
   Stmt KBlockBody(const Expr& i_begin, const Expr& row_tiles, const Expr& j_begin,
                   const Expr& col_tiles) const;

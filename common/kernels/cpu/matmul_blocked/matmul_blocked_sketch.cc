@@ -96,6 +96,23 @@ absl::Status CheckMatMulShapes(const ir::Workload& w) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<PrepackedOperand> PrepackForView(const ir::Workload& w, const schedule::Trace& t,
+                                                const ir::MatMulParams& view, int64_t vw,
+                                                const float* b) {
+  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
+  KnobValues values = resolved.values;
+  if (values.size() != kNumBlockedKnobs) {
+    return absl::InvalidArgumentError("a blocked trace needs one value per knob");
+  }
+  values[kPackB] = kPackBPrepacked;
+  GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, vw));
+  PrepackedOperand prepacked;
+  prepacked.trace = WithPackB(t, kPackBPrepacked);
+  prepacked.data = PrepackB(plan, b);
+  prepacked.shape = {view.k, PrepackedBElements(plan) / view.k};
+  return prepacked;
+}
+
 absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::Workload& w, const KnobValues& values,
                                             int64_t vw) {
   GTCO_RETURN_IF_ERROR(CheckMatMulShapes(w));
@@ -115,8 +132,7 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
   GTCO_RETURN_IF_ERROR(CheckRange("par", values[kPar], 0, 1));
   GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", values[kUnrollK], {1, 2, 4, 8}));
   GTCO_RETURN_IF_ERROR(CheckRange("pack_a", values[kPackA], 0, 1));
-  // pack_b 2 (B pre-packed by the exporter, kPackBPrepacked) is never searched: a worker cannot
-  // measure it on random inputs without packing them the same way.
+  // pack_b 2: B arrives pre-packed (kPackBPrepacked).
   GTCO_RETURN_IF_ERROR(CheckRange("pack_b", values[kPackB], 0, kPackBPrepacked));
   if (values[kPackB] == kPackBPrepacked && (matmul.b_batched || matmul.trans_b)) {
     return absl::InvalidArgumentError(
@@ -328,23 +344,21 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
   }
   const ir::MatMulParams& p = w.matmul;
   if (vw == 0 || p.b_batched || p.trans_b) return std::optional<PrepackedOperand>();
-  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
-  schedule::KnobValues values = resolved.values;
-  values[internal::kPackB] = internal::kPackBPrepacked;
-  GTCO_ASSIGN_OR_RETURN(const internal::BlockedPlan plan,
-                        internal::MakeBlockedPlan(w, values, vw));
+  GTCO_RETURN_IF_ERROR(internal::CheckMatMulShapes(w));
   if (static_cast<int64_t>(b.size()) != p.k * p.n) {
     return absl::InvalidArgumentError(absl::StrCat("B has ", b.size(), " elements, not ", p.k,
                                                    " x ", p.n));
   }
-  PrepackedOperand prepacked;
-  prepacked.trace = t;
-  for (auto& [name, value] : prepacked.trace.decisions) {
-    if (name == "pack_b") value = internal::kPackBPrepacked;
-  }
-  prepacked.data = internal::PrepackB(plan, b.data());
-  prepacked.shape = {p.k, internal::PrepackedBElements(plan) / p.k};
+  GTCO_ASSIGN_OR_RETURN(PrepackedOperand prepacked,
+                        internal::PrepackForView(w, t, p, vw, b.data()));
   return std::optional<PrepackedOperand>(std::move(prepacked));
+}
+
+schedule::Trace WithPackB(schedule::Trace t, int64_t pack_b) {
+  for (auto& [name, value] : t.decisions) {
+    if (name == "pack_b") value = pack_b;
+  }
+  return t;
 }
 
 bool ReadsPrepackedInput(const schedule::Trace& t) {
