@@ -440,7 +440,7 @@ class ChannelConvSketch final : public BlockedConvSketch {
     int64_t mc = *std::min_element(knobs[kMc].values.begin(), knobs[kMc].values.end());
     for (int64_t value : knobs[kMc].values) {
       if (value > mc && !PackedPatchesExceedL2(view, hw, value, kc) &&
-          (view.m + value - 1) / value >= cores) {
+          CeilDiv(view.m, value) >= cores) {
         mc = value;
       }
     }
