@@ -77,6 +77,16 @@ std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
     seen_.insert(trace.ToString());
     proposals.push_back(std::move(trace));
   }
+  // Then the space's default trace (the sketch's hand-picked start, what an export runs
+  // untuned), once: a task given few trials measures it before random samples.
+  if (default_pending_ && static_cast<int>(proposals.size()) < count) {
+    default_pending_ = false;
+    schedule::Trace trace = space_.DefaultTrace();
+    if (Fresh(trace)) {
+      seen_.insert(trace.ToString());
+      proposals.push_back(std::move(trace));
+    }
+  }
   const int own = count - static_cast<int>(proposals.size());
   if (own <= 0) return proposals;
   std::uniform_real_distribution<double> coin(0.0, 1.0);

@@ -48,11 +48,12 @@ struct EvolutionaryOptions {
   uint64_t seed = 1;
 };
 
-/// Suggested schedules first (see Suggest), then random sampling (ranked by the scorer when there
-/// is one), then mutations of the best measured schedules with an ε share of random picks. With a scorer (the cost model), each
-/// round generates candidates_per_slot offspring and fresh samples per slot and keeps the
-/// best-scored ones; the ε share stays random so the model keeps seeing programs it did not
-/// choose.
+/// Suggested schedules first (see Suggest), then the space's default trace (once: the sketch's
+/// hand-picked start), then random sampling (ranked by the scorer when there is one), then
+/// mutations of the best measured schedules with an ε share of random picks. With a scorer (the
+/// cost model), each round generates candidates_per_slot offspring and fresh samples per slot and
+/// keeps the best-scored ones; the ε share stays random so the model keeps seeing programs it did
+/// not choose.
 class EvolutionarySearch final : public SearchStrategy {
  public:
   EvolutionarySearch(schedule::SearchSpace space, EvolutionaryOptions options);
@@ -78,6 +79,7 @@ class EvolutionarySearch final : public SearchStrategy {
   std::mt19937_64 rng_;
   std::unordered_set<std::string> seen_;  ///< traces proposed or observed
   std::deque<schedule::Trace> suggested_;  ///< nearest traces of suggestions, oldest first
+  bool default_pending_ = true;  ///< the default trace is yet to be proposed
   std::vector<Measured> measured_ok_;     ///< sorted by seconds, ascending
   int observed_ = 0;
   double best_seconds_ = 0;

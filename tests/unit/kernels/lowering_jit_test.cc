@@ -397,6 +397,49 @@ TEST_F(ScheduleJitTest, ConvGroupsDilationAsymmetricPadsAndEpilogue) {
   CheckEveryConvMapping(w, 8, 23, check);
 }
 
+// The channel-vectorized conv's staged image band (pack_a 2): blocks of pixels starting
+// anywhere in an output row and spanning several, strides 2 and 3, dilation, pads on some sides
+// only (and rows or columns of the band past the image), several images, 1x3 and 5x5 kernels,
+// K in several blocks of whole channels (the taps' order within a block matching the packed
+// weights). Every admitted staged schedule sampled is run against the reference.
+TEST_F(ScheduleJitTest, ConvStagedImageBandEveryLayout) {
+  const target::HardwareInfo hw = target::DetectHostCpu();
+  for (const ir::Workload& w :
+       {Conv(1, 8, 7, 7, 16, 3, 3, 1, {1, 1, 1, 1}), Conv(1, 20, 30, 30, 24, 3, 3, 1, {1, 1, 1, 1}),
+        Conv(2, 6, 15, 13, 40, 3, 3, 2, {1, 0, 1, 2}), Conv(1, 3, 20, 20, 8, 5, 5, 3, {2, 2, 2, 2}),
+        Conv(1, 4, 12, 12, 8, 3, 3, 1, {2, 2, 2, 2}, 1, 2, 2),
+        Conv(1, 5, 9, 40, 4, 1, 3, 1, {0, 1, 0, 1}), Conv(1, 64, 14, 14, 32, 3, 3, 1, {1, 1, 1, 1})}) {
+    ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+    std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 7);
+    const std::vector<float> expected = ir::ComputeReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    std::mt19937_64 rng(31);
+    for (const char* mapping : {"avx512_fma_channels", "avx2_fma_channels"}) {
+      absl::StatusOr<SearchSpace> space = kernels::CreateSpaceForMapping(w, hw, mapping);
+      if (!space.ok()) continue;  // the host lacks the mapping's ISA
+      SCOPED_TRACE(std::string(mapping) + " " + w.Description());
+      std::vector<Trace> staged;
+      for (int attempt = 0; attempt < 400 && staged.size() < 6; ++attempt) {
+        Trace trace = attempt == 0 ? space->DefaultTrace() : space->Sample(rng);
+        if (trace.Get("pack_a") == 2) staged.push_back(trace);
+      }
+      ASSERT_GE(staged.size(), 3u);
+      for (const Trace& sampled : staged) {
+        // Weights pre-packed in the block's tap-major order, and packed at run time (pack_b 1,
+        // as an export runs a weight it cannot pre-pack), reading W in that order.
+        for (const Trace& trace : {sampled, kernels::WithPackB(sampled, 1)}) {
+          absl::StatusOr<std::vector<float>> output = Run(w, trace, inputs);
+          ASSERT_TRUE(output.ok()) << trace.ToString() << ": " << output.status();
+          absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
+          EXPECT_TRUE(match.ok()) << trace.ToString() << ": " << match;
+        }
+      }
+      ASSERT_TRUE(jit_->Reset().ok());
+    }
+  }
+}
+
 // Packed B panels of a conv are gathered one output row at a time (PatchRowPacker): panels wider
 // and narrower than an output row, rows split across panels, the zero-padded tail panel, strides
 // 2 and 3 (strided runs), dilation, pads on some sides only, several images and groups. Every
@@ -423,8 +466,10 @@ TEST_F(ScheduleJitTest, ConvPackedPatchPanelsEveryRowLayout) {
       const std::string knob = channels ? "pack_a" : "pack_b";
       for (int sample = 0; sample < 10; ++sample) {
         std::string text = space.Sample(rng).ToString();
-        const size_t at = text.find(knob + "=0");
-        if (at != std::string::npos) text.replace(at, knob.size() + 2, knob + "=1");
+        for (const char* other : {"=0", "=2"}) {
+          const size_t at = text.find(knob + other);
+          if (at != std::string::npos) text.replace(at, knob.size() + 2, knob + "=1");
+        }
         absl::StatusOr<Trace> trace = Trace::Parse(text);
         ASSERT_TRUE(trace.ok()) << text << ": " << trace.status();
         ASSERT_EQ(trace->Get(knob), 1) << text;

@@ -254,15 +254,44 @@ TEST(PruneRuleTest, ChannelConvKeepsPackedPatchesInL2) {
   EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(pointwise), hw, KnobValues{6, 4, 64, 1568, 64, 1,
                                                                             1, 0, 2}),
             "admitted");
+  // A staged band (pack_a 2) holds the block's input rows once, not R*S-fold: the 3.4 MiB
+  // patch block above is a 0.45 MiB band (64 channels x 31 rows x 58 columns).
+  EXPECT_EQ(RuleOf(sketch, w, hw, conv(576, 1568, 2)), "admitted");
+  EXPECT_EQ(RuleOf(sketch, w, hw, conv(288, 1568, 2)), "admitted");
+  // Its K blocks hold whole channels (kc a multiple of the 9 taps, or all of K).
+  EXPECT_EQ(RuleOf(sketch, w, hw, conv(192, 1568, 2)), "staged_channels");
+  ir::ConvParams wide = p;
+  wide.in_channels = 256;  // a whole-K band of 256 channels x 58 x 58: 3.3 MiB
+  EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(wide), hw,
+                   KnobValues{6, 4, 2304, 3136, 64, 1, 1, 2, 2}),
+            "l2_band");
+  // A block of every pixel of ResNet's stem (12544 x 98 > 4 MiB as packed A) stages a band of
+  // 2 channels x 229 x 229: admitted, and it lowers (the plan's packed-A size limit does not
+  // apply to a staged A).
+  ir::ConvParams stem;
+  stem.in_channels = 3;
+  stem.in_h = stem.in_w = 224;
+  stem.out_channels = 64;
+  stem.kernel_h = stem.kernel_w = 7;
+  stem.stride_h = stem.stride_w = 2;
+  stem.pad_top = stem.pad_left = stem.pad_bottom = stem.pad_right = 3;
+  const KnobValues whole_image{12, 2, 98, 12544, 32, 0, 4, 2, 2};
+  EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(stem), hw, whole_image), "admitted");
+  absl::StatusOr<ir::LoweredFunc> lowered =
+      static_cast<const schedule::LoopSketch&>(SketchNamed(sketch))
+          .Lower(ir::MakeConvWorkload(stem), whole_image, "stem");
+  EXPECT_TRUE(lowered.ok()) << lowered.status();
   absl::StatusOr<SearchSpace> space = CreateSpaceForMapping(w, hw, "avx512_fma_channels");
   ASSERT_TRUE(space.ok()) << space.status();
   const Trace chosen = space->DefaultTrace();
   EXPECT_EQ(chosen.Get("mr"), 6);
   EXPECT_EQ(chosen.Get("nr"), 4);
-  EXPECT_EQ(chosen.Get("pack_a"), 1);
+  EXPECT_EQ(chosen.Get("pack_a"), 2);
   EXPECT_EQ(chosen.Get("pack_b"), 2);
-  EXPECT_LE(chosen.Get("mc").value_or(0) * chosen.Get("kc").value_or(0) * 4, hw.l2_bytes / 2)
-      << chosen.ToString();
+  EXPECT_EQ(chosen.Get("kc").value_or(0) % 9, 0) << chosen.ToString();
+  // The pixels split evenly over the host's cores (the busiest core's share least).
+  const int64_t mc = chosen.Get("mc").value_or(0);
+  EXPECT_EQ((3136 + mc - 1) / mc % hw.cores, 0) << chosen.ToString();
 }
 
 TEST(PruneRuleTest, Avx2RulesUseSixteenRegistersAndEightLanes) {

@@ -45,6 +45,27 @@ TEST(EvolutionarySearchTest, NeverProposesATraceTwice) {
   }
 }
 
+TEST(EvolutionarySearchTest, TheDefaultTraceIsProposedOnceAfterSuggestions) {
+  const schedule::SearchSpace space = GemmSpace();
+  const schedule::Trace fallback = space.DefaultTrace();
+  EvolutionarySearch search(space, EvolutionaryOptions{});
+  std::vector<schedule::Trace> first = search.Propose(3);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first[0], fallback);
+  int again = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (const schedule::Trace& trace : search.Propose(8)) {
+      again += trace == fallback;
+      search.Observe(trace, true, SyntheticSeconds(trace));
+    }
+  }
+  EXPECT_EQ(again, 0);
+  // Measured already (e.g. before a restart): not proposed.
+  EvolutionarySearch restarted(space, EvolutionaryOptions{});
+  restarted.MarkProposed(fallback);
+  for (const schedule::Trace& trace : restarted.Propose(8)) EXPECT_NE(trace, fallback);
+}
+
 TEST(EvolutionarySearchTest, MarkedTracesAreNotProposed) {
   EvolutionaryOptions options;
   options.seed = 5;
@@ -104,15 +125,19 @@ TEST(EvolutionarySearchTest, ScorerRanksWarmupSamples) {
       for (const schedule::Trace& trace : traces) scores.push_back(-SyntheticSeconds(trace));
       return scores;
     };
+    // The first slot is the space's default trace (neither sampled nor ranked): left out.
+    const schedule::Trace fallback = GemmSpace().DefaultTrace();
     EvolutionarySearch scored(GemmSpace(), scored_options);
-    for (const schedule::Trace& trace : scored.Propose(8)) {
+    for (const schedule::Trace& trace : scored.Propose(9)) {
+      if (trace == fallback) continue;
       scored_near += near_optimum(trace) ? 1 : 0;
       ++scored_total;
     }
     EvolutionaryOptions plain_options;
     plain_options.seed = seed;
     EvolutionarySearch plain(GemmSpace(), plain_options);
-    for (const schedule::Trace& trace : plain.Propose(8)) {
+    for (const schedule::Trace& trace : plain.Propose(9)) {
+      if (trace == fallback) continue;
       plain_near += near_optimum(trace) ? 1 : 0;
       ++plain_total;
     }

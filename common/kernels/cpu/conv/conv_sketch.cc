@@ -14,10 +14,14 @@
 // times the weights transposed [C*R*S, K]. Output channels fill the vector lanes (ResNet's 64 to
 // 2048 fill them all), pixels are the register tile's rows. The weights are read pre-packed
 // into the micro-kernel's panels (the exporter packs the constant, the worker its random
-// weights: kernels::PackInputsForTrace); the patches are packed a K row at a time for a whole
-// block of pixels (one masked vector per output row, as B's panels above); a column vector of
-// results is stored a plane apart per lane into the NCHW output, and partial sums of K blocks
-// stay in the kernel's own buffer.
+// weights: kernels::PackInputsForTrace). A is either staged (pack_a 2, the default): per block
+// of pixels and K block of whole channels, the zero-padded band of input rows those pixels read
+// is copied once, and the micro-kernel broadcasts each patch element from it in place, K walked
+// tap by tap over the block's channels (the weights packed in that order); or packed (pack_a 1):
+// the patch rows a K row at a time for the whole block (one masked vector per output row, as
+// B's panels above), R*S times the image's size; or read in place (pack_a 0, a pointwise conv's
+// patches are its image). A column vector of results is stored a plane apart per lane into the
+// NCHW output, and partial sums of K blocks stay in the kernel's own buffer.
 //
 // Depthwise convolutions (one input channel per group) have a K of R*S only, too short for the
 // micro-kernels: "conv_dw_direct/v1" computes them directly, a (parallel) loop over the N*K
@@ -350,6 +354,10 @@ class FmaConvSketch final : public BlockedConvSketch {
     if (values[kPackB] == kPackBPrepacked) {
       return absl::InvalidArgumentError("a conv's B (the image patches) cannot be pre-packed");
     }
+    if (values[kPackA] == kPackAStaged) {
+      return absl::InvalidArgumentError("the pixel-vectorized conv reads its weights (A) packed "
+                                        "(pack_a 1) or in place (0), never staged");
+    }
     const ir::MatMulParams view = ir::ConvGemmView(w.conv);
     GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, spec_.vw));
     GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, ConvEpilogue(w));
@@ -375,23 +383,132 @@ bool IsChannelConv(const ir::Workload& w) {
   return w.anchor == ir::AnchorKind::kConv && w.conv.groups == 1;
 }
 
+/// The zero-padded band of the image that a block of `rows` consecutive output pixels reads:
+/// its width (the input columns the output rows read, padding included), its height at most
+/// (the input rows of every output row the block can span), and one channel's plane of it.
+struct BandShape {
+  int64_t width = 0, height = 0, plane = 0;
+};
+BandShape BandOf(const ir::ConvParams& p, int64_t rows) {
+  const int64_t out_w = ir::ConvOutW(p), out_h = ir::ConvOutH(p);
+  // A run of `rows` pixels starting anywhere in an output row spans at most this many rows.
+  const int64_t spanned =
+      std::min(out_h, (std::min(rows, out_h * out_w) + out_w - 2) / out_w + 1);
+  BandShape band;
+  band.width = (out_w - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
+  band.height = (spanned - 1) * p.stride_h + (p.kernel_h - 1) * p.dilation_h + 1;
+  band.plane = band.width * band.height;
+  return band;
+}
+
+/// Floats of the staged band of a block of `rows` pixels and `kc` patch rows (whole channels).
+int64_t StagedBandFloats(const ir::ConvParams& p, int64_t rows, int64_t kc) {
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  return std::max<int64_t>(1, kc / taps) * BandOf(p, rows).plane;
+}
+
+/// The patch row (c * R*S + tap, the weights' order) of row k of the channel view when A is
+/// staged: each K block of kc rows (whole channels) runs tap-major, its channels within each
+/// tap. Both the weights' packing and the kernel's reads of B use this order.
+int64_t StagedPatchRow(const ir::ConvParams& p, int64_t kc, int64_t k) {
+  const int64_t taps = p.kernel_h * p.kernel_w, total = p.in_channels * taps;
+  const int64_t k0 = k / kc * kc, channels = std::min(kc, total - k0) / taps;
+  const int64_t local = k - k0;
+  return (k0 / taps + local % channels) * taps + local / channels;
+}
+Expr StagedPatchRow(const ir::ConvParams& p, int64_t kc, const Expr& k) {
+  const int64_t taps = p.kernel_h * p.kernel_w, total = p.in_channels * taps;
+  const Expr k0 = k / MakeInt(kc) * MakeInt(kc);
+  const Expr channels = ir::Min(MakeInt(kc), MakeInt(total) - k0) / MakeInt(taps);
+  const Expr local = k - k0;
+  return (k0 / MakeInt(taps) + local % channels) * MakeInt(taps) + local / channels;
+}
+
+/// A staged as the channel view reads it (pack_a = kPackAStaged): per task and K block (whole
+/// channels, kc a multiple of R*S), the band of input rows the block's pixels read, for every
+/// channel of the K block, zero-padded where the window leaves the image: [channel][band row]
+/// [band column]. The block's K runs tap-major (StagedPatchRow): for each tap (r, s), its
+/// channels. Patch element (c, r, s) of pixel (oh, ow) is at the pixel's offset ((oh - first
+/// oh) * stride_h rows, ow * stride_w columns) plus r * dilation_h rows and s * dilation_w
+/// columns (the tap's group) plus c planes (the step): each tap is a plain K loop over the
+/// channels at a stride of one plane, the micro-kernel broadcasting in place. The band is the
+/// image's size plus its halo, where packed patch rows are R*S times the image.
+GemmOperands::StagedA PaddedBandStaging(const ir::ConvParams& p, const BlockedPlan& plan) {
+  const BandShape band = BandOf(p, plan.row_block);
+  const int64_t out_w = ir::ConvOutW(p), m = plan.p.m, row_block = plan.row_block;
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  GemmOperands::StagedA staged;
+  staged.floats = StagedBandFloats(p, row_block, plan.kc);
+  staged.groups = taps;
+  staged.row_offset = [p, band, out_w](const Expr& i_begin, const Expr& row) {
+    const Expr first_oh = i_begin / MakeInt(out_w);
+    return (row / MakeInt(out_w) - first_oh) * MakeInt(p.stride_h * band.width) +
+           (row % MakeInt(out_w)) * MakeInt(p.stride_w);
+  };
+  staged.group_offset = [p, band](const Expr& tap) {
+    Expr offset = MakeInt(0);
+    if (p.kernel_h > 1) {
+      offset = (tap / MakeInt(p.kernel_w)) * MakeInt(p.dilation_h * band.width);
+    }
+    if (p.kernel_w > 1) offset = offset + (tap % MakeInt(p.kernel_w)) * MakeInt(p.dilation_w);
+    return offset;
+  };
+  staged.step_offset = [band](const Expr& channel) { return channel * MakeInt(band.plane); };
+  staged.fill = [p, band, out_w, m, row_block, taps](const Expr& b, const Expr& k_begin,
+                                                       const Expr& k_extent, const Expr& i_begin,
+                                                       const std::string& buffer) -> Stmt {
+    const Expr first_oh = i_begin / MakeInt(out_w);
+    const Expr last_oh = (ir::Min(i_begin + MakeInt(row_block), MakeInt(m)) - MakeInt(1)) /
+                         MakeInt(out_w);
+    const Expr height = (last_oh - first_oh) * MakeInt(p.stride_h) +
+                        MakeInt((p.kernel_h - 1) * p.dilation_h + 1);
+    const Expr channel = ir::MakeVar("sc"), row = ir::MakeVar("sr"), x = ir::MakeVar("sx");
+    const Expr ih = first_oh * MakeInt(p.stride_h) - MakeInt(p.pad_top) + row;
+    const Expr iw = x - MakeInt(p.pad_left);
+    const Expr in_plane =
+        (b * MakeInt(p.in_channels) + k_begin / MakeInt(taps) + channel) *
+        MakeInt(p.in_h * p.in_w);
+    const Expr at = channel * MakeInt(band.plane) + row * MakeInt(band.width) + x;
+    const Stmt zero = ir::MakeStore(buffer, at, ir::MakeFloat(0.0));
+    const Stmt copy = ir::MakeStore(
+        buffer, at, ir::MakeLoad(InputName(0), in_plane + ih * MakeInt(p.in_w) + iw));
+    // One band row is one masked vector range (a power of two of lanes covering the width).
+    const int64_t lanes = PowerOfTwoCeil(band.width);
+    const Expr in_band = Lt(x, MakeInt(band.width));
+    const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
+    const Expr inside_h = And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h)));
+    const Stmt band_row = ir::MakeIf(
+        inside_h,
+        ir::MakeFor("sx", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                    ir::MakeIf(in_band, ir::MakeIf(inside_w, copy, zero))),
+        ir::MakeFor("sx", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                    ir::MakeIf(in_band, zero)));
+    return ir::MakeFor(
+        "sc", MakeInt(0), k_extent / MakeInt(taps), ir::ForKind::kSerial,
+        ir::MakeFor("sr", MakeInt(0), height, ir::ForKind::kSerial, band_row));
+  };
+  return staged;
+}
+
 /// The channel view's operands: A[pixel, k] is patch element (k, pixel), packed a patch row's
 /// run at a time (the pixels of a row tile are consecutive output pixels); B[k, channel] is
 /// W[channel, k], which the exporter stores pre-packed (a kernel packing it at run time would
 /// gather a column per vector); C[pixel, channel] is stored into the NCHW output at
 /// channel * OH*OW + pixel, a column vector at a stride of one plane, the epilogue at (plane,
 /// pixel) as in the pixel view.
-GemmOperands ChannelOperands(const ir::ConvParams& p) {
+GemmOperands ChannelOperands(const ir::ConvParams& p, const BlockedPlan& plan) {
   const GemmOperands pixel = ConvOperands(p);
   const ir::MatMulParams view = ChannelGemmView(p);
   GemmOperands operands;
   operands.a = [patch = pixel.b](const Expr& b, const Expr& row, const Expr& k) {
     return patch(b, k, row);
   };
-  operands.b = [view](const Expr&, const Expr& k, const Expr& col) {
-    return ir::MakeLoad(InputName(1), col * MakeInt(view.k) + k);
+  operands.b = [view, p, plan](const Expr&, const Expr& k, const Expr& col) {
+    const Expr row = plan.staged_a ? StagedPatchRow(p, plan.kc, k) : k;
+    return ir::MakeLoad(InputName(1), col * MakeInt(view.k) + row);
   };
   if (!ir::ConvIsPointwise(p)) operands.pack_a_column = PatchRowPacker(p);
+  if (plan.staged_a) operands.staged_a = PaddedBandStaging(p, plan);
   operands.out = [view](const Expr& b, const Expr& row, const Expr& col) {
     const Expr plane = b * MakeInt(view.n) + col;
     return GemmOperands::Place{plane * MakeInt(view.m) + row, plane, row};
@@ -402,10 +519,16 @@ GemmOperands ChannelOperands(const ir::ConvParams& p) {
 /// Floats a kernel's local buffer may hold (the code generator's 4 MiB stack limit).
 constexpr int64_t kMaxPartialFloats = int64_t{1} << 20;
 
-/// Whether a packed patch block of `mc` pixels x `kc` patch rows takes more than half of L2.
-bool PackedPatchesExceedL2(const ir::MatMulParams& view, const target::HardwareInfo& hw,
-                           int64_t mc, int64_t kc) {
-  return std::min(mc, view.m) * std::min(kc, view.k) * 4 > hw.l2_bytes / 2;
+/// Whether the A staging of a block of `mc` pixels x `kc` patch rows takes more than half of L2
+/// (packed patch rows, pack_a 1, or a staged band, pack_a 2; none read in place, pack_a 0).
+bool StagingExceedsL2(const ir::ConvParams& p, const ir::MatMulParams& view,
+                      const target::HardwareInfo& hw, int64_t pack_a, int64_t mc, int64_t kc) {
+  const int64_t rows = std::min(mc, view.m), k = std::min(kc, view.k);
+  if (pack_a == kPackAStaged) {
+    const int64_t floats = StagedBandFloats(p, rows, k);
+    return floats * 4 > hw.l2_bytes / 2 || floats > kMaxPartialFloats;
+  }
+  return pack_a == 1 && !ir::ConvIsPointwise(p) && rows * k * 4 > hw.l2_bytes / 2;
 }
 
 /// Implicit GEMM with output channels in the vector lanes and pixels in the register tile's
@@ -421,45 +544,68 @@ class ChannelConvSketch final : public BlockedConvSketch {
     // The weights arrive pre-packed (the exporter packs them, the worker packs its random
     // ones: PackInputsForTrace); 1 (packed at run time) only replays where they cannot be.
     knobs[kPackB].values = {kPackBPrepacked};
-    // All of K in one block too (its partial sums never leave the registers).
-    if (std::find(knobs[kKc].values.begin(), knobs[kKc].values.end(), view.k) ==
-        knobs[kKc].values.end()) {
-      knobs[kKc].values.push_back(view.k);
+    // All of K in one block too (its partial sums never leave the registers), and K blocks of
+    // whole channels near the usual targets (a staged band needs them).
+    const int64_t taps = w.conv.kernel_h * w.conv.kernel_w;
+    std::vector<int64_t> channel_kc;
+    for (int64_t target : {128, 256, 384, 512}) {
+      channel_kc.push_back(
+          std::min(view.k, taps * CeilDiv(w.conv.in_channels, CeilDiv(view.k, target))));
     }
-    // The default trace (each knob's first value) is what measured best on ResNet-50's 3x3
-    // convs (AMD Zen 5, bench/conv_mappings): the widest register tile the ISA holds with 4
-    // (AVX-512) or 3 (AVX2) vectors of channels, K blocks of ~384, the pixels split over the
-    // cores, patches packed a K row at a time (read in place by a pointwise conv).
+    channel_kc.push_back(view.k);
+    for (int64_t kc : channel_kc) {
+      if (std::find(knobs[kKc].values.begin(), knobs[kKc].values.end(), kc) ==
+          knobs[kKc].values.end()) {
+        knobs[kKc].values.push_back(kc);
+      }
+    }
+    std::sort(knobs[kKc].values.begin(), knobs[kKc].values.end());
+    // A staged band of the image (read in place), patch rows packed, or A read in place.
+    knobs[kPackA].values = {0, 1, kPackAStaged};
+    // The default trace (each knob's first value) is what measured best on ResNet-50's convs
+    // (AMD Zen 5, bench/conv_mappings): the widest register tile the ISA holds with 4
+    // (AVX-512) or 3 (AVX2) vectors of channels, K blocks of whole channels near 384, the pixels
+    // split over the cores, the image band staged (a pointwise conv reads its input in place:
+    // its patch matrix is the image).
     Prefer(knobs[kMr], spec_.vw == 16 ? 6 : 4);
     Prefer(knobs[kNr], spec_.nr_choices.back());
-    const int64_t kc = NearestTo(knobs[kKc].values, 384);
+    const int64_t pack_a = ir::ConvIsPointwise(w.conv) ? 0 : kPackAStaged;
+    Prefer(knobs[kPackA], pack_a);
+    const int64_t kc = NearestTo(channel_kc, 384);
     Prefer(knobs[kKc], kc);
-    // The most pixels per block whose packed patches fit the L2 rule (PruneRule) and that leave
-    // a block for every core.
+    // The pixel blocks whose staging fits the L2 rule (PruneRule) that load the busiest core
+    // least (196 pixels in blocks of 98 on two cores, not 128 + 68: 487 vs 647 us), the
+    // largest of those.
     const int64_t cores = std::max(hw.cores, 1);
     int64_t mc = *std::min_element(knobs[kMc].values.begin(), knobs[kMc].values.end());
+    auto busiest = [&](int64_t value) {
+      return CeilDiv(CeilDiv(view.m, value), cores) * std::min(value, view.m);
+    };
     for (int64_t value : knobs[kMc].values) {
-      if (value > mc && !PackedPatchesExceedL2(view, hw, value, kc) &&
-          CeilDiv(view.m, value) >= cores) {
+      if (StagingExceedsL2(w.conv, view, hw, pack_a, value, kc)) continue;
+      if (busiest(value) < busiest(mc) || (busiest(value) == busiest(mc) && value > mc)) {
         mc = value;
       }
     }
     Prefer(knobs[kMc], mc);
     Prefer(knobs[kNc], view.n);
     Prefer(knobs[kPar], 1);
-    Prefer(knobs[kPackA], ir::ConvIsPointwise(w.conv) ? 0 : 1);
     return knobs;
   }
 
   const char* PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
                         const KnobValues& values) const override {
     const ir::MatMulParams view = ChannelGemmView(w.conv);
-    // The packed patches are written, then read by every column tile: a block past L2 ran at
-    // 60 % of its isolated speed inside ResNet-50 (the stride-2 3x3 of layer 2: 950 us in the
-    // model for 569 us measured alone, at 784 pixels x 1152; 606 us at 392 x 232).
-    if (values[kPackA] == 1 && !ir::ConvIsPointwise(w.conv) &&
-        PackedPatchesExceedL2(view, hw, values[kMc], values[kKc])) {
-      return "l2_patch_block";
+    const int64_t taps = w.conv.kernel_h * w.conv.kernel_w;
+    if (values[kPackA] == kPackAStaged && values[kKc] < view.k && values[kKc] % taps != 0) {
+      return "staged_channels";  // a staged band holds whole channels
+    }
+    // The packed patches (or the staged band) are written, then read by every column tile: a
+    // patch block past L2 ran at 60 % of its isolated speed inside ResNet-50 (the stride-2 3x3
+    // of layer 2: 950 us in the model for 569 us measured alone, at 784 pixels x 1152; 606 us at
+    // 392 x 232).
+    if (StagingExceedsL2(w.conv, view, hw, values[kPackA], values[kMc], values[kKc])) {
+      return values[kPackA] == kPackAStaged ? "l2_band" : "l2_patch_block";
     }
     // K blocks keep their partial sums in a task-local [mc][nc + lanes] buffer, which must be
     // a legal allocation.
@@ -472,7 +618,12 @@ class ChannelConvSketch final : public BlockedConvSketch {
     // row tile, in order): the micro-panel rule then holds it to half of L2, not to L1.
     target::HardwareInfo judged = hw;
     if (values[kKc] >= view.k) judged.l1d_bytes = std::max(hw.l1d_bytes, hw.l2_bytes / 8);
-    return BlockedPruneRule(spec_, view, judged, values);
+    // A staged band is what the M block of A holds in cache (a fraction of mc x kc).
+    const int64_t a_block =
+        values[kPackA] == kPackAStaged
+            ? StagedBandFloats(w.conv, std::min(values[kMc], view.m), std::min(values[kKc], view.k))
+            : -1;
+    return BlockedPruneRule(spec_, view, judged, values, a_block);
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
@@ -488,9 +639,20 @@ class ChannelConvSketch final : public BlockedConvSketch {
     }
     GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan,
                           MakeBlockedPlan(ChannelGemmView(w.conv), values, spec_.vw));
+    const int64_t taps = w.conv.kernel_h * w.conv.kernel_w;
+    if (plan.staged_a && plan.kc % taps != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a staged image band needs K blocks of whole channels: kc ", plan.kc,
+          " is not a multiple of the kernel's ", taps, " taps"));
+    }
+    if (plan.staged_a &&
+        StagedBandFloats(w.conv, plan.row_block, plan.kc) > kMaxPartialFloats) {
+      return absl::InvalidArgumentError(
+          "the staged image band of a block exceeds the 4 MiB local buffer limit");
+    }
     GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, ConvEpilogue(w));
     return ir::LoweredFunc{func_name, KernelParams(w),
-                           LowerBlockedPlan(plan, epilogue, ChannelOperands(w.conv))};
+                           LowerBlockedPlan(plan, epilogue, ChannelOperands(w.conv, plan))};
   }
 };
 
@@ -555,11 +717,23 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
     return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
                                                    " elements, not ", view.n, " x ", view.k));
   }
-  // W [K, C*R*S] row-major is B transposed; PrepackB reads B [C*R*S, K] row-major.
+  // W [K, C*R*S] row-major is B transposed; PrepackB reads B [C*R*S, K] row-major, its rows in
+  // the view's order (tap-major within each K block when A is staged).
+  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
+  const KnobValues& values = resolved.values;
+  if (values.size() != kNumBlockedKnobs) {
+    return absl::InvalidArgumentError("a blocked trace needs one value per knob");
+  }
+  const bool staged = values[kPackA] == kPackAStaged;
+  const int64_t kc = std::min(values[kKc], view.k);
+  if (staged && kc % (w.conv.kernel_h * w.conv.kernel_w) != 0) {
+    return absl::InvalidArgumentError("a staged conv trace needs K blocks of whole channels");
+  }
   std::vector<float> transposed(weights.size());
-  for (int64_t channel = 0; channel < view.n; ++channel) {
-    for (int64_t k = 0; k < view.k; ++k) {
-      transposed[k * view.n + channel] = weights[channel * view.k + k];
+  for (int64_t k = 0; k < view.k; ++k) {
+    const int64_t row = staged ? StagedPatchRow(w.conv, kc, k) : k;
+    for (int64_t channel = 0; channel < view.n; ++channel) {
+      transposed[k * view.n + channel] = weights[channel * view.k + row];
     }
   }
   GTCO_ASSIGN_OR_RETURN(PrepackedOperand prepacked,

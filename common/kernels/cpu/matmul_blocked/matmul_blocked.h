@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,12 @@ enum BlockedKnob { kMr, kNr, kKc, kMc, kNc, kPar, kUnrollK, kPackA, kPackB, kNum
 /// trace packs its random B the same way (PackInputsForTrace).
 inline constexpr int64_t kPackBPrepacked = 2;
 
+/// The pack_a value of an A staged by the family (GemmOperands::staged_a): per task and K block
+/// the family copies what A's rows read into a buffer (the channel-vectorized conv: a zero-padded
+/// band of the image), which the micro-kernel reads in place. Only families with staged operands
+/// offer it.
+inline constexpr int64_t kPackAStaged = 2;
+
 /// Every size derived from one (workload, decisions) pair. Row blocks are multiples of mr and
 /// column blocks multiples of tc unless a single block covers the whole dimension, so the row
 /// tail (M % mr rows) lives in the last M block and the column tail (N % tc) in the last N block.
@@ -58,6 +65,7 @@ struct BlockedPlan {
   int64_t vw = 16, mr = 1, nr = 1, kc = 1, unroll_k = 1;
   bool parallel = false, pack_a = false, pack_b = false;
   bool prepacked_b = false;  ///< B arrives in PrepackB's layout (pack_b = kPackBPrepacked)
+  bool staged_a = false;     ///< A is read from the family's staging (pack_a = kPackAStaged)
   int64_t tc = 16;         ///< columns of a full register tile (nr * vw)
   int64_t row_block = 1;   ///< rows per M block
   int64_t col_block = 16;  ///< columns per N block
@@ -92,7 +100,8 @@ absl::StatusOr<PrepackedOperand> PrepackForView(const ir::Workload& w, const sch
 
 /// The conv half of PrepackConstantB (cpu/conv): for a channel-vectorized conv trace
 /// (conv_*_fma_channels/v1) the trace reading W pre-packed and W [K, C, R, S] in that layout (its
-/// transpose [C*R*S, K] in PrepackB's panels); nullopt for other traces.
+/// transpose [C*R*S, K] in PrepackB's panels, the rows of each K block tap-major when the trace
+/// stages A); nullopt for other traces.
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
     const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
 
@@ -100,8 +109,11 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
 std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParams& p,
                                const target::HardwareInfo& hw);
 /// The first resource rule rejecting `values` for the matmul view `p`, nullptr if none.
+/// `a_block_floats` is what an M block of A holds in cache (negative: the mc x kc block; a
+/// family staging A says its own size).
 const char* BlockedPruneRule(const FmaMappingSpec& spec, const ir::MatMulParams& p,
-                             const target::HardwareInfo& hw, const KnobValues& values);
+                             const target::HardwareInfo& hw, const KnobValues& values,
+                             int64_t a_block_floats = -1);
 
 /// Where the lowering reads its operands: A[row, k] and B[k, col] of batch entry `b` of the
 /// plan's matmul view (row < m, k < k, col < n). Each returns an f32 expression.
@@ -135,6 +147,27 @@ struct GemmOperands {
   /// pixels and its columns output channels of an NCHW output, so a column vector is stored at a
   /// stride of one output plane.
   std::function<Place(const ir::Expr& b, const ir::Expr& row, const ir::Expr& col)> out;
+  /// Optional (required by pack_a = kPackAStaged): A staged per task and K block by the family
+  /// and read in place. A K block's k run in `groups` equal groups of steps (k_extent / groups
+  /// each); A[row, k_begin + g * steps + j] of the M block starting at row i_begin is at
+  /// buffer[row_offset(i_begin, row) + group_offset(g) + step_offset(j)]: the micro-kernel walks
+  /// the groups, each a plain K loop at a fixed stride. The channel-vectorized conv stages a
+  /// zero-padded band of the image (the input rows the block's pixels read, every channel of the
+  /// K block), its groups the kernel taps and its steps the block's channels: a patch element is
+  /// then one offset from its pixel, so nothing is expanded R*S-fold as packed patch rows are.
+  struct StagedA {
+    int64_t floats = 0;  ///< the staging buffer's size
+    int64_t groups = 1;
+    /// Fills `buffer` for K rows [k_begin, k_begin + k_extent) of the rows of the M block
+    /// starting at i_begin, batch entry b.
+    std::function<ir::Stmt(const ir::Expr& b, const ir::Expr& k_begin, const ir::Expr& k_extent,
+                           const ir::Expr& i_begin, const std::string& buffer)>
+        fill;
+    std::function<ir::Expr(const ir::Expr& i_begin, const ir::Expr& row)> row_offset;
+    std::function<ir::Expr(const ir::Expr& group)> group_offset;
+    std::function<ir::Expr(const ir::Expr& step)> step_offset;
+  };
+  std::optional<StagedA> staged_a;
 };
 /// A plain matmul's operands: inputs "in0" (A) and "in1" (B) as MatMulParams lays them out.
 GemmOperands MatMulOperands(const ir::MatMulParams& p);

@@ -1,6 +1,7 @@
 // Lowering of the register-blocked matmul plan: a (parallel) loop over (batch, N block, M block)
 // tasks; per task and K block, optional packing of the A block into mr-interleaved panels (or,
-// where the operands pack A by columns, into one [kc][row_block] block); per column tile an
+// where the operands pack A by columns, into one [kc][row_block] block, or where they stage A,
+// into their own staging read in place, K walked in the operands' groups); per column tile an
 // optional packed [kc, tc] B panel; mr x nr register tiles (broadcast A x vectors of B) with an
 // exact tail tile for M % mr rows and a zero-padded, store-masked tile for the N % tc columns;
 // partial sums reloaded only when K is blocked (from the output, or from a task-local buffer
@@ -72,6 +73,12 @@ class BlockedLowering {
       const TileSpec& tile,
       const std::function<Stmt(const Expr&, const Expr&, const Expr&, const Expr&)>& make) const;
   Stmt Tile(const TileSpec& tile) const;
+  /// B[k_begin + k_local, column c * vw + v of the tile] as the tile reads it (packed panel,
+  /// pre-packed B, or in place).
+  Expr BValue(const TileSpec& tile, const Expr& k_local, const Expr& c, const Expr& v) const;
+  /// update(step) for step in [0, extent), unroll_k steps at a time, then the remainder.
+  Stmt Steps(const std::string& tag, const Expr& extent,
+             const std::function<Stmt(const Expr&)>& update) const;
   Stmt KLoop(const TileSpec& tile, const std::string& acc) const;
   Stmt WriteBack(const TileSpec& tile, const std::string& acc, bool final_block) const;
   Stmt PackBPanel(const Expr& j0, int64_t width, bool zero_past_n) const;
@@ -86,6 +93,8 @@ class BlockedLowering {
   /// A packed by columns (GemmOperands::pack_a_column): one [kc][row_block] block, each K row
   /// written at once, tiles reading their rows at a stride of row_block.
   bool ColumnPackedA() const { return plan_.pack_a && operands_.pack_a_column != nullptr; }
+  /// The K block's statements after A's packing or staging for the block.
+  Stmt WithAStaged(const Expr& i_begin, const Expr& row_tiles, std::vector<Stmt> stmts) const;
   Stmt KBlockBody(const Expr& i_begin, const Expr& row_tiles, const Expr& j_begin,
                   const Expr& col_tiles) const;
   Stmt TaskBody() const;
@@ -138,7 +147,52 @@ Stmt BlockedLowering::TileLoops(
   return body;
 }
 
+Expr BlockedLowering::BValue(const TileSpec& tile, const Expr& k_local, const Expr& c,
+                             const Expr& v) const {
+  const Expr col_in_tile = c * MakeInt(plan_.vw) + v;
+  Expr panel_index = k_local * MakeInt(tile.b_width) + col_in_tile;
+  if (tile.b_base != nullptr) panel_index = tile.b_base + panel_index;
+  return tile.b_width > 0 ? ir::MakeLoad(tile.b_buffer, panel_index)
+                          : BLoad(KBegin() + k_local, tile.j0 + col_in_tile);
+}
+
+Stmt BlockedLowering::Steps(const std::string& tag, const Expr& extent,
+                            const std::function<Stmt(const Expr&)>& update) const {
+  const int64_t unroll = plan_.unroll_k;
+  const std::string kq = tag + "_kq", kk = tag + "_kk", kr = tag + "_kr";
+  const Expr main_steps = extent / MakeInt(unroll);
+  Stmt main_body = unroll > 1 ? ir::MakeFor(kk, MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
+                                            update(MakeVar(kq) * MakeInt(unroll) + MakeVar(kk)))
+                              : update(MakeVar(kq));
+  const Expr tail_begin = main_steps * MakeInt(unroll);
+  return ir::MakeBlock(
+      {LoopOrSkip(kq, MakeInt(0), main_steps, ForKind::kSerial, main_body),
+       LoopOrSkip(kr, tail_begin, extent - tail_begin, ForKind::kSerial, update(MakeVar(kr)))});
+}
+
 Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const {
+  if (plan_.staged_a) {
+    // The K block's groups in turn, each a K loop over its steps (unrolled by unroll_k), A
+    // broadcast from the staging at the row's offset plus the group's and the step's.
+    const GemmOperands::StagedA& staged = *operands_.staged_a;
+    const Expr i_begin = mb_ * MakeInt(plan_.row_block);
+    const std::string g_name = tile.tag + "_g";
+    const Expr g = staged.groups > 1 ? MakeVar(g_name) : MakeInt(0);
+    const Expr steps = KExtent() / MakeInt(staged.groups);
+    auto update = [&](const Expr& step) {
+      return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
+        const Expr a_value =
+            ir::MakeLoad(kAPack, staged.row_offset(i_begin, tile.i0 + r) +
+                                     staged.group_offset(g) + staged.step_offset(step));
+        const Expr b_value = BValue(tile, g * steps + step, c, v);
+        return ir::MakeStore(acc, slot, ir::MakeLoad(acc, slot) + a_value * b_value);
+      });
+    };
+    Stmt body = Steps(tile.tag, steps, update);
+    return staged.groups > 1
+               ? ir::MakeFor(g_name, MakeInt(0), MakeInt(staged.groups), ForKind::kSerial, body)
+               : body;
+  }
   auto update = [&](const Expr& k_local) {
     return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
       const Expr a_value =
@@ -149,25 +203,11 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
                                                                : tile.rows) +
                                          r)
               : ALoad(tile.i0 + r, KBegin() + k_local);
-      const Expr col_in_tile = c * MakeInt(plan_.vw) + v;
-      Expr panel_index = k_local * MakeInt(tile.b_width) + col_in_tile;
-      if (tile.b_base != nullptr) panel_index = tile.b_base + panel_index;
-      const Expr b_value = tile.b_width > 0 ? ir::MakeLoad(tile.b_buffer, panel_index)
-                                            : BLoad(KBegin() + k_local, tile.j0 + col_in_tile);
-      return ir::MakeStore(acc, slot, ir::MakeLoad(acc, slot) + a_value * b_value);
+      return ir::MakeStore(acc, slot,
+                           ir::MakeLoad(acc, slot) + a_value * BValue(tile, k_local, c, v));
     });
   };
-  const int64_t unroll = plan_.unroll_k;
-  const std::string kq = tile.tag + "_kq", kk = tile.tag + "_kk", kr = tile.tag + "_kr";
-  const Expr k_extent = KExtent();
-  const Expr main_steps = k_extent / MakeInt(unroll);
-  Stmt main_body = unroll > 1 ? ir::MakeFor(kk, MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
-                                            update(MakeVar(kq) * MakeInt(unroll) + MakeVar(kk)))
-                              : update(MakeVar(kq));
-  const Expr tail_begin = main_steps * MakeInt(unroll);
-  return ir::MakeBlock(
-      {LoopOrSkip(kq, MakeInt(0), main_steps, ForKind::kSerial, main_body),
-       LoopOrSkip(kr, tail_begin, k_extent - tail_begin, ForKind::kSerial, update(MakeVar(kr)))});
+  return Steps(tile.tag, KExtent(), update);
 }
 
 Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,
@@ -333,14 +373,21 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
       // Pre-packed: the tail tile's panel is already zero-padded to tc columns.
       stmts.push_back(When(last_n_always, last_n,
                            column("n", plan_.col_tail_vecs, tail_j0, plan_.tc, true)));
-      if (plan_.pack_a) stmts.insert(stmts.begin(), PackABlock(i_begin, row_tiles));
-      return ir::MakeBlock(stmts);
+      return WithAStaged(i_begin, row_tiles, std::move(stmts));
     }
     stmts.push_back(When(last_n_always, last_n,
                          ir::MakeBlock({PackBPanel(tail_j0, width, width > plan_.col_tail),
                                         column("n", plan_.col_tail_vecs, tail_j0, width, true)})));
   }
+  return WithAStaged(i_begin, row_tiles, std::move(stmts));
+}
+
+Stmt BlockedLowering::WithAStaged(const Expr& i_begin, const Expr& row_tiles,
+                                  std::vector<Stmt> stmts) const {
   if (plan_.pack_a) stmts.insert(stmts.begin(), PackABlock(i_begin, row_tiles));
+  if (plan_.staged_a) {
+    stmts.insert(stmts.begin(), operands_.staged_a->fill(b_, KBegin(), KExtent(), i_begin, kAPack));
+  }
   return ir::MakeBlock(stmts);
 }
 
@@ -372,6 +419,8 @@ Stmt BlockedLowering::TaskBody() const {
   if (plan_.pack_a) {
     const int64_t rows = (plan_.row_block + plan_.mr - 1) / plan_.mr * plan_.mr;
     body = ir::MakeAllocate(kAPack, rows * plan_.kc, body);
+  } else if (plan_.staged_a) {
+    body = ir::MakeAllocate(kAPack, operands_.staged_a->floats, body);
   }
   return body;
 }

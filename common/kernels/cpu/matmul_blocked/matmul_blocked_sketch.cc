@@ -131,7 +131,8 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
   GTCO_RETURN_IF_ERROR(CheckRange("nc", values[kNc], 1, 1 << 24));
   GTCO_RETURN_IF_ERROR(CheckRange("par", values[kPar], 0, 1));
   GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", values[kUnrollK], {1, 2, 4, 8}));
-  GTCO_RETURN_IF_ERROR(CheckRange("pack_a", values[kPackA], 0, 1));
+  // pack_a 2: A staged by the family (kPackAStaged).
+  GTCO_RETURN_IF_ERROR(CheckRange("pack_a", values[kPackA], 0, kPackAStaged));
   // pack_b 2: B arrives pre-packed (kPackBPrepacked).
   GTCO_RETURN_IF_ERROR(CheckRange("pack_b", values[kPackB], 0, kPackBPrepacked));
   if (values[kPackB] == kPackBPrepacked && (matmul.b_batched || matmul.trans_b)) {
@@ -149,6 +150,7 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
   plan.unroll_k = values[kUnrollK];
   plan.parallel = values[kPar] == 1;
   plan.pack_a = values[kPackA] == 1;
+  plan.staged_a = values[kPackA] == kPackAStaged;
   plan.pack_b = values[kPackB] == 1;
   plan.prepacked_b = values[kPackB] == kPackBPrepacked;
   plan.row_block = values[kMc] >= p.m ? p.m : RoundUp(values[kMc], plan.mr);
@@ -161,7 +163,9 @@ absl::StatusOr<BlockedPlan> MakeBlockedPlan(const ir::MatMulParams& matmul,
   plan.row_tail = p.m % plan.mr;
   plan.col_tail = p.n % plan.tc;
   plan.col_tail_vecs = CeilDiv(plan.col_tail, vw);
-  if (plan.row_block * plan.kc > (int64_t{1} << 20) || plan.kc * plan.tc > (int64_t{1} << 20)) {
+  // (A staged by the family is sized and checked by the family.)
+  if ((!plan.staged_a && plan.row_block * plan.kc > (int64_t{1} << 20)) ||
+      plan.kc * plan.tc > (int64_t{1} << 20)) {
     return absl::InvalidArgumentError("matmul blocks exceed the 4 MiB local buffer limit");
   }
   return plan;
@@ -219,6 +223,9 @@ class FmaMatMulSketch final : public LoopSketch {
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
                                         const std::string& func_name) const override {
     GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(w, values, spec_.vw));
+    if (plan.staged_a) {
+      return absl::InvalidArgumentError("a matmul's A is packed (pack_a 1) or read in place (0)");
+    }
     GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, EpilogueBuilder::Create(w));
     return ir::LoweredFunc{func_name, KernelParams(w), LowerBlockedPlan(plan, epilogue)};
   }
@@ -254,7 +261,8 @@ std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParam
 }
 
 const char* BlockedPruneRule(const FmaMappingSpec& spec, const ir::MatMulParams& p,
-                             const target::HardwareInfo& hw, const KnobValues& values) {
+                             const target::HardwareInfo& hw, const KnobValues& values,
+                             int64_t a_block_floats) {
   const int64_t mr = std::min(values[kMr], p.m), nr = values[kNr], tc = nr * spec.vw;
   const int64_t kc = std::min(values[kKc], p.k);
   const int64_t mc = std::min(values[kMc], p.m), nc = std::min(values[kNc], p.n);
@@ -264,7 +272,9 @@ const char* BlockedPruneRule(const FmaMappingSpec& spec, const ir::MatMulParams&
   if ((kc * tc + mr * kc) * 4 > kL1Slack * hw.l1d_bytes) return "l1_tile";
   // The mc x kc A block is re-read for every column panel; with the kc x nc B block it should
   // share the L2 cache.
-  if ((mc * kc + kc * nc) * 4 > hw.l2_bytes) return "l2_panel";
+  if ((a_block_floats >= 0 ? a_block_floats : mc * kc) * 4 + kc * nc * 4 > hw.l2_bytes) {
+    return "l2_panel";
+  }
   // N blocks must hold whole register tiles so that vectors stay aligned to the block start.
   if (nc < p.n && nc % tc != 0) return "alignment";
   if (values[kPar] == 1) {
