@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
+#include "common/util/thread_priority.h"
 #include "server/farm_core.h"
 #include "server/farm_state.h"
 
@@ -33,6 +34,11 @@ size_t FarmCore::ReadyWant(const std::string& hardware_class) const {
 }
 
 void FarmCore::PrepareLoop() {
+  // Preparation can wait; a worker timing candidates on this host cannot (util/thread_priority.h).
+  // The lowering helpers inherit the priority.
+  if (!util::MakeCurrentThreadBackground()) {
+    GTCO_LOG(kDebug, "the preparer keeps its CPU priority (the platform refused)");
+  }
   while (!leases_.shutting_down()) {
     bool worked = false, failed = false;
     for (const std::string& hardware_class : workers_.Classes()) {
