@@ -5,12 +5,14 @@
 #include <chrono>
 #include <fstream>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "common/kernels/build_program.h"
 #include "common/schedule/trace.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
+#include "common/util/thread_priority.h"
 
 namespace gtco::server {
 namespace {
@@ -182,7 +184,14 @@ int CostModels::TrainDue() {
     // Train a fresh model outside the lock, then swap it in.
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<costmodel::CostModel> trained = NewModel();
-    const absl::Status status = trained->Update(item.samples);
+    // Training can wait; a worker timing candidates on this host cannot: it runs in a thread of
+    // the lowest CPU priority (util/thread_priority.h) that holds no lock.
+    absl::Status status = absl::OkStatus();
+    std::thread trainer([&] {
+      util::MakeCurrentThreadBackground();
+      status = trained->Update(item.samples);
+    });
+    trainer.join();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string path = ModelPath(item.target);

@@ -34,11 +34,6 @@ size_t FarmCore::ReadyWant(const std::string& hardware_class) const {
 }
 
 void FarmCore::PrepareLoop() {
-  // Preparation can wait; a worker timing candidates on this host cannot (util/thread_priority.h).
-  // The lowering helpers inherit the priority.
-  if (!util::MakeCurrentThreadBackground()) {
-    GTCO_LOG(kDebug, "the preparer keeps its CPU priority (the platform refused)");
-  }
   while (!leases_.shutting_down()) {
     bool worked = false, failed = false;
     for (const std::string& hardware_class : workers_.Classes()) {
@@ -200,6 +195,9 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
   const bool as_trace = worker.replays_traces;
   const size_t lanes = std::min<size_t>(batch.size(), LoweringThreads());
   auto lower = [&](size_t lane) {
+    // Lowering can wait; a worker timing candidates on this host cannot: the helpers run at the
+    // lowest CPU priority (util/thread_priority.h). They hold no lock, so no RPC waits on them.
+    util::MakeCurrentThreadBackground();
     for (size_t index = lane; index < batch.size(); index += lanes) {
       built[index] =
           BuildCandidate(*batch[index].build, batch[index].candidate_id, batch[index].trace,
@@ -207,8 +205,7 @@ absl::StatusOr<int> FarmCore::PrepareBatch(const Worker& worker, int count) {
     }
   };
   std::vector<std::thread> helpers;
-  for (size_t lane = 1; lane < lanes; ++lane) helpers.emplace_back(lower, lane);
-  lower(0);
+  for (size_t lane = 0; lane < lanes; ++lane) helpers.emplace_back(lower, lane);
   for (std::thread& helper : helpers) helper.join();
 
   struct Failure {

@@ -23,7 +23,6 @@
 #include "common/metrics/registry.h"
 #include "common/util/flags.h"
 #include "common/util/logging.h"
-#include "common/util/thread_priority.h"
 #include "server/admin_app.h"
 #include "server/auth_gate.h"
 #include "server/dashboard.h"
@@ -357,12 +356,6 @@ int RunServerApp(int argc, char** argv) {
                                   << (gate->enabled() ? "tokens required" : "no auth") << ")");
   std::cout << "gtco-server listening on " << listen << std::endl;
 
-  // From here on this thread only ticks (cost-model training, lease expiry): background work
-  // that yields the CPU to a worker measuring on this host (the RPC threads, started above,
-  // keep their priority).
-  if (!util::MakeCurrentThreadBackground()) {
-    GTCO_LOG(kDebug, "the tick loop keeps its CPU priority (the platform refused)");
-  }
   while (!g_stop) {
     (*core)->Tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(250));

@@ -1,6 +1,7 @@
 // Scheduling priority of a process's background threads: work that can wait (the server's
-// candidate preparation and cost-model training) yields the CPU to latency measurements running
-// on the same host (a local farm: server and worker on one machine).
+// lowering of candidates and its cost-model training, each in threads that hold no lock, so no
+// request waits on them) yields the CPU to latency measurements running on the same host (a
+// local farm: server and worker on one machine).
 #pragma once
 
 namespace gtco::util {

@@ -401,14 +401,16 @@ TEST_F(ScheduleJitTest, ConvGroupsDilationAsymmetricPadsAndEpilogue) {
 // anywhere in an output row and spanning several, strides 2 and 3, dilation, pads on some sides
 // only (and rows or columns of the band past the image), several images, 1x3 and 5x5 kernels,
 // K in several blocks of whole channels (the taps' order within a block matching the packed
-// weights). Every admitted staged schedule sampled is run against the reference.
+// weights, the last block shorter), a band row wider than one vector loop takes (602 columns).
+// Staged schedules sampled (and one fixed) are run against the reference.
 TEST_F(ScheduleJitTest, ConvStagedImageBandEveryLayout) {
   const target::HardwareInfo hw = target::DetectHostCpu();
   for (const ir::Workload& w :
        {Conv(1, 8, 7, 7, 16, 3, 3, 1, {1, 1, 1, 1}), Conv(1, 20, 30, 30, 24, 3, 3, 1, {1, 1, 1, 1}),
         Conv(2, 6, 15, 13, 40, 3, 3, 2, {1, 0, 1, 2}), Conv(1, 3, 20, 20, 8, 5, 5, 3, {2, 2, 2, 2}),
         Conv(1, 4, 12, 12, 8, 3, 3, 1, {2, 2, 2, 2}, 1, 2, 2),
-        Conv(1, 5, 9, 40, 4, 1, 3, 1, {0, 1, 0, 1}), Conv(1, 64, 14, 14, 32, 3, 3, 1, {1, 1, 1, 1})}) {
+        Conv(1, 5, 9, 40, 4, 1, 3, 1, {0, 1, 0, 1}), Conv(1, 64, 14, 14, 32, 3, 3, 1, {1, 1, 1, 1}),
+        Conv(1, 2, 4, 600, 16, 3, 3, 1, {1, 1, 1, 1})}) {
     ASSERT_TRUE(w.Validate().ok()) << w.Validate();
     std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 7);
     const std::vector<float> expected = ir::ComputeReference(w, inputs);
@@ -425,6 +427,17 @@ TEST_F(ScheduleJitTest, ConvStagedImageBandEveryLayout) {
         if (trace.Get("pack_a") == 2) staged.push_back(trace);
       }
       ASSERT_GE(staged.size(), 3u);
+      if (w.conv.in_channels == 64) {
+        // Whatever was sampled: K blocks of 13 channels (the last one of 12, shorter) and
+        // blocks of 128 pixels (the second starting mid-row), both always candidate values.
+        Trace fixed = staged[0];
+        for (auto& [name, value] : fixed.decisions) {
+          if (name == "kc") value = 117;
+          if (name == "mc") value = 128;
+        }
+        ASSERT_TRUE(space->Contains(fixed)) << fixed.ToString();
+        staged.push_back(fixed);
+      }
       for (const Trace& sampled : staged) {
         // Weights pre-packed in the block's tap-major order, and packed at run time (pack_b 1,
         // as an export runs a weight it cannot pre-pack), reading W in that order.

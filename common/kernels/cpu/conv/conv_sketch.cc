@@ -462,7 +462,15 @@ GemmOperands::StagedA PaddedBandStaging(const ir::ConvParams& p, const BlockedPl
                          MakeInt(out_w);
     const Expr height = (last_oh - first_oh) * MakeInt(p.stride_h) +
                         MakeInt((p.kernel_h - 1) * p.dilation_h + 1);
-    const Expr channel = ir::MakeVar("sc"), row = ir::MakeVar("sr"), x = ir::MakeVar("sx");
+    // A band row is one masked vector range (a power of two of lanes covering it), or where it
+    // is wider than the code generator's 512 lanes per vector loop, ranges of 64 lanes. (64-lane
+    // ranges for the stem's 229-column rows ran it at 832 us instead of 594: kept for the rows
+    // that need them.)
+    const int64_t lanes = band.width <= 512 ? PowerOfTwoCeil(band.width) : 64;
+    const int64_t chunks = CeilDiv(band.width, lanes);
+    const Expr channel = ir::MakeVar("sc"), row = ir::MakeVar("sr");
+    const Expr x = chunks > 1 ? ir::MakeVar("sxc") * MakeInt(lanes) + ir::MakeVar("sx")
+                              : ir::MakeVar("sx");
     const Expr ih = first_oh * MakeInt(p.stride_h) - MakeInt(p.pad_top) + row;
     const Expr iw = x - MakeInt(p.pad_left);
     const Expr in_plane =
@@ -472,17 +480,17 @@ GemmOperands::StagedA PaddedBandStaging(const ir::ConvParams& p, const BlockedPl
     const Stmt zero = ir::MakeStore(buffer, at, ir::MakeFloat(0.0));
     const Stmt copy = ir::MakeStore(
         buffer, at, ir::MakeLoad(InputName(0), in_plane + ih * MakeInt(p.in_w) + iw));
-    // One band row is one masked vector range (a power of two of lanes covering the width).
-    const int64_t lanes = PowerOfTwoCeil(band.width);
     const Expr in_band = Lt(x, MakeInt(band.width));
     const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
     const Expr inside_h = And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h)));
-    const Stmt band_row = ir::MakeIf(
-        inside_h,
-        ir::MakeFor("sx", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
-                    ir::MakeIf(in_band, ir::MakeIf(inside_w, copy, zero))),
-        ir::MakeFor("sx", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
-                    ir::MakeIf(in_band, zero)));
+    auto ranges = [&](Stmt lane) {
+      Stmt loop = ir::MakeFor("sx", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                              ir::MakeIf(in_band, std::move(lane)));
+      if (chunks == 1) return loop;
+      return ir::MakeFor("sxc", MakeInt(0), MakeInt(chunks), ir::ForKind::kSerial, loop);
+    };
+    const Stmt band_row =
+        ir::MakeIf(inside_h, ranges(ir::MakeIf(inside_w, copy, zero)), ranges(zero));
     return ir::MakeFor(
         "sc", MakeInt(0), k_extent / MakeInt(taps), ir::ForKind::kSerial,
         ir::MakeFor("sr", MakeInt(0), height, ir::ForKind::kSerial, band_row));
@@ -519,11 +527,18 @@ GemmOperands ChannelOperands(const ir::ConvParams& p, const BlockedPlan& plan) {
 /// Floats a kernel's local buffer may hold (the code generator's 4 MiB stack limit).
 constexpr int64_t kMaxPartialFloats = int64_t{1} << 20;
 
+/// The pixels of an M block as the plan makes them (MakeBlockedPlan: mc rounded up to whole
+/// register tiles, all of M in one block when that covers it).
+int64_t BlockRows(const ir::MatMulParams& view, int64_t mr, int64_t mc) {
+  return std::min(RoundUp(mc, std::min(mr, view.m)), view.m);
+}
+
 /// Whether the A staging of a block of `mc` pixels x `kc` patch rows takes more than half of L2
 /// (packed patch rows, pack_a 1, or a staged band, pack_a 2; none read in place, pack_a 0).
 bool StagingExceedsL2(const ir::ConvParams& p, const ir::MatMulParams& view,
-                      const target::HardwareInfo& hw, int64_t pack_a, int64_t mc, int64_t kc) {
-  const int64_t rows = std::min(mc, view.m), k = std::min(kc, view.k);
+                      const target::HardwareInfo& hw, int64_t pack_a, int64_t mr, int64_t mc,
+                      int64_t kc) {
+  const int64_t rows = BlockRows(view, mr, mc), k = std::min(kc, view.k);
   if (pack_a == kPackAStaged) {
     const int64_t floats = StagedBandFloats(p, rows, k);
     return floats * 4 > hw.l2_bytes / 2 || floats > kMaxPartialFloats;
@@ -567,7 +582,8 @@ class ChannelConvSketch final : public BlockedConvSketch {
     // (AVX-512) or 3 (AVX2) vectors of channels, K blocks of whole channels near 384, the pixels
     // split over the cores, the image band staged (a pointwise conv reads its input in place:
     // its patch matrix is the image).
-    Prefer(knobs[kMr], spec_.vw == 16 ? 6 : 4);
+    const int64_t mr = spec_.vw == 16 ? 6 : 4;
+    Prefer(knobs[kMr], mr);
     Prefer(knobs[kNr], spec_.nr_choices.back());
     const int64_t pack_a = ir::ConvIsPointwise(w.conv) ? 0 : kPackAStaged;
     Prefer(knobs[kPackA], pack_a);
@@ -582,7 +598,7 @@ class ChannelConvSketch final : public BlockedConvSketch {
       return CeilDiv(CeilDiv(view.m, value), cores) * std::min(value, view.m);
     };
     for (int64_t value : knobs[kMc].values) {
-      if (StagingExceedsL2(w.conv, view, hw, pack_a, value, kc)) continue;
+      if (StagingExceedsL2(w.conv, view, hw, pack_a, mr, value, kc)) continue;
       if (busiest(value) < busiest(mc) || (busiest(value) == busiest(mc) && value > mc)) {
         mc = value;
       }
@@ -604,7 +620,8 @@ class ChannelConvSketch final : public BlockedConvSketch {
     // patch block past L2 ran at 60 % of its isolated speed inside ResNet-50 (the stride-2 3x3
     // of layer 2: 950 us in the model for 569 us measured alone, at 784 pixels x 1152; 606 us at
     // 392 x 232).
-    if (StagingExceedsL2(w.conv, view, hw, values[kPackA], values[kMc], values[kKc])) {
+    if (StagingExceedsL2(w.conv, view, hw, values[kPackA], values[kMr], values[kMc],
+                         values[kKc])) {
       return values[kPackA] == kPackAStaged ? "l2_band" : "l2_patch_block";
     }
     // K blocks keep their partial sums in a task-local [mc][nc + lanes] buffer, which must be
@@ -621,7 +638,8 @@ class ChannelConvSketch final : public BlockedConvSketch {
     // A staged band is what the M block of A holds in cache (a fraction of mc x kc).
     const int64_t a_block =
         values[kPackA] == kPackAStaged
-            ? StagedBandFloats(w.conv, std::min(values[kMc], view.m), std::min(values[kKc], view.k))
+            ? StagedBandFloats(w.conv, BlockRows(view, values[kMr], values[kMc]),
+                               std::min(values[kKc], view.k))
             : -1;
     return BlockedPruneRule(spec_, view, judged, values, a_block);
   }
