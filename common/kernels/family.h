@@ -64,6 +64,7 @@ using schedule::InputName;
 using schedule::KernelParams;
 using schedule::kOutputName;
 using schedule::LoopOrSkip;
+using schedule::UnrolledSteps;
 using schedule::LowerEwOp;
 using schedule::NumElements;
 using schedule::RangeBody;

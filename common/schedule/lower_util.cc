@@ -32,6 +32,20 @@ Stmt LoopOrSkip(const std::string& var, Expr min, Expr extent, ForKind kind, Stm
   return ir::MakeFor(var, std::move(min), std::move(extent), kind, std::move(body));
 }
 
+Stmt UnrolledSteps(const std::string& tag, const Expr& extent, int64_t unroll,
+                   const std::function<Stmt(const Expr& step)>& update) {
+  const std::string kq = tag + "_kq", kk = tag + "_kk", kr = tag + "_kr";
+  const Expr main_steps = extent / ir::MakeInt(unroll);
+  Stmt main_body =
+      unroll > 1 ? ir::MakeFor(kk, ir::MakeInt(0), ir::MakeInt(unroll), ForKind::kUnrolled,
+                               update(ir::MakeVar(kq) * ir::MakeInt(unroll) + ir::MakeVar(kk)))
+                 : update(ir::MakeVar(kq));
+  const Expr tail_begin = main_steps * ir::MakeInt(unroll);
+  return ir::MakeBlock({LoopOrSkip(kq, ir::MakeInt(0), main_steps, ForKind::kSerial, main_body),
+                        LoopOrSkip(kr, tail_begin, extent - tail_begin, ForKind::kSerial,
+                                   update(ir::MakeVar(kr)))});
+}
+
 Stmt EmitVectorRange(const std::string& tag, const Expr& begin, const Expr& length, int64_t lanes,
                      int64_t unroll, const RangeBody& body) {
   const int64_t group = lanes * unroll;

@@ -25,6 +25,12 @@ std::vector<ir::BufferParam> KernelParams(const ir::Workload& w);
 ir::Stmt LoopOrSkip(const std::string& var, ir::Expr min, ir::Expr extent, ir::ForKind kind,
                     ir::Stmt body);
 
+/// update(step) for step in [0, extent): a serial loop over groups of `unroll` steps (the group
+/// unrolled; loop variables tag_kq and tag_kk), then the remaining steps one at a time (tag_kr).
+/// The K loop of the register-tiled matmul micro-kernels.
+ir::Stmt UnrolledSteps(const std::string& tag, const ir::Expr& extent, int64_t unroll,
+                       const std::function<ir::Stmt(const ir::Expr& step)>& update);
+
 /// Body of a strip-mined range: `index` is the element index; `slot` the accumulator slot
 /// (in [0, unroll * lanes); 0 in a scalar tail).
 using RangeBody = std::function<ir::Stmt(const ir::Expr& index, const ir::Expr& slot)>;

@@ -76,9 +76,6 @@ class BlockedLowering {
   /// B[k_begin + k_local, column c * vw + v of the tile] as the tile reads it (packed panel,
   /// pre-packed B, or in place).
   Expr BValue(const TileSpec& tile, const Expr& k_local, const Expr& c, const Expr& v) const;
-  /// update(step) for step in [0, extent), unroll_k steps at a time, then the remainder.
-  Stmt Steps(const std::string& tag, const Expr& extent,
-             const std::function<Stmt(const Expr&)>& update) const;
   Stmt KLoop(const TileSpec& tile, const std::string& acc) const;
   Stmt WriteBack(const TileSpec& tile, const std::string& acc, bool final_block) const;
   Stmt PackBPanel(const Expr& j0, int64_t width, bool zero_past_n) const;
@@ -156,20 +153,6 @@ Expr BlockedLowering::BValue(const TileSpec& tile, const Expr& k_local, const Ex
                           : BLoad(KBegin() + k_local, tile.j0 + col_in_tile);
 }
 
-Stmt BlockedLowering::Steps(const std::string& tag, const Expr& extent,
-                            const std::function<Stmt(const Expr&)>& update) const {
-  const int64_t unroll = plan_.unroll_k;
-  const std::string kq = tag + "_kq", kk = tag + "_kk", kr = tag + "_kr";
-  const Expr main_steps = extent / MakeInt(unroll);
-  Stmt main_body = unroll > 1 ? ir::MakeFor(kk, MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
-                                            update(MakeVar(kq) * MakeInt(unroll) + MakeVar(kk)))
-                              : update(MakeVar(kq));
-  const Expr tail_begin = main_steps * MakeInt(unroll);
-  return ir::MakeBlock(
-      {LoopOrSkip(kq, MakeInt(0), main_steps, ForKind::kSerial, main_body),
-       LoopOrSkip(kr, tail_begin, extent - tail_begin, ForKind::kSerial, update(MakeVar(kr)))});
-}
-
 Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const {
   if (plan_.staged_a) {
     // The K block's groups in turn, each a K loop over its steps (unrolled by unroll_k), A
@@ -188,7 +171,7 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
         return ir::MakeStore(acc, slot, ir::MakeLoad(acc, slot) + a_value * b_value);
       });
     };
-    Stmt body = Steps(tile.tag, steps, update);
+    Stmt body = UnrolledSteps(tile.tag, steps, plan_.unroll_k, update);
     return staged.groups > 1
                ? ir::MakeFor(g_name, MakeInt(0), MakeInt(staged.groups), ForKind::kSerial, body)
                : body;
@@ -207,7 +190,7 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
                            ir::MakeLoad(acc, slot) + a_value * BValue(tile, k_local, c, v));
     });
   };
-  return Steps(tile.tag, KExtent(), update);
+  return UnrolledSteps(tile.tag, KExtent(), plan_.unroll_k, update);
 }
 
 Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,

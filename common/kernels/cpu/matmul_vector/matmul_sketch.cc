@@ -142,16 +142,7 @@ Stmt MatMulLowering::KLoop(const TileShape& tile, const std::string& acc, const 
       return ir::MakeStore(acc, slot, ir::MakeLoad(acc, slot) + ALoad(b, row, k) * b_value);
     });
   };
-  const int64_t unroll = plan_.unroll_k;
-  const std::string kq = tile.tag + "_kq", kk = tile.tag + "_kk", kr = tile.tag + "_kr";
-  const Expr main_steps = k_extent / MakeInt(unroll);
-  Stmt main_body = unroll > 1 ? ir::MakeFor(kk, MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
-                                            update(MakeVar(kq) * MakeInt(unroll) + MakeVar(kk)))
-                              : update(MakeVar(kq));
-  const Expr tail_begin = main_steps * MakeInt(unroll);
-  return ir::MakeBlock(
-      {LoopOrSkip(kq, MakeInt(0), main_steps, ForKind::kSerial, main_body),
-       LoopOrSkip(kr, tail_begin, k_extent - tail_begin, ForKind::kSerial, update(MakeVar(kr)))});
+  return UnrolledSteps(tile.tag, k_extent, plan_.unroll_k, update);
 }
 
 Stmt MatMulLowering::WriteBack(const TileShape& tile, const std::string& acc, const Expr& b,
