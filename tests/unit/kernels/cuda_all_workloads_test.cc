@@ -16,6 +16,7 @@
 #include "common/kernels/build_program.h"
 #include "common/kernels/registry.h"
 #include "tests/unit/kernels/matmul_test_workloads.h"
+#include "tests/unit/schedule/test_workloads.h"
 #include "common/onnx/model_analysis.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
@@ -89,13 +90,7 @@ std::vector<ir::Workload> BenchWorkloads() {
   attention.output = {ir::DType::kF32, {32 * 12, 197, 64}};
   workloads.push_back(attention);
   // ResNet-50's stem (7x7 s2 p3 conv, bias, ReLU), a bottleneck 3x3 conv, and its max pool.
-  ir::ConvParams stem;
-  stem.in_channels = 3;
-  stem.in_h = stem.in_w = 224;
-  stem.out_channels = 64;
-  stem.kernel_h = stem.kernel_w = 7;
-  stem.stride_h = stem.stride_w = 2;
-  stem.pad_top = stem.pad_left = stem.pad_bottom = stem.pad_right = 3;
+  const ir::ConvParams stem = schedule::testing::ResNetStem();
   workloads.push_back(ir::MakeConvWorkload(stem));
   ir::ConvParams bottleneck = stem;
   bottleneck.in_channels = bottleneck.out_channels = 128;

@@ -268,13 +268,7 @@ TEST(PruneRuleTest, ChannelConvKeepsPackedPatchesInL2) {
   // A block of every pixel of ResNet's stem (12544 x 98 > 4 MiB as packed A) stages a band of
   // 2 channels x 229 x 229: admitted, and it lowers (the plan's packed-A size limit does not
   // apply to a staged A).
-  ir::ConvParams stem;
-  stem.in_channels = 3;
-  stem.in_h = stem.in_w = 224;
-  stem.out_channels = 64;
-  stem.kernel_h = stem.kernel_w = 7;
-  stem.stride_h = stem.stride_w = 2;
-  stem.pad_top = stem.pad_left = stem.pad_bottom = stem.pad_right = 3;
+  const ir::ConvParams stem = schedule::testing::ResNetStem();
   const KnobValues whole_image{12, 2, 98, 12544, 32, 0, 4, 2, 2};
   EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(stem), hw, whole_image), "admitted");
   absl::StatusOr<ir::LoweredFunc> lowered =

@@ -17,6 +17,18 @@ inline target::HardwareInfo Avx512Host(int cores = 8) {
   return hw;
 }
 
+/// ResNet-50's stem convolution: 3 -> 64 channels, 7x7, stride 2, pads 3, on a 224x224 image.
+inline ir::ConvParams ResNetStem() {
+  ir::ConvParams stem;
+  stem.in_channels = 3;
+  stem.in_h = stem.in_w = 224;
+  stem.out_channels = 64;
+  stem.kernel_h = stem.kernel_w = 7;
+  stem.stride_h = stem.stride_w = 2;
+  stem.pad_top = stem.pad_left = stem.pad_bottom = stem.pad_right = 3;
+  return stem;
+}
+
 inline ir::TensorDesc Tensor(std::vector<int64_t> shape) {
   ir::TensorDesc desc;
   desc.shape = std::move(shape);

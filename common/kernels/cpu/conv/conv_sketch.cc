@@ -737,11 +737,7 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
   }
   // W [K, C*R*S] row-major is B transposed; PrepackB reads B [C*R*S, K] row-major, its rows in
   // the view's order (tap-major within each K block when A is staged).
-  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
-  const KnobValues& values = resolved.values;
-  if (values.size() != kNumBlockedKnobs) {
-    return absl::InvalidArgumentError("a blocked trace needs one value per knob");
-  }
+  GTCO_ASSIGN_OR_RETURN(const KnobValues values, BlockedTraceValues(w, t));
   const bool staged = values[kPackA] == kPackAStaged;
   const int64_t kc = std::min(values[kKc], view.k);
   if (staged && kc % (w.conv.kernel_h * w.conv.kernel_w) != 0) {
@@ -755,7 +751,7 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
     }
   }
   GTCO_ASSIGN_OR_RETURN(PrepackedOperand prepacked,
-                        PrepackForView(w, t, view, vw, transposed.data()));
+                        PrepackForView(t, values, view, vw, transposed.data()));
   return std::optional<PrepackedOperand>(std::move(prepacked));
 }
 

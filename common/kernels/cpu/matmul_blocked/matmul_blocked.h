@@ -91,10 +91,14 @@ int64_t PrepackedBElements(const BlockedPlan& plan);
 /// zero past N), its [rows][tc] panel; the block of K block kb starts at kb * kc * padded N.
 std::vector<float> PrepackB(const BlockedPlan& plan, const float* b);
 
-/// The pre-packed B of `t` (a blocked trace of `w`, `vw` lanes) for the matmul view `view`,
-/// from B row-major [view.k, view.n]: `t` with pack_b=2 and B in PrepackB's layout. The shared
-/// half of PrepackConstantB and PrepackChannelConvWeights (sizes checked by the callers).
-absl::StatusOr<PrepackedOperand> PrepackForView(const ir::Workload& w, const schedule::Trace& t,
+/// The decision values of `t`, a blocked trace of `w` (one per BlockedKnob), else why not.
+absl::StatusOr<KnobValues> BlockedTraceValues(const ir::Workload& w, const schedule::Trace& t);
+
+/// The pre-packed B of `t` (a blocked trace with decision values `values`, `vw` lanes) for the
+/// matmul view `view`, from B row-major [view.k, view.n]: `t` with pack_b=2 and B in PrepackB's
+/// layout. The shared half of PrepackConstantB and PrepackChannelConvWeights (sizes checked by
+/// the callers).
+absl::StatusOr<PrepackedOperand> PrepackForView(const schedule::Trace& t, KnobValues values,
                                                 const ir::MatMulParams& view, int64_t vw,
                                                 const float* b);
 

@@ -96,14 +96,17 @@ absl::Status CheckMatMulShapes(const ir::Workload& w) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<PrepackedOperand> PrepackForView(const ir::Workload& w, const schedule::Trace& t,
-                                                const ir::MatMulParams& view, int64_t vw,
-                                                const float* b) {
-  GTCO_ASSIGN_OR_RETURN(const ResolvedTrace resolved, ResolveTrace(w, t));
-  KnobValues values = resolved.values;
-  if (values.size() != kNumBlockedKnobs) {
+absl::StatusOr<KnobValues> BlockedTraceValues(const ir::Workload& w, const schedule::Trace& t) {
+  GTCO_ASSIGN_OR_RETURN(ResolvedTrace resolved, ResolveTrace(w, t));
+  if (resolved.values.size() != kNumBlockedKnobs) {
     return absl::InvalidArgumentError("a blocked trace needs one value per knob");
   }
+  return std::move(resolved.values);
+}
+
+absl::StatusOr<PrepackedOperand> PrepackForView(const schedule::Trace& t, KnobValues values,
+                                                const ir::MatMulParams& view, int64_t vw,
+                                                const float* b) {
   values[kPackB] = kPackBPrepacked;
   GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, vw));
   PrepackedOperand prepacked;
@@ -359,8 +362,9 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
     return absl::InvalidArgumentError(absl::StrCat("B has ", b.size(), " elements, not ", p.k,
                                                    " x ", p.n));
   }
+  GTCO_ASSIGN_OR_RETURN(const KnobValues values, internal::BlockedTraceValues(w, t));
   GTCO_ASSIGN_OR_RETURN(PrepackedOperand prepacked,
-                        internal::PrepackForView(w, t, p, vw, b.data()));
+                        internal::PrepackForView(t, values, p, vw, b.data()));
   return std::optional<PrepackedOperand>(std::move(prepacked));
 }
 
