@@ -5,9 +5,12 @@
 // compiled, verified and timed by the worker's CandidateMeasurer as the farm measures it
 // (weights cold). A table in Markdown on stdout; not a test. --defaults measures each mapping's
 // default trace (what an untuned export runs) instead of tuning; --trace T measures T (and
-// GTCO_DUMP_IR=FILE writes its LLVM IR there).
+// GTCO_DUMP_IR=FILE writes its LLVM IR there). --residual adds the bottleneck block's residual
+// (an input of the output's shape added before the ReLU). The kernels' threads are pinned to
+// cores, as the worker pins them.
 //
-//   build/bench/conv_mappings [--trials N] [--shapes name,name,...] [--defaults] [--trace T]...
+//   build/bench/conv_mappings [--trials N] [--shapes name,name,...] [--defaults] [--residual]
+//                             [--trace T]...
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/tuner.h"
+#include "common/codegen/llvm/runtime.h"
 #include "common/ir/conv.h"
 #include "common/kernels/registry.h"
 #include "common/target/target.h"
@@ -44,7 +48,7 @@ const ConvCase kCases[] = {
     {"l4_1x1_512to2048", 512, 7, 2048, 1, 1, 0},
 };
 
-ir::Workload ConvBiasRelu(const ConvCase& shape) {
+ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {
   ir::ConvParams p;
   p.in_channels = shape.c;
   p.in_h = p.in_w = shape.h;
@@ -57,7 +61,12 @@ ir::Workload ConvBiasRelu(const ConvCase& shape) {
   const int bias = static_cast<int>(w.inputs.size());
   w.inputs.push_back({ir::DType::kF32, {shape.k, 1, 1}});
   w.epilogue.push_back({ir::EwOp::kAdd, {{K::kAcc, 0, 0}, {K::kInput, bias, 0}}});
-  w.epilogue.push_back({ir::EwOp::kRelu, {{K::kValue, 0, 0}}});
+  if (residual) {
+    const int added = static_cast<int>(w.inputs.size());
+    w.inputs.push_back(w.output);
+    w.epilogue.push_back({ir::EwOp::kAdd, {{K::kValue, 0, 0}, {K::kInput, added, 0}}});
+  }
+  w.epilogue.push_back({ir::EwOp::kRelu, {{K::kValue, residual ? 1 : 0, 0}}});
   return w;
 }
 
@@ -66,11 +75,14 @@ int Main(int argc, char** argv) {
   std::set<std::string> only;
   std::vector<std::string> traces;  // measured as given (diagnostics) instead of tuning
   bool defaults = false;            // measure each mapping's default trace instead of tuning
+  bool residual = false;            // a residual added before the ReLU
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
       trials = std::atoi(argv[++arg]);
     } else if (std::strcmp(argv[arg], "--defaults") == 0) {
       defaults = true;
+    } else if (std::strcmp(argv[arg], "--residual") == 0) {
+      residual = true;
     } else if (std::strcmp(argv[arg], "--trace") == 0 && arg + 1 < argc) {
       traces.push_back(argv[++arg]);
     } else if (std::strcmp(argv[arg], "--shapes") == 0 && arg + 1 < argc) {
@@ -78,11 +90,12 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: conv_mappings [--trials N] [--shapes name,name,...] [--defaults] "
-                   "[--trace T]...\n");
+                   "[--residual] [--trace T]...\n");
       return 2;
     }
   }
   const target::HardwareInfo hw = target::DetectHostCpu();
+  codegen::SetParallelThreads(0, codegen::ThreadPlacement::kPinned);
   absl::StatusOr<std::unique_ptr<worker::CandidateMeasurer>> measurer =
       worker::CandidateMeasurer::Create(worker::MeasureOptions{});
   if (!measurer.ok()) {
@@ -93,16 +106,18 @@ int Main(int argc, char** argv) {
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::printf("# ResNet-50's convolutions under each CPU conv mapping\n\n");
-  std::printf("Machine: %s; %s; `build/bench/conv_mappings --trials %d`. Batch 1, each conv with "
-              "its fused bias and ReLU, tuned under one mapping at a time (evolutionary search, "
+  std::printf("Machine: %s; %s; `build/bench/conv_mappings --trials %d%s`. Batch 1, each conv with "
+              "its fused bias%s and ReLU, tuned under one mapping at a time (evolutionary search, "
               "the 8 fastest re-measured twice), every candidate verified and timed by the "
-              "worker's measurer with the weights evicted from the caches, threads: all cores.\n\n",
-              hw.Summary().c_str(), date, trials);
+              "worker's measurer with the weights evicted from the caches, threads: all cores, "
+              "each pinned to one.\n\n",
+              hw.Summary().c_str(), date, trials, residual ? " --residual" : "",
+              residual ? ", a residual" : "");
   std::printf("| conv | GFLOP | mapping | best µs | GFLOP/s | best trace |\n");
   std::printf("|---|---:|---|---:|---:|---|\n");
   for (const ConvCase& shape : kCases) {
     if (!only.empty() && only.count(shape.name) == 0) continue;
-    const ir::Workload w = ConvBiasRelu(shape);
+    const ir::Workload w = ConvBiasRelu(shape, residual);
     const double gflop = static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9;
     absl::StatusOr<std::vector<schedule::SearchSpace>> spaces =
         kernels::CreateMappingSpaces(w, hw);

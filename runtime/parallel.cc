@@ -2,6 +2,9 @@
 // chunks of iterations so a thread slowed by a busy core does not hold the loop back.
 #include "runtime/parallel.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,7 +23,29 @@ using Body = void (*)(int64_t, void*);
 /// loops then run serially.
 thread_local bool in_parallel_region = false;
 
+std::atomic<uint64_t> next_pool_id{0};
+
 constexpr auto kSpinDuration = std::chrono::microseconds(200);
+
+/// The cores of this process's affinity mask, in order (empty where it cannot be read).
+std::vector<int> AllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cores.push_back(cpu);
+  }
+  return cores;
+}
+
+/// Binds the calling thread to `cpu`; a failure (a core taken away meanwhile) leaves it free.
+void BindCurrentThread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
 
 void RunRange(Body body, void* closure, int64_t begin, int64_t end) {
   for (int64_t index = begin; index < end; ++index) body(index, closure);
@@ -64,9 +89,15 @@ void Work(Job& job) {
 
 class ParallelPool {
  public:
-  explicit ParallelPool(int threads) : num_threads_(std::max(1, threads)) {
+  ParallelPool(int threads, ThreadPlacement placement)
+      : num_threads_(std::max(1, threads)),
+        cores_(placement == ThreadPlacement::kPinned ? AllowedCores() : std::vector<int>{}) {
     for (int worker = 1; worker < num_threads_; ++worker) {
-      workers_.emplace_back([this] { WorkerLoop(); });
+      const int core = cores_.empty() ? -1 : cores_[worker % cores_.size()];
+      workers_.emplace_back([this, core] {
+        if (core >= 0) BindCurrentThread(core);
+        WorkerLoop();
+      });
     }
   }
 
@@ -83,6 +114,12 @@ class ParallelPool {
 
   void Run(int64_t n, Body body, void* closure) {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
+    // A pinned pool binds each thread that runs its loops to the first core, once.
+    thread_local uint64_t bound_for = 0;
+    if (!cores_.empty() && bound_for != id_) {
+      BindCurrentThread(cores_[0]);
+      bound_for = id_;
+    }
     const int64_t chunk = std::max<int64_t>(1, n / (kChunksPerThread * num_threads_));
     auto job = std::make_shared<Job>(n, chunk, body, closure);
     {
@@ -130,12 +167,14 @@ class ParallelPool {
   }
 
   const int num_threads_;
+  const std::vector<int> cores_;  ///< kPinned: the cores threads are bound to; empty: free
+  const uint64_t id_ = next_pool_id.fetch_add(1) + 1;  ///< which pool a caller was bound for
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  ///< one parallel-for at a time
   std::mutex wake_mutex_;
   std::condition_variable wake_;
-  bool stop_ = false;                ///< guarded by wake_mutex_
-  std::shared_ptr<Job> current_;     ///< guarded by wake_mutex_
+  bool stop_ = false;             ///< guarded by wake_mutex_
+  std::shared_ptr<Job> current_;  ///< guarded by wake_mutex_
   std::atomic<uint64_t> generation_{0};
 };
 
@@ -146,14 +185,17 @@ int DefaultThreads() { return std::max(1u, std::thread::hardware_concurrency());
 
 std::shared_ptr<ParallelPool> GetPool() {
   std::lock_guard<std::mutex> lock(pool_mutex);
-  if (pool == nullptr) pool = std::make_shared<ParallelPool>(DefaultThreads());
+  if (pool == nullptr) {
+    pool = std::make_shared<ParallelPool>(DefaultThreads(), ThreadPlacement::kFree);
+  }
   return pool;
 }
 
 }  // namespace
 
-void SetParallelThreads(int threads) {
-  auto replacement = std::make_shared<ParallelPool>(threads > 0 ? threads : DefaultThreads());
+void SetParallelThreads(int threads, ThreadPlacement placement) {
+  auto replacement =
+      std::make_shared<ParallelPool>(threads > 0 ? threads : DefaultThreads(), placement);
   std::shared_ptr<ParallelPool> old;
   {
     std::lock_guard<std::mutex> lock(pool_mutex);

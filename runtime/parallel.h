@@ -5,18 +5,30 @@
 #include <cstdint>
 
 /// Called by generated code for ForKind::kParallel loops: runs body(i, closure) for i in [0, n)
-/// on a process-wide thread pool (static contiguous partition, the calling thread takes the
-/// first share) and returns when all are done. Calls made from inside a running body (nested
-/// parallel loops) and calls while another thread's parallel-for is running wait or run
-/// serially; they never deadlock. Registered in every CpuJit as an absolute symbol named
-/// "gtco_parallel_for".
+/// on a process-wide thread pool (the iterations cut into chunks that the calling thread and the
+/// pool's threads claim as they come free) and returns when all are done. Calls made from inside a
+/// running body (nested parallel loops) and calls while another thread's parallel-for is running
+/// wait or run serially; they never deadlock. Registered in every CpuJit as an absolute symbol
+/// named "gtco_parallel_for".
 extern "C" void gtco_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure);
 
 namespace gtco::runtime {
 
+/// Where the pool's threads run.
+enum class ThreadPlacement {
+  kFree,  ///< wherever the OS schedules them (the default)
+  /// Each on its own core of the process's affinity mask: the thread that runs a parallel loop
+  /// on the first core (bound when it first runs one on this pool, and left bound), the pool's
+  /// thread i on the i-th (round robin past the mask's size). For a process that times kernels
+  /// beside other work: unbound, the scheduler can stack both threads of a 2-thread loop on one
+  /// core while another process holds the other, even one of the lowest priority (nice 19 or
+  /// SCHED_IDLE), and a kernel then measures 2-3x slower than it runs.
+  kPinned,
+};
+
 /// Sets the number of threads parallel loops use, the caller included (<= 0: the hardware
-/// concurrency, the default). Do not call while kernels are running.
-void SetParallelThreads(int threads);
+/// concurrency, the default), and where they run. Do not call while kernels are running.
+void SetParallelThreads(int threads, ThreadPlacement placement = ThreadPlacement::kFree);
 
 /// The number of threads parallel loops currently use.
 int ParallelThreads();

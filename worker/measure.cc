@@ -5,8 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <emmintrin.h>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <random>
 
 #include "common/ir/reference.h"
@@ -51,6 +54,35 @@ ir::TypedBuffer ExpectedFromStorage(ir::DType dtype, const std::vector<float>& s
   return expected;
 }
 
+/// One argument's f32 storage, 64-byte aligned like the tensors of a model's arena
+/// (runtime/model.cc): a vector's 16-byte alignment splits 64-byte vector accesses across two
+/// cache lines.
+class AlignedFloats {
+ public:
+  /// `size` floats: a copy of `values`, or `fill` everywhere when `values` is null.
+  AlignedFloats(const float* values, size_t size, float fill) : size_(size) {
+    const size_t rounded = (std::max<size_t>(size, 1) * sizeof(float) + 63) / 64 * 64;
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, rounded)));
+    if (data_ == nullptr) throw std::bad_alloc();
+    if (values != nullptr) {
+      std::memcpy(data_.get(), values, size * sizeof(float));
+    } else {
+      std::fill(data_.get(), data_.get() + size, fill);
+    }
+  }
+  float* data() const { return data_.get(); }
+  std::vector<float> ToVector() const {
+    return std::vector<float>(data_.get(), data_.get() + size_);
+  }
+
+ private:
+  struct Free {
+    void operator()(float* pointer) const { std::free(pointer); }
+  };
+  size_t size_;
+  std::unique_ptr<float, Free> data_;
+};
+
 /// The argument buffers of one measurement: fresh copies of the inputs (a kernel that writes
 /// its inputs must not poison later ones), non-f32 ones in their dtype's storage, and an output
 /// holding what no correct kernel leaves (NaN; -1234567 for integers).
@@ -61,14 +93,15 @@ struct KernelBuffers {
         typed_output(typed ? w.output.dtype : ir::DType::kF32,
                      typed ? static_cast<int64_t>(output_size) : 0) {
     if (!typed) {
-      f32_inputs = inputs;
-      f32_output.assign(output_size, std::numeric_limits<float>::quiet_NaN());
-      for (auto& input : f32_inputs) {
-        args.push_back(input.data());
+      for (const auto& input : inputs) {
+        f32_inputs.emplace_back(input.data(), input.size(), 0.0f);
+        args.push_back(f32_inputs.back().data());
         bytes.push_back(input.size() * sizeof(float));
       }
-      args.push_back(f32_output.data());
-      bytes.push_back(f32_output.size() * sizeof(float));
+      f32_output.emplace_back(nullptr, output_size, std::numeric_limits<float>::quiet_NaN());
+      args.push_back(f32_output.back().data());
+      bytes.push_back(output_size * sizeof(float));
+      MarkCold(w);
       return;
     }
     for (size_t input_idx = 0; input_idx < inputs.size(); ++input_idx) {
@@ -86,16 +119,34 @@ struct KernelBuffers {
     }
     args.push_back(typed_output.data());
     bytes.push_back(typed_output.size() * ir::DTypeSize(typed_output.dtype()));
+    MarkCold(w);
   }
 
-  /// Evicts every argument but the first from the caches (clflush of each line). In a model the
-  /// first input is the activation the previous kernel just wrote, while weights, residuals and
-  /// the output buffer come from memory: a kernel timed with all of them hot looks faster than
-  /// it runs there, and one that re-reads its weights looks as fast as one that streams them
-  /// once (ResNet-50's kernels summed 43 ms measured hot against 51 ms in the model). TVM's
-  /// MetaSchedule flushes the same arguments (cache_flush_cpu_non_first_arg).
-  void EvictAllButFirst() const {
-    for (size_t arg = 1; arg < args.size(); ++arg) {
+  /// Which arguments a timed run starts with out of the caches, as they are in a model: the
+  /// weights (the anchor's inputs after the first), the epilogue's inputs smaller than the output
+  /// (biases, scales: weights too) and the output buffer. Not the first input (the activation
+  /// the previous kernel just wrote) and not an epilogue input of the output's size (a residual:
+  /// an activation a few kernels old, in L3 in a model). Evicting residuals measured ResNet-50's
+  /// 1x1 convs with a residual at 2x what they run in the model (484 vs 215-250 µs) and ranked
+  /// their traces by how well they hide the residual's DRAM latency.
+  void MarkCold(const ir::Workload& w) {
+    cold.assign(args.size(), false);
+    const int64_t output_elements = w.output.NumElements();
+    for (size_t input = 1; input < w.inputs.size(); ++input) {
+      const bool anchor = static_cast<int>(input) < w.num_anchor_inputs;
+      cold[input] = anchor || w.inputs[input].NumElements() < output_elements;
+    }
+    cold.back() = true;  // the output
+  }
+
+  /// Evicts the cold arguments from the caches (clflush of each line). A kernel timed with its
+  /// weights hot looks faster than it runs in a model, and one that re-reads its weights looks
+  /// as fast as one that streams them once (ResNet-50's kernels summed 43 ms measured hot
+  /// against 51 ms in the model). TVM's MetaSchedule flushes every argument but the first
+  /// (cache_flush_cpu_non_first_arg).
+  void EvictColdArguments() const {
+    for (size_t arg = 0; arg < args.size(); ++arg) {
+      if (!cold[arg]) continue;
       const char* begin = static_cast<const char*>(args[arg]);
       for (size_t offset = 0; offset < bytes[arg]; offset += 64) _mm_clflush(begin + offset);
     }
@@ -105,18 +156,19 @@ struct KernelBuffers {
   /// The output against the reference (kept as ExpectedStorage for typed workloads).
   absl::Status Verify(const ir::Workload& w, const std::vector<float>& expected, double rtol,
                       double atol) const {
-    if (!typed) return ir::CompareOutputs(expected, f32_output, rtol, atol);
+    if (!typed) return ir::CompareOutputs(expected, f32_output.front().ToVector(), rtol, atol);
     return ir::CompareTypedOutputs(ExpectedFromStorage(w.output.dtype, expected), typed_output,
                                    rtol, atol);
   }
 
   bool typed;
-  std::vector<std::vector<float>> f32_inputs;
-  std::vector<float> f32_output;
+  std::vector<AlignedFloats> f32_inputs;
+  std::vector<AlignedFloats> f32_output;  ///< one element (untyped workloads)
   std::vector<ir::TypedBuffer> typed_inputs;
   ir::TypedBuffer typed_output;
   std::vector<void*> args;    ///< kernel arguments: the inputs, then the output
   std::vector<size_t> bytes;  ///< each argument's size in bytes
+  std::vector<bool> cold;     ///< per argument: evicted before each timed run
 };
 
 }  // namespace
@@ -249,7 +301,7 @@ gtco::v1::MeasureResult CandidateMeasurer::Measure(const gtco::v1::Candidate& ca
   auto measure_start = Clock::now();
   double measured = 0;
   while (static_cast<int>(samples.size()) < options_.max_repeats) {
-    if (options_.cold_weights) buffers.EvictAllButFirst();
+    if (options_.cold_weights) buffers.EvictColdArguments();
     auto start = Clock::now();
     (*entry)(buffers.args.data());
     double seconds = SecondsSince(start);

@@ -17,8 +17,9 @@ struct MeasureOptions {
   int max_repeats = 10000;
   double max_seconds = 2.0;  ///< stop repeating after this long regardless
   uint64_t seed = 0;         ///< 0: random per process, so inputs are fresh each run
-  /// CPU: every timed run starts with all arguments but the first (weights, residuals, the
-  /// output) evicted from the caches, as they are in a model; the timed span excludes it.
+  /// CPU: every timed run starts with the weights, biases and the output buffer evicted from
+  /// the caches, as they are in a model (the first input and residuals, activations, stay where
+  /// the previous run left them); the timed span excludes it.
   bool cold_weights = true;
 };
 

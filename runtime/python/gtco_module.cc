@@ -197,6 +197,7 @@ PYBIND11_MODULE(_runtime, module) {
       },
       py::arg("path"),
       "Loads an artifact: checks its checksums and that this CPU has the features it needs.");
-  module.def("set_threads", &gtco::runtime::SetParallelThreads, py::arg("threads"),
-             "Threads the kernels' parallel loops use (<= 0: all cores).");
+  module.def(
+      "set_threads", [](int threads) { gtco::runtime::SetParallelThreads(threads); },
+      py::arg("threads"), "Threads the kernels' parallel loops use (<= 0: all cores).");
 }

@@ -8,5 +8,6 @@ namespace gtco::codegen {
 
 using runtime::ParallelThreads;
 using runtime::SetParallelThreads;
+using runtime::ThreadPlacement;
 
 }  // namespace gtco::codegen
