@@ -122,21 +122,9 @@ struct KernelBuffers {
     MarkCold(w);
   }
 
-  /// Which arguments a timed run starts with out of the caches, as they are in a model: the
-  /// weights (the anchor's inputs after the first), the epilogue's inputs smaller than the output
-  /// (biases, scales: weights too) and the output buffer. Not the first input (the activation
-  /// the previous kernel just wrote) and not an epilogue input of the output's size (a residual:
-  /// an activation a few kernels old, in L3 in a model). Evicting residuals measured ResNet-50's
-  /// 1x1 convs with a residual at 2x what they run in the model (484 vs 215-250 µs) and ranked
-  /// their traces by how well they hide the residual's DRAM latency.
   void MarkCold(const ir::Workload& w) {
-    cold.assign(args.size(), false);
-    const int64_t output_elements = w.output.NumElements();
-    for (size_t input = 1; input < w.inputs.size(); ++input) {
-      const bool anchor = static_cast<int>(input) < w.num_anchor_inputs;
-      cold[input] = anchor || w.inputs[input].NumElements() < output_elements;
-    }
-    cold.back() = true;  // the output
+    cold = ColdArguments(w);
+    cold.resize(args.size(), true);
   }
 
   /// Evicts the cold arguments from the caches (clflush of each line). A kernel timed with its
@@ -172,6 +160,17 @@ struct KernelBuffers {
 };
 
 }  // namespace
+
+std::vector<bool> ColdArguments(const ir::Workload& w) {
+  std::vector<bool> cold(w.inputs.size() + 1, false);
+  const int64_t output_elements = w.output.NumElements();
+  for (size_t input = 1; input < w.inputs.size(); ++input) {
+    const bool anchor = static_cast<int>(input) < w.num_anchor_inputs;
+    cold[input] = anchor || w.inputs[input].NumElements() < output_elements;
+  }
+  cold.back() = true;  // the output
+  return cold;
+}
 
 CandidateMeasurer::CandidateMeasurer(std::unique_ptr<codegen::CpuJit> jit, MeasureOptions options)
     : jit_(std::move(jit)), options_(options) {

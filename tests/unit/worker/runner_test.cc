@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/ir/conv.h"
 #include "common/ir/workload.h"
+#include "worker/measure.h"
 
 namespace gtco::worker {
 namespace {
@@ -116,6 +118,38 @@ TEST(RunnerTest, UnparsableTraceIsAResult) {
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.error_kind(), gtco::v1::ERROR_KIND_COMPILE);
   EXPECT_NE(bad.error().find("trace does not parse"), std::string::npos) << bad.error();
+}
+
+// What a timed run starts with out of the caches: weights, biases and the output buffer; the
+// activation input and a residual (an epilogue input of the output's size) stay where they were.
+TEST(ColdArgumentsTest, WeightsBiasesAndTheOutputAreColdActivationsAreNot) {
+  ir::ConvParams p;
+  p.in_channels = 64;
+  p.in_h = p.in_w = 56;
+  p.out_channels = 256;
+  p.kernel_h = p.kernel_w = 1;
+  ir::Workload conv = ir::MakeConvWorkload(p);
+  using K = ir::Operand::Kind;
+  conv.inputs.push_back({ir::DType::kF32, {256, 1, 1}});  // bias
+  conv.inputs.push_back(conv.output);                     // residual
+  conv.epilogue.push_back({ir::EwOp::kAdd, {{K::kAcc, 0, 0}, {K::kInput, 2, 0}}});
+  conv.epilogue.push_back({ir::EwOp::kAdd, {{K::kValue, 0, 0}, {K::kInput, 3, 0}}});
+  ASSERT_TRUE(conv.Validate().ok()) << conv.Validate();
+  // X, W, bias, residual, output.
+  EXPECT_EQ(ColdArguments(conv), (std::vector<bool>{false, true, true, false, true}));
+
+  // A batched matmul of two activations (attention's Q.K^T): its second anchor input is evicted
+  // like a weight (a workload does not say which inputs are constants).
+  ir::Workload matmul;
+  matmul.anchor = ir::AnchorKind::kMatMul;
+  matmul.matmul.m = 16;
+  matmul.matmul.n = 32;
+  matmul.matmul.k = 8;
+  matmul.inputs = {{ir::DType::kF32, {1, 16, 8}}, {ir::DType::kF32, {1, 8, 32}}};
+  matmul.num_anchor_inputs = 2;
+  matmul.output = {ir::DType::kF32, {1, 16, 32}};
+  ASSERT_TRUE(matmul.Validate().ok()) << matmul.Validate();
+  EXPECT_EQ(ColdArguments(matmul), (std::vector<bool>{false, true, true}));
 }
 
 }  // namespace
