@@ -106,6 +106,37 @@ TEST(CodegenElementwiseTest, GatherScatterBroadcastAndNonAffineIndices) {
   }
 }
 
+// A strided vector read of a small local buffer (a register tile, read by columns as the
+// channel conv's write-back does) is read element by element; a large one is gathered. Both
+// give the transposed values.
+TEST(CodegenElementwiseTest, StridedReadsOfLocalBuffersTranspose) {
+  for (const int64_t cols : {int64_t{16}, int64_t{128}}) {  // 96 floats: by element; 768: gathered
+    constexpr int64_t kRows = 6;
+    const int64_t size = kRows * cols;
+    ir::Expr r = Var("r"), c = Var("c");
+    // tile[r, c] = X[r, c]; Y[c, r] = tile[r, c] with r in the lanes (stride cols).
+    ir::Stmt fill = For("fr", 0, kRows, ForKind::kSerial,
+                        For("fc", 0, cols, ForKind::kVectorized,
+                            ir::MakeStore("tile", Var("fr") * Int(cols) + Var("fc"),
+                                          ir::MakeLoad("X", Var("fr") * Int(cols) + Var("fc")))));
+    ir::Stmt out = For("c", 0, cols, ForKind::kUnrolled,
+                       For("r", 0, kRows, ForKind::kVectorized,
+                           ir::MakeStore("Y", c * Int(kRows) + r,
+                                         ir::MakeLoad("tile", r * Int(cols) + c) + Flt(1.0))));
+    ir::LoweredFunc func{"by_columns",
+                         {{"X", size}, {"Y", size}},
+                         ir::MakeAllocate("tile", size, ir::MakeBlock({fill, out}))};
+    std::vector<float> x = RandomVector(size, -1, 1, 5), y(size, 0.0f);
+    RunKernel(Build(func), {&x, &y});
+    for (int64_t row = 0; row < kRows; ++row) {
+      for (int64_t col = 0; col < cols; ++col) {
+        ASSERT_EQ(y[col * kRows + row], x[row * cols + col] + 1.0f) << cols << ": " << row << ","
+                                                                  << col;
+      }
+    }
+  }
+}
+
 TEST(CodegenElementwiseTest, SelectMinMaxScalarAndVector) {
   constexpr int64_t kSize = 40;
   auto formula = [](const ir::Expr& index) {

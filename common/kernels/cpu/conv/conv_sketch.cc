@@ -521,6 +521,7 @@ GemmOperands ChannelOperands(const ir::ConvParams& p, const BlockedPlan& plan) {
     const Expr plane = b * MakeInt(view.n) + col;
     return GemmOperands::Place{plane * MakeInt(view.m) + row, plane, row};
   };
+  operands.write_back_by_rows = true;  // a channel's pixels are contiguous
   return operands;
 }
 

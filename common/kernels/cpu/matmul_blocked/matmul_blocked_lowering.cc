@@ -195,6 +195,26 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
 
 Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,
                                 bool final_block) const {
+  if (operands_.write_back_by_rows && final_block && tile.rows > 1) {
+    // Columns outer (unrolled), the tile's rows in the vector lanes: each column's rows are
+    // contiguous in the output (GemmOperands::write_back_by_rows).
+    const std::string r_name = tile.tag + "_wr", c_name = tile.tag + "_wc",
+                      v_name = tile.tag + "_wv";
+    const Expr r = MakeVar(r_name), v = MakeVar(v_name);
+    const Expr c = tile.vecs > 1 ? MakeVar(c_name) : MakeInt(0);
+    const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
+    const GemmOperands::Place place = OutPlace(tile.i0, r, col);
+    const Expr slot = r * MakeInt(tile.vecs * plan_.vw) + c * MakeInt(plan_.vw) + v;
+    Stmt store = ir::MakeStore(
+        kOutputName, place.index,
+        epilogue_.Apply(ir::MakeLoad(acc, slot), place.epilogue_row, place.epilogue_col));
+    if (tile.masked) store = ir::MakeIf(Lt(col, MakeInt(plan_.p.n)), store);
+    Stmt body = ir::MakeFor(r_name, MakeInt(0), MakeInt(tile.rows), ForKind::kVectorized, store);
+    body = ir::MakeFor(v_name, MakeInt(0), MakeInt(plan_.vw), ForKind::kUnrolled, body);
+    return tile.vecs > 1
+               ? ir::MakeFor(c_name, MakeInt(0), MakeInt(tile.vecs), ForKind::kUnrolled, body)
+               : body;
+  }
   return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
     const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
     const GemmOperands::Place place = OutPlace(tile.i0, r, col);
