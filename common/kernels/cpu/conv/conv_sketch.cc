@@ -20,8 +20,9 @@
 // tap by tap over the block's channels (the weights packed in that order); or packed (pack_a 1):
 // the patch rows a K row at a time for the whole block (one masked vector per output row, as
 // B's panels above), R*S times the image's size; or read in place (pack_a 0, a pointwise conv's
-// patches are its image). A column vector of results is stored a plane apart per lane into the
-// NCHW output, and partial sums of K blocks stay in the kernel's own buffer.
+// patches are its image). The tile goes to the NCHW output by output channel, its pixels in the
+// vector lanes (contiguous; storing its column vectors scattered each lane a plane apart), and
+// partial sums of K blocks stay in the kernel's own buffer.
 //
 // Depthwise convolutions (one input channel per group) have a K of R*S only, too short for the
 // micro-kernels: "conv_dw_direct/v1" computes them directly, a (parallel) loop over the N*K
