@@ -5,7 +5,6 @@
 #include <chrono>
 #include <fstream>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "common/kernels/build_program.h"
@@ -187,11 +186,7 @@ int CostModels::TrainDue() {
     // Training can wait; a worker timing candidates on this host cannot: it runs in a thread of
     // the lowest CPU priority (util/thread_priority.h) that holds no lock.
     absl::Status status = absl::OkStatus();
-    std::thread trainer([&] {
-      util::MakeCurrentThreadBackground();
-      status = trained->Update(item.samples);
-    });
-    trainer.join();
+    util::RunInBackground([&] { status = trained->Update(item.samples); });
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string path = ModelPath(item.target);

@@ -32,10 +32,9 @@ namespace {
 absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const RunnerConfig& config) {
   if (config.target == target::Target::kCpu) {
 #ifdef GTCO_WORKER_HAS_CPU
-    // Each of the kernel's threads on a core of its own: a server lowering candidates on the
-    // same host (even at nice 19) otherwise made the scheduler stack both threads of a 2-thread
-    // kernel on one core, and measured ResNet-50's 1x1 convs at 1.8x what they run in the
-    // model (394 vs 215 µs), ranking traces by their tolerance of it.
+    // Each of the kernel's threads on a core of its own: unpinned, a busy process on the same
+    // host (a server, even at nice 19 or SCHED_IDLE) made a 2-thread 1x1 conv measure 628 or 427
+    // µs instead of 224; pinned, 223 and 227.
     codegen::SetParallelThreads(config.threads, codegen::ThreadPlacement::kPinned);
     GTCO_ASSIGN_OR_RETURN(std::unique_ptr<CandidateMeasurer> measurer,
                           CandidateMeasurer::Create(MeasureOptions{}));

@@ -1,5 +1,7 @@
 #include "common/util/thread_priority.h"
 
+#include <thread>
+
 #ifdef __linux__
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -27,5 +29,13 @@ int CurrentThreadNice() {
 bool MakeCurrentThreadBackground() { return false; }
 int CurrentThreadNice() { return 0; }
 #endif
+
+void RunInBackground(const std::function<void()>& work) {
+  std::thread background([&work] {
+    MakeCurrentThreadBackground();
+    work();
+  });
+  background.join();
+}
 
 }  // namespace gtco::util

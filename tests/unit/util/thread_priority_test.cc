@@ -32,5 +32,16 @@ TEST(ThreadPriorityTest, BackgroundIsPerThreadAndInherited) {
   EXPECT_EQ(sibling, before);
 }
 
+TEST(ThreadPriorityTest, RunInBackgroundRunsTheWorkAtNice19AndReturnsAfterIt) {
+#ifndef __linux__
+  GTEST_SKIP() << "per-thread priorities are Linux's";
+#endif
+  const int before = CurrentThreadNice();
+  int seen = -100;
+  RunInBackground([&] { seen = CurrentThreadNice(); });
+  EXPECT_EQ(seen, 19);  // written before RunInBackground returned
+  EXPECT_EQ(CurrentThreadNice(), before);
+}
+
 }  // namespace
 }  // namespace gtco::util

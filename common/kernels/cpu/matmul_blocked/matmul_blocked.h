@@ -148,8 +148,8 @@ struct GemmOperands {
   };
   /// Optional: the place of C[row, col]. Absent: the output is [batch, m, n] row-major and the
   /// epilogue runs at (b * m + row, col). The channel-vectorized conv sets it: its rows are
-  /// pixels and its columns output channels of an NCHW output, so a column vector is stored at a
-  /// stride of one output plane.
+  /// pixels and its columns output channels of an NCHW output, a column a plane apart from the
+  /// next (hence write_back_by_rows).
   std::function<Place(const ir::Expr& b, const ir::Expr& row, const ir::Expr& col)> out;
   /// The final write-back walks each column's rows in the vector lanes instead of each row's
   /// columns, for an `out` whose columns lie a plane apart and rows next to each other (the

@@ -68,10 +68,12 @@ class BlockedLowering {
   GemmOperands::Place OutPlace(const Expr& i0, const Expr& r, const Expr& col) const;
   Expr KBegin() const { return ko_ * MakeInt(plan_.kc); }
   Expr KExtent() const;
-  /// for r (unrolled) for c (unrolled) for v (vectorized): make(r, c, v, slot).
+  /// for r (unrolled) for c (unrolled) for v (vectorized): make(r, c, v, slot); with
+  /// rows_in_lanes, for c for v (both unrolled) for r (vectorized).
   Stmt TileLoops(
       const TileSpec& tile,
-      const std::function<Stmt(const Expr&, const Expr&, const Expr&, const Expr&)>& make) const;
+      const std::function<Stmt(const Expr&, const Expr&, const Expr&, const Expr&)>& make,
+      bool rows_in_lanes = false) const;
   Stmt Tile(const TileSpec& tile) const;
   /// B[k_begin + k_local, column c * vw + v of the tile] as the tile reads it (packed panel,
   /// pre-packed B, or in place).
@@ -127,19 +129,27 @@ Expr BlockedLowering::KExtent() const {
 
 Stmt BlockedLowering::TileLoops(
     const TileSpec& tile,
-    const std::function<Stmt(const Expr&, const Expr&, const Expr&, const Expr&)>& make) const {
+    const std::function<Stmt(const Expr&, const Expr&, const Expr&, const Expr&)>& make,
+    bool rows_in_lanes) const {
   const std::string r_name = tile.tag + "_r", c_name = tile.tag + "_c", v_name = tile.tag + "_v";
   const Expr r = tile.rows > 1 ? MakeVar(r_name) : MakeInt(0);
   const Expr c = tile.vecs > 1 ? MakeVar(c_name) : MakeInt(0);
   const Expr v = MakeVar(v_name);
   const Expr slot = r * MakeInt(tile.vecs * plan_.vw) + c * MakeInt(plan_.vw) + v;
-  Stmt body =
-      ir::MakeFor(v_name, MakeInt(0), MakeInt(plan_.vw), ForKind::kVectorized, make(r, c, v, slot));
-  if (tile.vecs > 1) {
-    body = ir::MakeFor(c_name, MakeInt(0), MakeInt(tile.vecs), ForKind::kUnrolled, body);
-  }
-  if (tile.rows > 1) {
-    body = ir::MakeFor(r_name, MakeInt(0), MakeInt(tile.rows), ForKind::kUnrolled, body);
+  Stmt body = make(r, c, v, slot);
+  auto wrap = [&](const std::string& name, int64_t extent, ForKind kind) {
+    if (extent > 1 || kind == ForKind::kVectorized) {
+      body = ir::MakeFor(name, MakeInt(0), MakeInt(extent), kind, body);
+    }
+  };
+  if (rows_in_lanes) {
+    wrap(r_name, tile.rows, ForKind::kVectorized);
+    wrap(v_name, plan_.vw, ForKind::kUnrolled);
+    wrap(c_name, tile.vecs, ForKind::kUnrolled);
+  } else {
+    wrap(v_name, plan_.vw, ForKind::kVectorized);
+    wrap(c_name, tile.vecs, ForKind::kUnrolled);
+    wrap(r_name, tile.rows, ForKind::kUnrolled);
   }
   return body;
 }
@@ -196,24 +206,18 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
 Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,
                                 bool final_block) const {
   if (operands_.write_back_by_rows && final_block && tile.rows > 1) {
-    // Columns outer (unrolled), the tile's rows in the vector lanes: each column's rows are
-    // contiguous in the output (GemmOperands::write_back_by_rows).
-    const std::string r_name = tile.tag + "_wr", c_name = tile.tag + "_wc",
-                      v_name = tile.tag + "_wv";
-    const Expr r = MakeVar(r_name), v = MakeVar(v_name);
-    const Expr c = tile.vecs > 1 ? MakeVar(c_name) : MakeInt(0);
-    const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
-    const GemmOperands::Place place = OutPlace(tile.i0, r, col);
-    const Expr slot = r * MakeInt(tile.vecs * plan_.vw) + c * MakeInt(plan_.vw) + v;
-    Stmt store = ir::MakeStore(
-        kOutputName, place.index,
-        epilogue_.Apply(ir::MakeLoad(acc, slot), place.epilogue_row, place.epilogue_col));
-    if (tile.masked) store = ir::MakeIf(Lt(col, MakeInt(plan_.p.n)), store);
-    Stmt body = ir::MakeFor(r_name, MakeInt(0), MakeInt(tile.rows), ForKind::kVectorized, store);
-    body = ir::MakeFor(v_name, MakeInt(0), MakeInt(plan_.vw), ForKind::kUnrolled, body);
-    return tile.vecs > 1
-               ? ir::MakeFor(c_name, MakeInt(0), MakeInt(tile.vecs), ForKind::kUnrolled, body)
-               : body;
+    // Each column's rows are contiguous in the output (GemmOperands::write_back_by_rows).
+    return TileLoops(
+        tile,
+        [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
+          const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
+          const GemmOperands::Place place = OutPlace(tile.i0, r, col);
+          Stmt store = ir::MakeStore(kOutputName, place.index,
+                                     epilogue_.Apply(ir::MakeLoad(acc, slot), place.epilogue_row,
+                                                     place.epilogue_col));
+          return tile.masked ? ir::MakeIf(Lt(col, MakeInt(plan_.p.n)), store) : store;
+        },
+        /*rows_in_lanes=*/true);
   }
   return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
     const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
