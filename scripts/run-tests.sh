@@ -4,6 +4,16 @@
 # per fuzzer, default 15; GTCO_SKIP_FUZZ=1 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A clean clone grows to ~1.5 GB (packages in .deps, build/, build-fuzz/); the tests write their
+# scratch (exported models, farm databases) under $TMPDIR and remove it as each test exits.
+for dir in . "${TMPDIR:-/tmp}"; do
+  free_gib=$(df -Pk "$dir" | awk 'NR == 2 {print int($4 / 1048576)}')
+  if (( free_gib < 4 )); then
+    echo "error: $(realpath "$dir") has ${free_gib} GiB free; the build and the tests need about 4 GiB" \
+      "(left-over scratch of earlier runs: ls -d \${TMPDIR:-/tmp}/gtco-*)" >&2
+    exit 1
+  fi
+done
 scripts/setup.sh --tests
 # --test-output-truncation head: a passed test's log keeps its last lines (the NVRTC count below).
 (cd build && ctest --output-on-failure --test-output-truncation head -j2 --timeout 900 "$@")

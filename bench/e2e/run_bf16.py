@@ -19,11 +19,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_e2e import EXPORT_SCRIPT, Farm  # noqa: E402
-from run_exported import ROOT, compare, cpu_name  # noqa: E402
+from run_exported import ROOT, compare, cpu_name, scratch_dir  # noqa: E402
 
 
 def main():
@@ -37,7 +36,7 @@ def main():
     with open("/proc/cpuinfo") as cpuinfo:
         if not any(line.startswith("flags") and " avx512_bf16" in line for line in cpuinfo):
             parser.error("this host has no AVX-512 BF16: the bf16 kernels cannot run here")
-    work = tempfile.mkdtemp(prefix="gtco-bf16-farm-")
+    work = scratch_dir("gtco-bf16-farm-")
     rows = []
     for name in args.models.split(","):
         fp32 = os.path.join(work, f"{name}.onnx")

@@ -18,7 +18,8 @@ ONNX file with TVM's Relax frontend, tunes it with MetaSchedule at the same tria
 GTCO (times the tasks TVM extracts, which are not GTCO's), builds it for this host (llvm,
 -mcpu of the host, 2 cores), and times it in a fresh process on the inputs ONNX Runtime ran;
 its outputs are compared with ONNX Runtime's. A model TVM cannot import or build gets "failed"
-in its columns, with the reason in {work}/{model}.tvm.log. Last, where each model's time goes
+in its columns, with the reason in {work}/{model}.tvm.log ({work}, the farms' scratch folder, is
+removed at exit unless GTCO_KEEP_SCRATCH=1). Last, where each model's time goes
 against the machine's FMA peak and bandwidth (bench/e2e/where_time_goes.py).
 """
 import argparse
@@ -28,14 +29,13 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import where_time_goes  # noqa: E402
-from run_exported import ROOT, compare, cpu_name  # noqa: E402
+from run_exported import ROOT, compare, cpu_name, scratch_dir  # noqa: E402
 
 BUILD = os.path.join(ROOT, "build")
 EXPORT_SCRIPT = r"""
@@ -203,7 +203,7 @@ def main():
     tvm_python = None if args.no_tvm else args.tvm_python
     if tvm_python and not os.path.exists(tvm_python):
         parser.error(f"--tvm-python {tvm_python} does not exist (bench/e2e/install_tvm.sh)")
-    work = tempfile.mkdtemp(prefix="gtco-e2e-farm-")
+    work = scratch_dir("gtco-e2e-farm-")
     rows = []
     artifacts = []  # (model, artifact, ONNX Runtime's median seconds) for where_time_goes
     for name in args.models.split(","):
@@ -225,7 +225,8 @@ def main():
                 onnx_path, args.trials_per_task, artifact)
         finally:
             farm.stop()
-        result = compare(onnx_path, artifact, args.runs, args.rounds)
+        result = compare(onnx_path, artifact, args.runs, args.rounds,
+                         os.path.join(work, f"{name}.io"))
         print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
               result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
         tvm = run_tvm(tvm_python, onnx_path, result, name, work, args) if tvm_python else None
@@ -246,7 +247,8 @@ def main():
                     onnx_path, args.trials_per_task, unfused)
             finally:
                 baseline.stop()
-            u_result = compare(onnx_path, unfused, args.runs, args.rounds)
+            u_result = compare(onnx_path, unfused, args.runs, args.rounds,
+                               os.path.join(work, f"{name}.unfused.io"))
             print(name, "unfused attention", u_result["gtco"]["median_seconds"],
                   u_result["ort"]["median_seconds"], flush=True)
             rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds, u_plan,

@@ -7,9 +7,11 @@ rounds' medians), peak RSS, and whether the outputs match on the same random inp
         [--rounds 5]
 """
 import argparse
+import atexit
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,17 @@ print(json.dumps({"median_seconds": times[len(times) // 2], "version": ort.__ver
 """
 
 
+def scratch_dir(prefix):
+    """A new temporary folder, removed when this process exits (a farm's folder holds the exported
+    models and the database: 1.5-3 GB a run); GTCO_KEEP_SCRATCH=1 keeps it and says where."""
+    directory = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("GTCO_KEEP_SCRATCH") == "1":
+        atexit.register(print, f"kept {directory} (GTCO_KEEP_SCRATCH=1)", file=sys.stderr)
+    else:
+        atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
 def cpu_name():
     with open("/proc/cpuinfo") as cpuinfo:
         for line in cpuinfo:
@@ -53,12 +66,14 @@ def cpu_name():
     return platform.processor()
 
 
-def compare(model, artifact, runs, rounds=5):
+def compare(model, artifact, runs, rounds=5, work=None):
     """Runs `artifact` (gtco-run) and `model` (ONNX Runtime), each in its own process, on the same
     random inputs; returns a dict of both medians, peak RSS, the kernels tuned, the worst
     relative output difference, and the folder of the inputs ({n}.npy) and of ONNX Runtime's
-    outputs (ort/{n}.npy), which bench/e2e/tvm_runner.py reuses."""
-    work = tempfile.mkdtemp(prefix="gtco-e2e-")
+    outputs (ort/{n}.npy), which bench/e2e/tvm_runner.py reuses: `work`, or a scratch folder."""
+    if work is None:
+        work = scratch_dir("gtco-e2e-")
+    os.makedirs(work, exist_ok=True)
     described = json.loads(subprocess.run([GTCO_RUN, artifact, "--describe", "--json"],
                                           capture_output=True, text=True, check=True).stdout)
     rng = np.random.default_rng(0)

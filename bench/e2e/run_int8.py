@@ -19,13 +19,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_e2e import EXPORT_SCRIPT, Farm  # noqa: E402
-from run_exported import ORT_RUNNER, ROOT, compare, cpu_name  # noqa: E402
+from run_exported import ORT_RUNNER, ROOT, compare, cpu_name, scratch_dir  # noqa: E402
 
 QUANTIZE_SCRIPT = r"""
 import sys
@@ -82,7 +81,7 @@ def main():
     quant_path = os.path.join(ROOT, ".deps", "onnx-quant")
     if not os.path.isdir(quant_path):
         parser.error(".deps/onnx-quant is missing: run scripts/setup.sh --tests")
-    work = tempfile.mkdtemp(prefix="gtco-int8-farm-")
+    work = scratch_dir("gtco-int8-farm-")
     rows = []
     for name in args.models.split(","):
         fp32 = os.path.join(work, f"{name}.onnx")

@@ -3,11 +3,10 @@ message, the server keeps serving, teams are isolated, quotas hold, two teams wi
 split the workers' trials evenly, and a TLS farm on a non-loopback address works end to end."""
 import os
 import subprocess
-import tempfile
 import time
 import unittest
 
-from farm import DATA, SERVER, Farm, free_port
+from farm import DATA, SERVER, Farm, free_port, scratch_dir
 
 MODEL = os.path.join(DATA, "mlp.onnx")
 
@@ -149,7 +148,7 @@ class AuthTest(unittest.TestCase):
 
 class ListenPolicyTest(unittest.TestCase):
     def test_refusals(self):
-        directory = tempfile.mkdtemp(prefix="gtco-listen-")
+        directory = scratch_dir("gtco-listen-")
         db = os.path.join(directory, "gtco.db")
         for args, needle in (
                 (["--listen", f"0.0.0.0:{free_port()}", "--no-auth"], "--no-auth is refused"),
@@ -162,7 +161,7 @@ class ListenPolicyTest(unittest.TestCase):
             self.assertIn(needle, result.stderr)
 
     def test_tls_farm_on_all_interfaces(self):
-        directory = tempfile.mkdtemp(prefix="gtco-tls-")
+        directory = scratch_dir("gtco-tls-")
         cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                         "-subj", "/CN=localhost", "-addext",

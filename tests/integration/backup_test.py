@@ -5,11 +5,10 @@ A server started on the restored copy has every job and record: a finished job r
 import os
 import shutil
 import subprocess
-import tempfile
 import unittest
 
 import pg
-from farm import DATA, Farm
+from farm import DATA, Farm, scratch_dir
 from soak_test import PostgresFarm
 
 FINISHED = os.path.join(DATA, "mlp.onnx")
@@ -66,7 +65,7 @@ class SqliteBackupTest(BackupChecks, unittest.TestCase):
 
     def test_online_backup_restores_every_job_and_record(self):
         finished, done, running = self.run_jobs()
-        backup = os.path.join(tempfile.mkdtemp(prefix="gtco-backup-"), "gtco-backup.db")
+        backup = os.path.join(scratch_dir("gtco-backup-"), "gtco-backup.db")
         # The README's command, while the server writes.
         subprocess.run(["sqlite3", self.farm.db, f".backup '{backup}'"], check=True, timeout=120)
         self.farm.stop()
@@ -100,7 +99,7 @@ class PostgresBackupTest(BackupChecks, unittest.TestCase):
 
     def test_pg_dump_restores_every_job_and_record(self):
         finished, done, running = self.run_jobs()
-        dump = os.path.join(tempfile.mkdtemp(prefix="gtco-backup-"), "gtco.dump")
+        dump = os.path.join(scratch_dir("gtco-backup-"), "gtco.dump")
         # The README's commands: a consistent dump while the server runs, restored into a new
         # database.
         subprocess.run([self.tool("pg_dump"), "--format=custom", "--file", dump,

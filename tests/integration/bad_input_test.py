@@ -1,10 +1,9 @@
 """Bad input through the real CLI: the gRPC code, an actionable message, and a server that
 keeps serving."""
 import os
-import tempfile
 import unittest
 
-from farm import CLIENT, DATA, Farm, free_port
+from farm import CLIENT, DATA, Farm, free_port, scratch_dir
 import subprocess
 
 
@@ -13,7 +12,7 @@ class BadInputTest(unittest.TestCase):
     def setUpClass(cls):
         cls.farm = Farm()
         cls.farm.start_server()
-        cls.tmp = tempfile.mkdtemp(prefix="gtco-bad-")
+        cls.tmp = scratch_dir("gtco-bad-")
 
     @classmethod
     def tearDownClass(cls):

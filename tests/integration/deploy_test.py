@@ -5,10 +5,9 @@ against a live farm by grafana_test."""
 import os
 import shutil
 import subprocess
-import tempfile
 import unittest
 
-from farm import CLIENT, SERVER, SOURCE_DIR, WORKER
+from farm import CLIENT, SERVER, SOURCE_DIR, WORKER, scratch_dir
 
 DEPLOY = os.path.join(SOURCE_DIR, "deploy")
 
@@ -19,7 +18,7 @@ class DeployFilesTest(unittest.TestCase):
         if not analyze:
             self.skipTest("systemd-analyze is missing (no systemd in this root)")
         units_dir = os.path.join(DEPLOY, "systemd")
-        work = tempfile.mkdtemp(prefix="gtco-units-")
+        work = scratch_dir("gtco-units-")
         try:
             units = []
             for name in sorted(os.listdir(units_dir)):

@@ -5,12 +5,11 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import unittest
 
 import numpy as np
 
-from farm import DATA, RUN, SOURCE_DIR, Farm
+from farm import DATA, RUN, SOURCE_DIR, Farm, scratch_dir
 
 try:  # scripts/setup.sh --tests installs onnxruntime into .deps/python
     import onnxruntime
@@ -91,7 +90,7 @@ class ExportTest(unittest.TestCase):
         self.farm = Farm()
         self.farm.start_server()
         self.farm.start_worker()
-        self.dir = tempfile.mkdtemp(prefix="gtco-export-")
+        self.dir = scratch_dir("gtco-export-")
 
     def tearDown(self):
         self.farm.stop()

@@ -1,6 +1,8 @@
 """Test harness: real gtco-server / gtco-worker processes on loopback and the real CLI."""
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -17,6 +19,17 @@ WORKER = os.path.join(_FLAT, "gtco-worker") if _FLAT else os.path.join(BINARY_DI
 CLIENT = os.path.join(_FLAT, "gtco-client") if _FLAT else os.path.join(BINARY_DIR, "client", "gtco-client")
 RUN = os.path.join(_FLAT, "gtco-run") if _FLAT else os.path.join(BINARY_DIR, "runtime", "gtco-run")
 DATA = os.path.join(SOURCE_DIR, "tests", "data")
+
+
+def scratch_dir(prefix):
+    """A new folder under the system's temporary directory, removed when this process exits, so
+    that a suite run leaves no exported models or farm databases behind (a few hundred runs of
+    the export tests once filled a 96 GB disk). GTCO_KEEP_SCRATCH=1 keeps it for inspection;
+    what a failing test needs from it (the farm's logs) is in its failure message already."""
+    directory = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("GTCO_KEEP_SCRATCH") != "1":
+        atexit.register(shutil.rmtree, directory, True)
+    return directory
 
 
 def free_port():
@@ -47,7 +60,7 @@ class Farm:
         self.auth = auth
         self.tls = tls
         self.token = token
-        self.dir = directory or tempfile.mkdtemp(prefix="gtco-farm-")
+        self.dir = directory or scratch_dir("gtco-farm-")
         self.db = os.path.join(self.dir, "gtco.db")
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"

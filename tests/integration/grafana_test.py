@@ -6,14 +6,13 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import unittest
 import urllib.error
 import urllib.parse
 import urllib.request
 
-from farm import DATA, SOURCE_DIR, Farm, free_port
+from farm import DATA, SOURCE_DIR, Farm, free_port, scratch_dir
 
 DASHBOARD = os.path.join(SOURCE_DIR, "deploy", "grafana", "gtco.json")
 PROMETHEUS = "/usr/bin/prometheus"
@@ -32,7 +31,7 @@ class GrafanaDashboardTest(unittest.TestCase):
                       "prometheus)")
         self.farm = Farm(metrics=True)
         self.farm.start_server()
-        self.dir = tempfile.mkdtemp(prefix="gtco-prometheus-")
+        self.dir = scratch_dir("gtco-prometheus-")
         self.web_port = free_port()
         with open(os.path.join(self.dir, "prometheus.yml"), "w") as config:
             config.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"

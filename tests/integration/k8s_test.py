@@ -42,7 +42,7 @@ import urllib.request
 
 import yaml
 
-from farm import CLIENT, RUN, SERVER, SOURCE_DIR, WORKER, free_port, stop_processes
+from farm import CLIENT, RUN, SERVER, SOURCE_DIR, WORKER, free_port, stop_processes, scratch_dir
 
 # kubernetes-validate and its pinned dependencies (scripts/setup.sh --tests).
 sys.path.insert(0, os.path.join(SOURCE_DIR, ".deps", "k8s"))
@@ -858,7 +858,7 @@ class ManifestTest(unittest.TestCase):
     def setUpClass(cls):
         cls.kustomization = load_kustomization()
         cls.documents = load_manifests(cls.kustomization)
-        cls.secrets = tempfile.mkdtemp(prefix="gtco-k8s-secrets-")
+        cls.secrets = scratch_dir("gtco-k8s-secrets-")
         if not shutil.which("openssl"):
             raise AssertionError("openssl is missing: run scripts/setup.sh --tests")
         run_make_secrets(cls.secrets)
@@ -926,7 +926,7 @@ class ManifestTest(unittest.TestCase):
         else:
             self.skipTest("neither kustomize nor kubectl is installed; the other checks read "
                           "the kustomization directly")
-        work = tempfile.mkdtemp(prefix="gtco-kustomize-")
+        work = scratch_dir("gtco-kustomize-")
         try:
             tree = os.path.join(work, "k8s")
             shutil.copytree(K8S, tree, ignore=shutil.ignore_patterns("secrets"))
@@ -1047,7 +1047,7 @@ class LiveFarmFromManifestsTest(unittest.TestCase):
     def setUp(self):
         self.kustomization = load_kustomization()
         self.documents = load_manifests(self.kustomization)
-        self.dir = tempfile.mkdtemp(prefix="gtco-k8s-live-")
+        self.dir = scratch_dir("gtco-k8s-live-")
         self.secrets = os.path.join(self.dir, "secrets")
         run_make_secrets(self.secrets)
         self.generated = generated_objects(self.kustomization, self.secrets)
@@ -1320,7 +1320,7 @@ class CheckersCatchBreakageTest(unittest.TestCase):
     def setUpClass(cls):
         cls.kustomization = load_kustomization()
         cls.documents = load_manifests(cls.kustomization)
-        cls.secrets = tempfile.mkdtemp(prefix="gtco-k8s-secrets-")
+        cls.secrets = scratch_dir("gtco-k8s-secrets-")
         run_make_secrets(cls.secrets)
         cls.generated = generated_objects(cls.kustomization, cls.secrets)
 

@@ -14,14 +14,13 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import unittest
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from farm import RUN, SOURCE_DIR, Farm
+from farm import RUN, SOURCE_DIR, Farm, scratch_dir
 
 NODE_DIR = os.environ.get("GTCO_ONNX_NODE_DIR",
                           os.path.join(SOURCE_DIR, ".deps", "onnx-node"))
@@ -96,7 +95,7 @@ class OnnxNodeCasesTest(unittest.TestCase):
             raise unittest.SkipTest(f"no ONNX node cases in {NODE_DIR}: run scripts/setup.sh --tests")
         cls.farm = Farm()
         cls.farm.start_server()
-        cls.dir = tempfile.mkdtemp(prefix="gtco-node-")
+        cls.dir = scratch_dir("gtco-node-")
 
     @classmethod
     def tearDownClass(cls):

@@ -10,14 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 import numpy as np
 
 from auth_test import admin
-from farm import DATA, RUN, SOURCE_DIR, Farm, free_port
+from farm import DATA, RUN, SOURCE_DIR, Farm, free_port, scratch_dir
 
 MLP = os.path.join(DATA, "mlp.onnx")
 UNTUNED = os.path.join(DATA, "vit_tiny.onnx")  # no test here tunes it
@@ -40,7 +39,7 @@ class PythonClientTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.work = tempfile.mkdtemp(prefix="gtco-pyclient-")
+        cls.work = scratch_dir("gtco-pyclient-")
         # Build and install while the farm starts: nothing comes from the internet (--no-index).
         cls.venv = os.path.join(cls.work, "venv")
         subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", cls.venv],

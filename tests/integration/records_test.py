@@ -5,11 +5,10 @@ record or line and stores nothing; only an admin may import."""
 import json
 import os
 import shutil
-import tempfile
 import unittest
 
 from auth_test import admin
-from farm import DATA, Farm
+from farm import DATA, Farm, scratch_dir
 
 MODEL = os.path.join(DATA, "mlp.onnx")
 
@@ -28,7 +27,7 @@ def write_lines(path, records):
 class RecordsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.work = tempfile.mkdtemp(prefix="gtco-records-")
+        cls.work = scratch_dir("gtco-records-")
         cls.source = Farm()
         cls.source.start_server()
         cls.source.start_worker()
