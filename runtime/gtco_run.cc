@@ -284,9 +284,11 @@ int Main(int argc, char** argv) {
       std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
       steps[i].seconds = seconds[seconds.size() / 2];
     }
-    std::vector<StepTime> sorted = steps;
-    std::sort(sorted.begin(), sorted.end(),
-              [](const StepTime& a, const StepTime& b) { return a.seconds > b.seconds; });
+    // Slowest first; each row keeps its step's place in the run ("step" in the JSON).
+    std::vector<size_t> order(steps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return steps[a].seconds > steps[b].seconds; });
     double total = 0.0;
     for (const StepTime& step : steps) total += step.seconds;
     nlohmann::json rows = nlohmann::json::array();
@@ -295,7 +297,8 @@ int Main(int argc, char** argv) {
     struct Share {
       double seconds = 0, flops = 0, bytes = 0;
     } compute, memory, other;
-    for (const StepTime& step : sorted) {
+    for (const size_t index : order) {
+      const StepTime& step = steps[index];
       const bool compute_bound =
           step.flops > 0 && step.flops >= kRidgeFlopsPerByte * step.min_bytes;
       const double gflops = step.seconds > 0 ? step.flops / step.seconds * 1e-9 : 0.0;
@@ -304,7 +307,7 @@ int Main(int argc, char** argv) {
       share.seconds += step.seconds;
       share.flops += static_cast<double>(step.flops);
       share.bytes += static_cast<double>(step.min_bytes);
-      nlohmann::json row = {{"op", step.op}, {"node", step.node},
+      nlohmann::json row = {{"step", index}, {"op", step.op}, {"node", step.node},
                             {"description", step.description}, {"seconds", step.seconds}};
       if (step.flops > 0 || step.min_bytes > 0) {
         row["flops"] = step.flops;

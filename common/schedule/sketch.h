@@ -47,6 +47,16 @@ class Sketch {
                                 const KnobValues& values) const {
     return Admits(w, hw, values) ? nullptr : "other";
   }
+  /// Hand-picked alternatives to the default trace (`defaults`, every knob's first value or the
+  /// first admitted combination), which the search measures right after it, each once: starts in
+  /// other regions of the space (e.g. other register-tile shapes), so that a mapping whose
+  /// default is poor for one workload is not judged on the default and random samples alone. In
+  /// KnobNames() order, values from Knobs(); SearchSpace drops any the rules do not admit.
+  virtual std::vector<KnobValues> Seeds(const ir::Workload& /*w*/,
+                                        const target::HardwareInfo& /*hw*/,
+                                        const KnobValues& /*defaults*/) const {
+    return {};
+  }
 };
 
 /// A sketch whose kernels are loop IR (compiled to LLVM by common/codegen/llvm).

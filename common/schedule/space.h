@@ -69,6 +69,9 @@ class SearchSpace {
   /// The trace made of every knob's first value when the rules admit it, else the first
   /// admitted combination in knob-product order. Always Contains().
   Trace DefaultTrace() const { return MakeTrace(default_values_); }
+  /// The sketch's seeds (Sketch::Seeds) that the rules admit, other than the default, in the
+  /// sketch's order. Each Contains().
+  std::vector<Trace> SeedTraces() const;
 
  private:
   SearchSpace() = default;
@@ -84,6 +87,7 @@ class SearchSpace {
   std::string mapping_;
   std::vector<Knob> knobs_;
   KnobValues default_values_;
+  std::vector<KnobValues> seed_values_;  ///< admitted seeds, default excluded (SeedTraces)
   PruneStats prune_stats_;
 };
 

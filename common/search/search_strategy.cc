@@ -87,6 +87,17 @@ std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
       proposals.push_back(std::move(trace));
     }
   }
+  // Then the sketch's seeds (other hand-picked starts, e.g. other register-tile shapes), once
+  // each, so that a mapping is not judged on its default alone.
+  if (!default_pending_) {
+    const std::vector<schedule::Trace> seeds = space_.SeedTraces();
+    while (seeds_proposed_ < seeds.size() && static_cast<int>(proposals.size()) < count) {
+      const schedule::Trace& trace = seeds[seeds_proposed_++];
+      if (!Fresh(trace)) continue;
+      seen_.insert(trace.ToString());
+      proposals.push_back(trace);
+    }
+  }
   const int own = count - static_cast<int>(proposals.size());
   if (own <= 0) return proposals;
   std::uniform_real_distribution<double> coin(0.0, 1.0);

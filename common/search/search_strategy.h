@@ -48,8 +48,8 @@ struct EvolutionaryOptions {
   uint64_t seed = 1;
 };
 
-/// Suggested schedules first (see Suggest), then the space's default trace (once: the sketch's
-/// hand-picked start), then random sampling (ranked by the scorer when there is one), then
+/// Suggested schedules first (see Suggest), then the space's default trace and its seeds (once
+/// each: the sketch's hand-picked starts, SearchSpace::SeedTraces), then random sampling (ranked by the scorer when there is one), then
 /// mutations of the best measured schedules with an ε share of random picks. With a scorer (the
 /// cost model), each round generates candidates_per_slot offspring and fresh samples per slot and
 /// keeps the best-scored ones; the ε share stays random so the model keeps seeing programs it did
@@ -80,6 +80,7 @@ class EvolutionarySearch final : public SearchStrategy {
   std::unordered_set<std::string> seen_;  ///< traces proposed or observed
   std::deque<schedule::Trace> suggested_;  ///< nearest traces of suggestions, oldest first
   bool default_pending_ = true;  ///< the default trace is yet to be proposed
+  size_t seeds_proposed_ = 0;    ///< the space's seed traces proposed (or skipped) so far
   std::vector<Measured> measured_ok_;     ///< sorted by seconds, ascending
   int observed_ = 0;
   double best_seconds_ = 0;

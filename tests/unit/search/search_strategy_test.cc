@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "common/ir/conv.h"
 #include "common/kernels/registry.h"
 #include "tests/unit/schedule/test_workloads.h"
 
@@ -64,6 +65,32 @@ TEST(EvolutionarySearchTest, TheDefaultTraceIsProposedOnceAfterSuggestions) {
   EvolutionarySearch restarted(space, EvolutionaryOptions{});
   restarted.MarkProposed(fallback);
   for (const schedule::Trace& trace : restarted.Propose(8)) EXPECT_NE(trace, fallback);
+}
+
+// The space's seeds (the channel conv's other register tiles) follow the default, once each.
+TEST(EvolutionarySearchTest, SeedsFollowTheDefaultOnce) {
+  absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpaceForMapping(
+      ir::MakeConvWorkload(schedule::testing::ResNetStem()),
+      schedule::testing::Avx512Host(/*cores=*/2), "avx512_fma_channels");
+  ASSERT_TRUE(space.ok()) << space.status();
+  const std::vector<schedule::Trace> seeds = space->SeedTraces();
+  ASSERT_EQ(seeds.size(), 2u);
+  EvolutionarySearch search(*space, EvolutionaryOptions{});
+  std::vector<schedule::Trace> first = search.Propose(2);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0], space->DefaultTrace());
+  EXPECT_EQ(first[1], seeds[0]);
+  std::vector<schedule::Trace> second = search.Propose(3);
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second[0], seeds[1]);
+  int again = 0;
+  for (int round = 0; round < 5; ++round) {
+    for (const schedule::Trace& trace : search.Propose(8)) {
+      again += trace == seeds[0] || trace == seeds[1];
+      search.Observe(trace, true, SyntheticSeconds(trace));
+    }
+  }
+  EXPECT_EQ(again, 0);
 }
 
 TEST(EvolutionarySearchTest, MarkedTracesAreNotProposed) {

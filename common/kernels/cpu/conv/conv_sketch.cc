@@ -611,6 +611,31 @@ class ChannelConvSketch final : public BlockedConvSketch {
     return knobs;
   }
 
+  /// Two other register tiles at the default's other knobs: the next narrower row count, and
+  /// half the vectors of channels. The default's widest tile is what measured best on most of
+  /// ResNet-50's convs, but not on the stem (3 channels, 7x7 stride 2, K = 147 in one block):
+  /// 6x4 ran at 814-860 µs there, 4x4 at 516-527 and 6x2 at 524-545 (AMD Zen 5,
+  /// bench/conv_mappings, the same kc and mc), 5x4 at 529 and 7x4 at 843. Judged on its default
+  /// and a few random samples, the mapping lost the stem to the pixel-vectorized one (626-636
+  /// µs) in every farm run, at 48 and at 96 trials per task.
+  std::vector<KnobValues> Seeds(const ir::Workload&, const target::HardwareInfo&,
+                                const KnobValues& defaults) const override {
+    std::vector<KnobValues> seeds;
+    int64_t narrower = 0;
+    for (int64_t mr : spec_.mr_choices) {
+      if (mr < defaults[kMr]) narrower = std::max(narrower, mr);
+    }
+    if (narrower > 0) {
+      seeds.push_back(defaults);
+      seeds.back()[kMr] = narrower;
+    }
+    if (defaults[kNr] > 1) {
+      seeds.push_back(defaults);
+      seeds.back()[kNr] = std::max<int64_t>(1, defaults[kNr] / 2);
+    }
+    return seeds;
+  }
+
   const char* PruneRule(const ir::Workload& w, const target::HardwareInfo& hw,
                         const KnobValues& values) const override {
     const ir::MatMulParams view = ChannelGemmView(w.conv);
