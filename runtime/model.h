@@ -4,6 +4,7 @@
 // pool of arenas earlier runs gave back (so a steady caller touches warm memory, not fresh pages).
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,9 +74,14 @@ class Model {
   struct Mapping;
   /// Maps `path` into `mapping` and verifies it (ReadArtifact); the view points into the mapping.
   static absl::StatusOr<ArtifactView> MapArtifact(const std::string& path, Mapping* mapping);
+  /// Copies the CPU weights out of the file mapping into memory of their own (CopyWeights's
+  /// comment in model.cc says why) and points weights_ there; the mapping stays as it is where
+  /// the allocation fails.
+  void CopyWeights(std::string_view weights);
   std::unique_ptr<Mapping> mapping_;  ///< the mapped file
   Manifest manifest_;
-  const char* weights_ = nullptr;     ///< inside the mapping
+  const char* weights_ = nullptr;     ///< weights_copy_, or (CUDA) inside the mapping
+  std::unique_ptr<char, void (*)(void*)> weights_copy_{nullptr, &std::free};
   void* library_ = nullptr;           ///< dlopen handle
   /// The memfd holding the code, open while the library is loaded: its /proc/self/fd path is the
   /// library's name, which dlopen would otherwise hand to the next model loaded (same path, same

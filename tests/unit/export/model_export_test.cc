@@ -114,6 +114,34 @@ TEST(ModelExportTest, VitAndMlpExportLoadAndRunDeterministically) {
   }
 }
 
+// A loaded model holds its weights in memory of its own (2 MiB pages advised for large ones,
+// runtime/model.cc CopyWeights): overwriting or truncating the artifact file afterwards changes
+// nothing in its runs (read through the file mapping, truncation would fault on the next run).
+TEST(ModelExportTest, LoadedModelsKeepTheirWeightsWhenTheFileChanges) {
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ReadModel("transformer_block.onnx"), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::string path = WriteTemp("weights_copy.gtco", result->artifact);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const runtime::Manifest& m = (*model)->manifest();
+  const auto values = Inputs(m);
+  absl::StatusOr<std::vector<runtime::OutputTensor>> before = (*model)->Run(Host(m, values));
+  ASSERT_TRUE(before.ok()) << before.status();
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << std::string(result->artifact.size(), '\0');
+  absl::StatusOr<std::vector<runtime::OutputTensor>> overwritten = (*model)->Run(Host(m, values));
+  ASSERT_TRUE(overwritten.ok()) << overwritten.status();
+  std::ofstream(path, std::ios::binary | std::ios::trunc);  // now empty
+  absl::StatusOr<std::vector<runtime::OutputTensor>> truncated = (*model)->Run(Host(m, values));
+  ASSERT_TRUE(truncated.ok()) << truncated.status();
+  ASSERT_EQ(before->size(), overwritten->size());
+  for (size_t i = 0; i < before->size(); ++i) {
+    EXPECT_EQ((*before)[i].bytes, (*overwritten)[i].bytes) << "output " << i;
+    EXPECT_EQ((*before)[i].bytes, (*truncated)[i].bytes) << "output " << i;
+  }
+}
+
 // Profiles rate each kernel against the machine: the manifest carries every kernel's operations
 // and minimum traffic (from its workload), and each profiled step reports its kernel's.
 TEST(ModelExportTest, ProfilesCarryEachKernelsWorkAndTraffic) {
