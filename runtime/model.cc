@@ -303,12 +303,13 @@ absl::StatusOr<ArtifactView> Model::MapArtifact(const std::string& path, Mapping
 }
 
 // The kernels stream the weights once per run (ResNet-50: 100 MB, layer 4's convolutions 4-8 MiB
-// each). Read from the file mapping's 4 KiB page-cache pages, each page costs a TLB walk and
-// stops the hardware prefetcher's stream; in a buffer of their own with transparent huge pages
-// advised (2 MiB, where the kernel grants them: THP "always" or "madvise"), ResNet-50's layer-4
-// convolutions ran 10-15 µs faster each, 18.77 -> 18.61 ms in all (AMD Zen 5, 2 threads). The
-// copy also makes a loaded model independent of its file's later fate. The mapping's pages of
-// the weights are dropped from this process afterwards (they stay in the page cache only).
+// each). In a buffer of their own with transparent huge pages advised (2 MiB, where the kernel
+// grants them: THP "always" or "madvise") instead of the file mapping's 4 KiB page-cache pages,
+// ResNet-50's layer-4 convolutions ran 10-15 µs faster each and the model 19.09 -> 18.90 ms
+// (AMD Zen 5, 2 threads, alternated). The likely cause, a TLB walk and a restarted prefetch
+// stream every 4 KiB, is inferred: this VM has no hardware counters to show it. The copy also
+// makes a loaded model independent of its file's later fate. The mapping's pages of the weights
+// are dropped from this process as they are copied (they stay in the page cache only).
 void Model::CopyWeights(std::string_view weights) {
   if (weights.empty()) return;
   constexpr size_t kHugePage = size_t{2} << 20;

@@ -80,7 +80,8 @@ class Model {
   void CopyWeights(std::string_view weights);
   std::unique_ptr<Mapping> mapping_;  ///< the mapped file
   Manifest manifest_;
-  const char* weights_ = nullptr;     ///< weights_copy_, or (CUDA) inside the mapping
+  /// weights_copy_; inside the mapping for CUDA artifacts or where the copy was not allocated
+  const char* weights_ = nullptr;
   std::unique_ptr<char, void (*)(void*)> weights_copy_{nullptr, &std::free};
   void* library_ = nullptr;           ///< dlopen handle
   /// The memfd holding the code, open while the library is loaded: its /proc/self/fd path is the

@@ -49,11 +49,11 @@ struct EvolutionaryOptions {
 };
 
 /// Suggested schedules first (see Suggest), then the space's default trace and its seeds (once
-/// each: the sketch's hand-picked starts, SearchSpace::SeedTraces), then random sampling (ranked by the scorer when there is one), then
-/// mutations of the best measured schedules with an ε share of random picks. With a scorer (the
-/// cost model), each round generates candidates_per_slot offspring and fresh samples per slot and
-/// keeps the best-scored ones; the ε share stays random so the model keeps seeing programs it did
-/// not choose.
+/// each: the sketch's hand-picked starts, SearchSpace::SeedTraces), then random sampling (ranked
+/// by the scorer when there is one), then mutations of the best measured schedules with an ε
+/// share of random picks. With a scorer (the cost model), each round generates
+/// candidates_per_slot offspring and fresh samples per slot and keeps the best-scored ones; the
+/// ε share stays random so the model keeps seeing programs it did not choose.
 class EvolutionarySearch final : public SearchStrategy {
  public:
   EvolutionarySearch(schedule::SearchSpace space, EvolutionaryOptions options);
