@@ -617,7 +617,7 @@ class ChannelConvSketch final : public BlockedConvSketch {
   /// 6x4 ran at 814-860 µs there, 4x4 at 516-527 and 6x2 at 524-545 (AMD Zen 5,
   /// bench/conv_mappings, the same kc and mc), 5x4 at 529 and 7x4 at 843. Judged on its default
   /// and a few random samples, the mapping lost the stem to the pixel-vectorized one (626-636
-  /// µs) in every farm run, at 48 and at 96 trials per task.
+  /// µs) in the two farm runs before the seeds (48 and 96 trials per task: 6 and 7 of its trials).
   std::vector<KnobValues> Seeds(const ir::Workload&, const target::HardwareInfo&,
                                 const KnobValues& defaults) const override {
     std::vector<KnobValues> seeds;
