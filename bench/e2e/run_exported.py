@@ -7,18 +7,17 @@ rounds' medians), peak RSS, and whether the outputs match on the same random inp
         [--rounds 5]
 """
 import argparse
-import atexit
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from farm import scratch_dir  # noqa: E402  (the tests' scratch folders, removed at exit)
 GTCO_RUN = os.path.join(ROOT, "build", "runtime", "gtco-run")
 
 ORT_RUNNER = r"""
@@ -45,17 +44,6 @@ print(json.dumps({"median_seconds": times[len(times) // 2], "version": ort.__ver
                   "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "outputs": [o.name for o in session.get_outputs()]}))
 """
-
-
-def scratch_dir(prefix):
-    """A new temporary folder, removed when this process exits (a farm's folder holds the exported
-    models and the database: 1.5-3 GB a run); GTCO_KEEP_SCRATCH=1 keeps it and says where."""
-    directory = tempfile.mkdtemp(prefix=prefix)
-    if os.environ.get("GTCO_KEEP_SCRATCH") == "1":
-        atexit.register(print, f"kept {directory} (GTCO_KEEP_SCRATCH=1)", file=sys.stderr)
-    else:
-        atexit.register(shutil.rmtree, directory, True)
-    return directory
 
 
 def cpu_name():

@@ -84,13 +84,16 @@ absl::StatusOr<SearchSpace> SearchSpace::CreateFromMapping(const ir::Workload& w
                                                    "' is pruned for ", w.Description(), " on ",
                                                    hw.Summary()));
   }
+  const Trace fallback = space.DefaultTrace();
   for (const KnobValues& seed : sketch.Seeds(space.workload_, hw, space.default_values_)) {
-    const bool known = seed == space.default_values_ ||
-                       std::find(space.seed_values_.begin(), space.seed_values_.end(), seed) !=
-                           space.seed_values_.end();
-    if (!known && seed.size() == space.knobs_.size() && space.Contains(space.MakeTrace(seed))) {
-      space.seed_values_.push_back(seed);
+    if (seed.size() != space.knobs_.size()) continue;
+    Trace trace = space.MakeTrace(seed);
+    if (trace == fallback || !space.Contains(trace) ||
+        std::find(space.seed_traces_.begin(), space.seed_traces_.end(), trace) !=
+            space.seed_traces_.end()) {
+      continue;
     }
+    space.seed_traces_.push_back(std::move(trace));
   }
   // Lowering the default trace checks the workload's shapes once, up front (CUDA sketches have
   // no loop-IR form: their code generator checks shapes when it replays a trace).
@@ -99,12 +102,6 @@ absl::StatusOr<SearchSpace> SearchSpace::CreateFromMapping(const ir::Workload& w
         loop_sketch->Lower(space.workload_, space.default_values_, "probe").status());
   }
   return space;
-}
-
-std::vector<Trace> SearchSpace::SeedTraces() const {
-  std::vector<Trace> traces;
-  for (const KnobValues& values : seed_values_) traces.push_back(MakeTrace(values));
-  return traces;
 }
 
 bool SearchSpace::ComputePruneStats() {

@@ -71,7 +71,7 @@ class SearchSpace {
   Trace DefaultTrace() const { return MakeTrace(default_values_); }
   /// The sketch's seeds (Sketch::Seeds) that the rules admit, other than the default, in the
   /// sketch's order. Each Contains().
-  std::vector<Trace> SeedTraces() const;
+  const std::vector<Trace>& SeedTraces() const { return seed_traces_; }
 
  private:
   SearchSpace() = default;
@@ -87,7 +87,7 @@ class SearchSpace {
   std::string mapping_;
   std::vector<Knob> knobs_;
   KnobValues default_values_;
-  std::vector<KnobValues> seed_values_;  ///< admitted seeds, default excluded (SeedTraces)
+  std::vector<Trace> seed_traces_;  ///< admitted seeds, default excluded (SeedTraces)
   PruneStats prune_stats_;
 };
 

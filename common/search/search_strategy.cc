@@ -90,7 +90,7 @@ std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
   // Then the sketch's seeds (other hand-picked starts, e.g. other register-tile shapes), once
   // each, so that a mapping is not judged on its default alone.
   if (!default_pending_) {
-    const std::vector<schedule::Trace> seeds = space_.SeedTraces();
+    const std::vector<schedule::Trace>& seeds = space_.SeedTraces();
     while (seeds_proposed_ < seeds.size() && static_cast<int>(proposals.size()) < count) {
       const schedule::Trace& trace = seeds[seeds_proposed_++];
       if (!Fresh(trace)) continue;

@@ -7,6 +7,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -23,11 +24,14 @@ DATA = os.path.join(SOURCE_DIR, "tests", "data")
 
 def scratch_dir(prefix):
     """A new folder under the system's temporary directory, removed when this process exits, so
-    that a suite run leaves no exported models or farm databases behind (a few hundred runs of
-    the export tests once filled a 96 GB disk). GTCO_KEEP_SCRATCH=1 keeps it for inspection;
-    what a failing test needs from it (the farm's logs) is in its failure message already."""
+    that test and benchmark runs leave no exported models or farm databases behind (a few hundred
+    runs of the export tests and the e2e farms, 1.5-3 GB each, once filled a 96 GB disk).
+    GTCO_KEEP_SCRATCH=1 keeps it and says where; what a failing test needs from it (the farm's
+    logs) is in its failure message already."""
     directory = tempfile.mkdtemp(prefix=prefix)
-    if os.environ.get("GTCO_KEEP_SCRATCH") != "1":
+    if os.environ.get("GTCO_KEEP_SCRATCH") == "1":
+        atexit.register(print, f"kept {directory} (GTCO_KEEP_SCRATCH=1)", file=sys.stderr)
+    else:
         atexit.register(shutil.rmtree, directory, True)
     return directory
 
