@@ -120,11 +120,14 @@ std::string FormatQuery(const gtco::v1::QueryReply& reply, bool model_query) {
                                              record.description().substr(0, 40)));
       continue;
     }
+    // "(3x)": the mean of three measurements of the trace.
+    const std::string times =
+        record.measurements() > 1 ? absl::StrFormat(" (%dx)", record.measurements()) : "";
     absl::StrAppend(
         &text, absl::StrFormat("%-42s %-40s %s%-10s %7.1f GF/s  +-%s  %s\n", record.workload_key(),
                                record.description().substr(0, 40),
                                model_query ? absl::StrFormat("x%-2d ", record.weight()) : "",
-                               FormatSeconds(record.median_seconds()), record.gflops(),
+                               FormatSeconds(record.median_seconds()) + times, record.gflops(),
                                FormatSeconds(record.stddev_seconds()), record.trace()));
   }
   if (model_query) {

@@ -101,6 +101,7 @@ ScheduleRecordInfo RecordFrom(const db::MeasurementRow& row, target::Target targ
   record.max_seconds = row.max_seconds;
   record.stddev_seconds = row.stddev_seconds;
   record.repeats = row.repeats;
+  record.measurements = row.measurements;
   if (row.median_seconds > 0) record.gflops = flops / row.median_seconds * 1e-9;
   record.worker_id = row.worker_id;
   record.hardware = row.hardware;
@@ -252,8 +253,9 @@ absl::Status FarmCore::LoadTaskHistoryLocked(Task& task) {
     if (!measurement.ok) {
       ++task.trials_failed;
       if (task.first_error.empty()) task.first_error = measurement.error;
-    } else if (task.best_seconds == 0 || measurement.median_seconds < task.best_seconds) {
-      task.best_seconds = measurement.median_seconds;
+    } else {
+      task.means.Add(measurement.trace, measurement.median_seconds);
+      task.best_seconds = task.means.best;
     }
     task.best_history.push_back(task.best_seconds);
   }

@@ -97,9 +97,9 @@ absl::StatusOr<TaskClass*> FarmCore::SpacesForLocked(Task& task, const Worker& w
     MappingState& mapping = state.mappings[index];
     mapping.search->Observe(*trace, measurement.ok, measurement.median_seconds);
     ++mapping.trials;
-    if (measurement.ok &&
-        (mapping.best_seconds == 0 || measurement.median_seconds < mapping.best_seconds)) {
-      mapping.best_seconds = measurement.median_seconds;
+    if (measurement.ok) {
+      mapping.means.Add(measurement.trace, measurement.median_seconds);
+      mapping.best_seconds = mapping.means.best;
     }
   }
   // Candidates proposed and not measured yet are never proposed again; those of this class (or

@@ -30,7 +30,8 @@ struct MappingState {
   std::unique_ptr<search::SearchStrategy> search;
   int64_t trials = 0;     ///< measured
   int64_t in_flight = 0;  ///< reserved or proposed, not measured
-  double best_seconds = 0;
+  double best_seconds = 0;  ///< means.best
+  TraceMeans means;
   bool exhausted = false;
   schedule::PruneStats prune_stats;  ///< the space's, copied after each proposal (for status)
 };
@@ -82,7 +83,8 @@ struct FarmCore::Task {
   std::map<std::string, costmodel::Features> features;  ///< candidate id -> program features
   int64_t trials_done = 0;
   int64_t trials_failed = 0;
-  double best_seconds = 0;  ///< 0: none yet
+  double best_seconds = 0;  ///< 0: none yet; else means.best, or the database's best
+  TraceMeans means;
   std::string first_error;
   double last_gain = 0;     ///< the scheduler's latest estimate, for status
 

@@ -109,6 +109,7 @@ struct ScheduleRecordInfo {
   std::string program_hash;
   double median_seconds = 0, min_seconds = 0, max_seconds = 0, stddev_seconds = 0;
   int repeats = 0;
+  int measurements = 1;  ///< of this trace, averaged into median_seconds (db::MeasurementRow)
   double gflops = 0;
   std::string worker_id;
   std::string hardware;

@@ -156,8 +156,8 @@ absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialRes
       if (task.first_error.empty()) task.first_error = row.error;
     }
     // A new best of the task (not merely of one of its mappings) is what its siblings try.
-    const bool task_best = ok && (task.best_seconds == 0 || row.median_seconds < task.best_seconds);
-    if (task_best) task.best_seconds = row.median_seconds;
+    const bool task_best = ok && task.means.Add(row.trace, row.median_seconds);
+    if (ok) task.best_seconds = task.means.best;
     task.best_history.push_back(task.best_seconds);
     auto features = task.features.find(row.candidate_id);
     if (features != task.features.end()) {
@@ -181,8 +181,9 @@ absl::StatusOr<bool> FarmCore::RecordResult(const Worker& worker, const TrialRes
       MappingState& mapping = state->mappings[mapping_index];
       ++mapping.trials;
       mapping.in_flight = std::max<int64_t>(0, mapping.in_flight - 1);
-      if (ok && (mapping.best_seconds == 0 || row.median_seconds < mapping.best_seconds)) {
-        mapping.best_seconds = row.median_seconds;
+      if (ok) {
+        mapping.means.Add(row.trace, row.median_seconds);
+        mapping.best_seconds = mapping.means.best;
       }
       if (task_best) {
         // Transfer within the job: the other tasks' searches on this hardware try the nearest

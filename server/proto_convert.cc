@@ -199,6 +199,7 @@ gtco::v1::QueryReply ToProto(const QueryResult& result) {
     out.set_max_seconds(record.max_seconds);
     out.set_stddev_seconds(record.stddev_seconds);
     out.set_repeats(record.repeats);
+    out.set_measurements(record.measurements);
     out.set_gflops(record.gflops);
     out.set_worker_id(record.worker_id);
     out.set_hardware(record.hardware);

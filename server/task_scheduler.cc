@@ -32,7 +32,8 @@ double ExpectedGain(const TaskCurve& task, const SchedulerOptions& options) {
   double backward = 0;
   if (window > 0) {
     double before = task.best_history[trials - 1 - window];
-    if (before > 0) backward = (before - best) / window;
+    // Not below 0: the best rises when a re-measurement shows a lucky one (TraceMeans).
+    if (before > 0) backward = std::max(0.0, (before - best) / window);
   }
   // Forward: optimistic diminishing returns; trials in flight already count as spent.
   double forward = best / static_cast<double>(trials + task.in_flight);

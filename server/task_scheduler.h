@@ -6,9 +6,37 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace gtco::server {
+
+/// Measured seconds per trace, and the best trace's: each trace ranked by the mean of its
+/// measurements (the search measures its best again to confirm it), as the database's
+/// TopMeasurements and the searches rank them. The best can rise when a second measurement shows
+/// the first was a lucky one.
+struct TraceMeans {
+  /// Adds one ok measurement; true when `trace` is now the best and the best is lower than before.
+  bool Add(const std::string& trace, double seconds) {
+    auto& [total, count] = by_trace[trace];
+    total += seconds;
+    ++count;
+    const double before = best;
+    best = 0;
+    std::string best_trace;
+    for (const auto& [text, sum] : by_trace) {
+      const double mean = sum.first / sum.second;
+      if (best == 0 || mean < best) {
+        best = mean;
+        best_trace = text;
+      }
+    }
+    return best_trace == trace && (before == 0 || best < before);
+  }
+  std::unordered_map<std::string, std::pair<double, int>> by_trace;  ///< sum, count
+  double best = 0;  ///< 0: none yet
+};
 
 /// What the scheduler knows of one task.
 struct TaskCurve {

@@ -90,6 +90,9 @@ struct MeasurementRow {
   std::string worker_id;
   std::string hardware;  ///< the worker's hardware summary at measurement time
   int64_t measured_unix_ms = 0;
+  /// BestMeasurement / TopMeasurements: how many measurements of this trace on this hardware
+  /// the row stands for (its median is then their medians' mean); 1 elsewhere.
+  int measurements = 1;
 };
 
 /// A team sharing the farm, with its limits. Created and changed by admins.
@@ -204,11 +207,16 @@ class RecordStore {
   virtual absl::StatusOr<std::vector<MeasurementRow>> ListMeasurementsForTask(
       const std::string& task_id) = 0;
   virtual absl::StatusOr<TaskProgress> GetTaskProgress(const std::string& task_id) = 0;
-  /// Best ok measurement (lowest median) for a workload on a target, across all jobs.
+  /// Best ok measurement (lowest median) for a workload on a target, across all jobs: the first
+  /// of TopMeasurements.
   virtual absl::StatusOr<std::optional<MeasurementRow>> BestMeasurement(
       const std::string& workload_key, target::Target target) = 0;
-  /// The `limit` best ok measurements for (workload, target), lowest median first.
-  /// INVALID_ARGUMENT when `limit` < 0.
+  /// The `limit` best schedules for (workload, target), lowest median first, from the ok
+  /// measurements across all jobs: one row per (trace, hardware), that of its fastest
+  /// measurement with `median_seconds` the mean of all its measurements' medians, `max_seconds`
+  /// and `repeats` theirs (the highest, the sum) and `measurements` their number. A trace measured
+  /// again (the search confirms its best, search::EvolutionaryOptions::confirmations) ranks by
+  /// what it measured each time, not by its luckiest run. INVALID_ARGUMENT when `limit` < 0.
   virtual absl::StatusOr<std::vector<MeasurementRow>> TopMeasurements(
       const std::string& workload_key, target::Target target, int limit) = 0;
   /// The newest `limit` ok measurements on `target` across all workloads (cost-model training).

@@ -1,5 +1,6 @@
 // The SQL schedule database: issued candidates, their leases, and measurements.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -174,13 +175,39 @@ absl::StatusOr<std::optional<MeasurementRow>> SqlDatabase::BestMeasurement(
 absl::StatusOr<std::vector<MeasurementRow>> SqlDatabase::TopMeasurements(
     const std::string& workload_key, target::Target target, int limit) {
   GTCO_RETURN_IF_ERROR(CheckLimit(limit, "top measurements"));
-  std::lock_guard<std::mutex> lock(mu_);
-  return rows::Select(*connection_, rows::Measurements(),
-                      "WHERE workload_key = $1 AND target = $2 AND ok = 1 ORDER BY median_seconds, "
-                      "measured_unix_ms, candidate_id COLLATE \"C\" LIMIT $3",
-                      {workload_key, target::TargetName(target), limit},
-                      absl::StrCat("top measurements of workload '", workload_key, "' on ",
-                                   target::TargetName(target)));
+  std::vector<MeasurementRow> rows;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    GTCO_ASSIGN_OR_RETURN(
+        rows, rows::Select(*connection_, rows::Measurements(),
+                           "WHERE workload_key = $1 AND target = $2 AND ok = 1 ORDER BY "
+                           "median_seconds, measured_unix_ms, candidate_id COLLATE \"C\"",
+                           {workload_key, target::TargetName(target)},
+                           absl::StrCat("top measurements of workload '", workload_key, "' on ",
+                                        target::TargetName(target))));
+  }
+  // One row per (trace, hardware): its fastest measurement's, with the mean of the medians.
+  std::vector<MeasurementRow> traces;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (MeasurementRow& row : rows) {
+    auto [found, fresh] = index.try_emplace({row.trace, row.hardware}, traces.size());
+    if (fresh) {
+      traces.push_back(std::move(row));
+      continue;
+    }
+    MeasurementRow& summary = traces[found->second];
+    summary.median_seconds += row.median_seconds;  // a sum until divided below
+    summary.max_seconds = std::max(summary.max_seconds, row.max_seconds);
+    summary.repeats += row.repeats;
+    ++summary.measurements;
+  }
+  for (MeasurementRow& summary : traces) summary.median_seconds /= summary.measurements;
+  std::stable_sort(traces.begin(), traces.end(),
+                   [](const MeasurementRow& a, const MeasurementRow& b) {
+                     return a.median_seconds < b.median_seconds;
+                   });
+  if (traces.size() > static_cast<size_t>(limit)) traces.resize(limit);
+  return traces;
 }
 
 absl::StatusOr<std::vector<MeasurementRow>> SqlDatabase::RecentMeasurements(target::Target target,

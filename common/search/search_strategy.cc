@@ -21,9 +21,18 @@ void EvolutionarySearch::Observe(const schedule::Trace& trace, bool ok, double s
   seen_.insert(trace.ToString());
   ++observed_;
   if (!ok) return;
-  Measured measured{trace, seconds};
+  Measured measured{trace, seconds, seconds, 1};
+  auto same = std::find_if(measured_ok_.begin(), measured_ok_.end(),
+                           [&trace](const Measured& item) { return item.trace == trace; });
+  if (same != measured_ok_.end()) {  // measured again: ranked by the mean of its measurements
+    measured = std::move(*same);
+    measured_ok_.erase(same);
+    measured.total += seconds;
+    ++measured.measurements;
+    measured.seconds = measured.total / measured.measurements;
+  }
   auto position = std::upper_bound(
-      measured_ok_.begin(), measured_ok_.end(), seconds,
+      measured_ok_.begin(), measured_ok_.end(), measured.seconds,
       [](double value, const Measured& item) { return value < item.seconds; });
   measured_ok_.insert(position, std::move(measured));
   best_seconds_ = measured_ok_.front().seconds;
@@ -67,15 +76,29 @@ std::vector<schedule::Trace> EvolutionarySearch::BestScored(std::vector<schedule
 
 std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
   std::vector<schedule::Trace> proposals;
+  // The best trace again while it has fewer measurements than options_.confirmations (and has
+  // not been proposed again that often already: a confirmation that failed or is still out is
+  // not repeated), so that the best is not merely the luckiest single measurement.
+  if (count > 0 && !measured_ok_.empty()) {
+    const Measured& best = measured_ok_.front();
+    int& again = reproposed_[best.trace.ToString()];
+    if (best.measurements < options_.confirmations && again < options_.confirmations - 1) {
+      ++again;
+      proposals.push_back(best.trace);
+    }
+  }
   // Suggestions first, newest (from the best schedule so far) first, in at most half the slots
   // (one of one) so that the task's own search goes on; one observed meanwhile is dropped.
   const int max_suggested = std::max(1, count / 2);
-  while (!suggested_.empty() && static_cast<int>(proposals.size()) < max_suggested) {
+  int suggestions = 0;
+  while (!suggested_.empty() && static_cast<int>(proposals.size()) < count &&
+         suggestions < max_suggested) {
     schedule::Trace trace = std::move(suggested_.back());
     suggested_.pop_back();
     if (!Fresh(trace)) continue;
     seen_.insert(trace.ToString());
     proposals.push_back(std::move(trace));
+    ++suggestions;
   }
   // Then the space's default trace (the sketch's hand-picked start, what an export runs
   // untuned), once: a task given few trials measures it before random samples.

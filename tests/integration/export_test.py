@@ -26,6 +26,15 @@ INT8_VS_ORT_ATOL_SCALE = 1e-3
 # Against the fp32 model the int8 one came from: quantization noise (measured 0.8 % and 1.4 % of
 # the largest output of tests/data/bert_tiny_*.onnx, in GTCO and ONNX Runtime alike).
 INT8_VS_FP32_ATOL_SCALE = 3e-2
+# On a host without avx512_vnni ONNX Runtime's u8 x s8 kernels sum pairs of products in 16 bits
+# with saturation (vpmaddubsw; its quantization docs name the saturation on AVX2 and AVX-512
+# without VNNI), where GTCO's AVX2 fallback widens them exactly: its int8 run is then no exact
+# reference. bert_tiny_int8 on an AMD Zen 3 (AVX2): GTCO vs ONNX Runtime up to 1.2e-3 of the
+# largest output in last_hidden_state and 2.0e-2 in pooler_output, where GTCO is the closer of
+# the two to the fp32 model (max |diff| 0.0051 vs 0.0078, mean 0.00150 vs 0.00160). There the
+# check against ONNX Runtime's int8 run is as loose as the one against the fp32 model (which
+# holds for both).
+INT8_NO_VNNI_VS_ORT_ATOL_SCALE = INT8_VS_FP32_ATOL_SCALE
 # --precision bf16 against ONNX Runtime's fp32 run: bf16 operands (8 significant bits) in every
 # weight MatMul, f32 sums; as much as int8 may lose, of the largest output.
 BF16_VS_FP32_ATOL_SCALE = 3e-2
@@ -37,6 +46,13 @@ def host_has(feature):
             if line.startswith("flags"):
                 return feature in line.split()
     return False
+
+
+def int8_vs_ort_atol_scale():
+    """The int8 tolerance against ONNX Runtime's int8 run on this host (see above)."""
+    if host_has("avx512_vnni"):
+        return INT8_VS_ORT_ATOL_SCALE
+    return INT8_NO_VNNI_VS_ORT_ATOL_SCALE
 
 
 def file_name(name):
@@ -208,7 +224,7 @@ class ExportTest(unittest.TestCase):
         for kernel in integer:
             self.assertEqual(kernel["mapping"], mapping, kernel)
         self.run_and_compare(
-            model, artifact, id_high=512, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
+            model, artifact, id_high=512, atol_scale=int8_vs_ort_atol_scale(), rtol=0.0,
             also=[(os.path.join(DATA, "bert_tiny_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
         # quantize_static's QDQ form: the matmuls on integers, the QuantizeLinear /
         # DequantizeLinear nodes as ONNX defines them; within quantization noise of ONNX Runtime's
@@ -217,7 +233,7 @@ class ExportTest(unittest.TestCase):
         artifact, summary, job = self.tune_and_export(qdq, 24)
         self.assertEqual(summary["tuned"], summary["kernels"], summary)
         self.run_and_compare(
-            qdq, artifact, id_high=512, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
+            qdq, artifact, id_high=512, atol_scale=int8_vs_ort_atol_scale(), rtol=0.0,
             literal=True,
             also=[(qdq, INT8_VS_FP32_ATOL_SCALE),
                   (os.path.join(DATA, "bert_tiny_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
@@ -226,7 +242,7 @@ class ExportTest(unittest.TestCase):
         artifact, summary, job = self.tune_and_export(patches, 8)
         self.assertEqual(summary["tuned"], summary["kernels"], summary)
         self.run_and_compare(
-            patches, artifact, atol_scale=INT8_VS_ORT_ATOL_SCALE, rtol=0.0,
+            patches, artifact, atol_scale=int8_vs_ort_atol_scale(), rtol=0.0,
             also=[(os.path.join(DATA, "patch_embed_fp32.onnx"), INT8_VS_FP32_ATOL_SCALE)])
 
     def test_bf16_precision_runs_weight_matmuls_on_bf16(self):

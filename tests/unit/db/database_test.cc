@@ -381,6 +381,44 @@ TEST_P(DatabaseTest, BestAndTopIgnoreFailuresAndOrderByMedian) {
   EXPECT_EQ(database->BestMeasurement("wk", target::Target::kCuda)->value().candidate_id, "e");
 }
 
+// A trace measured more than once ranks by the mean of its medians (the search confirms its best
+// by measuring it again): a lucky first measurement does not keep it first.
+TEST_P(DatabaseTest, TopMeasurementsRankATraceByTheMeanOfItsMeasurements) {
+  std::unique_ptr<Database> database = OpenOrDie();
+  CreateTwoTaskJob(*database);
+  auto measure = [&](const std::string& id, const std::string& trace, double seconds,
+                     const std::string& hardware) {
+    MeasurementRow row = MakeMeasurement(id, "j.t0", true, seconds);
+    row.trace = trace;
+    row.hardware = hardware;
+    ASSERT_TRUE(database->RecordMeasurement(row).ok());
+  };
+  measure("lucky", "A", 1.0, "cpu x");
+  measure("steady", "B", 2.0, "cpu x");
+  measure("lucky-again", "A", 3.2, "cpu x");  // A: mean 2.1
+  measure("steady-again", "B", 2.2, "cpu x");
+  measure("steady-third", "B", 1.6, "cpu x");  // B: mean 1.9333
+  measure("elsewhere", "A", 1.5, "cpu y");     // the same trace on other hardware: its own row
+  std::vector<MeasurementRow> top = *database->TopMeasurements("wk", target::Target::kCpu, 10);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].trace, "A");
+  EXPECT_EQ(top[0].hardware, "cpu y");
+  EXPECT_EQ(top[0].measurements, 1);
+  EXPECT_EQ(top[1].trace, "B");
+  EXPECT_EQ(top[1].candidate_id, "steady-third");  // its fastest measurement's row
+  EXPECT_NEAR(top[1].median_seconds, (2.0 + 2.2 + 1.6) / 3, 1e-12);
+  EXPECT_EQ(top[1].measurements, 3);
+  EXPECT_EQ(top[1].repeats, 30);
+  EXPECT_NEAR(top[1].max_seconds, 2.2 * 1.1, 1e-12);
+  EXPECT_EQ(top[2].candidate_id, "lucky");
+  EXPECT_NEAR(top[2].median_seconds, 2.1, 1e-12);
+  EXPECT_EQ(top[2].measurements, 2);
+  EXPECT_EQ(database->BestMeasurement("wk", target::Target::kCpu)->value().candidate_id,
+            "elsewhere");
+  EXPECT_EQ(MeasurementIds(*database->TopMeasurements("wk", target::Target::kCpu, 2)),
+            (std::vector<std::string>{"elsewhere", "steady-third"}));
+}
+
 TEST_P(DatabaseTest, RecentMeasurementsAreNewestOkOnTarget) {
   std::unique_ptr<Database> database = OpenOrDie();
   CreateTwoTaskJob(*database);

@@ -143,5 +143,31 @@ TEST(MappingBanditTest, SkipsExhaustedArms) {
   EXPECT_EQ(ChooseMapping(arms, 4).arm, -1);
 }
 
+// The farm's best per task and mapping ranks each trace by the mean of its measurements: a lucky
+// first measurement stops being the best when the search measures it again.
+TEST(TraceMeansTest, ABestMeasuredAgainSlowerGivesWayAndTheBestCanRise) {
+  TraceMeans means;
+  EXPECT_TRUE(means.Add("a", 2.0));
+  EXPECT_TRUE(means.Add("b", 1.0));   // lucky
+  EXPECT_FALSE(means.Add("c", 1.5));
+  EXPECT_DOUBLE_EQ(means.best, 1.0);
+  EXPECT_FALSE(means.Add("b", 3.0));  // b: 2.0
+  EXPECT_DOUBLE_EQ(means.best, 1.5);  // c, higher than before
+  EXPECT_FALSE(means.Add("c", 1.7));  // c: 1.6, still the best, but not lower
+  EXPECT_DOUBLE_EQ(means.best, 1.6);
+  EXPECT_TRUE(means.Add("d", 1.2));
+}
+
+// A best that rose (see TraceMeans) gives no negative backward gain.
+TEST(ExpectedGainTest, ARisingBestIsNoNegativeGain) {
+  SchedulerOptions options;
+  options.window = 2;
+  options.alpha = 1.0;
+  TaskCurve curve;
+  curve.weight = 1;
+  curve.best_history = {1.0, 1.0, 1.5};
+  EXPECT_DOUBLE_EQ(ExpectedGain(curve, options), 0.0);
+}
+
 }  // namespace
 }  // namespace gtco::server
