@@ -66,8 +66,10 @@ class SearchSpace {
   const PruneStats& prune_stats() const { return prune_stats_; }
   /// The knobs in trace order.
   const std::vector<Knob>& knobs() const { return knobs_; }
-  /// The trace made of every knob's first value when the rules admit it, else the first
-  /// admitted combination in knob-product order. Always Contains().
+  /// The trace made of every knob's first value when the rules admit it, else the admitted
+  /// combination nearest to that one (the least sum of per-knob distances, on a log scale for
+  /// positive values; the first such in knob-product order, or of the sampled combinations
+  /// where the product is too large to enumerate). Always Contains().
   Trace DefaultTrace() const { return MakeTrace(default_values_); }
   /// The sketch's seeds (Sketch::Seeds) that the rules admit, other than the default, in the
   /// sketch's order. Each Contains().

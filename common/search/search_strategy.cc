@@ -87,7 +87,7 @@ std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
       proposals.push_back(best.trace);
     }
   }
-  // Suggestions first, newest (from the best schedule so far) first, in at most half the slots
+  // Then suggestions, newest (from the best schedule so far) first, in at most half the slots
   // (one of one) so that the task's own search goes on; one observed meanwhile is dropped.
   const int max_suggested = std::max(1, count / 2);
   int suggestions = 0;
