@@ -30,10 +30,6 @@ double KnobDistance(const KnobValues& a, const KnobValues& b) {
   return sum;
 }
 
-}  // namespace
-
-namespace {
-
 constexpr int kMaxSampleTries = 100000;
 constexpr int kMaxMutateTries = 200;
 
@@ -135,10 +131,11 @@ bool SearchSpace::ComputePruneStats() {
   for (const Knob& knob : knobs_) first.push_back(knob.values.front());
   bool have_default = Admits(first);
   if (have_default) default_values_ = first;
-  // The sketch's preferred default (each knob's first value) pruned on this hardware (e.g. a K
-  // block too large for this L1): the admitted combination nearest to it, not the first one
-  // enumerated (the smallest blocks: ResNet-50's layer-4 3x3 conv on an AVX2 host with a 32 KiB
-  // L1 fell back to kc 128, mc 25, its patches unstaged, 7-14 ms where the nearest runs 1.6-2.5).
+  // The sketch's preferred default (each knob's first value) pruned on this hardware (e.g. a
+  // weight block too large for this L2): the admitted combination nearest to it, not the first
+  // one enumerated (the smallest blocks: ResNet-50's layer-4 3x3 conv on an AVX2 host with a
+  // 512 KiB L2 fell back to kc 128, mc 25, its patches unstaged: 7.7-14.5 ms; the nearest, kc
+  // 135: 1.67).
   const bool preferred_admitted = have_default;
   double nearest = std::numeric_limits<double>::infinity();
   auto count = [&](const KnobValues& values) {
@@ -256,7 +253,6 @@ bool SearchSpace::Contains(const Trace& t) const {
 
 std::optional<Trace> SearchSpace::Nearest(const Trace& t) const {
   if (t.sketch != sketch_name_ || t.decisions.size() != knobs_.size()) return std::nullopt;
-  auto distance = [](int64_t a, int64_t b) { return ValueDistance(a, b); };
   KnobValues values;
   for (size_t knob_idx = 0; knob_idx < knobs_.size(); ++knob_idx) {
     const auto& [name, value] = t.decisions[knob_idx];
@@ -264,7 +260,7 @@ std::optional<Trace> SearchSpace::Nearest(const Trace& t) const {
     const std::vector<int64_t>& candidates = knobs_[knob_idx].values;
     int64_t nearest = candidates.front();
     for (int64_t candidate : candidates) {
-      const double gap = distance(candidate, value), best = distance(nearest, value);
+      const double gap = ValueDistance(candidate, value), best = ValueDistance(nearest, value);
       if (gap < best || (gap == best && candidate < nearest)) nearest = candidate;
     }
     values.push_back(nearest);

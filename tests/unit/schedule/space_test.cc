@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
+#include "common/ir/conv.h"
 #include "common/kernels/registry.h"
 #include "tests/unit/schedule/test_workloads.h"
 
@@ -141,6 +143,51 @@ TEST(SearchSpaceTest, NearestCarriesAScheduleToASimilarWorkload) {
   Trace renamed = fc1->Sample(rng);
   renamed.decisions[0].first = "rows";
   EXPECT_FALSE(fc2->Nearest(renamed).has_value());
+}
+
+// A sketch's preferred default (each knob's first value) that this hardware's rules prune gives
+// way to the admitted combination nearest to it, not to the first one enumerated: ResNet-50's
+// layer-4 3x3 conv under the AVX2 channel mapping on a 512 KiB L2 (an AMD Zen 3 VM), where the
+// 387 x 512 weight block of the preferred K block and all output channels breaks the L2 rule
+// (the first admitted had the smallest blocks and ran 7.7-14.5 ms there, the nearest 1.67).
+TEST(SearchSpaceTest, APrunedPreferredDefaultGivesWayToTheNearestAdmittedOne) {
+  ir::ConvParams p;
+  p.in_channels = p.out_channels = 512;
+  p.in_h = p.in_w = 7;
+  p.kernel_h = p.kernel_w = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  target::HardwareInfo hw = Avx2Host();
+  hw.cores = 2;
+  hw.l1d_bytes = 32 * 1024;
+  hw.l2_bytes = 512 * 1024;
+  absl::StatusOr<SearchSpace> space =
+      kernels::CreateSpaceForMapping(ir::MakeConvWorkload(p), hw, "avx2_fma_channels");
+  ASSERT_TRUE(space.ok()) << space.status();
+  Trace preferred = space->DefaultTrace();
+  for (size_t knob = 0; knob < space->knobs().size(); ++knob) {
+    preferred.decisions[knob].second = space->knobs()[knob].values.front();
+  }
+  ASSERT_FALSE(space->Contains(preferred)) << preferred.ToString();
+  const Trace fallback = space->DefaultTrace();
+  ASSERT_TRUE(space->Contains(fallback));
+  auto distance = [&](const Trace& t) {
+    double sum = 0;
+    for (size_t knob = 0; knob < t.decisions.size(); ++knob) {
+      const int64_t a = t.decisions[knob].second, b = preferred.decisions[knob].second;
+      sum += a > 0 && b > 0 ? std::abs(std::log(static_cast<double>(a) / b))
+                            : static_cast<double>(std::abs(a - b));
+    }
+    return sum;
+  };
+  // No admitted schedule is nearer; the fallback keeps the preferred register tile and staging.
+  std::mt19937_64 rng(3);
+  for (int sample = 0; sample < 3000; ++sample) {
+    const Trace other = space->Sample(rng);
+    EXPECT_GE(distance(other) + 1e-12, distance(fallback)) << other.ToString();
+  }
+  EXPECT_EQ(fallback.Get("mr"), preferred.Get("mr"));
+  EXPECT_EQ(fallback.Get("nr"), preferred.Get("nr"));
+  EXPECT_EQ(fallback.Get("pack_a"), preferred.Get("pack_a"));
 }
 
 TEST(SearchSpaceTest, TinyWorkloadsGetSerialSmallSpaces) {
