@@ -26,10 +26,10 @@ INT8_VS_ORT_ATOL_SCALE = 1e-3
 # Against the fp32 model the int8 one came from: quantization noise (measured 0.8 % and 1.4 % of
 # the largest output of tests/data/bert_tiny_*.onnx, in GTCO and ONNX Runtime alike).
 INT8_VS_FP32_ATOL_SCALE = 3e-2
-# On a host without avx512_vnni ONNX Runtime's u8 x s8 kernels sum pairs of products in 16 bits
-# with saturation (vpmaddubsw; its quantization docs name the saturation on AVX2 and AVX-512
-# without VNNI), where GTCO's AVX2 fallback widens them exactly: its int8 run is then no exact
-# reference. bert_tiny_int8 on an AMD Zen 3 (AVX2): GTCO vs ONNX Runtime up to 1.2e-3 of the
+# On a host without avx512_vnni ONNX Runtime's int8 run is no exact reference: most likely its
+# u8 x s8 kernels sum pairs of products in 16 bits with saturation (vpmaddubsw, as its
+# quantization guide says of U8S8 without VNNI; not checked in its code here), where GTCO's AVX2
+# fallback widens them exactly. bert_tiny_int8 on an AMD Zen 3 (AVX2): GTCO vs ONNX Runtime up to 1.2e-3 of the
 # largest output in last_hidden_state and 2.0e-2 in pooler_output, where GTCO is the closer of
 # the two to the fp32 model (max |diff| 0.0051 vs 0.0078, mean 0.00150 vs 0.00160). There the
 # check against ONNX Runtime's int8 run is as loose as the one against the fp32 model (which
