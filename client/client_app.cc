@@ -52,7 +52,8 @@ constexpr const char* kUsage =
     "                    [--isa host|x86-64-v2|x86-64-v3|\n"
     "                    x86-64-v4] [--require-tuned] [--json]   the model with its best records,\n"
     "                              compiled for this host's CPU (or --isa) into one artifact\n"
-    "                              that gtco-run and the runtime library run\n"
+    "                              that gtco-run and the runtime library run (scheduled for\n"
+    "                              this CPU when the server's is the same model)\n"
     "  export MODEL.onnx -o OUT.gtco --target cuda [--arch sm_80|sm_86|sm_89|sm_90] ...\n"
     "                              cubins compiled by NVRTC for the GPU architecture (default:\n"
     "                              that of the farm's CUDA workers); gtco-run runs it on a GPU\n"
@@ -352,7 +353,8 @@ class Client {
     }
     std::cout << "wrote " << output << " (" << summary.artifact_bytes() << " bytes, "
               << summary.kernels() << " kernels, " << summary.tuned() << " tuned, compiled for "
-              << summary.cpu() << ")";
+              << summary.cpu()
+              << (summary.tune_cpu().empty() ? "" : ", scheduled for " + summary.tune_cpu()) << ")";
     if (summary.tuned() > 0) {
       std::cout << "; tuned kernels sum to " << summary.estimated_latency_seconds() * 1e3 << " ms";
     }

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/kernels/registry.h"
+#include "common/target/target.h"
 #include "common/util/status.h"
 #include "server/farm_core.h"
 #ifdef GTCO_HAVE_EXPORT
@@ -59,6 +60,12 @@ absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
   options.cpu_model = export_target.cpu_model;
   options.cores = export_target.cores;
   options.isa = export_target.isa;
+  // An export for this server's kind of CPU (the client's, sent with its features when no --isa
+  // is given) is scheduled for it as the workers' JIT scheduled what they measured.
+  static const std::string host_cpu_model = target::DetectHostCpu().cpu_model;
+  options.tune_for_host = spec.target == target::Target::kCpu && export_target.isa.empty() &&
+                          !export_target.cpu_model.empty() &&
+                          export_target.cpu_model == host_cpu_model;
   options.require_tuned = export_target.require_tuned;
   options.progress = progress;
   GTCO_ASSIGN_OR_RETURN(const target::HardwareInfo hw, exporter::ExportHardware(options));
@@ -109,6 +116,7 @@ absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
   outcome.tuned = result.tuned;
   outcome.warnings = std::move(result.warnings);
   outcome.cpu = result.cpu;
+  outcome.tune_cpu = result.tune_cpu;
   outcome.estimated_latency_seconds = result.estimated_seconds;
   return outcome;
 #endif

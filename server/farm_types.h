@@ -139,6 +139,7 @@ struct ExportOutcome {
   int kernels = 0, tuned = 0;
   std::vector<std::string> warnings;
   std::string cpu;
+  std::string tune_cpu;  ///< the CPU the code is scheduled for ("": the level's generic tuning)
   double estimated_latency_seconds = 0;
 };
 

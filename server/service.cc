@@ -183,6 +183,7 @@ grpc::Status ClientServiceImpl::Export(
   fields->set_tuned(outcome->tuned);
   for (const std::string& warning : outcome->warnings) fields->add_warnings(warning);
   fields->set_cpu(outcome->cpu);
+  fields->set_tune_cpu(outcome->tune_cpu);
   fields->set_artifact_bytes(static_cast<int64_t>(outcome->artifact.size()));
   fields->set_estimated_latency_seconds(outcome->estimated_latency_seconds);
   if (!stream->Write(summary)) return grpc::Status(grpc::StatusCode::CANCELLED, "client left");

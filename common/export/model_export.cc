@@ -602,7 +602,8 @@ absl::StatusOr<std::string> Exporter::CompileCode() {
   for (const std::string& flag : extra_flags) target.features.push_back(flag);
   std::sort(target.features.begin(), target.features.end());
   manifest_.features = target.features;
-  Progress(absl::StrCat("compiling ", modules.size(), " kernels for ", target.cpu));
+  Progress(absl::StrCat("compiling ", modules.size(), " kernels for ", target.cpu,
+                        target.tune_cpu.empty() ? "" : absl::StrCat(", scheduled for ", target.tune_cpu)));
   return codegen::CompileSharedObject(modules, target);
 #endif
 }
@@ -658,6 +659,7 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   } else {
 #ifdef GTCO_EXPORT_HAS_LLVM
     GTCO_ASSIGN_OR_RETURN(target_, codegen::AotTargetFor(hw.cpu_features, options_.isa));
+    if (options_.tune_for_host) target_.tune_cpu = codegen::HostTuneCpu();
     manifest_.cpu = target_.cpu;
 #else
     return NoLlvm();
@@ -688,6 +690,9 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   for (const Kernel& kernel : kernels_) result.tuned += kernel.spec.tuned ? 1 : 0;
   result.warnings = manifest_.warnings;
   result.cpu = cuda() ? manifest_.cuda_arch : manifest_.cpu;
+#ifdef GTCO_EXPORT_HAS_LLVM
+  if (!cuda()) result.tune_cpu = target_.tune_cpu;
+#endif
   result.estimated_seconds = estimated_seconds_;
   result.artifact = runtime::WriteArtifact(manifest_, code, weights_);
   return result;

@@ -44,6 +44,13 @@ struct ExportOptions {
   std::string cpu_model;  ///< of the hardware to export for ("" when unknown)
   int cores = 1;          ///< for the default schedules of untuned workloads
   std::string isa;        ///< "" or x86-64-v2 | x86-64-v3 (avx2) | x86-64-v4 (avx512)
+  /// Schedules the code for this process's host CPU (codegen::HostTuneCpu) instead of the
+  /// level's generic tuning; the instructions it may use stay the level's. Set it when the
+  /// export is for the kind of machine the exporter runs on: the farm's workers measured their
+  /// kernels tuned that way (their JIT compiles for the host CPU), and ResNet-50's 3x3
+  /// convolutions ran 10-20 % slower in an artifact with the generic tuning than the farm had
+  /// measured them (AMD Zen 3, 2 threads; bench/results/tune_cpu_avx2.md).
+  bool tune_for_host = false;
   bool require_tuned = false;
   /// Progress messages ("compiling 18 kernels"), may be empty.
   std::function<void(const std::string&)> progress;
@@ -55,6 +62,7 @@ struct ExportResult {
   int kernels = 0, tuned = 0;         ///< distinct kernels, and those from records
   std::vector<std::string> warnings;  ///< untuned workloads, by description and key
   std::string cpu;                    ///< the x86-64 level compiled for (CUDA: the sm_ arch)
+  std::string tune_cpu;  ///< CPU: what the code is scheduled for (tune_for_host), else ""
 };
 
 /// The hardware the export compiles for: the features of the x86-64 level `options` select

@@ -17,6 +17,31 @@ class EndToEndTest(unittest.TestCase):
     def tearDown(self):
         self.farm.stop()
 
+    def check_measurement_counts(self, query):
+        """Each record of `query` (a --json query of MODEL) is its trace's measurements taken
+        together: their count and the mean of their medians, and its text line says "(Nx)"
+        where N > 1. Returns the workload keys whose best was measured more than once."""
+        farm = self.farm
+        counts = {}
+        for record in query["records"]:
+            rows = farm.sql("SELECT median_seconds FROM measurements WHERE workload_key=? AND "
+                            "target='cpu' AND ok=1 AND trace=?", record["workload_key"],
+                            record["trace"])
+            self.assertEqual(int(record["measurements"]), len(rows), record)
+            self.assertAlmostEqual(record["median_seconds"], sum(r[0] for r in rows) / len(rows),
+                                   delta=1e-12)
+            counts[record["workload_key"]] = len(rows)
+        text = farm.client("query", "--model", MODEL, "--target", "cpu").stdout
+        lines = [line for line in text.splitlines() if line.split() and line.split()[0] in counts]
+        self.assertEqual(len(lines), len(counts), text)
+        for line in lines:
+            count = counts[line.split()[0]]
+            if count > 1:
+                self.assertIn(f"({count}x)", line)
+            else:
+                self.assertNotRegex(line, r"\(\d+x\)")
+        return [key for key, count in counts.items() if count > 1]
+
     def test_submit_watch_query_and_reuse(self):
         farm = self.farm
         watched = farm.client("submit", MODEL, "--target", "cpu", "--budget", "60", "--team",
@@ -49,6 +74,9 @@ class EndToEndTest(unittest.TestCase):
             self.assertTrue(record["trace"])
         self.assertGreater(query["estimated_latency_seconds"], 0)
 
+        self.check_measurement_counts(query)
+
+
         key = job["tasks"][0]["workload_key"]
         by_key = farm.client_json("query", "--workload", key, "--target", "cpu", "--limit", "3")
         self.assertEqual(by_key["records"][0]["workload_key"], key)
@@ -78,6 +106,11 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(job["state"], "done")
         self.assertEqual(job["scheduler"], "gradient")
         self.assertEqual(job["round_size"], 4)
+        # In rounds of 4 a task proposes again after its first results: its best is measured a
+        # second time before it is trusted (a job's whole allotment in one round is not).
+        confirmed = self.check_measurement_counts(
+            farm.client_json("query", "--model", MODEL, "--target", "cpu"))
+        self.assertTrue(confirmed, "no task's best was measured twice")
         explained = farm.client_json("status", job["job_id"], "--explain")
         decisions = explained["decisions"]
         self.assertTrue(any("warm-up" in d for d in decisions) or

@@ -190,6 +190,9 @@ class ExportTest(unittest.TestCase):
                 self.assertEqual(summary["tuned"], summary["kernels"], summary)
                 self.assertEqual(summary.get("warnings", []), [])
                 self.assertGreater(float(summary["estimated_latency_seconds"]), 0)
+                # For this host (the local farm's server and worker run here): scheduled for its
+                # CPU, as the worker's JIT compiled what it measured.
+                self.assertTrue(summary["tune_cpu"], summary)
                 described = json.loads(subprocess.run(
                     [RUN, artifact, "--describe", "--json"], capture_output=True, text=True,
                     check=True).stdout)
@@ -390,6 +393,13 @@ print(json.dumps({"input": spec, "output": name, "errors": errors,
         self.assertIn("unknown instruction set 'riscv'", bad_isa.stderr)
         artifact = os.path.join(self.dir, "mlp.gtco")
         self.farm.client("export", os.path.join(DATA, "mlp.onnx"), "-o", artifact)
+        # An export for a named level (another machine, perhaps) keeps the level's generic
+        # scheduling.
+        portable = self.farm.client_json("export", os.path.join(DATA, "mlp.onnx"), "-o",
+                                         os.path.join(self.dir, "mlp_v2.gtco"), "--isa",
+                                         "x86-64-v2")
+        self.assertEqual(portable["cpu"], "x86-64-v2")
+        self.assertEqual(portable["tune_cpu"], "")
         with open(artifact, "rb") as file:
             data = file.read()
         truncated = os.path.join(self.dir, "truncated.gtco")

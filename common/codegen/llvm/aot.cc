@@ -24,6 +24,7 @@
 #include "llvm/IRReader/IRReader.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/Host.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -109,6 +110,11 @@ void AddParallelHook(llvm::Module& module) {
 
 }  // namespace
 
+std::string HostTuneCpu() {
+  const std::string name = llvm::sys::getHostCPUName().str();
+  return name.empty() ? "generic" : name;
+}
+
 absl::StatusOr<AotTarget> AotTargetFor(const std::vector<std::string>& host_features,
                                        const std::string& cap) {
   int cap_level = static_cast<int>(Levels().size()) - 1;
@@ -126,7 +132,7 @@ absl::StatusOr<AotTarget> AotTargetFor(const std::vector<std::string>& host_feat
   }
   std::vector<std::string> have = host_features;
   std::sort(have.begin(), have.end());
-  AotTarget target{"x86-64", {}, {}};
+  AotTarget target{"x86-64", {}, {}, {}};
   for (int level = 0; level <= cap_level; ++level) {
     const Level& candidate = Levels()[level];
     const bool fits = std::all_of(candidate.features.begin(), candidate.features.end(),
@@ -183,6 +189,9 @@ absl::StatusOr<std::string> CompileSharedObject(const std::vector<std::string>& 
   for (llvm::Function& function : *composite) {
     if (function.isDeclaration()) continue;
     function.addFnAttr("target-cpu", target.cpu);
+    if (!target.tune_cpu.empty() && target.tune_cpu != "generic") {
+      function.addFnAttr("tune-cpu", target.tune_cpu);
+    }
     if (!target.extra_llvm_features.empty()) {
       function.addFnAttr("target-features", absl::StrJoin(target.extra_llvm_features, ","));
     }

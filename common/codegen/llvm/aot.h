@@ -16,7 +16,15 @@ struct AotTarget {
   std::string cpu;                    ///< LLVM CPU name: "x86-64-v2", "x86-64-v3", "x86-64-v4"
   std::vector<std::string> features;  ///< cpuinfo spellings, sorted (e.g. "avx2", "fma")
   std::vector<std::string> extra_llvm_features;  ///< e.g. "+avx512bf16" for low-precision kernels
+  /// LLVM CPU whose scheduling model and tuning the code follows ("tune-cpu"; "" or "generic":
+  /// the level's generic tuning). It changes no instruction the code may use, only their order
+  /// and choice among equivalents.
+  std::string tune_cpu;
 };
+
+/// This host's CPU as LLVM names it (llvm::sys::getHostCPUName, e.g. "znver3"): what the farm's
+/// JIT (CpuJit) tunes the kernels it measures for; "generic" where LLVM does not know it.
+std::string HostTuneCpu();
 
 /// The highest level every feature of which `host_features` (cpuinfo spellings) has, capped at
 /// `cap` ("" = none; else one of the level names or "avx2"/"avx512" as aliases of v3/v4).

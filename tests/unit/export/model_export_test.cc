@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/codegen/cuda/nvrtc.h"
+#include "common/codegen/llvm/aot.h"
 #include "common/kernels/registry.h"
 #include "common/target/target.h"
 #include "nlohmann/json.hpp"
@@ -110,6 +111,50 @@ TEST(ModelExportTest, VitAndMlpExportLoadAndRunDeterministically) {
       for (size_t j = 0; j < (*first)[i].bytes.size() / 4; ++j) {
         ASSERT_TRUE(std::isfinite(data[j])) << "output " << i << " element " << j;
       }
+    }
+  }
+}
+
+// An export for this host's kind of CPU is scheduled for it (LLVM's tune-cpu, as the farm's JIT
+// compiles the kernels it measures): the instructions stay the level's, only their order and
+// choice change, so the artifact loads on any host of the level and computes the same outputs.
+TEST(ModelExportTest, AnExportForThisHostIsScheduledForItsCpu) {
+  ExportOptions generic = HostOptions(), scheduled = HostOptions();
+  scheduled.tune_for_host = true;
+  absl::StatusOr<ExportResult> plain =
+      ExportModel(ReadModel("transformer_block.onnx"), {}, generic, kNoRecords);
+  absl::StatusOr<ExportResult> tuned =
+      ExportModel(ReadModel("transformer_block.onnx"), {}, scheduled, kNoRecords);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_EQ(plain->tune_cpu, "");
+  EXPECT_EQ(tuned->tune_cpu, codegen::HostTuneCpu());
+  EXPECT_FALSE(tuned->tune_cpu.empty());
+  EXPECT_EQ(tuned->cpu, plain->cpu);  // the same instruction set level
+  absl::StatusOr<std::unique_ptr<runtime::Model>> a =
+      runtime::Model::Load(WriteTemp("generic_schedule.gtco", plain->artifact));
+  absl::StatusOr<std::unique_ptr<runtime::Model>> b =
+      runtime::Model::Load(WriteTemp("host_schedule.gtco", tuned->artifact));
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*a)->manifest().features, (*b)->manifest().features);
+  if (tuned->tune_cpu != "generic") {
+    // LLVM knows this CPU: its scheduling model orders the kernels' instructions differently.
+    EXPECT_NE((*a)->manifest().code_sha256, (*b)->manifest().code_sha256);
+  }
+  const runtime::Manifest& m = (*a)->manifest();
+  const auto values = Inputs(m);
+  absl::StatusOr<std::vector<runtime::OutputTensor>> first = (*a)->Run(Host(m, values));
+  absl::StatusOr<std::vector<runtime::OutputTensor>> second = (*b)->Run(Host(m, values));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(first->size(), second->size());
+  for (size_t i = 0; i < first->size(); ++i) {
+    ASSERT_EQ((*first)[i].bytes.size(), (*second)[i].bytes.size());
+    const float* x = reinterpret_cast<const float*>((*first)[i].bytes.data());
+    const float* y = reinterpret_cast<const float*>((*second)[i].bytes.data());
+    for (size_t j = 0; j < (*first)[i].bytes.size() / 4; ++j) {
+      ASSERT_NEAR(x[j], y[j], 1e-5f * (1.0f + std::fabs(x[j]))) << "output " << i << " at " << j;
     }
   }
 }
