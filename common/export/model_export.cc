@@ -602,8 +602,9 @@ absl::StatusOr<std::string> Exporter::CompileCode() {
   for (const std::string& flag : extra_flags) target.features.push_back(flag);
   std::sort(target.features.begin(), target.features.end());
   manifest_.features = target.features;
-  Progress(absl::StrCat("compiling ", modules.size(), " kernels for ", target.cpu,
-                        target.tune_cpu.empty() ? "" : absl::StrCat(", scheduled for ", target.tune_cpu)));
+  const std::string scheduled =
+      target.tune_cpu.empty() ? "" : absl::StrCat(", scheduled for ", target.tune_cpu);
+  Progress(absl::StrCat("compiling ", modules.size(), " kernels for ", target.cpu, scheduled));
   return codegen::CompileSharedObject(modules, target);
 #endif
 }

@@ -48,7 +48,7 @@ struct ExportOptions {
   /// level's generic tuning; the instructions it may use stay the level's. Set it when the
   /// export is for the kind of machine the exporter runs on: the farm's workers measured their
   /// kernels tuned that way (their JIT compiles for the host CPU), and ResNet-50's 3x3
-  /// convolutions ran 10-20 % slower in an artifact with the generic tuning than the farm had
+  /// convolutions ran about 20 % slower in an artifact with the generic tuning than the farm had
   /// measured them (AMD Zen 3, 2 threads; bench/results/tune_cpu_avx2.md).
   bool tune_for_host = false;
   bool require_tuned = false;
