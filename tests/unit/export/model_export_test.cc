@@ -81,6 +81,20 @@ std::vector<runtime::HostTensor> Host(const runtime::Manifest& m,
   return host;
 }
 
+/// Every f32 output of `got` within atol + rtol * |want| of `want`'s (same count, same sizes).
+void ExpectOutputsNear(const std::vector<runtime::OutputTensor>& got,
+                       const std::vector<runtime::OutputTensor>& want, float atol, float rtol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].bytes.size(), want[i].bytes.size());
+    const float* x = reinterpret_cast<const float*>(got[i].bytes.data());
+    const float* y = reinterpret_cast<const float*>(want[i].bytes.data());
+    for (size_t j = 0; j < got[i].bytes.size() / 4; ++j) {
+      ASSERT_NEAR(x[j], y[j], atol + rtol * std::fabs(y[j])) << "output " << i << " element " << j;
+    }
+  }
+}
+
 TEST(ModelExportTest, VitAndMlpExportLoadAndRunDeterministically) {
   for (const char* name : {"vit_tiny.onnx", "mlp.onnx", "transformer_block.onnx"}) {
     SCOPED_TRACE(name);
@@ -148,15 +162,7 @@ TEST(ModelExportTest, AnExportForThisHostIsScheduledForItsCpu) {
   absl::StatusOr<std::vector<runtime::OutputTensor>> second = (*b)->Run(Host(m, values));
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(second.ok()) << second.status();
-  ASSERT_EQ(first->size(), second->size());
-  for (size_t i = 0; i < first->size(); ++i) {
-    ASSERT_EQ((*first)[i].bytes.size(), (*second)[i].bytes.size());
-    const float* x = reinterpret_cast<const float*>((*first)[i].bytes.data());
-    const float* y = reinterpret_cast<const float*>((*second)[i].bytes.data());
-    for (size_t j = 0; j < (*first)[i].bytes.size() / 4; ++j) {
-      ASSERT_NEAR(x[j], y[j], 1e-5f * (1.0f + std::fabs(x[j]))) << "output " << i << " at " << j;
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectOutputsNear(*second, *first, 1e-5f, 1e-5f));
 }
 
 // A loaded model holds its weights in memory of its own (2 MiB pages advised for large ones,
@@ -669,17 +675,8 @@ TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
           (*gpu)->Run(Host((*gpu)->manifest(), values));
       ASSERT_TRUE(expected.ok()) << expected.status();
       ASSERT_TRUE(actual.ok()) << actual.status();
-      ASSERT_EQ(actual->size(), expected->size());
-      for (size_t i = 0; i < actual->size(); ++i) {
-        ASSERT_EQ((*actual)[i].bytes.size(), (*expected)[i].bytes.size());
-        const float* got = reinterpret_cast<const float*>((*actual)[i].bytes.data());
-        const float* want = reinterpret_cast<const float*>((*expected)[i].bytes.data());
-        for (size_t j = 0; j < (*actual)[i].bytes.size() / 4; ++j) {
-          // TF32 tensor cores (the default conv mapping) keep 10 mantissa bits.
-          ASSERT_NEAR(got[j], want[j], 2e-2 + 2e-2 * std::fabs(want[j]))
-              << "output " << i << " element " << j;
-        }
-      }
+      // TF32 tensor cores (the default conv mapping) keep 10 mantissa bits.
+      ASSERT_NO_FATAL_FAILURE(ExpectOutputsNear(*actual, *expected, 2e-2f, 2e-2f));
       // The first run recorded the steps as a CUDA graph; later runs replay it. Replays of new
       // inputs must give what launching step by step (GTCO_CUDA_GRAPHS=0) gives, bit for bit.
       auto shifted = values;
