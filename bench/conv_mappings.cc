@@ -6,13 +6,19 @@
 // (weights cold). A table in Markdown on stdout; not a test. --defaults measures each mapping's
 // default trace (what an untuned export runs) instead of tuning; --trace T measures T (and
 // GTCO_DUMP_IR=FILE writes its LLVM IR there). --residual adds the bottleneck block's residual
-// (an input of the output's shape added before the ReLU). The kernels' threads are pinned to
-// cores, as the worker pins them.
+// (an input of the output's shape added before the ReLU). --interleave N compares the --trace
+// programs against each other on a host whose speed drifts (a VM): each is compiled once, then
+// run in turn, N rounds of one timed call each (warm caches, after a warm-up round), and the
+// table gives each one's median and the median over rounds of its time over the first trace's
+// in the same round. The kernels' threads are pinned to cores, as the worker pins them.
 //
 //   build/bench/conv_mappings [--trials N] [--shapes name,name,...] [--defaults] [--residual]
-//                             [--trace T]...
+//                             [--trace T]... [--interleave N]
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <cstring>
 #include <ctime>
 #include <set>
@@ -23,7 +29,9 @@
 #include "absl/strings/str_split.h"
 #include "bench/tuner.h"
 #include "common/codegen/llvm/runtime.h"
+#include "common/codegen/llvm/jit.h"
 #include "common/ir/conv.h"
+#include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/target/target.h"
 #include "worker/measure.h"
@@ -70,12 +78,83 @@ ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {
   return w;
 }
 
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+/// --interleave: `traces` of `w` compiled once each, then run in turn for `rounds` rounds; one
+/// table row per trace (median µs, median ratio to the first trace within a round).
+int Interleave(const ConvCase& shape, const ir::Workload& w,
+               const std::vector<std::string>& traces, int rounds) {
+  absl::StatusOr<std::unique_ptr<codegen::CpuJit>> jit = codegen::CpuJit::Create();
+  if (!jit.ok()) {
+    std::fprintf(stderr, "no JIT: %s\n", jit.status().ToString().c_str());
+    return 1;
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<std::vector<float>> inputs;
+  for (const ir::TensorDesc& input : w.inputs) {
+    std::vector<float> values(static_cast<size_t>(input.NumElements()));
+    for (float& value : values) value = uniform(rng);
+    inputs.push_back(std::move(values));
+  }
+  struct Program {
+    codegen::KernelEntry entry;
+    std::vector<std::vector<float>> inputs;
+    std::vector<float> output;
+    std::vector<void*> args;
+    std::vector<double> seconds, ratios;
+  };
+  std::vector<Program> programs(traces.size());
+  for (size_t index = 0; index < traces.size(); ++index) {
+    absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(traces[index]);
+    absl::StatusOr<std::string> ir_text =
+        trace.ok() ? ProgramFor(w, *trace, "gtco_kernel") : trace.status();
+    absl::StatusOr<codegen::KernelEntry> entry =
+        ir_text.ok() ? (*jit)->Compile(*ir_text, "gtco_kernel") : ir_text.status();
+    Program& program = programs[index];
+    program.inputs = inputs;
+    absl::Status packed =
+        entry.ok() ? kernels::PackInputsForTrace(w, *trace, &program.inputs) : entry.status();
+    if (!packed.ok()) {
+      std::fprintf(stderr, "%s: %s\n", traces[index].c_str(), packed.ToString().c_str());
+      return 1;
+    }
+    program.entry = *entry;
+    program.output.resize(static_cast<size_t>(w.output.NumElements()));
+    for (std::vector<float>& input : program.inputs) program.args.push_back(input.data());
+    program.args.push_back(program.output.data());
+  }
+  using Clock = std::chrono::steady_clock;
+  for (int round = -1; round < rounds; ++round) {  // round -1 warms up
+    for (Program& program : programs) {
+      const Clock::time_point start = Clock::now();
+      program.entry(program.args.data());
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (round >= 0) {
+        program.seconds.push_back(seconds);
+        program.ratios.push_back(seconds / programs[0].seconds.back());
+      }
+    }
+  }
+  const double gflop = static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9;
+  for (size_t index = 0; index < programs.size(); ++index) {
+    const double seconds = Median(programs[index].seconds);
+    std::printf("| %s | %.3f | %.1f | %.0f | %.3f | `%s` |\n", shape.name, gflop, seconds * 1e6,
+                gflop / seconds, Median(programs[index].ratios), traces[index].c_str());
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   int trials = 64;
   std::set<std::string> only;
   std::vector<std::string> traces;  // measured as given (diagnostics) instead of tuning
   bool defaults = false;            // measure each mapping's default trace instead of tuning
   bool residual = false;            // a residual added before the ReLU
+  int interleave = 0;               // rounds of the --trace programs run in turn
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
       trials = std::atoi(argv[++arg]);
@@ -85,14 +164,20 @@ int Main(int argc, char** argv) {
       residual = true;
     } else if (std::strcmp(argv[arg], "--trace") == 0 && arg + 1 < argc) {
       traces.push_back(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--interleave") == 0 && arg + 1 < argc) {
+      interleave = std::atoi(argv[++arg]);
     } else if (std::strcmp(argv[arg], "--shapes") == 0 && arg + 1 < argc) {
       for (absl::string_view name : absl::StrSplit(argv[++arg], ',')) only.emplace(name);
     } else {
       std::fprintf(stderr,
                    "usage: conv_mappings [--trials N] [--shapes name,name,...] [--defaults] "
-                   "[--residual] [--trace T]...\n");
+                   "[--residual] [--trace T]... [--interleave N]\n");
       return 2;
     }
+  }
+  if (interleave > 0 && traces.empty()) {
+    std::fprintf(stderr, "--interleave compares --trace programs: give at least one\n");
+    return 2;
   }
   const target::HardwareInfo hw = target::DetectHostCpu();
   codegen::SetParallelThreads(0, codegen::ThreadPlacement::kPinned);
@@ -118,6 +203,10 @@ int Main(int argc, char** argv) {
   for (const ConvCase& shape : kCases) {
     if (!only.empty() && only.count(shape.name) == 0) continue;
     const ir::Workload w = ConvBiasRelu(shape, residual);
+    if (interleave > 0) {
+      if (Interleave(shape, w, traces, interleave) != 0) return 1;
+      continue;
+    }
     const double gflop = static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9;
     absl::StatusOr<std::vector<schedule::SearchSpace>> spaces =
         kernels::CreateMappingSpaces(w, hw);
