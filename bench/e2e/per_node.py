@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""An exported model's kernels against ONNX Runtime's, node by node: the artifact profiled by
+`gtco-run --profile` (2 threads) between two profiles of the ONNX model by ONNX Runtime
+(`SessionOptions.enable_profiling`, 2 threads, the median of each node's kernel time over the
+runs after the warm-up), matched by node name, summed per workload description (a bottleneck's
+five 14x14 3x3 convolutions are one line). Profiling slows both runtimes a little; the ratios
+are what this is for, not the totals.
+
+    PYTHONPATH=.deps/python bench/e2e/per_node.py MODEL.onnx ARTIFACT.gtco [--runs N]
+
+ONNX Runtime names a fused node (Conv+Relu, Conv+Add+Relu in its NCHWc layout) after its output,
+e.g. "/layer1/layer1.0/relu/Relu_output_0_nchwc"; a GTCO step names every node it fused
+("/layer1/layer1.0/conv1/Conv+/layer1/layer1.0/relu/Relu"): a step matches the ORT node named
+after the last of its nodes that ORT has.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_exported import GTCO_RUN  # noqa: E402
+
+
+def ort_node_seconds(model, runs, threads=2):
+    """{node name without ORT's output suffixes: median kernel seconds per run}."""
+    import numpy as np
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory() as scratch:
+        options.profile_file_prefix = os.path.join(scratch, "ort")
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        rng = np.random.default_rng(1)
+        feeds = {}
+        for tensor in session.get_inputs():
+            shape = [d if isinstance(d, int) else 1 for d in tensor.shape]
+            dtype = np.int64 if "int64" in tensor.type else np.float32
+            feeds[tensor.name] = (rng.integers(0, 2, shape) if dtype == np.int64
+                                  else rng.uniform(-1, 1, shape)).astype(dtype)
+        warmup = 5
+        for _ in range(warmup + runs):
+            session.run(None, feeds)
+        with open(session.end_profiling()) as file:
+            events = json.load(file)
+    per_node = collections.defaultdict(list)
+    for event in events:
+        name = event.get("name", "")
+        if event.get("cat") == "Node" and name.endswith("_kernel_time"):
+            per_node[name[:-len("_kernel_time")]].append(event["dur"] * 1e-6)
+    result = {}
+    for name, seconds in per_node.items():
+        kept = sorted(seconds[warmup:] or seconds)
+        for suffix in ("_output_0_nchwc", "_output_0"):
+            if name.endswith(suffix):
+                name = name[:-len(suffix)]
+                break
+        result[name] = kept[len(kept) // 2]
+    return result
+
+
+def gtco_steps(artifact, threads=2):
+    out = subprocess.run([GTCO_RUN, artifact, "--random-inputs", "--profile", "--threads",
+                          str(threads), "--json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["profile"]
+
+
+def compare(model, artifact, runs):
+    """Rows (description, steps, GTCO seconds, ORT seconds) by GTCO's excess over ORT, and the
+    totals (GTCO profiled, ORT profiled, GTCO matched, ORT matched)."""
+    first = ort_node_seconds(model, runs)
+    steps = gtco_steps(artifact)
+    second = ort_node_seconds(model, runs)
+    ort = {name: (seconds + second.get(name, seconds)) / 2 for name, seconds in first.items()}
+    rows = collections.defaultdict(lambda: [0, 0.0, 0.0])
+    matched_gtco = matched_ort = 0.0
+    for step in steps:
+        ort_seconds = next((ort[node] for node in reversed(step["node"].split("+"))
+                            if node in ort), None)
+        if ort_seconds is None:
+            continue
+        row = rows[step.get("description") or step["node"]]
+        row[0] += 1
+        row[1] += step["seconds"]
+        row[2] += ort_seconds
+        matched_gtco += step["seconds"]
+        matched_ort += ort_seconds
+    ordered = sorted(((d, n, g, o) for d, (n, g, o) in rows.items()),
+                     key=lambda row: row[3] - row[2])
+    totals = (sum(step["seconds"] for step in steps), sum(ort.values()), matched_gtco,
+              matched_ort)
+    return ordered, totals
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("artifact")
+    parser.add_argument("--runs", type=int, default=20, help="profiled runs of ONNX Runtime")
+    args = parser.parse_args()
+    rows, (gtco, ort, matched_gtco, matched_ort) = compare(args.model, args.artifact, args.runs)
+    print(f"Profiled: GTCO {gtco * 1e3:.2f} ms, ONNX Runtime {ort * 1e3:.2f} ms; matched "
+          f"steps {matched_gtco * 1e3:.2f} vs {matched_ort * 1e3:.2f} ms "
+          f"({matched_gtco / matched_ort:.2f}x the time).\n")
+    print("| kernel | steps | GTCO ms | ORT ms | GTCO / ORT | excess ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for description, count, gtco_seconds, ort_seconds in rows:
+        print(f"| {description} | {count} | {gtco_seconds * 1e3:.2f} | {ort_seconds * 1e3:.2f} | "
+              f"{gtco_seconds / ort_seconds:.2f} | {(gtco_seconds - ort_seconds) * 1e3:+.2f} |")
+
+
+if __name__ == "__main__":
+    main()
