@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """An exported model's kernels against ONNX Runtime's, node by node: the artifact profiled by
-`gtco-run --profile` (2 threads) between two profiles of the ONNX model by ONNX Runtime
-(`SessionOptions.enable_profiling`, 2 threads, the median of each node's kernel time over the
-runs after the warm-up), matched by node name, summed per workload description (a bottleneck's
-five 14x14 3x3 convolutions are one line). Profiling slows both runtimes a little; the ratios
-are what this is for, not the totals.
+`gtco-run --profile` (2 threads) and the ONNX model by ONNX Runtime (`SessionOptions.
+enable_profiling`, 2 threads, the median of each node's kernel time over the runs after the
+warm-up) in turn, for a few rounds, each node's time the median of its rounds' (on a shared VM
+a whole profile can come out twice as slow when a core is taken away); matched by node name,
+summed per workload description (a bottleneck's five 14x14 3x3 convolutions are one line).
+Profiling slows both runtimes a little; the ratios are what this is for, not the totals.
 
-    PYTHONPATH=.deps/python bench/e2e/per_node.py MODEL.onnx ARTIFACT.gtco [--runs N]
+    PYTHONPATH=.deps/python bench/e2e/per_node.py MODEL.onnx ARTIFACT.gtco [--runs N] [--rounds R]
 
 ONNX Runtime names a fused node (Conv+Relu, Conv+Add+Relu in its NCHWc layout) after its output,
 e.g. "/layer1/layer1.0/relu/Relu_output_0_nchwc"; a GTCO step names every node it fused
@@ -71,13 +72,23 @@ def gtco_steps(artifact, threads=2):
     return json.loads(out.stdout)["profile"]
 
 
-def compare(model, artifact, runs):
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def compare(model, artifact, runs, rounds):
     """Rows (description, steps, GTCO seconds, ORT seconds) by GTCO's excess over ORT, and the
     totals (GTCO profiled, ORT profiled, GTCO matched, ORT matched)."""
-    first = ort_node_seconds(model, runs)
-    steps = gtco_steps(artifact)
-    second = ort_node_seconds(model, runs)
-    ort = {name: (seconds + second.get(name, seconds)) / 2 for name, seconds in first.items()}
+    ort_rounds, gtco_rounds = [], []
+    for _ in range(rounds):
+        ort_rounds.append(ort_node_seconds(model, runs))
+        gtco_rounds.append(gtco_steps(artifact))
+    ort = {name: median([profile[name] for profile in ort_rounds if name in profile])
+           for name in ort_rounds[0]}
+    steps = gtco_rounds[0]
+    for index, step in enumerate(steps):
+        step["seconds"] = median([profile[index]["seconds"] for profile in gtco_rounds])
     rows = collections.defaultdict(lambda: [0, 0.0, 0.0])
     matched_gtco = matched_ort = 0.0
     for step in steps:
@@ -102,10 +113,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model")
     parser.add_argument("artifact")
-    parser.add_argument("--runs", type=int, default=20, help="profiled runs of ONNX Runtime")
+    parser.add_argument("--runs", type=int, default=20,
+                        help="profiled runs of ONNX Runtime per round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the two in turn")
     args = parser.parse_args()
-    rows, (gtco, ort, matched_gtco, matched_ort) = compare(args.model, args.artifact, args.runs)
-    print(f"Profiled: GTCO {gtco * 1e3:.2f} ms, ONNX Runtime {ort * 1e3:.2f} ms; matched "
+    rows, (gtco, ort, matched_gtco, matched_ort) = compare(args.model, args.artifact, args.runs,
+                                                           args.rounds)
+    print(f"Profiled (medians of {args.rounds} rounds): GTCO {gtco * 1e3:.2f} ms, ONNX Runtime {ort * 1e3:.2f} ms; matched "
           f"steps {matched_gtco * 1e3:.2f} vs {matched_ort * 1e3:.2f} ms "
           f"({matched_gtco / matched_ort:.2f}x the time).\n")
     print("| kernel | steps | GTCO ms | ORT ms | GTCO / ORT | excess ms |")
