@@ -66,7 +66,16 @@ absl::StatusOr<TaskClass*> FarmCore::SpacesForLocked(Task& task, const Worker& w
                                        [](const auto& verdict) { return verdict.applies; });
   std::vector<schedule::SearchSpace> spaces;
   if (any_applies) {
-    GTCO_ASSIGN_OR_RETURN(spaces, kernels::CreateMappingSpaces(task.workload, worker.hardware));
+    // A mapping that applies but admits no schedule on this class (its caches, its cores) is
+    // left out and says so in its verdict; the others tune the task.
+    std::vector<schedule::MappingVerdict> unusable;
+    GTCO_ASSIGN_OR_RETURN(spaces, kernels::CreateMappingSpaces(task.workload, worker.hardware,
+                                                               &unusable));
+    for (const schedule::MappingVerdict& left_out : unusable) {
+      for (schedule::MappingVerdict& verdict : verdicts) {
+        if (verdict.mapping == left_out.mapping) verdict = left_out;
+      }
+    }
   }
   TaskClass& state = task.classes[worker.hardware_class];
   state.key = worker.hardware_class;

@@ -80,16 +80,35 @@ std::vector<MappingVerdict> ExplainMappings(const ir::Workload& w, const target:
   return verdicts;
 }
 
-absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(const ir::Workload& w,
-                                                             const target::HardwareInfo& hw) {
+absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(
+    const ir::Workload& w, const target::HardwareInfo& hw,
+    std::vector<schedule::MappingVerdict>* unusable) {
   GTCO_RETURN_IF_ERROR(FirstApplicableMapping(w, hw).status());
   std::vector<SearchSpace> spaces;
+  std::vector<schedule::MappingVerdict> left_out;
   for (const MappingSketch* mapping : MappingRegistry()) {
     if (!schedule::MappingConsiders(*mapping, w, hw) || !mapping->Explain(w, hw).applies) {
       continue;
     }
-    GTCO_ASSIGN_OR_RETURN(SearchSpace space, SearchSpace::CreateFromMapping(w, hw, *mapping));
-    spaces.push_back(std::move(space));
+    absl::StatusOr<SearchSpace> space = SearchSpace::CreateFromMapping(w, hw, *mapping);
+    if (!space.ok()) {
+      left_out.push_back({mapping->Name(), false,
+                          absl::StrCat("applies, but has no search space: ",
+                                       space.status().message())});
+      continue;
+    }
+    spaces.push_back(*std::move(space));
+  }
+  if (spaces.empty()) {
+    std::vector<std::string> reasons;
+    for (const schedule::MappingVerdict& verdict : left_out) {
+      reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("no mapping can schedule ", w.Description(),
+                                                   ": ", absl::StrJoin(reasons, "; ")));
+  }
+  if (unusable != nullptr) {
+    unusable->insert(unusable->end(), left_out.begin(), left_out.end());
   }
   return spaces;
 }

@@ -34,11 +34,15 @@ std::vector<schedule::MappingVerdict> ExplainMappings(const ir::Workload& w,
 absl::StatusOr<schedule::SearchSpace> CreateSpace(const ir::Workload& w,
                                                   const target::HardwareInfo& hw);
 
-/// One search space per applicable mapping, in registry order (the best-expected first).
-/// INVALID_ARGUMENT when no mapping considers `w` or none applies (the message lists every
-/// verdict), or `w`'s shapes are inconsistent.
+/// One search space per applicable mapping, in registry order (the best-expected first). A
+/// mapping that applies but whose space cannot be made (every schedule pruned on hw's caches or
+/// cores, or its default trace failing to lower) is left out, and when `unusable` is given its
+/// verdict is appended there (applies false, the reason). INVALID_ARGUMENT when no mapping
+/// considers `w` or none applies (the message lists every verdict), or no applicable mapping
+/// has a space (the message gives each one's reason; inconsistent shapes fail them all).
 absl::StatusOr<std::vector<schedule::SearchSpace>> CreateMappingSpaces(
-    const ir::Workload& w, const target::HardwareInfo& hw);
+    const ir::Workload& w, const target::HardwareInfo& hw,
+    std::vector<schedule::MappingVerdict>* unusable = nullptr);
 
 /// The space of the mapping named `mapping` for w's workload class. INVALID_ARGUMENT when it is
 /// unknown for the class or does not apply (with the verdict's reason).

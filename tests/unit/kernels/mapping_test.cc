@@ -156,6 +156,29 @@ TEST(CreateMappingSpacesTest, ErrorsNameTheVerdicts) {
   EXPECT_EQ(vector->sketch_name(), "mm_vector/v1");
 }
 
+// A worker may describe caches too small for a mapping's every schedule (here a 1 KiB L1: no
+// register-blocked FMA tile's panels fit): that mapping has no space, and the workload is tuned
+// under the others instead of failing, with the reason in the mapping's verdict.
+TEST(CreateMappingSpacesTest, AMappingThatAdmitsNothingIsLeftOutWithItsReason) {
+  const ir::Workload w = MatMul(1, 197, 768, 768);
+  target::HardwareInfo tiny = Avx2Host();
+  tiny.l1d_bytes = 1024;
+  std::vector<MappingVerdict> unusable;
+  absl::StatusOr<std::vector<SearchSpace>> spaces = CreateMappingSpaces(w, tiny, &unusable);
+  ASSERT_TRUE(spaces.ok()) << spaces.status();
+  std::vector<std::string> mappings;
+  for (const SearchSpace& space : *spaces) mappings.push_back(space.mapping());
+  EXPECT_EQ(mappings, (std::vector<std::string>{"vector"}));
+  ASSERT_EQ(unusable.size(), 1u);
+  EXPECT_EQ(unusable[0].mapping, "avx2_fma");
+  EXPECT_FALSE(unusable[0].applies);
+  EXPECT_NE(unusable[0].reason.find("every schedule"), std::string::npos) << unusable[0].reason;
+  // Without the out-parameter the same spaces come back.
+  absl::StatusOr<std::vector<SearchSpace>> again = CreateMappingSpaces(w, tiny);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->size(), 1u);
+}
+
 TEST(SketchRegistryTest, EveryMappingSketchAndLegacySketchReplaysByName) {
   std::set<std::string> names;
   for (const MappingSketch* mapping : MappingRegistry()) {

@@ -310,6 +310,38 @@ TEST(FarmCoreRegressionTest, AnAlternativeFarBehindStopsDrawingTrials) {
 // Candidates are lowered ahead into a ready queue; those of a job cancelled while they wait
 // are never leased, and a worker that reports while others lease is served by each concept
 // without waiting for the search: every result is stored once and the budget is kept.
+// A worker whose caches admit none of a mapping's schedules (a 64-byte L1 as it describes its
+// hardware: no FMA tile's panels fit, even the MLP's smallest) still gets the job's matmuls to measure, under the mappings that remain; `status
+// --explain` says why the register-blocked mapping is out.
+TEST(FarmCoreRegressionTest, AMappingWithNoScheduleForTheWorkerIsLeftOutNotTheTask) {
+  std::unique_ptr<FarmCore> core = MemoryFarm();
+  auto job = core->Submit(Header(32), ReadModel("mlp.onnx"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  WorkerHello worker = CpuWorker("tiny-l1");
+  worker.hardware.cpu_features = {"avx", "avx2", "fma"};
+  worker.hardware.l1d_bytes = 64;
+  ASSERT_TRUE(core->Register(worker).ok());
+  auto candidates = core->Lease("tiny-l1", 4, /*wait_ms=*/1000);
+  ASSERT_TRUE(candidates.ok()) << candidates.status();
+  ASSERT_FALSE(candidates->empty());
+  for (const LeasedCandidate& candidate : *candidates) {
+    EXPECT_EQ(candidate.trace.find("mm_avx2_fma/"), std::string::npos) << candidate.trace;
+  }
+  auto info = core->GetJob(job->job_id);
+  ASSERT_TRUE(info.ok()) << info.status();
+  int left_out = 0;
+  for (const TaskInfo& task : info->tasks) {
+    for (const MappingInfo& mapping : task.mappings) {
+      if (mapping.name != "avx2_fma") continue;
+      EXPECT_FALSE(mapping.applies);
+      EXPECT_NE(mapping.reason.find("no search space"), std::string::npos) << mapping.reason;
+      ++left_out;
+    }
+  }
+  EXPECT_GT(left_out, 0);
+  core->Shutdown();
+}
+
 TEST(FarmCoreRegressionTest, ReadyCandidatesOfACancelledJobAreNotLeased) {
   std::unique_ptr<FarmCore> core = MemoryFarm();
   auto job = core->Submit(Header(64), ReadModel("mlp.onnx"));
