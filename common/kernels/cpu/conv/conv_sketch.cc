@@ -578,10 +578,10 @@ class ChannelConvSketch final : public BlockedConvSketch {
     knobs[kPackB].values = {kPackBPrepacked};
     // All of K in one block too (its partial sums never leave the registers), and K blocks of
     // whole channels near the usual targets (a staged band needs them), a number of channels
-    // dividing C: equal blocks have a constant K extent, so the per-tap channel loop has a known
-    // trip count and no remainder (ResNet-50's 14x14 3x3 conv: blocks of 32 channels ran in 0.90
-    // of the time of blocks of 29, the nearest even split of 256 into blocks of ~256 rows; the
-    // two alternated 200 times, twice, bench/results/conv_kc_divisors.md).
+    // dividing C: equal blocks, the per-tap channel loop a whole number of LLVM's 8-way
+    // unrolled steps for 16 to 64 channels (ResNet-50's 3x3 convs in blocks of 32 or 64
+    // channels: 0.88-0.96 of the time in the even splits of before, 26-43 channels; the two
+    // alternated 200 times in one process, bench/results/conv_kc_divisors.md).
     const int64_t taps = w.conv.kernel_h * w.conv.kernel_w;
     std::vector<int64_t> channel_kc;
     for (int64_t target : {128, 256, 384, 512}) {

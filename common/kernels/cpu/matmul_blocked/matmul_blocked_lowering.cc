@@ -124,10 +124,6 @@ GemmOperands::Place BlockedLowering::OutPlace(const Expr& i0, const Expr& r,
 
 Expr BlockedLowering::KExtent() const {
   if (plan_.k_blocks == 1) return MakeInt(plan_.p.k);
-  // K blocks of equal size: a constant extent, so the K loops' trip counts are known (the
-  // staged conv's per-tap channel loop then has no remainder: ResNet-50's 14x14 3x3 conv ran
-  // faster in K blocks of 32 channels than of 29, bench/results/conv_kc_divisors.md).
-  if (plan_.p.k % plan_.kc == 0) return MakeInt(plan_.kc);
   return ir::Min(MakeInt(plan_.kc), MakeInt(plan_.p.k) - KBegin());
 }
 
