@@ -18,7 +18,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <cstring>
 #include <ctime>
 #include <set>
@@ -31,6 +30,7 @@
 #include "common/codegen/llvm/runtime.h"
 #include "common/codegen/llvm/jit.h"
 #include "common/ir/conv.h"
+#include "common/ir/reference.h"
 #include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/target/target.h"
@@ -92,14 +92,7 @@ int Interleave(const ConvCase& shape, const ir::Workload& w,
     std::fprintf(stderr, "no JIT: %s\n", jit.status().ToString().c_str());
     return 1;
   }
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<std::vector<float>> inputs;
-  for (const ir::TensorDesc& input : w.inputs) {
-    std::vector<float> values(static_cast<size_t>(input.NumElements()));
-    for (float& value : values) value = uniform(rng);
-    inputs.push_back(std::move(values));
-  }
+  const std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 1);
   struct Program {
     codegen::KernelEntry entry;
     std::vector<std::vector<float>> inputs;

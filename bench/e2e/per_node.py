@@ -18,12 +18,11 @@ import argparse
 import collections
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_exported import GTCO_RUN  # noqa: E402
+from where_time_goes import gtco_profile  # noqa: E402
 
 
 def ort_node_seconds(model, runs, threads=2):
@@ -66,12 +65,6 @@ def ort_node_seconds(model, runs, threads=2):
     return result
 
 
-def gtco_steps(artifact, threads=2):
-    out = subprocess.run([GTCO_RUN, artifact, "--random-inputs", "--profile", "--threads",
-                          str(threads), "--json"], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)["profile"]
-
-
 def median(values):
     values = sorted(values)
     return values[len(values) // 2]
@@ -83,7 +76,7 @@ def compare(model, artifact, runs, rounds):
     ort_rounds, gtco_rounds = [], []
     for _ in range(rounds):
         ort_rounds.append(ort_node_seconds(model, runs))
-        gtco_rounds.append(gtco_steps(artifact))
+        gtco_rounds.append(gtco_profile(artifact)["profile"])
     ort = {name: median([profile[name] for profile in ort_rounds if name in profile])
            for name in ort_rounds[0]}
     steps = gtco_rounds[0]

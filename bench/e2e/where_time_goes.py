@@ -33,12 +33,18 @@ def machine_limits(threads=2):
             "cache_gbytes": peak["cache_triad_gbytes"][str(threads)], "isas": peak["gflops"]}
 
 
+def gtco_profile(artifact, threads=2):
+    """`gtco-run ARTIFACT --random-inputs --profile --json`: "profile" (one entry per step, its
+    median over the warm profile runs) and "profile_summary"."""
+    return json.loads(subprocess.run(
+        [GTCO_RUN, artifact, "--random-inputs", "--profile", "--threads", str(threads), "--json"],
+        capture_output=True, text=True, check=True).stdout)
+
+
 def analyse(artifact, limits, baseline_seconds=None, threads=2):
     """The artifact's profile (each step's median over gtco-run's warm profile runs) against
     `limits`; with `baseline_seconds`, the most this plan could gain over that baseline."""
-    summary = json.loads(subprocess.run(
-        [GTCO_RUN, artifact, "--random-inputs", "--profile", "--threads", str(threads), "--json"],
-        capture_output=True, text=True, check=True).stdout)["profile_summary"]
+    summary = gtco_profile(artifact, threads)["profile_summary"]
     compute, memory = summary["compute_bound"], summary["memory_bound"]
     other = summary["other_steps"]
     floor = (compute["flops"] / (limits["gflops"] * 1e9)
