@@ -141,4 +141,63 @@ absl::StatusOr<VendorRun> MakeOneDnnRun(const ir::Workload& w, const std::vector
   return VendorRun([bound] { bound->Run(); });
 }
 
+absl::StatusOr<VendorRun> MakeOneDnnLowpMatMulRun(const ir::Workload& w,
+                                                   const std::vector<void*>& inputs, void* out,
+                                                   bool prepacked_weights) {
+  const ir::MatMulParams& p = w.matmul;
+  auto dnnl_type = [](ir::DType dtype) -> absl::StatusOr<memory::data_type> {
+    switch (dtype) {
+      case ir::DType::kBF16:
+        return memory::data_type::bf16;
+      case ir::DType::kU8:
+        return memory::data_type::u8;
+      case ir::DType::kI8:
+        return memory::data_type::s8;
+      case ir::DType::kI32:
+        return memory::data_type::s32;
+      case ir::DType::kF32:
+        return memory::data_type::f32;
+      default:
+        return absl::UnimplementedError(
+            absl::StrCat("oneDNN baseline: no data type for ", ir::DTypeName(dtype)));
+    }
+  };
+  if (w.anchor != ir::AnchorKind::kMatMul || inputs.size() != 2 || !w.epilogue.empty() ||
+      p.batch != 1 || p.trans_a || p.trans_b || p.a_zero_point != 0 || p.b_zero_point != 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "oneDNN low-precision baseline: plain 2-D matmuls without zero points only, not ",
+        w.Description()));
+  }
+  absl::StatusOr<memory::data_type> a_type = dnnl_type(w.inputs[0].dtype);
+  absl::StatusOr<memory::data_type> b_type = dnnl_type(w.inputs[1].dtype);
+  absl::StatusOr<memory::data_type> c_type = dnnl_type(w.output.dtype);
+  for (const auto* type : {&a_type, &b_type, &c_type}) {
+    if (!type->ok()) return type->status();
+  }
+  auto bound = std::make_shared<BoundPrimitive>();
+  try {  // the one place oneDNN's exceptions become statuses
+    const memory::desc a_desc({p.m, p.k}, *a_type, memory::format_tag::ab);
+    const memory::desc b_plain({p.k, p.n}, *b_type, memory::format_tag::ab);
+    const memory::desc c_desc({p.m, p.n}, *c_type, memory::format_tag::ab);
+    const memory::desc b_desc =
+        prepacked_weights ? memory::desc({p.k, p.n}, *b_type, memory::format_tag::any) : b_plain;
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc), bound->engine);
+    bound->primitive = dnnl::matmul(pd);
+    memory user_b(b_plain, bound->engine, inputs[1]);
+    memory weights = user_b;
+    if (prepacked_weights && pd.weights_desc() != b_plain) {
+      weights = memory(pd.weights_desc(), bound->engine);  // owned by the bound arguments
+      dnnl::reorder(user_b, weights).execute(bound->stream, user_b, weights);
+      bound->stream.wait();
+    }
+    bound->args = {{DNNL_ARG_SRC, memory(a_desc, bound->engine, inputs[0])},
+                   {DNNL_ARG_WEIGHTS, weights},
+                   {DNNL_ARG_DST, memory(c_desc, bound->engine, out)}};
+  } catch (const dnnl::error& error) {
+    return absl::InternalError(absl::StrCat("oneDNN rejected ", w.Description(), ": ",
+                                            error.what(), " (status ", error.status, ")"));
+  }
+  return VendorRun([bound] { bound->Run(); });
+}
+
 }  // namespace gtco::bench

@@ -34,4 +34,13 @@ void SetOneDnnThreads(int threads);
 absl::StatusOr<VendorRun> MakeOneDnnRun(const ir::Workload& w, const std::vector<float*>& inputs,
                                         float* out);
 
+/// oneDNN's matmul on low-precision operands (bf16 x bf16 -> f32, u8|s8 x s8 -> s32; oneDNN
+/// picks AMX, AVX512-BF16 or VNNI code itself): `w` a plain 2-D matmul without epilogue or zero
+/// points, inputs and output typed as w says. With `prepacked_weights` the weights are given
+/// oneDNN's own layout (format "any") and reordered into it once here, as a framework does at
+/// load time; otherwise every run reads them row-major. UNIMPLEMENTED for other workloads.
+absl::StatusOr<VendorRun> MakeOneDnnLowpMatMulRun(const ir::Workload& w,
+                                                   const std::vector<void*>& inputs, void* out,
+                                                   bool prepacked_weights);
+
 }  // namespace gtco::bench

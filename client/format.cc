@@ -54,11 +54,32 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
                                            FormatSeconds(task.best_seconds()),
                                            task.expected_gain_seconds()));
     std::string hardware;
+    // Per hardware class: the fastest mapping measured and what it gained over the runner-up.
+    const gtco::v1::MappingStatus* fastest = nullptr;
+    const gtco::v1::MappingStatus* runner_up = nullptr;
+    auto close_class = [&] {
+      if (fastest != nullptr && runner_up != nullptr) {
+        absl::StrAppend(&text, absl::StrFormat("    fastest: %s, %.2fx %s's best\n",
+                                               fastest->name(),
+                                               runner_up->best_seconds() / fastest->best_seconds(),
+                                               runner_up->name()));
+      }
+      fastest = runner_up = nullptr;
+    };
     for (const auto& mapping : task.mappings()) {
       // A task measured by workers of several hardware classes has spaces for each.
       if (!mapping.hardware().empty() && mapping.hardware() != hardware) {
+        close_class();
         hardware = mapping.hardware();
         absl::StrAppend(&text, "   on ", hardware, ":\n");
+      }
+      if (mapping.applies() && mapping.best_seconds() > 0) {
+        if (fastest == nullptr || mapping.best_seconds() < fastest->best_seconds()) {
+          runner_up = fastest;
+          fastest = &mapping;
+        } else if (runner_up == nullptr || mapping.best_seconds() < runner_up->best_seconds()) {
+          runner_up = &mapping;
+        }
       }
       if (!mapping.applies()) {
         absl::StrAppend(&text, absl::StrFormat("    %-12s not applicable: %s\n", mapping.name(),
@@ -77,6 +98,7 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
                                  mapping.considered(),
                                  pruned.empty() ? "" : " (pruned: " + pruned + ")"));
     }
+    close_class();
   }
   if (job.plan_size() > 0) {
     absl::StrAppend(&text,

@@ -100,7 +100,8 @@ class Model {
   mutable std::vector<Arena> free_arenas_;  ///< guarded by arenas_mutex_
 };
 
-/// The CPU features of this host (cpuinfo spellings, from /proc/cpuinfo's flags).
+/// The CPU features of this host (cpuinfo spellings, from /proc/cpuinfo's flags); the amx_*
+/// flags only when Linux grants this process the tile state (AmxTileStateUsable, asked here).
 std::vector<std::string> HostCpuFeatures();
 
 }  // namespace gtco::runtime

@@ -4,6 +4,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -205,6 +207,18 @@ void SetParallelThreads(int threads, ThreadPlacement placement) {
 }
 
 int ParallelThreads() { return GetPool()->num_threads(); }
+
+bool AmxTileStateUsable() {
+  static const bool usable = [] {
+    constexpr int kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023;
+    constexpr unsigned long kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+    unsigned long permitted = 0;
+    return syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) == 0 &&
+           (permitted & (1ul << kXfeatureXtiledata)) != 0;
+  }();
+  return usable;
+}
 
 }  // namespace gtco::runtime
 

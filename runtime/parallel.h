@@ -1,5 +1,6 @@
 // Runtime support called by generated CPU kernels, in the JIT (worker) and in exported
-// artifacts (runtime/): the process-wide parallel-for thread pool. Depends on nothing of the farm.
+// artifacts (runtime/): the process-wide parallel-for thread pool, and the AMX tile state the
+// process must ask Linux for. Depends on nothing of the farm.
 #pragma once
 
 #include <cstdint>
@@ -32,5 +33,11 @@ void SetParallelThreads(int threads, ThreadPlacement placement = ThreadPlacement
 
 /// The number of threads parallel loops currently use.
 int ParallelThreads();
+
+/// Asks Linux, once per process, for the AMX tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM,
+/// XFEATURE_XTILEDATA), Linux 5.16+); without it the first tile instruction kills the process
+/// with SIGILL. True when granted (every thread of the process may then use the tiles), false
+/// on a CPU or kernel without AMX. Thread-safe; later calls return the first answer.
+bool AmxTileStateUsable();
 
 }  // namespace gtco::runtime

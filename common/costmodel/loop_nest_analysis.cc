@@ -169,6 +169,8 @@ class NestWalker {
   void Visit(const Stmt& stmt, double weight);
   void VisitFor(const Stmt& stmt, double weight);
   void RecordSite(double weight, const ir::StmtNode* store, const Expr& expr);
+  /// A TileMatMul: one site with its multiply-adds and its operands' first elements.
+  void RecordTileSite(double weight, const ir::StmtNode& stmt);
   /// `value_type`: the type the access reads or writes (the load's type, or the stored
   /// value's).
   Access MakeAccess(const std::string& buffer, const Expr& index, ir::ScalarType value_type,
@@ -342,6 +344,9 @@ void NestWalker::Visit(const Stmt& stmt, double weight) {
       buffers_.pop_back();
       return;
     }
+    case StmtKind::kTileMatMul:
+      RecordTileSite(weight, *stmt);
+      return;
     case StmtKind::kLetStmt: {
       RecordSite(weight, nullptr, stmt->operands[0]);
       Binding binding;
@@ -457,6 +462,26 @@ void NestWalker::RecordSite(double weight, const ir::StmtNode* store, const Expr
     site.is_global_store = site.accesses.back().is_global;
     site.accumulates = ReadsElement(store->operands[1], store->name, store->operands[0]);
   }
+  summary_.stmts.push_back(std::move(site));
+}
+
+void NestWalker::RecordTileSite(double weight, const ir::StmtNode& stmt) {
+  // One site per execution of the whole tile block: its multiply-adds (a 16 x 16 x 64-byte
+  // product is 16 * 16 * 16 words, each 2 (bf16) or 4 (int8) multiply-adds), the A and B
+  // tiles it reads and the C block it writes, as first-element accesses.
+  const ir::TileMatMulArgs args = ir::GetTileMatMulArgs(stmt);
+  const double per_word = ir::TileInstructionIsBF16(args.instruction) ? 2.0 : 4.0;
+  StmtSummary site;
+  site.loops = loops_;
+  site.executions = weight;
+  site.float_ops = 2.0 * per_word * 16 * 16 * 16 * static_cast<double>(args.k_steps) *
+                   static_cast<double>(args.a.size() * args.nr);
+  for (const Expr& a : args.a) {
+    site.accesses.push_back(MakeAccess(a->name, a->operands[0], a->type, false));
+  }
+  site.accesses.push_back(MakeAccess(args.b->name, args.b->operands[0], args.b->type, false));
+  site.is_store = true;
+  site.accesses.push_back(MakeAccess(args.c->name, args.c->operands[0], args.c->type, true));
   summary_.stmts.push_back(std::move(site));
 }
 

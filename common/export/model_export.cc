@@ -595,6 +595,10 @@ absl::StatusOr<std::string> Exporter::CompileCode() {
     } else if (kernel.spec.mapping == "avx512_vnni") {
       extra_features.insert("+avx512vnni");
       extra_flags.insert("avx512_vnni");
+    } else if (kernel.spec.mapping == "amx_bf16" || kernel.spec.mapping == "amx_int8") {
+      const bool bf16 = kernel.spec.mapping == "amx_bf16";
+      extra_features.insert({"+amx-tile", bf16 ? "+amx-bf16" : "+amx-int8"});
+      extra_flags.insert({"amx_tile", kernel.spec.mapping});
     }
   }
   codegen::AotTarget target = target_;
@@ -730,7 +734,7 @@ absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options
   hw.cores = std::max(options.cores, 1);
   hw.cpu_features = level.features;
   if (level.cpu == "x86-64-v4") {
-    for (const char* flag : {"avx512_bf16", "avx512_vnni"}) {
+    for (const char* flag : {"avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"}) {
       if (std::find(features.begin(), features.end(), flag) != features.end()) {
         hw.cpu_features.push_back(flag);
       }

@@ -66,7 +66,8 @@ struct ExportResult {
 };
 
 /// The hardware the export compiles for: the features of the x86-64 level `options` select
-/// (cpu_features capped by isa), plus the low-precision flags (avx512_bf16, avx512_vnni) of
+/// (cpu_features capped by isa), plus the low-precision flags (avx512_bf16, avx512_vnni, and
+/// the AMX ones amx_tile, amx_bf16, amx_int8) of
 /// cpu_features when that level is x86-64-v4; cpu_model and cores from `options`. Records whose
 /// mapping does not apply to it are never chosen. INVALID_ARGUMENT for an unknown isa,
 /// FAILED_PRECONDITION below x86-64-v2.

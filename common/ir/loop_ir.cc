@@ -419,6 +419,44 @@ Stmt MakeLet(const std::string& var, Expr value, Stmt body) {
   return NewStmt(StmtKind::kLetStmt, var, {std::move(value)}, {std::move(body)});
 }
 
+bool TileInstructionIsBF16(const std::string& instruction) { return instruction == "tdpbf16ps"; }
+
+Stmt MakeTileMatMul(const TileMatMulArgs& args) {
+  static const char* const kInstructions[] = {"tdpbf16ps", "tdpbusd", "tdpbssd", "tdpbsud",
+                                              "tdpbuud"};
+  GTCO_CHECK(std::find(std::begin(kInstructions), std::end(kInstructions), args.instruction) !=
+                 std::end(kInstructions),
+             "unknown tile instruction");
+  const int64_t mr = static_cast<int64_t>(args.a.size());
+  GTCO_CHECK(mr >= 1 && args.nr >= 1 && mr * args.nr + mr + args.nr <= 8,
+             "a tile matmul needs mr * nr + mr + nr <= 8 tile registers");
+  GTCO_CHECK(args.k_steps >= 1 && args.a_stride > 0 && args.b_col_stride >= 0,
+             "tile matmul sizes must be positive");
+  std::vector<Expr> operands = {args.c, args.b, MakeInt(args.k_steps), MakeInt(args.nr),
+                                MakeInt(args.a_stride), MakeInt(args.b_col_stride)};
+  operands.insert(operands.end(), args.a.begin(), args.a.end());
+  for (const Expr& address : {args.c, args.b}) {
+    GTCO_CHECK(address && address->kind == ExprKind::kLoad, "tile addresses must be Loads");
+  }
+  for (const Expr& address : args.a) {
+    GTCO_CHECK(address && address->kind == ExprKind::kLoad, "tile addresses must be Loads");
+  }
+  return NewStmt(StmtKind::kTileMatMul, args.instruction, std::move(operands), {});
+}
+
+TileMatMulArgs GetTileMatMulArgs(const StmtNode& stmt) {
+  TileMatMulArgs args;
+  args.instruction = stmt.name;
+  args.c = stmt.operands[0];
+  args.b = stmt.operands[1];
+  args.k_steps = stmt.operands[2]->int_value;
+  args.nr = stmt.operands[3]->int_value;
+  args.a_stride = stmt.operands[4]->int_value;
+  args.b_col_stride = stmt.operands[5]->int_value;
+  args.a.assign(stmt.operands.begin() + 6, stmt.operands.end());
+  return args;
+}
+
 std::string ToString(const Expr& expr) {
   if (!expr) return "<null>";
   switch (expr->kind) {
@@ -490,6 +528,16 @@ std::string ToString(const Stmt& stmt, int indent) {
     case StmtKind::kLetStmt:
       return absl::StrCat(pad, "let ", stmt->name, " = ", ToString(stmt->operands[0]), " {\n",
                           ToString(stmt->body[0], indent + 2), pad, "}\n");
+    case StmtKind::kTileMatMul: {
+      const TileMatMulArgs args = GetTileMatMulArgs(*stmt);
+      return absl::StrCat(
+          pad, "tile_matmul.", args.instruction, "(c=&", ToString(args.c), ", b=&",
+          ToString(args.b), ", a={",
+          absl::StrJoin(args.a, ", ",
+                        [](std::string* out, const Expr& a) { out->append("&" + ToString(a)); }),
+          "}, k_steps=", args.k_steps, ", nr=", args.nr, ", a_stride=", args.a_stride,
+          ", b_col_stride=", args.b_col_stride, ")\n");
+    }
   }
   return pad + "<unknown>\n";
 }

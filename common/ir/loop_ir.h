@@ -42,6 +42,21 @@
 //      "pack_i8x4"(i32 b0, b1, b2, b3) -> i32: the low bytes of b0..b3 as bytes 0..3;
 //      "pack_bf16x2"(f32 lo, f32 hi) -> i32: bf16(lo) | bf16(hi) << 16 (nearest even);
 //      "bitxor"(i32, i32) -> i32.
+//  - TileMatMul (x86 AMX): a whole tile block of a matmul in one statement, with the tile
+//    registers as its private state (configured, used and left within the statement).
+//    name = the tile instruction: "tdpbf16ps" (bf16 pairs, f32 accumulators) or "tdpbusd",
+//    "tdpbssd", "tdpbsud", "tdpbuud" (signedness of A then B bytes, i32 accumulators).
+//    With mr A tiles and nr B tiles (mr * nr + mr + nr <= 8 tile registers) it computes
+//      C[t*16 + r][c*16 + j] = sum over s < k_steps, q < 16 of
+//        dot(A_t[r] word (s*16 + q), B[c] word (s*16 + q) of column j)
+//    where one "word" is 4 bytes (2 bf16 / 4 int8 values along K): A_t's row r starts at the
+//    A address plus r * a_stride bytes (its words in order along K); B[c] is a packed panel,
+//    word (g, j) at the B address + c * b_col_stride bytes + (g * 16 + j) * 4 bytes; C is
+//    overwritten (f32 / i32, row-major, mr * 16 rows of nr * 16 elements).
+//    The addresses are operand Loads (their buffer and first-element index; nothing is
+//    loaded): operands = {C, B, IntImm k_steps, IntImm nr, IntImm a_stride, IntImm
+//    b_col_stride, A_0 .. A_{mr-1}}. Use it only where the host has amx_tile (and amx_bf16 /
+//    amx_int8) and the process has asked for tile state (target::AmxTileStateUsable).
 #pragma once
 
 #include <cstdint>
@@ -108,7 +123,7 @@ inline Expr operator%(Expr a, Expr b) { return MakeBinary(ExprKind::kMod, a, b);
 Expr Min(Expr a, Expr b);
 Expr Max(Expr a, Expr b);
 
-enum class StmtKind { kFor, kStore, kBlock, kIfThenElse, kAllocate, kLetStmt };
+enum class StmtKind { kFor, kStore, kBlock, kIfThenElse, kAllocate, kLetStmt, kTileMatMul };
 enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
 const char* ForKindName(ForKind kind);
 
@@ -123,6 +138,7 @@ struct StmtNode {
   // kIfThenElse: operands = {cond}, body = {then} or {then, else}.
   // kAllocate: name = local buffer, alloc_size elements of alloc_type, body[0] = scope.
   // kLetStmt: name = variable (typed as the value), operands = {value}, body[0] = scope.
+  // kTileMatMul: name = tile instruction, operands as described above, no body.
   std::string name;
   std::vector<Expr> operands;
   std::vector<Stmt> body;
@@ -139,6 +155,24 @@ Stmt MakeAllocate(const std::string& buffer, int64_t size, Stmt body);
 /// An allocation of `size` elements of `elem_type` (not kBool).
 Stmt MakeTypedAllocate(const std::string& buffer, int64_t size, ScalarType elem_type, Stmt body);
 Stmt MakeLet(const std::string& var, Expr value, Stmt body);
+
+/// The operands of a TileMatMul, named (see the semantics above).
+struct TileMatMulArgs {
+  std::string instruction;  ///< "tdpbf16ps", "tdpbusd", "tdpbssd", "tdpbsud" or "tdpbuud"
+  Expr c, b;                ///< address Loads: C's first element, B's panel start
+  std::vector<Expr> a;      ///< address Loads: the first element of each A tile (mr of them)
+  int64_t k_steps = 1;      ///< 64-byte steps along K
+  int64_t nr = 1;           ///< B tiles (16 columns each)
+  int64_t a_stride = 0;     ///< bytes between consecutive rows of an A tile
+  int64_t b_col_stride = 0; ///< bytes between the panels of consecutive B tiles
+};
+/// A TileMatMul statement; GTCO_CHECK-fails on an unknown instruction, too many tiles or
+/// address operands that are not Loads with i64 indices.
+Stmt MakeTileMatMul(const TileMatMulArgs& args);
+/// The arguments of a kTileMatMul statement.
+TileMatMulArgs GetTileMatMulArgs(const StmtNode& stmt);
+/// Whether `instruction` multiplies bf16 pairs (else 8-bit integers).
+bool TileInstructionIsBF16(const std::string& instruction);
 
 struct BufferParam {
   std::string name;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/parallel.h"
 
 namespace gtco::target {
 namespace {
@@ -76,7 +77,8 @@ std::string HardwareInfo::Summary() const {
   }
   out << (cpu_model.empty() ? std::string("unknown CPU") : cpu_model) << " (" << cores
       << " cores";
-  for (const char* feature : {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma"}) {
+  for (const char* feature :
+       {"avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8", "avx2", "fma"}) {
     if (HasFeature(feature)) out << " " << feature;
   }
   out << ")";
@@ -100,6 +102,16 @@ HardwareInfo DetectHostCpu() {
       while (flags >> flag) info.cpu_features.push_back(flag);
       std::sort(info.cpu_features.begin(), info.cpu_features.end());
     }
+  }
+  // AMX counts only where Linux grants this process the tile state (asked for here, once): the
+  // kernels that use it run in the process that detected it (worker, bench, tests).
+  if (info.HasFeature("amx_tile") && !runtime::AmxTileStateUsable()) {
+    info.cpu_features.erase(std::remove_if(info.cpu_features.begin(), info.cpu_features.end(),
+                                           [](const std::string& flag) {
+                                             return flag.rfind("amx", 0) == 0;
+                                           }),
+                            info.cpu_features.end());
+    info.cpu_model += " [AMX tile state refused by the kernel]";
   }
   absl::StatusOr<std::string> cap = CpuIsaCap();
   if (cap.ok() && *cap == "avx2") {

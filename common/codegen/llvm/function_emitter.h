@@ -83,6 +83,8 @@ class FunctionEmitter {
   absl::Status EmitIf(const ir::StmtNode& branch);
   absl::Status EmitAllocate(const ir::StmtNode& allocate);
   absl::Status EmitLet(const ir::StmtNode& let);
+  /// A TileMatMul as AMX code (amx_emitter.cc).
+  absl::Status EmitTileMatMul(const ir::StmtNode& stmt);
   /// Emits the body of `loop` with its variable bound to `value`, restoring the old binding.
   absl::Status EmitScoped(const std::string& var, EmitValue value, const ir::Stmt& body);
   absl::StatusOr<llvm::Value*> EmitUniformI64(const ir::Expr& expr, const char* what);

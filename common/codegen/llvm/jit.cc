@@ -75,6 +75,9 @@ std::vector<std::string> RequiredFeatures(const std::string& name) {
   std::vector<std::string> features;
   const bool narrow =
       name.find(".128") != std::string::npos || name.find(".256") != std::string::npos;
+  if (name == "llvm.x86.tdpbf16ps") return {"amx-tile", "amx-bf16"};
+  if (name.rfind("llvm.x86.tdpb", 0) == 0) return {"amx-tile", "amx-int8"};
+  if (name.rfind("llvm.x86.tile", 0) == 0 || name == "llvm.x86.ldtilecfg") return {"amx-tile"};
   if (name.rfind("llvm.x86.avx512bf16.", 0) == 0) {
     features.push_back("avx512bf16");
   } else if (name.rfind("llvm.x86.avx512.vpdpbusd", 0) == 0 ||
@@ -174,6 +177,17 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
     }
     builder->getFeatures() = llvm::SubtargetFeatures();
     builder->addFeatures(capped);
+  }
+  // AMX code runs only where Linux granted this process the tile state: ask once, and where it
+  // refuses, compile as for a CPU without AMX (a program using the tiles is then refused).
+  if (!runtime::AmxTileStateUsable()) {
+    std::vector<std::string> features;
+    for (const std::string& feature : builder->getFeatures().getFeatures()) {
+      const bool amx = feature.size() > 1 && feature.substr(1).rfind("amx", 0) == 0;
+      features.push_back(amx && feature[0] == '+' ? "-" + feature.substr(1) : feature);
+    }
+    builder->getFeatures() = llvm::SubtargetFeatures();
+    builder->addFeatures(features);
   }
   auto state = std::make_unique<State>();
   state->host_cpu = builder->getCPU();

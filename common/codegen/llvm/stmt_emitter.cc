@@ -84,6 +84,8 @@ absl::Status FunctionEmitter::EmitStmt(const ir::Stmt& stmt) {
       return EmitAllocate(*stmt);
     case ir::StmtKind::kLetStmt:
       return EmitLet(*stmt);
+    case ir::StmtKind::kTileMatMul:
+      return EmitTileMatMul(*stmt);
   }
   return absl::InvalidArgumentError("unknown statement kind");
 }

@@ -1,6 +1,7 @@
-// Tests of the "avx512_bf16" and "avx512_vnni" matmul mappings: verdicts and their reasons,
-// knob pruning, the intrinsics in the generated IR, and JIT'd kernels on ordinary and awkward
-// shapes compared with the typed reference (skipped where the host lacks the CPU feature).
+// Tests of the low-precision matmul mappings ("avx512_bf16", "avx512_vnni", "avx2_int8",
+// "amx_bf16", "amx_int8"): verdicts and their reasons, knob pruning, the intrinsics in the
+// generated IR, and JIT'd kernels on ordinary and awkward shapes compared with the typed
+// reference (skipped where the host lacks the CPU feature).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -215,6 +216,96 @@ TEST(LowpRegistryTest, LowPrecisionWorkloadsGetTheirMappingsFromTheRegistry) {
   EXPECT_NE(f32->mapping(), kAvx512VnniMapping);
 }
 
+TEST(AmxVerdictTest, AppliesWithTheTileFeaturesAndShapesTheTilesTake) {
+  const target::HardwareInfo amx = Machine(
+      {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"});
+  const target::HardwareInfo avx512 =
+      Machine({"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"});
+  const ir::Workload bf16 = LowpMatMul(1, 197, 77, 64, DType::kBF16, DType::kBF16, DType::kF32);
+  const ir::Workload int8 = LowpMatMul(1, 128, 96, 128, DType::kU8, DType::kI8, DType::kF32, 3);
+  MappingVerdict verdict = AmxBf16Verdict(bf16, amx);
+  EXPECT_TRUE(verdict.applies) << verdict.reason;
+  EXPECT_EQ(verdict.mapping, kAmxBf16Mapping);
+  verdict = AmxInt8Verdict(int8, amx);
+  EXPECT_TRUE(verdict.applies) << verdict.reason;
+  // The vector mappings stay beside them: the tuner measures which wins.
+  EXPECT_TRUE(Avx512Bf16Verdict(bf16, amx).applies);
+  EXPECT_TRUE(Avx512VnniVerdict(int8, amx).applies);
+
+  verdict = AmxBf16Verdict(bf16, avx512);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("amx_tile"), std::string::npos) << verdict.reason;
+  verdict = AmxInt8Verdict(int8, Machine({"avx512f", "amx_tile", "amx_bf16"}));
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("needs CPU feature amx_int8"), std::string::npos)
+      << verdict.reason;
+  EXPECT_FALSE(AmxBf16Verdict(int8, amx).applies);
+  EXPECT_FALSE(AmxInt8Verdict(bf16, amx).applies);
+
+  // A is read in place in 64-byte tile rows, and a tile has 16 rows.
+  verdict = AmxBf16Verdict(LowpMatMul(1, 64, 64, 40, DType::kBF16, DType::kBF16, DType::kF32), amx);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("K = 40 is not a multiple of 32"), std::string::npos)
+      << verdict.reason;
+  verdict = AmxInt8Verdict(LowpMatMul(1, 64, 64, 96, DType::kI8, DType::kI8, DType::kI32), amx);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("not a multiple of 64"), std::string::npos) << verdict.reason;
+  verdict = AmxBf16Verdict(LowpMatMul(1, 15, 64, 64, DType::kBF16, DType::kBF16, DType::kF32), amx);
+  EXPECT_FALSE(verdict.applies);
+  EXPECT_NE(verdict.reason.find("M = 15 is below the 16 rows"), std::string::npos)
+      << verdict.reason;
+}
+
+TEST(AmxSketchTest, TileRegistersBoundTheBlockAndKernelsCallTheTileInstructions) {
+  const target::HardwareInfo amx =
+      Machine({"avx2", "fma", "avx512f", "amx_tile", "amx_bf16", "amx_int8"});
+  struct Case {
+    const LoopSketch* sketch;
+    ir::Workload w;
+    const char* instruction;
+  };
+  const std::vector<Case> cases = {
+      {&MatMulAmxBf16Sketch(), LowpMatMul(1, 128, 768, 768, DType::kBF16, DType::kBF16, DType::kF32),
+       "llvm.x86.tdpbf16ps"},
+      {&MatMulAmxInt8Sketch(), LowpMatMul(1, 128, 768, 768, DType::kU8, DType::kI8, DType::kI32),
+       "llvm.x86.tdpbusd"},
+      {&MatMulAmxInt8Sketch(), LowpMatMul(1, 128, 768, 768, DType::kI8, DType::kI8, DType::kI32),
+       "llvm.x86.tdpbssd"},
+      {&MatMulAmxInt8Sketch(), LowpMatMul(1, 128, 768, 768, DType::kI8, DType::kU8, DType::kI32),
+       "llvm.x86.tdpbsud"},
+      {&MatMulAmxInt8Sketch(), LowpMatMul(1, 128, 768, 768, DType::kU8, DType::kU8, DType::kI32),
+       "llvm.x86.tdpbuud"}};
+  for (const Case& c : cases) {
+    ASSERT_TRUE(c.sketch->AppliesTo(c.w));
+    KnobValues values;
+    for (const Knob& knob : c.sketch->Knobs(c.w, amx)) values.push_back(knob.values.front());
+    EXPECT_TRUE(c.sketch->Admits(c.w, amx, values));
+    values[0] = 2;  // mr: 2 x 2 C tiles + 2 A + 2 B = 8 tiles, all of them
+    values[1] = 2;
+    EXPECT_TRUE(c.sketch->Admits(c.w, amx, values));
+    values[1] = 3;  // 6 + 2 + 3 = 11 > 8
+    EXPECT_FALSE(c.sketch->Admits(c.w, amx, values));
+    EXPECT_FALSE(c.sketch->Lower(c.w, values, "k").ok());
+    values[1] = 2;
+    absl::StatusOr<ir::LoweredFunc> func = c.sketch->Lower(c.w, values, "k");
+    ASSERT_TRUE(func.ok()) << func.status();
+    EXPECT_NE(ir::ToString(*func).find("tile_matmul."), std::string::npos);
+    absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+    ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+    for (const char* call : {c.instruction, "llvm.x86.ldtilecfg", "llvm.x86.tileloadd64",
+                             "llvm.x86.tilestored64", "llvm.x86.tilerelease"}) {
+      EXPECT_NE(llvm_ir->find(call), std::string::npos) << call;
+    }
+  }
+  // The registry offers the AMX mappings beside the vector ones on such a machine.
+  const ir::Workload w = cases[0].w;
+  absl::StatusOr<std::vector<SearchSpace>> spaces = CreateMappingSpaces(w, amx);
+  ASSERT_TRUE(spaces.ok()) << spaces.status();
+  bool has_amx = false;
+  for (const SearchSpace& space : *spaces) has_amx |= space.mapping() == kAmxBf16Mapping;
+  EXPECT_TRUE(has_amx);
+}
+
 class LowpJitTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -233,6 +324,12 @@ class LowpJitTest : public ::testing::Test {
     if (jit_ == nullptr) return false;
     const MappingVerdict verdict = bf16 ? Avx512Bf16Verdict(w, *hw_) : Avx512VnniVerdict(w, *hw_);
     return verdict.applies;
+  }
+  /// Whether the host runs AMX kernels (the CPU has the tiles, Linux granted the state).
+  bool HostRunsAmx() {
+    return jit_ != nullptr && MissingCpuFeatures(*hw_, {"avx512f", "amx_tile", "amx_bf16",
+                                                        "amx_int8"})
+                                  .empty();
   }
 
   /// A random admitted knob vector (the defaults for sample 0).
@@ -426,6 +523,74 @@ TEST_F(LowpJitTest, VnniKernelsWithARunTimeZeroPointAndAnF32Epilogue) {
   wrong.inputs[2].dtype = DType::kU8;
   EXPECT_FALSE(wrong.Validate().ok());
   EXPECT_FALSE(Avx512VnniVerdict(wrong, *hw_).applies);
+}
+
+// AMX: M tails (A tiles clamped to M - 16), N tails (zero-padded panel columns), several K
+// steps, batches with per-batch and shared B, transposed B, bf16 output and an epilogue.
+const std::vector<Shape> kAmxShapes = {{1, 16, 16, 64},  {1, 197, 77, 128}, {1, 40, 200, 192},
+                                       {3, 33, 48, 64},  {1, 128, 96, 256}, {2, 17, 31, 64}};
+
+TEST_F(LowpJitTest, AmxBf16KernelsMatchTheReference) {
+  if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_bf16): " << hw_->Summary();
+  uint64_t seed = 700;
+  for (DType out : {DType::kF32, DType::kBF16}) {
+    for (const Shape& s : kAmxShapes) {
+      const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, out);
+      ASSERT_TRUE(AmxBf16Verdict(w, *hw_).applies) << AmxBf16Verdict(w, *hw_).reason;
+      CheckKernels(MatMulAmxBf16Sketch(), w, 5, seed++);
+    }
+  }
+  ir::Workload w = LowpMatMul(1, 45, 70, 96, DType::kBF16, DType::kBF16, DType::kF32);
+  w.inputs.push_back({DType::kF32, {70}});  // bias, then relu
+  w.epilogue.push_back(
+      {ir::EwOp::kAdd, {{ir::Operand::Kind::kAcc, 0, 0}, {ir::Operand::Kind::kInput, 2, 0}}});
+  w.epilogue.push_back({ir::EwOp::kRelu, {{ir::Operand::Kind::kValue, 0, 0}}});
+  CheckKernels(MatMulAmxBf16Sketch(), w, 5, 720);
+  CheckKernels(MatMulAmxBf16Sketch(),
+               LowpMatMul(1, 31, 50, 64, DType::kBF16, DType::kBF16, DType::kF32, 0, 0, true), 5,
+               721);
+  CheckKernels(MatMulAmxBf16Sketch(),
+               LowpMatMul(4, 19, 40, 32, DType::kBF16, DType::kBF16, DType::kF32, 0, 0, false,
+                          /*b_batched=*/false),
+               5, 722);
+}
+
+TEST_F(LowpJitTest, AmxInt8KernelsMatchTheReferenceExactly) {
+  if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_int8): " << hw_->Summary();
+  struct Types {
+    DType a, b;
+    int32_t za, zb;
+  };
+  // Every signedness pair has its own instruction; the zero points their corrections.
+  const std::vector<Types> types = {{DType::kU8, DType::kI8, 0, 0},
+                                    {DType::kU8, DType::kI8, 3, 0},
+                                    {DType::kI8, DType::kI8, -5, 7},
+                                    {DType::kU8, DType::kU8, 128, 2},
+                                    {DType::kI8, DType::kU8, 0, 255}};
+  uint64_t seed = 800;
+  for (const Types& t : types) {
+    for (const Shape& s : kAmxShapes) {
+      if (s.k % 64 != 0) continue;
+      const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, t.a, t.b, DType::kI32, t.za, t.zb);
+      ASSERT_TRUE(AmxInt8Verdict(w, *hw_).applies) << AmxInt8Verdict(w, *hw_).reason;
+      CheckKernels(MatMulAmxInt8Sketch(), w, 2, seed++);
+    }
+  }
+  // ONNX Runtime's dynamic quantization: A's zero point at run time, scales and bias in f32.
+  ir::Workload dynamic = WithZeroPointInput(
+      LowpMatMul(1, 50, 40, 128, DType::kU8, DType::kI8, DType::kF32, 0, -2));
+  dynamic.inputs.push_back({DType::kF32, {40}});
+  dynamic.epilogue.push_back({ir::EwOp::kMul, {{ir::Operand::Kind::kAcc, 0, 0},
+                                               {ir::Operand::Kind::kInput, 3, 0}}});
+  ASSERT_TRUE(dynamic.Validate().ok()) << dynamic.Validate();
+  CheckKernels(MatMulAmxInt8Sketch(), dynamic, 4, 850);
+  CheckKernels(MatMulAmxInt8Sketch(),
+               WithZeroPointInput(
+                   LowpMatMul(2, 21, 40, 64, DType::kI8, DType::kU8, DType::kI32, 0, 131)),
+               4, 851);
+  CheckKernels(MatMulAmxInt8Sketch(),
+               LowpMatMul(1, 19, 45, 128, DType::kI8, DType::kI8, DType::kI32, 1, -1, true), 4,
+               852);
 }
 
 /// Median seconds of `entry` on `args` over a few runs after a warm-up.

@@ -5,6 +5,9 @@
 // vectors (16 lanes; 8 for the AVX2 fallback): each K group broadcasts one A word per row (a
 // 32-bit load of 2 bf16 / 4 int8 values) and issues one dot-product per (row, vector).
 // Write-back applies the integer corrections, then the epilogue / bf16 rounding.
+// With AMX (plan.amx) a row tile is mr A tiles of 16 rows read in place from A, a block is nr
+// packed column tiles of 16, and one TileMatMul statement computes the block into a scratch
+// tile that the same write-back reads.
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_lowering.h"
 
 #include <algorithm>
@@ -63,6 +66,9 @@ class LowpLowering {
 
  private:
   ScalarType AccType() const { return plan_.bf16 ? ScalarType::kF32 : ScalarType::kI32; }
+  /// Whether i8 A is read as u8 A + 128 / u8 B packed as s8 B - 128 (not with AMX).
+  bool ShiftsA() const { return plan_.a_signed && !plan_.amx; }
+  bool ShiftsB() const { return plan_.b_unsigned && !plan_.amx; }
   /// Whether write-back subtracts za_eff * colsum(B') (so packing sums B's columns).
   bool NeedsColSums() const { return !plan_.bf16 && (plan_.za_input || plan_.za_eff != 0); }
   /// za_eff: the constant, or the task's variable holding it (read from anchor input 2).
@@ -85,6 +91,13 @@ class LowpLowering {
                bool full) const;
   Stmt WriteBack(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
   Stmt RowTiles(const Expr& b, const Expr& mb, const Expr& col0, const Expr& col_tiles) const;
+  /// The integer corrections and the epilogue / output rounding of accumulator `acc` at
+  /// (row, col); `in_panel` is col's index in the panel, `sum_slot` row's in the row sums.
+  Expr Finish(const Expr& b, Expr value, const Expr& row, const Expr& col, const Expr& in_panel,
+              const Expr& sum_slot) const;
+  /// First row of A tile `t` of the row tile at `i0` (AMX).
+  Expr AmxRow(const Expr& i0, int64_t t) const;
+  Stmt AmxTile(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
 
   const ir::Workload& w_;
   const LowpPlan& plan_;
@@ -119,7 +132,7 @@ Expr LowpLowering::AWord(const Expr& b, const Expr& row, const Expr& group, bool
     word = ir::MakeTypedCall(plan_.bf16 ? "pack_bf16x2" : "pack_i8x4", ScalarType::kI32, parts);
   }
   // i8 A becomes u8 A + 128 by flipping each byte's sign bit.
-  if (plan_.a_signed) word = ir::MakeTypedCall("bitxor", ScalarType::kI32, {word, I32(kFlipBytes)});
+  if (ShiftsA()) word = ir::MakeTypedCall("bitxor", ScalarType::kI32, {word, I32(kFlipBytes)});
   return word;
 }
 
@@ -133,9 +146,10 @@ Expr LowpLowering::BElement(const Expr& b, int64_t k_offset, const Expr& group,
 
 Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
   const Expr g = MakeVar("pg"), j = MakeVar("pj") * MakeInt(plan_.lanes) + MakeVar("pv");
-  const Expr word_index =
-      PanelIndex(MakeVar("pj") / MakeInt(plan_.nr) * MakeInt(plan_.tile_cols), g,
-                 MakeVar("pj") % MakeInt(plan_.nr) * MakeInt(plan_.lanes) + MakeVar("pv"));
+  const int64_t vectors_per_tile = plan_.tile_cols / plan_.lanes;
+  const Expr word_index = PanelIndex(
+      MakeVar("pj") / MakeInt(vectors_per_tile) * MakeInt(plan_.tile_cols), g,
+      MakeVar("pj") % MakeInt(vectors_per_tile) * MakeInt(plan_.lanes) + MakeVar("pv"));
   const bool sums = NeedsColSums();
   auto pack_group = [&](bool full) {
     std::vector<Expr> parts;
@@ -148,7 +162,7 @@ Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
         continue;
       }
       Expr value = real ? ir::MakeCast(ScalarType::kI32, BElement(b, q, g, col0 + j)) : I32(0);
-      if (real && plan_.b_unsigned) value = value - I32(128);  // u8 B becomes s8 B - 128
+      if (real && ShiftsB()) value = value - I32(128);  // u8 B becomes s8 B - 128
       parts.push_back(value);
       if (real) sum = sum + value;
     }
@@ -185,12 +199,32 @@ Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
 Stmt LowpLowering::RowSums(const Expr& b, const Expr& i0) const {
   // rowsum[r] = sum_k A'[row, k] over the real K elements (A' = A + 128 for i8 A).
   const Expr r = MakeVar("sr"), k = MakeVar("sk");
+  if (plan_.amx) {  // the rows of each A tile, serially (a scalar loop; rarely needed)
+    std::vector<Stmt> tiles;
+    const Expr base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
+    for (int64_t t = 0; t < plan_.mr; ++t) {
+      const Expr slot = MakeInt(t * kAmxTileRows) + r;
+      const Expr value = ir::MakeCast(
+          ScalarType::kI32, ir::MakeTypedLoad(InputName(0),
+                                              base + (AmxRow(i0, t) + r) * MakeInt(p_.k) + k,
+                                              StorageType(w_.inputs[0].dtype)));
+      tiles.push_back(ir::MakeFor(
+          "sr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial,
+          ir::MakeBlock({ir::MakeStore(kRowSum, slot, I32(0)),
+                         ir::MakeFor("sk", MakeInt(0), MakeInt(p_.k), ForKind::kSerial,
+                                     ir::MakeStore(kRowSum, slot,
+                                                   ir::MakeTypedLoad(kRowSum, slot,
+                                                                     ScalarType::kI32) +
+                                                       value))})));
+    }
+    return ir::MakeBlock(tiles);
+  }
   const Expr row = plan_.clamp_rows ? Min(i0 + r, MakeInt(p_.m - 1)) : i0 + r;
   const Expr base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
   Expr value =
       ir::MakeCast(ScalarType::kI32, ir::MakeTypedLoad(InputName(0), base + row * MakeInt(p_.k) + k,
                                                        StorageType(w_.inputs[0].dtype)));
-  if (plan_.a_signed) value = value + I32(128);
+  if (ShiftsA()) value = value + I32(128);
   Stmt zero = ir::MakeFor("sr", MakeInt(0), MakeInt(plan_.mr), ForKind::kUnrolled,
                           ir::MakeStore(kRowSum, r, I32(0)));
   Stmt add = ir::MakeFor(
@@ -236,13 +270,26 @@ Stmt LowpLowering::WriteBack(const Expr& b, const Expr& i0, const Expr& col0,
     const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(plan_.lanes) + v;
     const Expr in_panel = panel_col + c * MakeInt(plan_.lanes) + v;
     const Expr row = i0 + r, col = col0 + in_panel;
-    Expr value = ir::MakeTypedLoad("acc", slot, AccType());
+    const Expr value = Finish(b, ir::MakeTypedLoad("acc", slot, AccType()), row, col, in_panel, r);
+    Stmt store = ir::MakeStore(kOutputName, (b * MakeInt(p_.m) + row) * MakeInt(p_.n) + col, value);
+    Expr guard;
+    if (plan_.clamp_rows) guard = Lt(row, MakeInt(p_.m));
+    if (plan_.pad_cols) {
+      const Expr col_ok = Lt(col, MakeInt(p_.n));
+      guard = guard ? ir::MakeBinary(ExprKind::kAnd, guard, col_ok) : col_ok;
+    }
+    return guard ? ir::MakeIf(guard, store) : store;
+  });
+}
+
+Expr LowpLowering::Finish(const Expr& b, Expr value, const Expr& row, const Expr& col,
+                          const Expr& in_panel, const Expr& sum_slot) const {
     if (!plan_.bf16) {
       if (NeedsColSums()) {
         value = value - ZaEff() * ir::MakeTypedLoad(kColSum, in_panel, ScalarType::kI32);
       }
       if (plan_.zb_eff != 0) {
-        value = value - I32(plan_.zb_eff) * ir::MakeTypedLoad(kRowSum, r, ScalarType::kI32);
+        value = value - I32(plan_.zb_eff) * ir::MakeTypedLoad(kRowSum, sum_slot, ScalarType::kI32);
       }
       if (plan_.za_input && plan_.zb_eff != 0) {
         value = value + I32(p_.k * plan_.zb_eff) * ZaEff();
@@ -258,15 +305,49 @@ Stmt LowpLowering::WriteBack(const Expr& b, const Expr& i0, const Expr& col0,
     } else {
       value = epilogue_.Apply(value, b * MakeInt(p_.m) + row, col);
     }
+    return value;
+}
+
+Expr LowpLowering::AmxRow(const Expr& i0, int64_t t) const {
+  const Expr row = i0 + MakeInt(t * kAmxTileRows);
+  return plan_.clamp_rows ? Min(row, MakeInt(p_.m - kAmxTileRows)) : row;
+}
+
+Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
+                           const Expr& panel_col) const {
+  const ScalarType a_type = StorageType(w_.inputs[0].dtype);
+  const Expr a_base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
+  ir::TileMatMulArgs args;
+  args.instruction = AmxInstruction(plan_);
+  args.c = ir::MakeTypedLoad("acc", MakeInt(0), AccType());
+  args.b = ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, MakeInt(0), MakeInt(0)),
+                             ScalarType::kI32);
+  for (int64_t t = 0; t < plan_.mr; ++t) {
+    args.a.push_back(ir::MakeTypedLoad(InputName(0), a_base + AmxRow(i0, t) * MakeInt(p_.k), a_type));
+  }
+  args.k_steps = plan_.k_groups / kAmxTileRows;
+  args.nr = plan_.nr;
+  args.a_stride = p_.k * ir::ScalarTypeBytes(a_type);
+  args.b_col_stride = plan_.tile_cols * plan_.k_groups * 4;
+  // Write-back: the block's rows (A tile t, row r) by its columns (B tile c, lane v).
+  const Expr r = MakeVar("wr"), c = plan_.nr > 1 ? MakeVar("wc") : MakeInt(0), v = MakeVar("wv");
+  std::vector<Stmt> rows;
+  for (int64_t t = 0; t < plan_.mr; ++t) {
+    const Expr slot_row = MakeInt(t * kAmxTileRows) + r;
+    const Expr slot = slot_row * MakeInt(plan_.block_cols) + c * MakeInt(kLowpLanes) + v;
+    const Expr in_panel = panel_col + c * MakeInt(kLowpLanes) + v;
+    const Expr row = AmxRow(i0, t) + r, col = col0 + in_panel;
+    const Expr value =
+        Finish(b, ir::MakeTypedLoad("acc", slot, AccType()), row, col, in_panel, slot_row);
     Stmt store = ir::MakeStore(kOutputName, (b * MakeInt(p_.m) + row) * MakeInt(p_.n) + col, value);
-    Expr guard;
-    if (plan_.clamp_rows) guard = Lt(row, MakeInt(p_.m));
-    if (plan_.pad_cols) {
-      const Expr col_ok = Lt(col, MakeInt(p_.n));
-      guard = guard ? ir::MakeBinary(ExprKind::kAnd, guard, col_ok) : col_ok;
-    }
-    return guard ? ir::MakeIf(guard, store) : store;
-  });
+    if (plan_.pad_cols) store = ir::MakeIf(Lt(col, MakeInt(p_.n)), store);
+    Stmt body = ir::MakeFor("wv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized, store);
+    if (plan_.nr > 1) body = ir::MakeFor("wc", MakeInt(0), MakeInt(plan_.nr), ForKind::kUnrolled, body);
+    rows.push_back(ir::MakeFor("wr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial, body));
+  }
+  return ir::MakeTypedAllocate(
+      "acc", plan_.tile_rows * plan_.block_cols, AccType(),
+      ir::MakeBlock({ir::MakeTileMatMul(args), ir::MakeBlock(rows)}));
 }
 
 Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
@@ -296,15 +377,17 @@ Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
 Stmt LowpLowering::RowTiles(const Expr& b, const Expr& mb, const Expr& col0,
                             const Expr& col_tiles) const {
   const Expr i_begin = mb * MakeInt(plan_.row_block);
+  const int64_t rows = plan_.tile_rows;
   const Expr row_tiles = plan_.m_blocks == 1
-                             ? MakeInt(CeilDiv(p_.m, plan_.mr))
-                             : Min(MakeInt(plan_.row_block / plan_.mr),
-                                   (MakeInt(p_.m + plan_.mr - 1) - i_begin) / MakeInt(plan_.mr));
-  const Expr i0 = i_begin + MakeVar("it") * MakeInt(plan_.mr);
+                             ? MakeInt(CeilDiv(p_.m, rows))
+                             : Min(MakeInt(plan_.row_block / rows),
+                                   (MakeInt(p_.m + rows - 1) - i_begin) / MakeInt(rows));
+  const Expr i0 = i_begin + MakeVar("it") * MakeInt(rows);
+  const Expr panel_col = MakeVar("jt") * MakeInt(plan_.block_cols);
   Stmt tiles = LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial,
-                          Tile(b, i0, col0, MakeVar("jt") * MakeInt(plan_.tile_cols)));
+                          plan_.amx ? AmxTile(b, i0, col0, panel_col) : Tile(b, i0, col0, panel_col));
   if (!plan_.bf16 && plan_.zb_eff != 0) {
-    tiles = ir::MakeTypedAllocate(kRowSum, plan_.mr, ScalarType::kI32,
+    tiles = ir::MakeTypedAllocate(kRowSum, rows, ScalarType::kI32,
                                   ir::MakeBlock({RowSums(b, i0), tiles}));
   }
   return LoopOrSkip("it", MakeInt(0), row_tiles, ForKind::kSerial, tiles);
@@ -316,12 +399,12 @@ Stmt LowpLowering::Build() const {
   const int64_t m_tasks = per_m_block ? plan_.m_blocks : 1;
   const Expr task = MakeVar("task"), b = MakeVar("b"), nb = MakeVar("nb");
   const Expr col0 = nb * MakeInt(plan_.panel_cols);
-  const int64_t panel_tiles = plan_.panel_cols / plan_.tile_cols;
-  // Column tiles with at least one real column (the last N block may be partial).
+  const int64_t block = plan_.block_cols, panel_tiles = plan_.panel_cols / block;
+  // Column blocks with at least one real column (the last N block may be partial).
   const Expr col_tiles =
-      plan_.n_blocks == 1 ? MakeInt(std::min(panel_tiles, CeilDiv(p_.n, plan_.tile_cols)))
-                          : Min(MakeInt(panel_tiles), (MakeInt(p_.n + plan_.tile_cols - 1) - col0) /
-                                                          MakeInt(plan_.tile_cols));
+      plan_.n_blocks == 1
+          ? MakeInt(std::min(panel_tiles, CeilDiv(p_.n, block)))
+          : Min(MakeInt(panel_tiles), (MakeInt(p_.n + block - 1) - col0) / MakeInt(block));
   Stmt rows = per_m_block ? RowTiles(b, MakeVar("mb"), col0, col_tiles)
                           : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
                                        RowTiles(b, MakeVar("mb"), col0, col_tiles));
@@ -407,6 +490,19 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   GTCO_RETURN_IF_ERROR(CheckRange("par", d.par, 0, 2));
   GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", d.unroll_k, {1, 2, 4, 8}));
   GTCO_RETURN_IF_ERROR(CheckOneOf("lanes", d.lanes, {kAvx2Lanes, kLowpLanes}));
+  if (d.amx) {
+    GTCO_RETURN_IF_ERROR(CheckRange("mr", d.mr, 1, 3));
+    GTCO_RETURN_IF_ERROR(CheckRange("nr", d.nr, 1, 3));
+    GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", d.unroll_k, {1}));
+    if (d.mr * d.nr + d.mr + d.nr > 8) {
+      return absl::InvalidArgumentError(absl::StrCat("knobs 'mr' = ", d.mr, ", 'nr' = ", d.nr,
+                                                     ": ", d.mr * d.nr + d.mr + d.nr,
+                                                     " AMX tiles, more than the 8 there are"));
+    }
+    if (const std::string why = AmxShapeMismatch(w); !why.empty()) {
+      return absl::InvalidArgumentError(why);
+    }
+  }
   LowpPlan plan;
   plan.p = w.matmul;
   const ir::DType a = w.inputs[0].dtype, b = w.inputs[1].dtype;
@@ -419,15 +515,19 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   plan.nr = d.nr;
   plan.lanes = d.lanes;
   plan.wide_dot = d.wide_dot;
-  plan.tile_cols = plan.nr * plan.lanes;
-  const int64_t n_rounded = CeilDiv(plan.p.n, plan.tile_cols) * plan.tile_cols;
-  plan.panel_cols = std::min(CeilDiv(d.nc, plan.tile_cols) * plan.tile_cols, n_rounded);
+  plan.amx = d.amx;
+  plan.tile_cols = plan.amx ? kLowpLanes : plan.nr * plan.lanes;
+  plan.block_cols = plan.amx ? plan.nr * kLowpLanes : plan.tile_cols;
+  plan.tile_rows = plan.amx ? plan.mr * kAmxTileRows : plan.mr;
+  const int64_t n_rounded = CeilDiv(plan.p.n, plan.block_cols) * plan.block_cols;
+  plan.panel_cols = std::min(CeilDiv(d.nc, plan.block_cols) * plan.block_cols, n_rounded);
   plan.n_blocks = CeilDiv(plan.p.n, plan.panel_cols);
   plan.pad_cols = plan.n_blocks * plan.panel_cols > plan.p.n;
-  const int64_t m_rounded = CeilDiv(plan.p.m, plan.mr) * plan.mr;
-  plan.row_block = std::min(CeilDiv(d.mc, plan.mr) * plan.mr, m_rounded);
+  const int64_t rows = plan.tile_rows;
+  const int64_t m_rounded = CeilDiv(plan.p.m, rows) * rows;
+  plan.row_block = std::min(CeilDiv(d.mc, rows) * rows, m_rounded);
   plan.m_blocks = CeilDiv(plan.p.m, plan.row_block);
-  plan.clamp_rows = plan.p.m % plan.mr != 0;
+  plan.clamp_rows = plan.p.m % rows != 0;
   plan.par = d.par;
   plan.unroll_k = d.unroll_k;
   plan.out_dtype = w.output.dtype;
@@ -435,8 +535,8 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
     plan.a_signed = a == ir::DType::kI8;
     plan.b_unsigned = b == ir::DType::kU8;
     plan.za_input = plan.p.a_zero_point_input;
-    plan.za_eff = (plan.a_signed ? 128 : 0) + plan.p.a_zero_point;
-    plan.zb_eff = plan.p.b_zero_point - (plan.b_unsigned ? 128 : 0);
+    plan.za_eff = (plan.a_signed && !plan.amx ? 128 : 0) + plan.p.a_zero_point;
+    plan.zb_eff = plan.p.b_zero_point - (plan.b_unsigned && !plan.amx ? 128 : 0);
   }
   if (PanelBytes(plan) > kMaxPanelBytes) {
     return absl::InvalidArgumentError(absl::StrCat("knob 'nc' = ", d.nc, ": a packed B panel of ",
@@ -444,6 +544,25 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
                                                    kMaxPanelBytes));
   }
   return plan;
+}
+
+std::string AmxShapeMismatch(const ir::Workload& w) {
+  const ir::MatMulParams& p = w.matmul;
+  const bool bf16 = w.inputs[0].dtype == ir::DType::kBF16;
+  const int64_t k_step = kAmxTileRows * (bf16 ? 2 : 4);
+  if (p.k % k_step != 0) {
+    return absl::StrCat("K = ", p.k, " is not a multiple of ", k_step, " (one 64-byte AMX tile row of ",
+                        bf16 ? "bf16" : "8-bit", " values); A is read in place");
+  }
+  if (p.m < kAmxTileRows) {
+    return absl::StrCat("M = ", p.m, " is below the ", kAmxTileRows, " rows of an AMX tile");
+  }
+  return "";
+}
+
+std::string AmxInstruction(const LowpPlan& plan) {
+  if (plan.bf16) return "tdpbf16ps";
+  return absl::StrCat("tdpb", plan.a_signed ? "s" : "u", plan.b_unsigned ? "u" : "s", "d");
 }
 
 int64_t PanelBytes(const LowpPlan& plan) { return plan.k_groups * plan.panel_cols * 4; }

@@ -18,6 +18,8 @@ namespace gtco::kernels::internal {
 inline constexpr int64_t kLowpLanes = 16;
 /// Lanes of the AVX2 integer fallback's 256-bit accumulators.
 inline constexpr int64_t kAvx2Lanes = 8;
+/// Rows of an AMX tile (and K words in one 64-byte tile row).
+inline constexpr int64_t kAmxTileRows = 16;
 /// Largest packed B panel (a stack allocation of each task).
 inline constexpr int64_t kMaxPanelBytes = int64_t{2} << 20;
 
@@ -28,6 +30,8 @@ struct LowpDecisions {
   int64_t lanes = kLowpLanes;
   /// Integer dot products as widened multiplies ("dot_u8s8x4_wide"), never vpdpbusd.
   bool wide_dot = false;
+  /// AMX tiles: mr A tiles of 16 rows by nr B tiles of 16 columns per TileMatMul.
+  bool amx = false;
 };
 
 /// Every derived size of one (workload, decisions) pair.
@@ -40,14 +44,20 @@ struct LowpPlan {
   int64_t k_groups = 0;     ///< full_groups + k_tail
   int64_t lanes = kLowpLanes;  ///< accumulator vector lanes
   bool wide_dot = false;        ///< dot_u8s8x4_wide (AVX2) instead of dot_u8s8x4 (VNNI)
-  int64_t mr = 1, nr = 1, tile_cols = 16;
+  bool amx = false;              ///< TileMatMul blocks (AMX) instead of vector dot products
+  int64_t mr = 1, nr = 1;
+  int64_t tile_cols = 16;   ///< columns of one packed column tile (its words contiguous per group)
+  int64_t block_cols = 16;  ///< columns one register / tile block updates (tile_cols, or 16 * nr)
+  int64_t tile_rows = 1;    ///< rows of one row tile (mr, or 16 * mr with AMX)
   int64_t panel_cols = 16;  ///< columns per N block (multiple of tile_cols)
   int64_t n_blocks = 1, row_block = 1, m_blocks = 1;
   int64_t par = 0, unroll_k = 1;
-  bool clamp_rows = false;  ///< M % mr != 0: the last row tile reads a clamped row
+  /// M % tile_rows != 0: the last row tile reads a clamped row (with AMX: each A tile of the
+  /// last row tile starts at min(its row, M - 16), recomputing rows of the tile before it)
+  bool clamp_rows = false;
   bool pad_cols = false;    ///< n_blocks * panel_cols > N: stores and packing are guarded
   // Integer matmuls run on u8 A' = A + sa and s8 B' = B - sb (sa = 128 for i8 A, sb = 128 for
-  // u8 B); then out = dot(A', B') - za_eff * colsum(B') - zb_eff * rowsum(A') + K*za_eff*zb_eff
+  // u8 B; both 0 with AMX, whose tdpb[su][su]d take either signedness); then out = dot(A', B') - za_eff * colsum(B') - zb_eff * rowsum(A') + K*za_eff*zb_eff
   // with za_eff = sa + a_zero_point and zb_eff = b_zero_point - sb.
   // With za_input, A's zero point is read at run time (anchor input 2) and za_eff holds only
   // the shift sa; the kernel adds the zero point once per task.
@@ -61,8 +71,15 @@ struct LowpPlan {
 /// epilogue and shapes consistent, A not transposed); INVALID_ARGUMENT saying why not.
 absl::Status CheckLowpWorkload(const ir::Workload& w);
 
+/// Empty when `w` (a valid low-precision matmul) has a shape the AMX tiles take (K a multiple
+/// of 32 bf16 / 64 int8 values, M >= 16); otherwise why not.
+std::string AmxShapeMismatch(const ir::Workload& w);
+
 /// Checks shapes and decisions (INVALID_ARGUMENT naming the knob) and derives the plan.
 absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions& decisions);
+
+/// The AMX tile instruction of `plan` ("tdpbf16ps", or "tdpb" + [su] for A + [su] for B + "d").
+std::string AmxInstruction(const LowpPlan& plan);
 
 /// Bytes of the packed B panel of `plan`.
 int64_t PanelBytes(const LowpPlan& plan);

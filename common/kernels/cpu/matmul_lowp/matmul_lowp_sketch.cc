@@ -1,5 +1,6 @@
-// The "avx512_bf16" and "avx512_vnni" matmul mappings: verdicts, knobs and pruning; the loop
-// nest itself is built by matmul_lowp_lowering.cc.
+// The low-precision matmul mappings ("avx512_bf16", "avx512_vnni", "avx2_int8", "amx_bf16",
+// "amx_int8"): verdicts, knobs and pruning; the loop nest itself is built by
+// matmul_lowp_lowering.cc.
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_sketch.h"
 
 #include <algorithm>
@@ -19,8 +20,11 @@ using internal::LowpDecisions;
 
 enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kNumKnobs };
 
-/// The three low-precision mappings.
-enum class LowpKind { kBf16, kVnni, kAvx2Int8 };
+/// The low-precision mappings.
+enum class LowpKind { kBf16, kVnni, kAvx2Int8, kAmxBf16, kAmxInt8 };
+
+bool IsBf16Kind(LowpKind kind) { return kind == LowpKind::kBf16 || kind == LowpKind::kAmxBf16; }
+bool IsAmxKind(LowpKind kind) { return kind == LowpKind::kAmxBf16 || kind == LowpKind::kAmxInt8; }
 
 const char* MappingName(LowpKind kind) {
   switch (kind) {
@@ -30,6 +34,10 @@ const char* MappingName(LowpKind kind) {
       return kAvx512VnniMapping;
     case LowpKind::kAvx2Int8:
       return kAvx2Int8Mapping;
+    case LowpKind::kAmxBf16:
+      return kAmxBf16Mapping;
+    case LowpKind::kAmxInt8:
+      return kAmxInt8Mapping;
   }
   return "";
 }
@@ -71,7 +79,7 @@ std::string WorkloadMismatch(const ir::Workload& w, bool bf16) {
 }
 
 MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, LowpKind kind) {
-  const bool bf16 = kind == LowpKind::kBf16;
+  const bool bf16 = IsBf16Kind(kind);
   const char* name = MappingName(kind);
   const std::string mismatch = WorkloadMismatch(w, bf16);
   if (!mismatch.empty()) return {name, false, mismatch};
@@ -90,6 +98,21 @@ MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, Lo
                          ", no avx512_vnni: the fallback, u8 x s8 quads as widened exact "
                          "products on 8-lane AVX2 vectors")};
   }
+  if (IsAmxKind(kind)) {
+    if (const std::string why = internal::AmxShapeMismatch(w); !why.empty()) {
+      return {name, false, why};
+    }
+    // The write-back (corrections, epilogue) runs on 16-lane AVX-512 vectors.
+    const std::string missing =
+        MissingCpuFeatures(hw, {"avx512f", "amx_tile", bf16 ? "amx_bf16" : "amx_int8"});
+    if (!missing.empty()) return {name, false, missing};
+    return {name, true,
+            absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ",
+                         ir::DTypeName(w.inputs[1].dtype), ", AMX present: ",
+                         bf16 ? "tdpbf16ps" : "tdpb[su][su]d",
+                         " on 16-row A tiles read in place and 16-column tiles of a packed B "
+                         "panel, up to 8 tile registers")};
+  }
   const std::string missing =
       MissingCpuFeatures(hw, {"avx512f", bf16 ? "avx512_bf16" : "avx512_vnni"});
   if (!missing.empty()) return {name, false, missing};
@@ -107,6 +130,7 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
     d.lanes = internal::kAvx2Lanes;
     d.wide_dot = true;
   }
+  d.amx = IsAmxKind(kind);
   d.mr = values[kMr];
   d.nr = values[kNr];
   d.nc = values[kNc];
@@ -118,7 +142,7 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
 
 class LowpMatMulSketch final : public LoopSketch {
  public:
-  explicit LowpMatMulSketch(LowpKind kind) : kind_(kind), bf16_(kind == LowpKind::kBf16) {}
+  explicit LowpMatMulSketch(LowpKind kind) : kind_(kind), bf16_(IsBf16Kind(kind)) {}
 
   const char* Name() const override {
     switch (kind_) {
@@ -128,22 +152,32 @@ class LowpMatMulSketch final : public LoopSketch {
         return "mm_avx512_vnni/v1";
       case LowpKind::kAvx2Int8:
         return "mm_avx2_int8/v1";
+      case LowpKind::kAmxBf16:
+        return "mm_amx_bf16/v1";
+      case LowpKind::kAmxInt8:
+        return "mm_amx_int8/v1";
     }
     return "";
   }
   std::vector<std::string> KnobNames() const override {
     return {"mr", "nr", "nc", "mc", "par", "unroll_k"};
   }
-  bool AppliesTo(const ir::Workload& w) const override {
-    return WorkloadMismatch(w, bf16_).empty();
-  }
+  bool AppliesTo(const ir::Workload& w) const override { return Mismatch(w).empty(); }
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const ir::MatMulParams& p = w.matmul;
-    std::vector<int64_t> mr_values;
-    for (int64_t mr = 1; mr <= std::min<int64_t>(8, p.m); ++mr) mr_values.push_back(mr);
     std::vector<int64_t> par_values = {0};
     if (hw.cores > 1 && p.batch * p.m * p.n * p.k >= (1 << 16)) par_values = {0, 1, 2};
+    if (IsAmxKind(kind_)) {  // mr A tiles of 16 rows by nr B tiles of 16 columns
+      return {{"mr", {1, 2, 3}},
+              {"nr", {1, 2, 3}},
+              {"nc", BlockChoices({32, 64, 128, 256, 512, 1024}, p.n)},
+              {"mc", BlockChoices({32, 64, 128, 256}, p.m)},
+              {"par", par_values},
+              {"unroll_k", {1}}};
+    }
+    std::vector<int64_t> mr_values;
+    for (int64_t mr = 1; mr <= std::min<int64_t>(8, p.m); ++mr) mr_values.push_back(mr);
     // The first nc (16 columns) always fits the panel limit, so the default trace is valid.
     return {{"mr", mr_values},
             {"nr", {1, 2, 3, 4}},
@@ -156,16 +190,28 @@ class LowpMatMulSketch final : public LoopSketch {
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {
     const ir::MatMulParams& p = w.matmul;
-    const bool avx2 = kind_ == LowpKind::kAvx2Int8;
+    const bool avx2 = kind_ == LowpKind::kAvx2Int8, amx = IsAmxKind(kind_);
     const int64_t lanes = avx2 ? internal::kAvx2Lanes : kLowpLanes;
     const int64_t mr = values[kMr], nr = values[kNr], tile_cols = nr * lanes;
-    // mr x nr accumulators, nr B vectors and one broadcast A word in the 32 zmm registers; on
-    // AVX2 16 ymm registers, four of them left to the widened products.
-    if (mr * nr + nr + 1 > (avx2 ? 12 : 32)) return false;
+    const int64_t tile_rows = amx ? mr * internal::kAmxTileRows : mr;
+    if (amx) {
+      // mr x nr accumulator tiles, mr A tiles and nr B tiles in the 8 tile registers; a second
+      // A tile only when M has rows for it.
+      if (mr * nr + mr + nr > 8) return false;
+      if (tile_rows > (p.m + internal::kAmxTileRows - 1) / internal::kAmxTileRows *
+                          internal::kAmxTileRows &&
+          mr > 1) {
+        return false;
+      }
+    } else if (mr * nr + nr + 1 > (avx2 ? 12 : 32)) {
+      // mr x nr accumulators, nr B vectors and one broadcast A word in the 32 zmm registers; on
+      // AVX2 16 ymm registers, four of them left to the widened products.
+      return false;
+    }
     const int64_t n_rounded16 = (p.n + lanes - 1) / lanes * lanes;
     if (tile_cols > n_rounded16 && nr > 1) return false;  // wasted columns
     if (values[kNc] < tile_cols && values[kNc] != p.n) return false;
-    if (values[kMc] < mr && values[kMc] != p.m) return false;
+    if (values[kMc] < tile_rows && values[kMc] != p.m) return false;
     auto plan = internal::MakeLowpPlan(w, ToDecisions(values, kind_));
     if (!plan.ok()) return false;
     if (values[kPar] == 2 && plan->m_blocks == 1) return false;  // same as par 1
@@ -181,7 +227,7 @@ class LowpMatMulSketch final : public LoopSketch {
       return absl::InvalidArgumentError(
           absl::StrCat(Name(), " takes ", static_cast<int>(kNumKnobs), " decisions"));
     }
-    if (const std::string mismatch = WorkloadMismatch(w, bf16_); !mismatch.empty()) {
+    if (const std::string mismatch = Mismatch(w); !mismatch.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(Name(), ": ", mismatch));
     }
     GTCO_ASSIGN_OR_RETURN(const internal::LowpPlan plan,
@@ -190,6 +236,13 @@ class LowpMatMulSketch final : public LoopSketch {
   }
 
  private:
+  /// The workload half of the verdict (with the AMX tiles' shape limits).
+  std::string Mismatch(const ir::Workload& w) const {
+    std::string mismatch = WorkloadMismatch(w, bf16_);
+    if (mismatch.empty() && IsAmxKind(kind_)) mismatch = internal::AmxShapeMismatch(w);
+    return mismatch;
+  }
+
   const LowpKind kind_;
   const bool bf16_;
 };
@@ -198,7 +251,7 @@ class LowpMatMulSketch final : public LoopSketch {
 class LowpMapping final : public MappingSketch {
  public:
   LowpMapping(LowpKind kind, const Sketch& sketch)
-      : kind_(kind), bf16_(kind == LowpKind::kBf16), sketch_(sketch) {}
+      : kind_(kind), bf16_(IsBf16Kind(kind)), sketch_(sketch) {}
   const char* Name() const override { return MappingName(kind_); }
   const Sketch& sketch() const override { return sketch_; }
   /// Every matmul whose inputs are of this mapping's family (so a transposed or oversized one
@@ -260,6 +313,36 @@ const MappingSketch& Avx512VnniMatMulMapping() {
 const MappingSketch& Avx2Int8MatMulMapping() {
   static const LowpMapping* const mapping =
       new LowpMapping(LowpKind::kAvx2Int8, MatMulAvx2Int8Sketch());
+  return *mapping;
+}
+
+MappingVerdict AmxBf16Verdict(const ir::Workload& w, const target::HardwareInfo& hw) {
+  return Verdict(w, hw, LowpKind::kAmxBf16);
+}
+
+MappingVerdict AmxInt8Verdict(const ir::Workload& w, const target::HardwareInfo& hw) {
+  return Verdict(w, hw, LowpKind::kAmxInt8);
+}
+
+const LoopSketch& MatMulAmxBf16Sketch() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kAmxBf16);
+  return *sketch;
+}
+
+const LoopSketch& MatMulAmxInt8Sketch() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kAmxInt8);
+  return *sketch;
+}
+
+const MappingSketch& AmxBf16MatMulMapping() {
+  static const LowpMapping* const mapping =
+      new LowpMapping(LowpKind::kAmxBf16, MatMulAmxBf16Sketch());
+  return *mapping;
+}
+
+const MappingSketch& AmxInt8MatMulMapping() {
+  static const LowpMapping* const mapping =
+      new LowpMapping(LowpKind::kAmxInt8, MatMulAmxInt8Sketch());
   return *mapping;
 }
 

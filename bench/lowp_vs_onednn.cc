@@ -1,0 +1,253 @@
+// bf16 and int8 GEMMs side by side in one run: GTCO's AMX mappings (amx_bf16, amx_int8) and its
+// AVX-512 ones (avx512_bf16, avx512_vnni), each tuned in-process exactly as the farm measures
+// candidates, against oneDNN's matmul primitive on the same operands (oneDNN picks AMX itself
+// where the CPU has it), with the weights row-major as given and pre-reordered into oneDNN's own
+// layout once. Shapes: the BERT-base and ViT-B/16 GEMMs, 512^3 and 4096^3. Every output is
+// checked against oneDNN's (int8 exactly). Writes a markdown table (--out) and prints it.
+//
+//   lowp_vs_onednn [--trials N] [--shapes id,id] [--dtypes bf16,int8] [--rounds R] [--out F]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/timing.h"
+#include "bench/tuner.h"
+#include "bench/vendor_baselines.h"
+#include "common/codegen/llvm/jit.h"
+#include "common/codegen/llvm/runtime.h"
+#include "common/ir/reference.h"
+#include "common/kernels/cpu/matmul_lowp/matmul_lowp_sketch.h"
+#include "common/kernels/registry.h"
+#include "common/target/target.h"
+#include "worker/measure.h"
+
+namespace gtco::bench {
+namespace {
+
+struct Shape {
+  const char* id;
+  int64_t m, k, n;
+};
+
+const Shape kShapes[] = {
+    {"bert_attn_out", 128, 768, 768}, {"bert_ffn1", 128, 768, 3072}, {"bert_ffn2", 128, 3072, 768},
+    {"vit_qkv", 197, 768, 2304},      {"vit_proj", 197, 768, 768},   {"vit_ffn1", 197, 768, 3072},
+    {"vit_ffn2", 197, 3072, 768},     {"mm512", 512, 512, 512},      {"mm4096", 4096, 4096, 4096},
+};
+
+/// A [m, k] x [k, n] matmul: bf16 x bf16 -> f32, or u8 x s8 -> s32.
+ir::Workload LowpGemm(const Shape& shape, bool bf16) {
+  ir::Workload w;
+  w.anchor = ir::AnchorKind::kMatMul;
+  w.matmul.batch = 1;
+  w.matmul.m = shape.m;
+  w.matmul.k = shape.k;
+  w.matmul.n = shape.n;
+  w.inputs = {{bf16 ? ir::DType::kBF16 : ir::DType::kU8, {shape.m, shape.k}},
+              {bf16 ? ir::DType::kBF16 : ir::DType::kI8, {shape.k, shape.n}}};
+  w.num_anchor_inputs = 2;
+  w.output = {bf16 ? ir::DType::kF32 : ir::DType::kI32, {shape.m, shape.n}};
+  return w;
+}
+
+struct Implementation {
+  std::string name;
+  std::string trace;  ///< ours: the tuned trace
+  std::function<void()> run;
+  ir::TypedBuffer output;
+  std::string check = "ok";
+};
+
+std::string HostLine(const target::HardwareInfo& hw) {
+  std::vector<std::string> flags;
+  for (const std::string& flag : hw.cpu_features) {
+    if (flag.rfind("amx", 0) == 0 || flag.rfind("avx512_bf16", 0) == 0 ||
+        flag == "avx512_vnni" || flag == "avx512f") {
+      flags.push_back(flag);
+    }
+  }
+  return absl::StrCat(hw.cpu_model, ", ", hw.cores, " cores; ", absl::StrJoin(flags, " "));
+}
+
+int Main(int argc, char** argv) {
+  int trials = 48, rounds = 5;
+  std::set<std::string> only, dtypes = {"bf16", "int8"};
+  std::string out_path;
+  for (int arg = 1; arg < argc; ++arg) {
+    if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
+      trials = std::atoi(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--rounds") == 0 && arg + 1 < argc) {
+      rounds = std::atoi(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--shapes") == 0 && arg + 1 < argc) {
+      for (absl::string_view id : absl::StrSplit(argv[++arg], ',')) only.emplace(id);
+    } else if (std::strcmp(argv[arg], "--dtypes") == 0 && arg + 1 < argc) {
+      dtypes.clear();
+      for (absl::string_view id : absl::StrSplit(argv[++arg], ',')) dtypes.emplace(id);
+    } else if (std::strcmp(argv[arg], "--out") == 0 && arg + 1 < argc) {
+      out_path = argv[++arg];
+    } else {
+      std::fprintf(stderr,
+                   "usage: lowp_vs_onednn [--trials N] [--shapes id,id,...] [--dtypes bf16,int8] "
+                   "[--rounds R] [--out FILE]\n");
+      return 2;
+    }
+  }
+  const int threads = 2;
+  codegen::SetParallelThreads(threads);
+  SetOneDnnThreads(threads);
+  const target::HardwareInfo hw = target::DetectHostCpu();
+  worker::MeasureOptions measure_options;
+  measure_options.seed = 1;
+  absl::StatusOr<std::unique_ptr<worker::CandidateMeasurer>> measurer =
+      worker::CandidateMeasurer::Create(measure_options);
+  absl::StatusOr<std::unique_ptr<codegen::CpuJit>> jit = codegen::CpuJit::Create();
+  if (!measurer.ok() || !jit.ok()) {
+    std::fprintf(stderr, "no JIT: %s\n",
+                 (measurer.ok() ? jit.status() : measurer.status()).ToString().c_str());
+    return 1;
+  }
+  const std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S", std::gmtime(&now));
+  std::string report = absl::StrCat(
+      "# bf16 and int8 GEMMs: GTCO (AMX and AVX-512 mappings) vs oneDNN\n\n",
+      "- CPU: ", HostLine(hw), "\n- Date (UTC): ", date, "\n- oneDNN: ", OneDnnVersion(),
+      "\n- Threads: ", threads, " for every implementation\n- Command: `lowp_vs_onednn",
+      absl::StrCat(" --trials ", trials, " --rounds ", rounds), "`\n",
+      "- Ours: each mapping tuned in-process with ", trials,
+      " measured trials (worker::CandidateMeasurer, as the farm measures), B packed by the "
+      "kernel on every call; oneDNN: its matmul primitive with the weights row-major (packed "
+      "inside each call) and pre-reordered once into its own layout (`any`)\n",
+      "- Latencies: medians of ", rounds,
+      " interleaved rounds; ratios are oneDNN's time over ours (>1: ours faster). Outputs "
+      "checked against oneDNN's (int8 exactly)\n\n",
+      "| case | M×K×N | dtype | ours AMX µs | ours AVX-512 µs | oneDNN µs | oneDNN pre-packed µs | "
+      "ours best G(FL)OP/s | oneDNN pre-packed G(FL)OP/s | vs oneDNN | vs oneDNN pre-packed | "
+      "AMX trace |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("%s", report.c_str());
+  std::fflush(stdout);
+  for (const Shape& shape : kShapes) {
+    if (!only.empty() && !only.count(shape.id)) continue;
+    for (const bool bf16 : {true, false}) {
+      if (!dtypes.count(bf16 ? "bf16" : "int8")) continue;
+      const ir::Workload w = LowpGemm(shape, bf16);
+      const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, 3);
+      std::vector<Implementation> impls;
+      std::vector<std::vector<ir::TypedBuffer>> owned;  // per implementation's inputs
+      owned.reserve(4);
+      std::vector<std::vector<void*>> args(4);
+      for (const char* mapping : {bf16 ? kernels::kAmxBf16Mapping : kernels::kAmxInt8Mapping,
+                                  bf16 ? kernels::kAvx512Bf16Mapping
+                                       : kernels::kAvx512VnniMapping}) {
+        Implementation impl;
+        impl.name = mapping;
+        TuneOptions options;
+        options.trials = trials;
+        options.kind = SearchKind::kRandom;
+        options.mapping = mapping;
+        absl::StatusOr<TuneResult> tuned = Tune(w, hw, options, **measurer);
+        if (!tuned.ok() || tuned->best_seconds == 0) {
+          std::fprintf(stderr, "%s %s: %s\n", shape.id, mapping,
+                       tuned.ok() ? tuned->first_error.c_str()
+                                  : std::string(tuned.status().message()).c_str());
+          continue;
+        }
+        impl.trace = tuned->best_trace.ToString();
+        absl::StatusOr<std::string> program = ProgramFor(w, tuned->best_trace, "gtco_kernel");
+        absl::StatusOr<codegen::KernelEntry> entry =
+            program.ok() ? (*jit)->Compile(*program, "gtco_kernel") : program.status();
+        if (!entry.ok()) {
+          std::fprintf(stderr, "%s %s: %s\n", shape.id, mapping, entry.status().ToString().c_str());
+          continue;
+        }
+        owned.push_back(inputs);
+        impl.output = ir::TypedBuffer(w.output.dtype, w.output.NumElements());
+        impls.push_back(std::move(impl));
+        std::vector<void*>& call = args[impls.size() - 1];
+        for (ir::TypedBuffer& buffer : owned.back()) call.push_back(buffer.data());
+        call.push_back(impls.back().output.data());
+        const codegen::KernelEntry kernel = *entry;
+        impls.back().run = [kernel, &call] { kernel(call.data()); };
+      }
+      const size_t ours = impls.size();
+      for (const bool prepacked : {false, true}) {
+        Implementation impl;
+        impl.name = prepacked ? "onednn_prepacked" : "onednn";
+        owned.push_back(inputs);
+        impl.output = ir::TypedBuffer(w.output.dtype, w.output.NumElements());
+        absl::StatusOr<VendorRun> run = MakeOneDnnLowpMatMulRun(
+            w, {owned.back()[0].data(), owned.back()[1].data()}, impl.output.data(), prepacked);
+        if (!run.ok()) {
+          std::fprintf(stderr, "%s: %s\n", shape.id, run.status().ToString().c_str());
+          return 1;
+        }
+        impl.run = *run;
+        impls.push_back(std::move(impl));
+      }
+      std::vector<std::function<void()>> runs;
+      for (Implementation& impl : impls) {
+        impl.run();  // once, for the check
+        runs.push_back(impl.run);
+      }
+      double rtol = 0, atol = 0;
+      ir::DefaultTolerance(w, &rtol, &atol);
+      for (size_t index = 0; index < ours; ++index) {
+        const absl::Status match =
+            ir::CompareTypedOutputs(impls[ours].output, impls[index].output, rtol, atol);
+        if (!match.ok()) impls[index].check = std::string(match.message());
+      }
+      const std::vector<TimingStats> stats = TimeBackToBack(runs, rounds, 0.1);
+      auto micros = [&](const std::string& name) -> std::string {
+        for (size_t index = 0; index < impls.size(); ++index) {
+          if (impls[index].name == name) {
+            return impls[index].check == "ok"
+                       ? absl::StrFormat("%.1f", stats[index].median * 1e6)
+                       : absl::StrCat("wrong: ", impls[index].check);
+          }
+        }
+        return "n/a";
+      };
+      double best_ours = 0, onednn = stats[ours].median, prepacked = stats[ours + 1].median;
+      std::string amx_trace = "n/a";
+      for (size_t index = 0; index < ours; ++index) {
+        if (impls[index].check != "ok") continue;
+        if (best_ours == 0 || stats[index].median < best_ours) best_ours = stats[index].median;
+        if (impls[index].name.rfind("amx", 0) == 0) amx_trace = impls[index].trace;
+      }
+      const double ops = 2.0 * static_cast<double>(shape.m * shape.k * shape.n);
+      const std::string row = absl::StrFormat(
+          "| %s | %d×%d×%d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s | `%s` |\n", shape.id,
+          shape.m, shape.k, shape.n, bf16 ? "bf16" : "u8×s8", micros(bf16 ? "amx_bf16" : "amx_int8"),
+          micros(bf16 ? "avx512_bf16" : "avx512_vnni"), micros("onednn"),
+          micros("onednn_prepacked"),
+          best_ours > 0 ? absl::StrFormat("%.0f", ops / best_ours / 1e9) : "n/a",
+          ops / prepacked / 1e9,
+          best_ours > 0 ? absl::StrFormat("%.2f×", onednn / best_ours) : "n/a",
+          best_ours > 0 ? absl::StrFormat("%.2f×", prepacked / best_ours) : "n/a", amx_trace);
+      std::printf("%s", row.c_str());
+      std::fflush(stdout);
+      report += row;
+    }
+  }
+  if (!out_path.empty()) {
+    std::ofstream(out_path) << report;
+    std::printf("wrote %s\n", out_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gtco::bench
+
+int main(int argc, char** argv) { return gtco::bench::Main(argc, argv); }
