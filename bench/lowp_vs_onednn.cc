@@ -6,6 +6,7 @@
 // checked against oneDNN's (int8 exactly). Writes a markdown table (--out) and prints it.
 //
 //   lowp_vs_onednn [--trials N] [--shapes id,id] [--dtypes bf16,int8] [--rounds R] [--out F]
+//                  [--trace T]...   (measure these traces of the selected shapes, no tuning)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include "common/codegen/llvm/runtime.h"
 #include "common/ir/reference.h"
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_sketch.h"
+#include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/target/target.h"
 #include "worker/measure.h"
@@ -84,6 +86,7 @@ int Main(int argc, char** argv) {
   int trials = 48, rounds = 5;
   std::set<std::string> only, dtypes = {"bf16", "int8"};
   std::string out_path;
+  std::vector<std::string> given_traces;
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
       trials = std::atoi(argv[++arg]);
@@ -94,12 +97,14 @@ int Main(int argc, char** argv) {
     } else if (std::strcmp(argv[arg], "--dtypes") == 0 && arg + 1 < argc) {
       dtypes.clear();
       for (absl::string_view id : absl::StrSplit(argv[++arg], ',')) dtypes.emplace(id);
+    } else if (std::strcmp(argv[arg], "--trace") == 0 && arg + 1 < argc) {
+      given_traces.push_back(argv[++arg]);
     } else if (std::strcmp(argv[arg], "--out") == 0 && arg + 1 < argc) {
       out_path = argv[++arg];
     } else {
       std::fprintf(stderr,
                    "usage: lowp_vs_onednn [--trials N] [--shapes id,id,...] [--dtypes bf16,int8] "
-                   "[--rounds R] [--out FILE]\n");
+                   "[--rounds R] [--out FILE] [--trace T]...\n");
       return 2;
     }
   }
@@ -126,9 +131,10 @@ int Main(int argc, char** argv) {
       "\n- Threads: ", threads, " for every implementation\n- Command: `lowp_vs_onednn",
       absl::StrCat(" --trials ", trials, " --rounds ", rounds), "`\n",
       "- Ours: each mapping tuned in-process with ", trials,
-      " measured trials (worker::CandidateMeasurer, as the farm measures), B packed by the "
-      "kernel on every call; oneDNN: its matmul primitive with the weights row-major (packed "
-      "inside each call) and pre-reordered once into its own layout (`any`)\n",
+      " measured trials (worker::CandidateMeasurer, as the farm measures); the AMX mappings read "
+      "B pre-packed once into their tile layout (pack_b=2, as exported), the AVX-512 ones pack "
+      "it in every call; oneDNN: its matmul primitive with the weights row-major (packed inside "
+      "each call) and pre-reordered once into its own layout (`any`)\n",
       "- Latencies: medians of ", rounds,
       " interleaved rounds; ratios are oneDNN's time over ours (>1: ours faster). Outputs "
       "checked against oneDNN's (int8 exactly)\n\n",
@@ -145,13 +151,23 @@ int Main(int argc, char** argv) {
       const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, 3);
       std::vector<Implementation> impls;
       std::vector<std::vector<ir::TypedBuffer>> owned;  // per implementation's inputs
-      owned.reserve(4);
-      std::vector<std::vector<void*>> args(4);
+      std::vector<std::vector<void*>> args(given_traces.size() + 4);
+      owned.reserve(args.size());
+      std::vector<std::pair<std::string, std::string>> ours_to_time;  // (name, trace)
+      for (const std::string& text : given_traces) {
+        if (text.rfind(bf16 ? "mm_amx_bf16" : "mm_amx_int8", 0) == 0 ||
+            text.rfind(bf16 ? "mm_avx512_bf16" : "mm_avx512_vnni", 0) == 0) {
+          ours_to_time.push_back({text.find("amx") != std::string::npos
+                                      ? (bf16 ? kernels::kAmxBf16Mapping : kernels::kAmxInt8Mapping)
+                                      : (bf16 ? kernels::kAvx512Bf16Mapping
+                                              : kernels::kAvx512VnniMapping),
+                                  text});
+        }
+      }
       for (const char* mapping : {bf16 ? kernels::kAmxBf16Mapping : kernels::kAmxInt8Mapping,
                                   bf16 ? kernels::kAvx512Bf16Mapping
                                        : kernels::kAvx512VnniMapping}) {
-        Implementation impl;
-        impl.name = mapping;
+        if (!given_traces.empty()) break;
         TuneOptions options;
         options.trials = trials;
         options.kind = SearchKind::kRandom;
@@ -163,15 +179,33 @@ int Main(int argc, char** argv) {
                                   : std::string(tuned.status().message()).c_str());
           continue;
         }
-        impl.trace = tuned->best_trace.ToString();
-        absl::StatusOr<std::string> program = ProgramFor(w, tuned->best_trace, "gtco_kernel");
+        ours_to_time.push_back({mapping, tuned->best_trace.ToString()});
+      }
+      for (const auto& [mapping, trace_text] : ours_to_time) {
+        Implementation impl;
+        impl.name = mapping;
+        impl.trace = trace_text;
+        absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(trace_text);
+        absl::StatusOr<std::string> program =
+            trace.ok() ? ProgramFor(w, *trace, "gtco_kernel") : trace.status();
         absl::StatusOr<codegen::KernelEntry> entry =
             program.ok() ? (*jit)->Compile(*program, "gtco_kernel") : program.status();
         if (!entry.ok()) {
-          std::fprintf(stderr, "%s %s: %s\n", shape.id, mapping, entry.status().ToString().c_str());
+          std::fprintf(stderr, "%s %s: %s\n", shape.id, mapping.c_str(),
+                       entry.status().ToString().c_str());
           continue;
         }
         owned.push_back(inputs);
+        if (kernels::ReadsPrepackedInput(*trace)) {  // B pre-packed once, as exported
+          std::vector<std::vector<float>> values;
+          for (const ir::TypedBuffer& buffer : inputs) values.push_back(buffer.ToFloats());
+          const absl::Status packed = kernels::PackInputsForTrace(w, *trace, &values);
+          if (!packed.ok()) {
+            std::fprintf(stderr, "%s: %s\n", shape.id, packed.ToString().c_str());
+            return 1;
+          }
+          owned.back()[1] = ir::TypedBuffer::FromValues(w.inputs[1].dtype, values[1]);
+        }
         impl.output = ir::TypedBuffer(w.output.dtype, w.output.NumElements());
         impls.push_back(std::move(impl));
         std::vector<void*>& call = args[impls.size() - 1];

@@ -43,7 +43,7 @@
 //      "pack_bf16x2"(f32 lo, f32 hi) -> i32: bf16(lo) | bf16(hi) << 16 (nearest even);
 //      "bitxor"(i32, i32) -> i32.
 //  - TileMatMul (x86 AMX): a whole tile block of a matmul in one statement, with the tile
-//    registers as its private state (configured, used and left within the statement).
+//    registers as its private state (their contents are not kept from one statement to the next).
 //    name = the tile instruction: "tdpbf16ps" (bf16 pairs, f32 accumulators) or "tdpbusd",
 //    "tdpbssd", "tdpbsud", "tdpbuud" (signedness of A then B bytes, i32 accumulators).
 //    With mr A tiles and nr B tiles (mr * nr + mr + nr <= 8 tile registers) it computes

@@ -1,7 +1,10 @@
-// TileMatMul statements as x86 AMX code: the tile configuration (every tile 16 rows of 64
-// bytes) loaded from a module constant, the C tiles zeroed, a loop over the K steps loading mr
-// A tiles and nr B tiles and issuing mr * nr tile dot products, the C tiles stored, and the
-// tile state released (so a context switch saves no tile data between statements).
+// TileMatMul statements as x86 AMX code: the C tiles zeroed, a loop over the K steps loading mr
+// A tiles and nr B tiles and issuing mr * nr tile dot products, the C tiles stored.
+// The tile configuration (all 8 tiles 16 rows of 64 bytes, the same for every statement) is
+// loaded once at the entry of each function that has tile statements (ldtilecfg costs about as
+// much as 13 tile products), again after each parallel loop whose body used (and released) the
+// tiles on this thread, and the tile state is released at its return (so a context switch
+// saves no tile data between kernels).
 // Tile registers: C (t, c) is tmm[t * nr + c], A_t is tmm[mr * nr + t], B_c is
 // tmm[mr * nr + mr + c].
 #include <string>
@@ -30,15 +33,17 @@ llvm::Intrinsic::ID DotIntrinsic(const std::string& instruction) {
   return llvm::Intrinsic::not_intrinsic;
 }
 
-/// The 64-byte tile configuration (palette 1) with the first `tiles` tiles 16 x 64 bytes.
-llvm::GlobalVariable* TileConfig(llvm::Module* module, int tiles) {
-  const std::string name = absl::StrCat("gtco.amx.tilecfg", tiles);
+constexpr int kTiles = 8;
+
+/// The 64-byte tile configuration (palette 1) with all 8 tiles 16 x 64 bytes.
+llvm::GlobalVariable* TileConfig(llvm::Module* module) {
+  const std::string name = "gtco.amx.tilecfg";
   if (llvm::GlobalVariable* existing = module->getGlobalVariable(name, /*AllowInternal=*/true)) {
     return existing;
   }
   std::vector<uint8_t> bytes(64, 0);
   bytes[0] = 1;  // palette 1
-  for (int tile = 0; tile < tiles; ++tile) {
+  for (int tile = 0; tile < kTiles; ++tile) {
     bytes[16 + 2 * tile] = kTileRowBytes;  // colsb (little-endian u16)
     bytes[48 + tile] = kTileRows;          // rows
   }
@@ -100,9 +105,7 @@ absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
   auto c_tile = [&](int t, int c) { return tile(t * nr + c); };
   auto a_tile = [&](int t) { return tile(mr * nr + t); };
   auto b_tile = [&](int c) { return tile(mr * nr + mr + c); };
-  const int tiles = mr * nr + mr + nr;
-  builder_.CreateIntrinsic(llvm::Intrinsic::x86_ldtilecfg, {},
-                           {TileConfig(state_->module, tiles)});
+  uses_tiles_ = true;
   for (int t = 0; t < mr; ++t) {
     for (int c = 0; c < nr; ++c) builder_.CreateIntrinsic(llvm::Intrinsic::x86_tilezero, {}, {c_tile(t, c)});
   }
@@ -145,8 +148,18 @@ absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
           {c_tile(t, c), builder_.CreateInBoundsGEP(i8, c_address, I64(offset)), I64(c_row_bytes)});
     }
   }
-  builder_.CreateIntrinsic(llvm::Intrinsic::x86_tilerelease, {}, {});
   return absl::OkStatus();
+}
+
+void FunctionEmitter::FinishTiles() {
+  if (!uses_tiles_) return;
+  llvm::GlobalVariable* config = TileConfig(state_->module);
+  alloca_builder_.CreateIntrinsic(llvm::Intrinsic::x86_ldtilecfg, {}, {config});
+  for (llvm::Instruction* call : tile_reload_points_) {
+    llvm::IRBuilder<> after(call->getNextNode());
+    after.CreateIntrinsic(llvm::Intrinsic::x86_ldtilecfg, {}, {config});
+  }
+  builder_.CreateIntrinsic(llvm::Intrinsic::x86_tilerelease, {}, {});
 }
 
 }  // namespace gtco::codegen::internal

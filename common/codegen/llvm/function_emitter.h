@@ -85,15 +85,20 @@ class FunctionEmitter {
   absl::Status EmitLet(const ir::StmtNode& let);
   /// A TileMatMul as AMX code (amx_emitter.cc).
   absl::Status EmitTileMatMul(const ir::StmtNode& stmt);
+  /// Before the return of a function with tile statements: the tile configuration at its entry
+  /// and after each recorded parallel loop, the tile release at its end.
+  void FinishTiles();
   /// Emits the body of `loop` with its variable bound to `value`, restoring the old binding.
   absl::Status EmitScoped(const std::string& var, EmitValue value, const ir::Stmt& body);
   absl::StatusOr<llvm::Value*> EmitUniformI64(const ir::Expr& expr, const char* what);
 
   // Parallel loops (parallel_emitter.cc).
   absl::Status EmitParallelFor(const ir::StmtNode& loop);
+  /// Sets *uses_tiles when the body has tile statements.
   absl::StatusOr<llvm::Function*> OutlineParallelBody(const ir::StmtNode& loop, llvm::Value* extent,
                                                       const std::vector<std::string>& captured,
-                                                      const std::vector<llvm::Type*>& types);
+                                                      const std::vector<llvm::Type*>& types,
+                                                      bool* uses_tiles);
 
   // Expressions (expr_emitter.cc).
   absl::StatusOr<EmitValue> EmitExpr(const ir::Expr& expr);
@@ -161,6 +166,9 @@ class FunctionEmitter {
   /// > 0 inside code that may not run (runtime branches, masked lanes, loops whose extent is not
   /// a constant): constant out-of-bounds indices there are not errors.
   int conditional_depth_ = 0;
+  bool uses_tiles_ = false;  ///< this function emitted a TileMatMul
+  /// Calls of parallel loops whose bodies used (and released) the tiles on this thread.
+  std::vector<llvm::Instruction*> tile_reload_points_;
 };
 
 /// Marks arguments [first_arg, first_arg + params.size()) as noalias, dereferenceable buffers.

@@ -25,8 +25,10 @@ absl::Status FunctionEmitter::EmitParallelFor(const ir::StmtNode& loop) {
     captured.push_back(name);
     closure_types.push_back(value.value->getType());
   }
+  bool body_uses_tiles = false;
   GTCO_ASSIGN_OR_RETURN(llvm::Function * outlined,
-                        OutlineParallelBody(loop, extent, captured, closure_types));
+                        OutlineParallelBody(loop, extent, captured, closure_types,
+                                            &body_uses_tiles));
 
   auto* closure_type = llvm::StructType::get(*state_->context, closure_types);
   llvm::AllocaInst* closure = alloca_builder_.CreateAlloca(closure_type, nullptr, "closure");
@@ -40,13 +42,14 @@ absl::Status FunctionEmitter::EmitParallelFor(const ir::StmtNode& loop) {
       "gtco_parallel_for",
       llvm::FunctionType::get(builder_.getVoidTy(),
                               {I64Ty(), builder_.getPtrTy(), builder_.getPtrTy()}, false));
-  builder_.CreateCall(parallel_for, {extent, outlined, closure});
+  llvm::CallInst* call = builder_.CreateCall(parallel_for, {extent, outlined, closure});
+  if (body_uses_tiles) tile_reload_points_.push_back(call);
   return absl::OkStatus();
 }
 
 absl::StatusOr<llvm::Function*> FunctionEmitter::OutlineParallelBody(
     const ir::StmtNode& loop, llvm::Value* extent, const std::vector<std::string>& captured,
-    const std::vector<llvm::Type*>& types) {
+    const std::vector<llvm::Type*>& types, bool* uses_tiles) {
   llvm::LLVMContext& context = *state_->context;
   const std::string base_name =
       absl::StrCat(state_->func_name, ".par", state_->next_outlined_index++);
@@ -76,6 +79,7 @@ absl::StatusOr<llvm::Function*> FunctionEmitter::OutlineParallelBody(
       body.builder().CreateNSWAdd(body_function->getArg(1 + num_params), index, loop.name);
   GTCO_RETURN_IF_ERROR(body.EmitScoped(loop.name, EmitValue::Uniform(var), loop.body[0]));
   body.Finish();
+  *uses_tiles = body.uses_tiles_;
 
   // The outlined entry: unpack the closure and call the body.
   llvm::Function* outlined = llvm::Function::Create(

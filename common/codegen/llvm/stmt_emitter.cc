@@ -66,7 +66,10 @@ void FunctionEmitter::BindParam(const ir::BufferParam& param, llvm::Value* point
   param_pointers_.push_back(pointer);
 }
 
-void FunctionEmitter::Finish() { builder_.CreateRetVoid(); }
+void FunctionEmitter::Finish() {
+  FinishTiles();
+  builder_.CreateRetVoid();
+}
 
 absl::Status FunctionEmitter::EmitStmt(const ir::Stmt& stmt) {
   if (stmt == nullptr) return absl::InvalidArgumentError("null statement");

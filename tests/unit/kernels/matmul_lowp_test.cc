@@ -17,6 +17,7 @@
 #include "common/ir/reference.h"
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_sketch.h"
 #include "common/kernels/family.h"
+#include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
@@ -235,7 +236,7 @@ TEST(AmxVerdictTest, AppliesWithTheTileFeaturesAndShapesTheTilesTake) {
   verdict = AmxBf16Verdict(bf16, avx512);
   EXPECT_FALSE(verdict.applies);
   EXPECT_NE(verdict.reason.find("amx_tile"), std::string::npos) << verdict.reason;
-  verdict = AmxInt8Verdict(int8, Machine({"avx512f", "amx_tile", "amx_bf16"}));
+  verdict = AmxInt8Verdict(int8, Machine({"avx512f", "avx512_vnni", "amx_tile", "amx_bf16"}));
   EXPECT_FALSE(verdict.applies);
   EXPECT_NE(verdict.reason.find("needs CPU feature amx_int8"), std::string::npos)
       << verdict.reason;
@@ -351,14 +352,20 @@ class LowpJitTest : public ::testing::Test {
 
   /// Lowers `samples` + 1 knob vectors of `w`, runs them and compares with the reference.
   static void CheckKernels(const LoopSketch& sketch, const ir::Workload& w, int samples,
-                           uint64_t seed) {
+                           uint64_t seed, int64_t force_pack_b = 0) {
     const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, seed);
     const ir::TypedBuffer expected = ir::ComputeTypedReference(w, inputs);
     double rtol, atol;
     ir::DefaultTolerance(w, &rtol, &atol);
     std::mt19937_64 rng(seed);
     for (int sample = 0; sample <= samples; ++sample) {
-      const KnobValues values = SampleKnobs(sketch, w, rng, sample == 0);
+      KnobValues values = SampleKnobs(sketch, w, rng, sample == 0);
+      Trace trace{sketch.Name(), {}};
+      const std::vector<std::string> names = sketch.KnobNames();
+      for (size_t knob = 0; knob < names.size(); ++knob) {
+        if (names[knob] == "pack_b" && force_pack_b != 0) values[knob] = force_pack_b;
+        trace.decisions.push_back({names[knob], values[knob]});
+      }
       std::string knob_text;
       for (int64_t value : values) knob_text += std::to_string(value) + " ";
       SCOPED_TRACE(w.Description() + " knobs " + knob_text);
@@ -369,6 +376,14 @@ class LowpJitTest : public ::testing::Test {
       absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(*llvm_ir, "kernel");
       ASSERT_TRUE(entry.ok()) << entry.status();
       std::vector<ir::TypedBuffer> buffers = inputs;
+      if (ReadsPrepackedInput(trace)) {  // B in the layout the kernel reads, as exported
+        std::vector<std::vector<float>> values_of;
+        for (const ir::TypedBuffer& buffer : inputs) values_of.push_back(buffer.ToFloats());
+        const absl::Status packed = PackInputsForTrace(w, trace, &values_of);
+        ASSERT_TRUE(packed.ok()) << packed;
+        ASSERT_NE(values_of[1].size(), static_cast<size_t>(inputs[1].size()) + 1);
+        buffers[1] = ir::TypedBuffer::FromValues(w.inputs[1].dtype, values_of[1]);
+      }
       ir::TypedBuffer output(w.output.dtype, w.output.NumElements());
       for (int64_t idx = 0; idx < output.size(); ++idx) {  // a sentinel no kernel writes
         output.Set(idx, w.output.dtype == DType::kI32 ? -1234567.0 : NAN);
@@ -537,7 +552,8 @@ TEST_F(LowpJitTest, AmxBf16KernelsMatchTheReference) {
     for (const Shape& s : kAmxShapes) {
       const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, out);
       ASSERT_TRUE(AmxBf16Verdict(w, *hw_).applies) << AmxBf16Verdict(w, *hw_).reason;
-      CheckKernels(MatMulAmxBf16Sketch(), w, 5, seed++);
+      CheckKernels(MatMulAmxBf16Sketch(), w, 4, seed++);           // as searched: B pre-packed
+      CheckKernels(MatMulAmxBf16Sketch(), w, 1, seed++, /*pack_b=*/1);  // packed in each task
     }
   }
   ir::Workload w = LowpMatMul(1, 45, 70, 96, DType::kBF16, DType::kBF16, DType::kF32);
@@ -573,7 +589,8 @@ TEST_F(LowpJitTest, AmxInt8KernelsMatchTheReferenceExactly) {
       if (s.k % 64 != 0) continue;
       const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, t.a, t.b, DType::kI32, t.za, t.zb);
       ASSERT_TRUE(AmxInt8Verdict(w, *hw_).applies) << AmxInt8Verdict(w, *hw_).reason;
-      CheckKernels(MatMulAmxInt8Sketch(), w, 2, seed++);
+      CheckKernels(MatMulAmxInt8Sketch(), w, 1, seed++);
+      CheckKernels(MatMulAmxInt8Sketch(), w, 0, seed++, /*pack_b=*/1);
     }
   }
   // ONNX Runtime's dynamic quantization: A's zero point at run time, scales and bias in f32.
@@ -584,6 +601,7 @@ TEST_F(LowpJitTest, AmxInt8KernelsMatchTheReferenceExactly) {
                                                {ir::Operand::Kind::kInput, 3, 0}}});
   ASSERT_TRUE(dynamic.Validate().ok()) << dynamic.Validate();
   CheckKernels(MatMulAmxInt8Sketch(), dynamic, 4, 850);
+  CheckKernels(MatMulAmxInt8Sketch(), dynamic, 2, 853, /*pack_b=*/1);
   CheckKernels(MatMulAmxInt8Sketch(),
                WithZeroPointInput(
                    LowpMatMul(2, 21, 40, 64, DType::kI8, DType::kU8, DType::kI32, 0, 131)),

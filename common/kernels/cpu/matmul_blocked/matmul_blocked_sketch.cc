@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
+#include "common/kernels/cpu/matmul_lowp/matmul_lowp_lowering.h"
 #include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/kernels/family.h"
@@ -351,6 +352,7 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
                                                                  const std::vector<float>& b) {
   if (w.anchor == ir::AnchorKind::kConv) return internal::PrepackChannelConvWeights(w, t, b);
   if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
+  if (t.sketch.rfind("mm_amx_", 0) == 0) return internal::PrepackLowpB(w, t, b);
   int64_t vw = 0;
   for (const internal::FmaMappingSpec& spec : {internal::Avx512FmaSpec(), internal::Avx2FmaSpec()}) {
     if (t.sketch == spec.sketch_name) vw = spec.vw;

@@ -84,6 +84,8 @@ class LowpLowering {
     return tile_col * MakeInt(plan_.k_groups) + group * MakeInt(plan_.tile_cols) + within;
   }
   Stmt PackPanel(const Expr& b, const Expr& col0) const;
+  /// The column sums of the panel at col0 read from the pre-packed B (pack_b = 2).
+  Stmt PrepackedColSums(const Expr& col0) const;
   Stmt RowSums(const Expr& b, const Expr& i0) const;
   Stmt Tile(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
   Stmt TileLoops(const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& make) const;
@@ -194,6 +196,32 @@ Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
     steps.push_back(ir::MakeLet("pg", MakeInt(plan_.full_groups), over_columns(pack_group(false))));
   }
   return ir::MakeBlock(steps);
+}
+
+Stmt LowpLowering::PrepackedColSums(const Expr& col0) const {
+  // The column sums the zero point of A needs, from the pre-packed B: each 32-bit word's four
+  // bytes summed by one dot product with ones (u8 ones against s8 B; u8 B against s8 ones).
+  if (!NeedsColSums()) return ir::MakeBlock({});
+  const Expr j = MakeVar("pj") * MakeInt(kLowpLanes) + MakeVar("pv");
+  const Expr word = ir::MakeTypedLoad(
+      InputName(1),
+      ((col0 + MakeVar("pj") * MakeInt(kLowpLanes)) * MakeInt(plan_.k_groups) +
+       MakeVar("pg") * MakeInt(kLowpLanes) + MakeVar("pv")) *
+          MakeInt(plan_.group),
+      ScalarType::kI32);
+  const Expr ones = I32(0x01010101);
+  const Expr sum = ir::MakeTypedLoad(kColSum, j, ScalarType::kI32);
+  const Expr dot = plan_.b_unsigned ? ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {sum, word, ones})
+                                    : ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {sum, ones, word});
+  auto over_columns = [&](Stmt body) {
+    return ir::MakeFor("pj", MakeInt(0), MakeInt(plan_.panel_cols / kLowpLanes), ForKind::kSerial,
+                       ir::MakeFor("pv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized,
+                                   body));
+  };
+  return ir::MakeBlock(
+      {over_columns(ir::MakeStore(kColSum, j, I32(0))),
+       ir::MakeFor("pg", MakeInt(0), MakeInt(plan_.k_groups), ForKind::kSerial,
+                   over_columns(ir::MakeStore(kColSum, j, dot)))});
 }
 
 Stmt LowpLowering::RowSums(const Expr& b, const Expr& i0) const {
@@ -320,8 +348,12 @@ Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
   ir::TileMatMulArgs args;
   args.instruction = AmxInstruction(plan_);
   args.c = ir::MakeTypedLoad("acc", MakeInt(0), AccType());
-  args.b = ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, MakeInt(0), MakeInt(0)),
-                             ScalarType::kI32);
+  args.b = plan_.prepacked_b
+               ? ir::MakeTypedLoad(InputName(1),
+                                   (col0 + panel_col) * MakeInt(plan_.k_groups * plan_.group),
+                                   StorageType(w_.inputs[1].dtype))
+               : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, MakeInt(0), MakeInt(0)),
+                                   ScalarType::kI32);
   for (int64_t t = 0; t < plan_.mr; ++t) {
     args.a.push_back(ir::MakeTypedLoad(InputName(0), a_base + AmxRow(i0, t) * MakeInt(p_.k), a_type));
   }
@@ -408,7 +440,7 @@ Stmt LowpLowering::Build() const {
   Stmt rows = per_m_block ? RowTiles(b, MakeVar("mb"), col0, col_tiles)
                           : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
                                        RowTiles(b, MakeVar("mb"), col0, col_tiles));
-  Stmt body = ir::MakeBlock({PackPanel(b, col0), rows});
+  Stmt body = ir::MakeBlock({plan_.prepacked_b ? PrepackedColSums(col0) : PackPanel(b, col0), rows});
   if (NeedsColSums()) {
     body = ir::MakeTypedAllocate(kColSum, plan_.panel_cols, ScalarType::kI32, body);
   }
@@ -417,7 +449,9 @@ Stmt LowpLowering::Build() const {
         ScalarType::kI32, ir::MakeTypedLoad(InputName(2), MakeInt(0), StorageType(w_.inputs[0].dtype)));
     body = ir::MakeLet(kZaEff, zero_point + I32(plan_.za_eff), body);
   }
-  body = ir::MakeTypedAllocate(kPanel, plan_.k_groups * plan_.panel_cols, ScalarType::kI32, body);
+  if (!plan_.prepacked_b) {
+    body = ir::MakeTypedAllocate(kPanel, plan_.k_groups * plan_.panel_cols, ScalarType::kI32, body);
+  }
   if (per_m_block) body = ir::MakeLet("mb", task % MakeInt(m_tasks), body);
   body = ir::MakeLet("nb", (task / MakeInt(m_tasks)) % MakeInt(plan_.n_blocks), body);
   body = ir::MakeLet("b", task / MakeInt(m_tasks * plan_.n_blocks), body);
@@ -494,6 +528,10 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
     GTCO_RETURN_IF_ERROR(CheckRange("mr", d.mr, 1, 3));
     GTCO_RETURN_IF_ERROR(CheckRange("nr", d.nr, 1, 3));
     GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", d.unroll_k, {1}));
+    GTCO_RETURN_IF_ERROR(CheckOneOf("pack_b", d.pack_b, {1, 2}));
+    if (d.pack_b == 2 && w.matmul.b_batched && w.matmul.batch > 1) {
+      return absl::InvalidArgumentError("pack_b=2 (pre-packed B) needs one B shared by the batch");
+    }
     if (d.mr * d.nr + d.mr + d.nr > 8) {
       return absl::InvalidArgumentError(absl::StrCat("knobs 'mr' = ", d.mr, ", 'nr' = ", d.nr,
                                                      ": ", d.mr * d.nr + d.mr + d.nr,
@@ -516,6 +554,7 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   plan.lanes = d.lanes;
   plan.wide_dot = d.wide_dot;
   plan.amx = d.amx;
+  plan.prepacked_b = d.amx && d.pack_b == 2;
   plan.tile_cols = plan.amx ? kLowpLanes : plan.nr * plan.lanes;
   plan.block_cols = plan.amx ? plan.nr * kLowpLanes : plan.tile_cols;
   plan.tile_rows = plan.amx ? plan.mr * kAmxTileRows : plan.mr;
@@ -538,7 +577,7 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
     plan.za_eff = (plan.a_signed && !plan.amx ? 128 : 0) + plan.p.a_zero_point;
     plan.zb_eff = plan.p.b_zero_point - (plan.b_unsigned && !plan.amx ? 128 : 0);
   }
-  if (PanelBytes(plan) > kMaxPanelBytes) {
+  if (!plan.prepacked_b && PanelBytes(plan) > kMaxPanelBytes) {
     return absl::InvalidArgumentError(absl::StrCat("knob 'nc' = ", d.nc, ": a packed B panel of ",
                                                    PanelBytes(plan), " bytes exceeds ",
                                                    kMaxPanelBytes));
@@ -565,6 +604,10 @@ std::string AmxInstruction(const LowpPlan& plan) {
   return absl::StrCat("tdpb", plan.a_signed ? "s" : "u", plan.b_unsigned ? "u" : "s", "d");
 }
 
+int64_t PrepackedColumns(const LowpPlan& plan) {
+  return CeilDiv(plan.p.n, plan.block_cols) * plan.block_cols;
+}
+
 int64_t PanelBytes(const LowpPlan& plan) { return plan.k_groups * plan.panel_cols * 4; }
 
 absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const LowpPlan& plan,
@@ -573,7 +616,8 @@ absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const Low
   std::vector<ir::BufferParam> params;
   for (size_t input_idx = 0; input_idx < w.inputs.size(); ++input_idx) {
     params.push_back({InputName(static_cast<int>(input_idx)),
-                      NumElements(w.inputs[input_idx].shape),
+                      input_idx == 1 && plan.prepacked_b ? plan.p.k * PrepackedColumns(plan)
+                                                         : NumElements(w.inputs[input_idx].shape),
                       StorageType(w.inputs[input_idx].dtype)});
   }
   params.push_back({kOutputName, NumElements(w.output.shape), StorageType(w.output.dtype)});

@@ -11,6 +11,8 @@
 #include "common/ir/loop_ir.h"
 #include "common/ir/workload.h"
 #include "common/kernels/family.h"
+#include "common/kernels/prepack.h"
+#include "common/schedule/trace.h"
 
 namespace gtco::kernels::internal {
 
@@ -18,6 +20,9 @@ namespace gtco::kernels::internal {
 inline constexpr int64_t kLowpLanes = 16;
 /// Lanes of the AVX2 integer fallback's 256-bit accumulators.
 inline constexpr int64_t kAvx2Lanes = 8;
+/// The pack_b value of an AMX schedule reading B pre-packed (the blocked matmul's
+/// kPackBPrepacked: ReadsPrepackedInput and WithPackB treat both alike).
+inline constexpr int64_t kPackBPrepackedLowp = 2;
 /// Rows of an AMX tile (and K words in one 64-byte tile row).
 inline constexpr int64_t kAmxTileRows = 16;
 /// Largest packed B panel (a stack allocation of each task).
@@ -32,6 +37,9 @@ struct LowpDecisions {
   bool wide_dot = false;
   /// AMX tiles: mr A tiles of 16 rows by nr B tiles of 16 columns per TileMatMul.
   bool amx = false;
+  /// AMX only: 1 packs B's panel in each task; 2 (kPackBPrepacked) reads B pre-packed
+  /// (PrepackLowpB's layout: the whole of B as one panel, columns padded to the block).
+  int64_t pack_b = 1;
 };
 
 /// Every derived size of one (workload, decisions) pair.
@@ -45,6 +53,7 @@ struct LowpPlan {
   int64_t lanes = kLowpLanes;  ///< accumulator vector lanes
   bool wide_dot = false;        ///< dot_u8s8x4_wide (AVX2) instead of dot_u8s8x4 (VNNI)
   bool amx = false;              ///< TileMatMul blocks (AMX) instead of vector dot products
+  bool prepacked_b = false;      ///< B arrives as PrepackLowpB lays it out (AMX, pack_b = 2)
   int64_t mr = 1, nr = 1;
   int64_t tile_cols = 16;   ///< columns of one packed column tile (its words contiguous per group)
   int64_t block_cols = 16;  ///< columns one register / tile block updates (tile_cols, or 16 * nr)
@@ -80,6 +89,18 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
 
 /// The AMX tile instruction of `plan` ("tdpbf16ps", or "tdpb" + [su] for A + [su] for B + "d").
 std::string AmxInstruction(const LowpPlan& plan);
+
+/// Columns of a pre-packed B: N rounded up to whole blocks of block_cols.
+int64_t PrepackedColumns(const LowpPlan& plan);
+
+/// For an AMX trace reading B pre-packed (pack_b = 2): B (values in w's layout of input 1) as
+/// the kernel reads it, as values of B's dtype: word (column tile j, K group g, column c) of
+/// the whole-B panel at element ((j * k_groups + g) * 16 + c) * group, zero past N; its shape
+/// [K, PrepackedColumns]. nullopt for other traces; INVALID_ARGUMENT when `t` does not replay
+/// for `w` or `b` has the wrong size.
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload& w,
+                                                             const schedule::Trace& t,
+                                                             const std::vector<float>& b);
 
 /// Bytes of the packed B panel of `plan`.
 int64_t PanelBytes(const LowpPlan& plan);

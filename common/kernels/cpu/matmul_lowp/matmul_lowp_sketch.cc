@@ -18,7 +18,7 @@ namespace {
 using internal::kLowpLanes;
 using internal::LowpDecisions;
 
-enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kNumKnobs };
+enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kPackB };
 
 /// The low-precision mappings.
 enum class LowpKind { kBf16, kVnni, kAvx2Int8, kAmxBf16, kAmxInt8 };
@@ -102,9 +102,11 @@ MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, Lo
     if (const std::string why = internal::AmxShapeMismatch(w); !why.empty()) {
       return {name, false, why};
     }
-    // The write-back (corrections, epilogue) runs on 16-lane AVX-512 vectors.
+    // The write-back (corrections, epilogue) runs on 16-lane AVX-512 vectors, and the column
+    // sums of a pre-packed int8 B on VNNI dot products.
     const std::string missing =
-        MissingCpuFeatures(hw, {"avx512f", "amx_tile", bf16 ? "amx_bf16" : "amx_int8"});
+        bf16 ? MissingCpuFeatures(hw, {"avx512f", "amx_tile", "amx_bf16"})
+             : MissingCpuFeatures(hw, {"avx512f", "avx512_vnni", "amx_tile", "amx_int8"});
     if (!missing.empty()) return {name, false, missing};
     return {name, true,
             absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ",
@@ -131,6 +133,7 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
     d.wide_dot = true;
   }
   d.amx = IsAmxKind(kind);
+  if (d.amx) d.pack_b = values[kPackB];
   d.mr = values[kMr];
   d.nr = values[kNr];
   d.nc = values[kNc];
@@ -160,6 +163,7 @@ class LowpMatMulSketch final : public LoopSketch {
     return "";
   }
   std::vector<std::string> KnobNames() const override {
+    if (IsAmxKind(kind_)) return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b"};
     return {"mr", "nr", "nc", "mc", "par", "unroll_k"};
   }
   bool AppliesTo(const ir::Workload& w) const override { return Mismatch(w).empty(); }
@@ -169,12 +173,17 @@ class LowpMatMulSketch final : public LoopSketch {
     std::vector<int64_t> par_values = {0};
     if (hw.cores > 1 && p.batch * p.m * p.n * p.k >= (1 << 16)) par_values = {0, 1, 2};
     if (IsAmxKind(kind_)) {  // mr A tiles of 16 rows by nr B tiles of 16 columns
+      // B shared by the batch is searched pre-packed, as a model's weights are exported (and a
+      // worker packs its random B for the measurement); pack_b 1 replays where B is not a
+      // constant of the kernel's own.
+      const bool shared_b = !p.b_batched || p.batch == 1;
       return {{"mr", {1, 2, 3}},
               {"nr", {1, 2, 3}},
               {"nc", BlockChoices({32, 64, 128, 256, 512, 1024}, p.n)},
               {"mc", BlockChoices({32, 64, 128, 256}, p.m)},
               {"par", par_values},
-              {"unroll_k", {1}}};
+              {"unroll_k", {1}},
+              {"pack_b", {shared_b ? internal::kPackBPrepackedLowp : 1}}};
     }
     std::vector<int64_t> mr_values;
     for (int64_t mr = 1; mr <= std::min<int64_t>(8, p.m); ++mr) mr_values.push_back(mr);
@@ -223,9 +232,9 @@ class LowpMatMulSketch final : public LoopSketch {
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
                                         const std::string& func_name) const override {
-    if (values.size() != kNumKnobs) {
+    if (values.size() != KnobNames().size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(Name(), " takes ", static_cast<int>(kNumKnobs), " decisions"));
+          absl::StrCat(Name(), " takes ", KnobNames().size(), " decisions"));
     }
     if (const std::string mismatch = Mismatch(w); !mismatch.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(Name(), ": ", mismatch));
@@ -346,4 +355,47 @@ const MappingSketch& AmxInt8MatMulMapping() {
   return *mapping;
 }
 
+namespace internal {
+
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload& w,
+                                                             const schedule::Trace& t,
+                                                             const std::vector<float>& b) {
+  const LoopSketch* sketch = nullptr;
+  for (const LoopSketch* amx : {&MatMulAmxBf16Sketch(), &MatMulAmxInt8Sketch()}) {
+    if (t.sketch == amx->Name()) sketch = amx;
+  }
+  if (sketch == nullptr || !ReadsPrepackedInput(t)) return std::optional<PrepackedOperand>();
+  KnobValues values;
+  for (const std::string& name : sketch->KnobNames()) {
+    const auto found = std::find_if(t.decisions.begin(), t.decisions.end(),
+                                    [&](const auto& decision) { return decision.first == name; });
+    if (found == t.decisions.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(t.sketch, " trace lacks '", name, "'"));
+    }
+    values.push_back(found->second);
+  }
+  const LowpKind kind = sketch == &MatMulAmxBf16Sketch() ? LowpKind::kAmxBf16 : LowpKind::kAmxInt8;
+  GTCO_ASSIGN_OR_RETURN(const LowpPlan plan, MakeLowpPlan(w, ToDecisions(values, kind)));
+  const ir::MatMulParams& p = plan.p;
+  if (static_cast<int64_t>(b.size()) != p.k * p.n) {
+    return absl::InvalidArgumentError(absl::StrCat("B has ", b.size(), " elements, not ", p.k,
+                                                   " x ", p.n));
+  }
+  const int64_t columns = PrepackedColumns(plan);
+  PrepackedOperand packed;
+  packed.trace = t;
+  packed.shape = {p.k, columns};
+  packed.data.assign(static_cast<size_t>(p.k * columns), 0.0f);
+  for (int64_t col = 0; col < p.n; ++col) {
+    for (int64_t k = 0; k < p.k; ++k) {
+      const int64_t g = k / plan.group, q = k % plan.group;
+      const int64_t word = (col / kLowpLanes * plan.k_groups + g) * kLowpLanes + col % kLowpLanes;
+      packed.data[static_cast<size_t>(word * plan.group + q)] =
+          b[static_cast<size_t>(p.trans_b ? col * p.k + k : k * p.n + col)];
+    }
+  }
+  return std::optional<PrepackedOperand>(std::move(packed));
+}
+
+}  // namespace internal
 }  // namespace gtco::kernels
