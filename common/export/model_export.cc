@@ -136,9 +136,10 @@ class Exporter {
   std::map<std::string, const Node*> fake_quantize_;  ///< DequantizeLinear -> its QuantizeLinear
   std::set<std::string> quantize_unneeded_;           ///< QuantizeLinear nodes with no step
   absl::Status AddKernels(const std::vector<graph::PlannedWorkload>& planned);
-  /// Stores each matmul's constant B, and each channel-vectorized conv's weights, in the panels
-  /// its kernel streams (kernels::PrepackConstantB) when every weight that kernel reads is read
-  /// by it alone; the kernel's trace then says so.
+  /// Stores each matmul's constant B (f32; bf16 and 8-bit for the AMX kernels), and each
+  /// channel-vectorized conv's weights, in the panels its kernel streams
+  /// (kernels::PrepackConstantB) when every weight that kernel reads is read by it alone; the
+  /// kernel's trace then says so.
   absl::Status PrepackWeights();
   absl::StatusOr<std::vector<PendingStep>> Ordered() const;
   absl::Status BuildTensors(const std::vector<PendingStep>& steps);
@@ -392,10 +393,16 @@ absl::Status Exporter::PrepackWeights() {
       if (step.spec.op != "kernel" || step.spec.kernel != static_cast<int>(index)) continue;
       const std::string root = Root(step.inputs.at(1));
       const graph::Tensor* tensor = graph_.FindTensor(root);
-      all_constant = all_constant && tensor != nullptr && graph_.IsConstant(root) &&
-                     tensor->type == graph::ElemType::kFloat32 &&
+      // f32 weights (blocked FMA kernels, channel convs), bf16 and 8-bit ones (AMX kernels).
+      const bool floating = tensor != nullptr && (tensor->type == graph::ElemType::kFloat32 ||
+                                                  tensor->type == graph::ElemType::kBFloat16);
+      const bool integer = tensor != nullptr && (tensor->type == graph::ElemType::kInt8 ||
+                                                 tensor->type == graph::ElemType::kUInt8);
+      all_constant = all_constant && (floating || integer) && graph_.IsConstant(root) &&
                      readers[root] == std::set<int>{static_cast<int>(index)} &&
-                     static_cast<int64_t>(tensor->float_data.size()) == tensor->NumElements();
+                     static_cast<int64_t>(floating ? tensor->float_data.size()
+                                                   : tensor->int_data.size()) ==
+                         tensor->NumElements();
       weights.insert(root);
     }
     GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(kernel.spec.trace));
@@ -410,7 +417,10 @@ absl::Status Exporter::PrepackWeights() {
     std::string packed_trace;
     for (const std::string& name : weights) {
       const graph::Tensor& tensor = graph_.tensor(name);
-      const std::vector<float> values(tensor.float_data.begin(), tensor.float_data.end());
+      std::vector<float> values(static_cast<size_t>(tensor.NumElements()));
+      for (size_t i = 0; i < values.size(); ++i) {  // exact: f32, bf16 and 8-bit values
+        values[i] = static_cast<float>(tensor.ValueAsDouble(static_cast<int64_t>(i)));
+      }
       GTCO_ASSIGN_OR_RETURN(std::optional<kernels::PrepackedOperand> packed,
                             kernels::PrepackConstantB(kernel.workload, trace, values));
       if (!packed.has_value()) break;  // this schedule reads B as it is
@@ -480,9 +490,21 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
       spec.weight_offset = static_cast<int64_t>(weights_.size());
       auto packed = prepacked_.find(root);
       if (packed != prepacked_.end()) {
+        // The packed values, stored in the weight's own element type.
+        graph::Tensor layout;
+        layout.type = constant.type;
+        layout.shape = packed->second.shape;
+        const bool integer = constant.type == graph::ElemType::kInt8 ||
+                             constant.type == graph::ElemType::kUInt8;
+        for (const float value : packed->second.data) {
+          if (integer) {
+            layout.int_data.push_back(static_cast<int64_t>(value));
+          } else {
+            layout.float_data.push_back(value);
+          }
+        }
         spec.shape = packed->second.shape;
-        weights_.append(reinterpret_cast<const char*>(packed->second.data.data()),
-                        packed->second.data.size() * sizeof(float));
+        weights_ += WeightBytes(layout, spec.dtype);
       } else {
         weights_ += WeightBytes(constant, spec.dtype);
       }
