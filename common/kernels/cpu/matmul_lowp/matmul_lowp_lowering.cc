@@ -227,23 +227,36 @@ Stmt LowpLowering::PrepackedColSums(const Expr& col0) const {
 Stmt LowpLowering::RowSums(const Expr& b, const Expr& i0) const {
   // rowsum[r] = sum_k A'[row, k] over the real K elements (A' = A + 128 for i8 A).
   const Expr r = MakeVar("sr"), k = MakeVar("sk");
-  if (plan_.amx) {  // the rows of each A tile, serially (a scalar loop; rarely needed)
+  if (plan_.amx) {
+    // Each row of each A tile: 16 lanes of VNNI dot products with ones over the row's 32-bit
+    // words (K is a multiple of 64 bytes), then the 16 partial sums added.
     std::vector<Stmt> tiles;
     const Expr base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
+    const Expr v = MakeVar("sv"), ones = I32(0x01010101);
     for (int64_t t = 0; t < plan_.mr; ++t) {
       const Expr slot = MakeInt(t * kAmxTileRows) + r;
-      const Expr value = ir::MakeCast(
-          ScalarType::kI32, ir::MakeTypedLoad(InputName(0),
-                                              base + (AmxRow(i0, t) + r) * MakeInt(p_.k) + k,
-                                              StorageType(w_.inputs[0].dtype)));
-      tiles.push_back(ir::MakeFor(
-          "sr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial,
-          ir::MakeBlock({ir::MakeStore(kRowSum, slot, I32(0)),
-                         ir::MakeFor("sk", MakeInt(0), MakeInt(p_.k), ForKind::kSerial,
-                                     ir::MakeStore(kRowSum, slot,
-                                                   ir::MakeTypedLoad(kRowSum, slot,
-                                                                     ScalarType::kI32) +
-                                                       value))})));
+      const Expr word = ir::MakeTypedLoad(
+          InputName(0),
+          base + (AmxRow(i0, t) + r) * MakeInt(p_.k) + (k * MakeInt(kLowpLanes) + v) * MakeInt(4),
+          ScalarType::kI32);
+      const Expr partial = ir::MakeTypedLoad("rowpart", v, ScalarType::kI32);
+      const Expr dot = plan_.a_signed
+                           ? ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {partial, ones, word})
+                           : ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {partial, word, ones});
+      Expr total = I32(0);
+      for (int64_t lane = 0; lane < kLowpLanes; ++lane) {
+        total = total + ir::MakeTypedLoad("rowpart", MakeInt(lane), ScalarType::kI32);
+      }
+      Stmt row = ir::MakeBlock(
+          {ir::MakeFor("sv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized,
+                       ir::MakeStore("rowpart", v, I32(0))),
+           ir::MakeFor("sk", MakeInt(0), MakeInt(p_.k / (4 * kLowpLanes)), ForKind::kSerial,
+                       ir::MakeFor("sv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized,
+                                   ir::MakeStore("rowpart", v, dot))),
+           ir::MakeStore(kRowSum, slot, total)});
+      tiles.push_back(ir::MakeFor("sr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial,
+                                  ir::MakeTypedAllocate("rowpart", kLowpLanes, ScalarType::kI32,
+                                                        row)));
     }
     return ir::MakeBlock(tiles);
   }

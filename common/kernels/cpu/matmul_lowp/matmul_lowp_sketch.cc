@@ -177,10 +177,23 @@ class LowpMatMulSketch final : public LoopSketch {
       // worker packs its random B for the measurement); pack_b 1 replays where B is not a
       // constant of the kernel's own.
       const bool shared_b = !p.b_batched || p.batch == 1;
+      // Besides powers of two, the blocks that give each core one or two equal shares (rounded
+      // to 96 columns, a multiple of every block width; rows round to the row tile).
+      const int64_t cores = std::max(hw.cores, 1);
+      std::vector<int64_t> nc = {32, 64, 128, 256, 512, 1024};
+      std::vector<int64_t> mc = {32, 64, 128, 256};
+      for (const int64_t shares : {cores, 2 * cores}) {
+        nc.push_back((p.n + 96 * shares - 1) / (96 * shares) * 96);
+        mc.push_back((p.m + shares - 1) / shares);
+      }
+      for (std::vector<int64_t>* values : {&nc, &mc}) {
+        std::sort(values->begin(), values->end());
+        values->erase(std::unique(values->begin(), values->end()), values->end());
+      }
       return {{"mr", {1, 2, 3}},
               {"nr", {1, 2, 3}},
-              {"nc", BlockChoices({32, 64, 128, 256, 512, 1024}, p.n)},
-              {"mc", BlockChoices({32, 64, 128, 256}, p.m)},
+              {"nc", BlockChoices(nc, p.n)},
+              {"mc", BlockChoices(mc, p.m)},
               {"par", par_values},
               {"unroll_k", {1}},
               {"pack_b", {shared_b ? internal::kPackBPrepackedLowp : 1}}};
