@@ -7,6 +7,7 @@
 //
 //   lowp_vs_onednn [--trials N] [--shapes id,id] [--dtypes bf16,int8] [--rounds R] [--out F]
 //                  [--trace T]...   (measure these traces of the selected shapes, no tuning)
+// GTCO_DUMP_IR=FILE writes the LLVM IR of the last program compiled.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -74,8 +75,8 @@ struct Implementation {
 std::string HostLine(const target::HardwareInfo& hw) {
   std::vector<std::string> flags;
   for (const std::string& flag : hw.cpu_features) {
-    if (flag.rfind("amx", 0) == 0 || flag.rfind("avx512_bf16", 0) == 0 ||
-        flag == "avx512_vnni" || flag == "avx512f") {
+    if (flag.rfind("amx", 0) == 0 || flag.rfind("avx512_bf16", 0) == 0 || flag == "avx512_vnni" ||
+        flag == "avx512f") {
       flags.push_back(flag);
     }
   }
@@ -128,7 +129,10 @@ int Main(int argc, char** argv) {
   std::string report = absl::StrCat(
       "# bf16 and int8 GEMMs: GTCO (AMX and AVX-512 mappings) vs oneDNN\n\n",
       "- CPU: ", HostLine(hw), "\n- Date (UTC): ", date, "\n- oneDNN: ", OneDnnVersion(),
-      "\n- Threads: ", threads, " for every implementation\n- Command: `lowp_vs_onednn",
+      "\n- Threads: ", threads, " for every implementation (OMP_WAIT_POLICY=",
+      std::getenv("OMP_WAIT_POLICY") != nullptr ? std::getenv("OMP_WAIT_POLICY") : "unset",
+      ": oneDNN's idle OpenMP threads spin unless PASSIVE, taking the cores from the runs "
+      "after its own)\n- Command: `lowp_vs_onednn",
       absl::StrCat(" --trials ", trials, " --rounds ", rounds), "`\n",
       "- Ours: each mapping tuned in-process with ", trials,
       " measured trials (worker::CandidateMeasurer, as the farm measures); the AMX mappings read "
@@ -157,16 +161,16 @@ int Main(int argc, char** argv) {
       for (const std::string& text : given_traces) {
         if (text.rfind(bf16 ? "mm_amx_bf16" : "mm_amx_int8", 0) == 0 ||
             text.rfind(bf16 ? "mm_avx512_bf16" : "mm_avx512_vnni", 0) == 0) {
-          ours_to_time.push_back({text.find("amx") != std::string::npos
-                                      ? (bf16 ? kernels::kAmxBf16Mapping : kernels::kAmxInt8Mapping)
-                                      : (bf16 ? kernels::kAvx512Bf16Mapping
-                                              : kernels::kAvx512VnniMapping),
-                                  text});
+          ours_to_time.push_back(
+              {text.find("amx") != std::string::npos
+                   ? (bf16 ? kernels::kAmxBf16Mapping : kernels::kAmxInt8Mapping)
+                   : (bf16 ? kernels::kAvx512Bf16Mapping : kernels::kAvx512VnniMapping),
+               text});
         }
       }
-      for (const char* mapping : {bf16 ? kernels::kAmxBf16Mapping : kernels::kAmxInt8Mapping,
-                                  bf16 ? kernels::kAvx512Bf16Mapping
-                                       : kernels::kAvx512VnniMapping}) {
+      for (const char* mapping :
+           {bf16 ? kernels::kAmxBf16Mapping : kernels::kAmxInt8Mapping,
+            bf16 ? kernels::kAvx512Bf16Mapping : kernels::kAvx512VnniMapping}) {
         if (!given_traces.empty()) break;
         TuneOptions options;
         options.trials = trials;
@@ -188,6 +192,9 @@ int Main(int argc, char** argv) {
         absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(trace_text);
         absl::StatusOr<std::string> program =
             trace.ok() ? ProgramFor(w, *trace, "gtco_kernel") : trace.status();
+        if (const char* dump = std::getenv("GTCO_DUMP_IR"); dump != nullptr && program.ok()) {
+          std::ofstream(dump) << *program;  // the LLVM IR, for llc / inspection
+        }
         absl::StatusOr<codegen::KernelEntry> entry =
             program.ok() ? (*jit)->Compile(*program, "gtco_kernel") : program.status();
         if (!entry.ok()) {
@@ -245,9 +252,8 @@ int Main(int argc, char** argv) {
       auto micros = [&](const std::string& name) -> std::string {
         for (size_t index = 0; index < impls.size(); ++index) {
           if (impls[index].name == name) {
-            return impls[index].check == "ok"
-                       ? absl::StrFormat("%.1f", stats[index].median * 1e6)
-                       : absl::StrCat("wrong: ", impls[index].check);
+            return impls[index].check == "ok" ? absl::StrFormat("%.1f", stats[index].median * 1e6)
+                                              : absl::StrCat("wrong: ", impls[index].check);
           }
         }
         return "n/a";
@@ -262,9 +268,9 @@ int Main(int argc, char** argv) {
       const double ops = 2.0 * static_cast<double>(shape.m * shape.k * shape.n);
       const std::string row = absl::StrFormat(
           "| %s | %d×%d×%d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s | `%s` |\n", shape.id,
-          shape.m, shape.k, shape.n, bf16 ? "bf16" : "u8×s8", micros(bf16 ? "amx_bf16" : "amx_int8"),
-          micros(bf16 ? "avx512_bf16" : "avx512_vnni"), micros("onednn"),
-          micros("onednn_prepacked"),
+          shape.m, shape.k, shape.n, bf16 ? "bf16" : "u8×s8",
+          micros(bf16 ? "amx_bf16" : "amx_int8"), micros(bf16 ? "avx512_bf16" : "avx512_vnni"),
+          micros("onednn"), micros("onednn_prepacked"),
           best_ours > 0 ? absl::StrFormat("%.0f", ops / best_ours / 1e9) : "n/a",
           ops / prepacked / 1e9,
           best_ours > 0 ? absl::StrFormat("%.2f×", onednn / best_ours) : "n/a",

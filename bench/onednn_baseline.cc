@@ -142,8 +142,8 @@ absl::StatusOr<VendorRun> MakeOneDnnRun(const ir::Workload& w, const std::vector
 }
 
 absl::StatusOr<VendorRun> MakeOneDnnLowpMatMulRun(const ir::Workload& w,
-                                                   const std::vector<void*>& inputs, void* out,
-                                                   bool prepacked_weights) {
+                                                  const std::vector<void*>& inputs, void* out,
+                                                  bool prepacked_weights) {
   const ir::MatMulParams& p = w.matmul;
   auto dnnl_type = [](ir::DType dtype) -> absl::StatusOr<memory::data_type> {
     switch (dtype) {
@@ -194,8 +194,8 @@ absl::StatusOr<VendorRun> MakeOneDnnLowpMatMulRun(const ir::Workload& w,
                    {DNNL_ARG_WEIGHTS, weights},
                    {DNNL_ARG_DST, memory(c_desc, bound->engine, out)}};
   } catch (const dnnl::error& error) {
-    return absl::InternalError(absl::StrCat("oneDNN rejected ", w.Description(), ": ",
-                                            error.what(), " (status ", error.status, ")"));
+    return absl::InternalError(absl::StrCat("oneDNN rejected ", w.Description(), ": ", error.what(),
+                                            " (status ", error.status, ")"));
   }
   return VendorRun([bound] { bound->Run(); });
 }

@@ -40,7 +40,7 @@ absl::StatusOr<VendorRun> MakeOneDnnRun(const ir::Workload& w, const std::vector
 /// oneDNN's own layout (format "any") and reordered into it once here, as a framework does at
 /// load time; otherwise every run reads them row-major. UNIMPLEMENTED for other workloads.
 absl::StatusOr<VendorRun> MakeOneDnnLowpMatMulRun(const ir::Workload& w,
-                                                   const std::vector<void*>& inputs, void* out,
-                                                   bool prepacked_weights);
+                                                  const std::vector<void*>& inputs, void* out,
+                                                  bool prepacked_weights);
 
 }  // namespace gtco::bench

@@ -59,10 +59,10 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
     const gtco::v1::MappingStatus* runner_up = nullptr;
     auto close_class = [&] {
       if (fastest != nullptr && runner_up != nullptr) {
-        absl::StrAppend(&text, absl::StrFormat("    fastest: %s, %.2fx %s's best\n",
-                                               fastest->name(),
-                                               runner_up->best_seconds() / fastest->best_seconds(),
-                                               runner_up->name()));
+        absl::StrAppend(&text,
+                        absl::StrFormat("    fastest: %s, %.2fx %s's best\n", fastest->name(),
+                                        runner_up->best_seconds() / fastest->best_seconds(),
+                                        runner_up->name()));
       }
       fastest = runner_up = nullptr;
     };

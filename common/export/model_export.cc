@@ -398,11 +398,11 @@ absl::Status Exporter::PrepackWeights() {
                                                   tensor->type == graph::ElemType::kBFloat16);
       const bool integer = tensor != nullptr && (tensor->type == graph::ElemType::kInt8 ||
                                                  tensor->type == graph::ElemType::kUInt8);
-      all_constant = all_constant && (floating || integer) && graph_.IsConstant(root) &&
-                     readers[root] == std::set<int>{static_cast<int>(index)} &&
-                     static_cast<int64_t>(floating ? tensor->float_data.size()
-                                                   : tensor->int_data.size()) ==
-                         tensor->NumElements();
+      all_constant =
+          all_constant && (floating || integer) && graph_.IsConstant(root) &&
+          readers[root] == std::set<int>{static_cast<int>(index)} &&
+          static_cast<int64_t>(floating ? tensor->float_data.size() : tensor->int_data.size()) ==
+              tensor->NumElements();
       weights.insert(root);
     }
     GTCO_ASSIGN_OR_RETURN(schedule::Trace trace, schedule::Trace::Parse(kernel.spec.trace));
@@ -494,8 +494,8 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
         graph::Tensor layout;
         layout.type = constant.type;
         layout.shape = packed->second.shape;
-        const bool integer = constant.type == graph::ElemType::kInt8 ||
-                             constant.type == graph::ElemType::kUInt8;
+        const bool integer =
+            constant.type == graph::ElemType::kInt8 || constant.type == graph::ElemType::kUInt8;
         for (const float value : packed->second.data) {
           if (integer) {
             layout.int_data.push_back(static_cast<int64_t>(value));

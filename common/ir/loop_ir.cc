@@ -432,8 +432,12 @@ Stmt MakeTileMatMul(const TileMatMulArgs& args) {
              "a tile matmul needs mr * nr + mr + nr <= 8 tile registers");
   GTCO_CHECK(args.k_steps >= 1 && args.a_stride > 0 && args.b_col_stride >= 0,
              "tile matmul sizes must be positive");
-  std::vector<Expr> operands = {args.c, args.b, MakeInt(args.k_steps), MakeInt(args.nr),
-                                MakeInt(args.a_stride), MakeInt(args.b_col_stride)};
+  std::vector<Expr> operands = {args.c,
+                                args.b,
+                                MakeInt(args.k_steps),
+                                MakeInt(args.nr),
+                                MakeInt(args.a_stride),
+                                MakeInt(args.b_col_stride)};
   operands.insert(operands.end(), args.a.begin(), args.a.end());
   for (const Expr& address : {args.c, args.b}) {
     GTCO_CHECK(address && address->kind == ExprKind::kLoad, "tile addresses must be Loads");

@@ -158,13 +158,13 @@ Stmt MakeLet(const std::string& var, Expr value, Stmt body);
 
 /// The operands of a TileMatMul, named (see the semantics above).
 struct TileMatMulArgs {
-  std::string instruction;  ///< "tdpbf16ps", "tdpbusd", "tdpbssd", "tdpbsud" or "tdpbuud"
-  Expr c, b;                ///< address Loads: C's first element, B's panel start
-  std::vector<Expr> a;      ///< address Loads: the first element of each A tile (mr of them)
-  int64_t k_steps = 1;      ///< 64-byte steps along K
-  int64_t nr = 1;           ///< B tiles (16 columns each)
-  int64_t a_stride = 0;     ///< bytes between consecutive rows of an A tile
-  int64_t b_col_stride = 0; ///< bytes between the panels of consecutive B tiles
+  std::string instruction;   ///< "tdpbf16ps", "tdpbusd", "tdpbssd", "tdpbsud" or "tdpbuud"
+  Expr c, b;                 ///< address Loads: C's first element, B's panel start
+  std::vector<Expr> a;       ///< address Loads: the first element of each A tile (mr of them)
+  int64_t k_steps = 1;       ///< 64-byte steps along K
+  int64_t nr = 1;            ///< B tiles (16 columns each)
+  int64_t a_stride = 0;      ///< bytes between consecutive rows of an A tile
+  int64_t b_col_stride = 0;  ///< bytes between the panels of consecutive B tiles
 };
 /// A TileMatMul statement; GTCO_CHECK-fails on an unknown instruction, too many tiles or
 /// address operands that are not Loads with i64 indices.

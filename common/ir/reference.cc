@@ -301,7 +301,7 @@ float F16ToFloat(uint16_t bits) {
 TypedBuffer::TypedBuffer(DType dtype, int64_t num_elements)
     : dtype_(dtype),
       num_elements_(num_elements),
-      storage_((num_elements * DTypeSize(dtype) + 7) / 8, 0) {
+      storage_((num_elements * DTypeSize(dtype) + 63) / 64, Line{}) {
   GTCO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
                  dtype == DType::kU8 || dtype == DType::kI8 || dtype == DType::kI32,
              "TypedBuffer does not support dtype ", DTypeName(dtype));

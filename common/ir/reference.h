@@ -68,7 +68,7 @@ class TypedBuffer {
 
   DType dtype() const { return dtype_; }
   int64_t size() const { return num_elements_; }
-  /// The storage, for kernel arguments (aligned for any element type).
+  /// The storage, for kernel arguments (64-byte aligned).
   void* data() { return storage_.data(); }
   const void* data() const { return storage_.data(); }
 
@@ -82,7 +82,12 @@ class TypedBuffer {
  private:
   DType dtype_ = DType::kF32;
   int64_t num_elements_ = 0;
-  std::vector<uint64_t> storage_;  ///< 8-byte aligned backing store
+  /// Whole cache lines, so the data starts on a 64-byte boundary as the runtime's tensors do (an
+  /// AMX tile row of 64 bytes split over two lines loads 2.5x slower).
+  struct alignas(64) Line {
+    unsigned char bytes[64];
+  };
+  std::vector<Line> storage_;
 };
 
 /// RandomInputs(w, seed) in typed storage (same values).

@@ -26,9 +26,9 @@ absl::Status FunctionEmitter::EmitParallelFor(const ir::StmtNode& loop) {
     closure_types.push_back(value.value->getType());
   }
   bool body_uses_tiles = false;
-  GTCO_ASSIGN_OR_RETURN(llvm::Function * outlined,
-                        OutlineParallelBody(loop, extent, captured, closure_types,
-                                            &body_uses_tiles));
+  GTCO_ASSIGN_OR_RETURN(
+      llvm::Function * outlined,
+      OutlineParallelBody(loop, extent, captured, closure_types, &body_uses_tiles));
 
   auto* closure_type = llvm::StructType::get(*state_->context, closure_types);
   llvm::AllocaInst* closure = alloca_builder_.CreateAlloca(closure_type, nullptr, "closure");

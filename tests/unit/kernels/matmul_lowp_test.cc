@@ -238,8 +238,7 @@ TEST(AmxVerdictTest, AppliesWithTheTileFeaturesAndShapesTheTilesTake) {
   EXPECT_NE(verdict.reason.find("amx_tile"), std::string::npos) << verdict.reason;
   verdict = AmxInt8Verdict(int8, Machine({"avx512f", "avx512_vnni", "amx_tile", "amx_bf16"}));
   EXPECT_FALSE(verdict.applies);
-  EXPECT_NE(verdict.reason.find("needs CPU feature amx_int8"), std::string::npos)
-      << verdict.reason;
+  EXPECT_NE(verdict.reason.find("needs CPU feature amx_int8"), std::string::npos) << verdict.reason;
   EXPECT_FALSE(AmxBf16Verdict(int8, amx).applies);
   EXPECT_FALSE(AmxInt8Verdict(bf16, amx).applies);
 
@@ -266,8 +265,8 @@ TEST(AmxSketchTest, TileRegistersBoundTheBlockAndKernelsCallTheTileInstructions)
     const char* instruction;
   };
   const std::vector<Case> cases = {
-      {&MatMulAmxBf16Sketch(), LowpMatMul(1, 128, 768, 768, DType::kBF16, DType::kBF16, DType::kF32),
-       "llvm.x86.tdpbf16ps"},
+      {&MatMulAmxBf16Sketch(),
+       LowpMatMul(1, 128, 768, 768, DType::kBF16, DType::kBF16, DType::kF32), "llvm.x86.tdpbf16ps"},
       {&MatMulAmxInt8Sketch(), LowpMatMul(1, 128, 768, 768, DType::kU8, DType::kI8, DType::kI32),
        "llvm.x86.tdpbusd"},
       {&MatMulAmxInt8Sketch(), LowpMatMul(1, 128, 768, 768, DType::kI8, DType::kI8, DType::kI32),
@@ -328,9 +327,8 @@ class LowpJitTest : public ::testing::Test {
   }
   /// Whether the host runs AMX kernels (the CPU has the tiles, Linux granted the state).
   bool HostRunsAmx() {
-    return jit_ != nullptr && MissingCpuFeatures(*hw_, {"avx512f", "amx_tile", "amx_bf16",
-                                                        "amx_int8"})
-                                  .empty();
+    return jit_ != nullptr &&
+           MissingCpuFeatures(*hw_, {"avx512f", "amx_tile", "amx_bf16", "amx_int8"}).empty();
   }
 
   /// A random admitted knob vector (the defaults for sample 0).
@@ -542,8 +540,8 @@ TEST_F(LowpJitTest, VnniKernelsWithARunTimeZeroPointAndAnF32Epilogue) {
 
 // AMX: M tails (A tiles clamped to M - 16), N tails (zero-padded panel columns), several K
 // steps, batches with per-batch and shared B, transposed B, bf16 output and an epilogue.
-const std::vector<Shape> kAmxShapes = {{1, 16, 16, 64},  {1, 197, 77, 128}, {1, 40, 200, 192},
-                                       {3, 33, 48, 64},  {1, 128, 96, 256}, {2, 17, 31, 64}};
+const std::vector<Shape> kAmxShapes = {{1, 16, 16, 64}, {1, 197, 77, 128}, {1, 40, 200, 192},
+                                       {3, 33, 48, 64}, {1, 128, 96, 256}, {2, 17, 31, 64}};
 
 TEST_F(LowpJitTest, AmxBf16KernelsMatchTheReference) {
   if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_bf16): " << hw_->Summary();
@@ -552,7 +550,7 @@ TEST_F(LowpJitTest, AmxBf16KernelsMatchTheReference) {
     for (const Shape& s : kAmxShapes) {
       const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, out);
       ASSERT_TRUE(AmxBf16Verdict(w, *hw_).applies) << AmxBf16Verdict(w, *hw_).reason;
-      CheckKernels(MatMulAmxBf16Sketch(), w, 4, seed++);           // as searched: B pre-packed
+      CheckKernels(MatMulAmxBf16Sketch(), w, 4, seed++);                // as searched: B pre-packed
       CheckKernels(MatMulAmxBf16Sketch(), w, 1, seed++, /*pack_b=*/1);  // packed in each task
     }
   }
@@ -594,18 +592,18 @@ TEST_F(LowpJitTest, AmxInt8KernelsMatchTheReferenceExactly) {
     }
   }
   // ONNX Runtime's dynamic quantization: A's zero point at run time, scales and bias in f32.
-  ir::Workload dynamic = WithZeroPointInput(
-      LowpMatMul(1, 50, 40, 128, DType::kU8, DType::kI8, DType::kF32, 0, -2));
+  ir::Workload dynamic =
+      WithZeroPointInput(LowpMatMul(1, 50, 40, 128, DType::kU8, DType::kI8, DType::kF32, 0, -2));
   dynamic.inputs.push_back({DType::kF32, {40}});
-  dynamic.epilogue.push_back({ir::EwOp::kMul, {{ir::Operand::Kind::kAcc, 0, 0},
-                                               {ir::Operand::Kind::kInput, 3, 0}}});
+  dynamic.epilogue.push_back(
+      {ir::EwOp::kMul, {{ir::Operand::Kind::kAcc, 0, 0}, {ir::Operand::Kind::kInput, 3, 0}}});
   ASSERT_TRUE(dynamic.Validate().ok()) << dynamic.Validate();
   CheckKernels(MatMulAmxInt8Sketch(), dynamic, 4, 850);
   CheckKernels(MatMulAmxInt8Sketch(), dynamic, 2, 853, /*pack_b=*/1);
-  CheckKernels(MatMulAmxInt8Sketch(),
-               WithZeroPointInput(
-                   LowpMatMul(2, 21, 40, 64, DType::kI8, DType::kU8, DType::kI32, 0, 131)),
-               4, 851);
+  CheckKernels(
+      MatMulAmxInt8Sketch(),
+      WithZeroPointInput(LowpMatMul(2, 21, 40, 64, DType::kI8, DType::kU8, DType::kI32, 0, 131)), 4,
+      851);
   CheckKernels(MatMulAmxInt8Sketch(),
                LowpMatMul(1, 19, 45, 128, DType::kI8, DType::kI8, DType::kI32, 1, -1, true), 4,
                852);

@@ -149,9 +149,9 @@ Expr LowpLowering::BElement(const Expr& b, int64_t k_offset, const Expr& group,
 Stmt LowpLowering::PackPanel(const Expr& b, const Expr& col0) const {
   const Expr g = MakeVar("pg"), j = MakeVar("pj") * MakeInt(plan_.lanes) + MakeVar("pv");
   const int64_t vectors_per_tile = plan_.tile_cols / plan_.lanes;
-  const Expr word_index = PanelIndex(
-      MakeVar("pj") / MakeInt(vectors_per_tile) * MakeInt(plan_.tile_cols), g,
-      MakeVar("pj") % MakeInt(vectors_per_tile) * MakeInt(plan_.lanes) + MakeVar("pv"));
+  const Expr word_index =
+      PanelIndex(MakeVar("pj") / MakeInt(vectors_per_tile) * MakeInt(plan_.tile_cols), g,
+                 MakeVar("pj") % MakeInt(vectors_per_tile) * MakeInt(plan_.lanes) + MakeVar("pv"));
   const bool sums = NeedsColSums();
   auto pack_group = [&](bool full) {
     std::vector<Expr> parts;
@@ -203,25 +203,25 @@ Stmt LowpLowering::PrepackedColSums(const Expr& col0) const {
   // bytes summed by one dot product with ones (u8 ones against s8 B; u8 B against s8 ones).
   if (!NeedsColSums()) return ir::MakeBlock({});
   const Expr j = MakeVar("pj") * MakeInt(kLowpLanes) + MakeVar("pv");
-  const Expr word = ir::MakeTypedLoad(
-      InputName(1),
-      ((col0 + MakeVar("pj") * MakeInt(kLowpLanes)) * MakeInt(plan_.k_groups) +
-       MakeVar("pg") * MakeInt(kLowpLanes) + MakeVar("pv")) *
-          MakeInt(plan_.group),
-      ScalarType::kI32);
+  const Expr word =
+      ir::MakeTypedLoad(InputName(1),
+                        ((col0 + MakeVar("pj") * MakeInt(kLowpLanes)) * MakeInt(plan_.k_groups) +
+                         MakeVar("pg") * MakeInt(kLowpLanes) + MakeVar("pv")) *
+                            MakeInt(plan_.group),
+                        ScalarType::kI32);
   const Expr ones = I32(0x01010101);
   const Expr sum = ir::MakeTypedLoad(kColSum, j, ScalarType::kI32);
-  const Expr dot = plan_.b_unsigned ? ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {sum, word, ones})
-                                    : ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {sum, ones, word});
+  const Expr dot = plan_.b_unsigned
+                       ? ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {sum, word, ones})
+                       : ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {sum, ones, word});
   auto over_columns = [&](Stmt body) {
-    return ir::MakeFor("pj", MakeInt(0), MakeInt(plan_.panel_cols / kLowpLanes), ForKind::kSerial,
-                       ir::MakeFor("pv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized,
-                                   body));
+    return ir::MakeFor(
+        "pj", MakeInt(0), MakeInt(plan_.panel_cols / kLowpLanes), ForKind::kSerial,
+        ir::MakeFor("pv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized, body));
   };
-  return ir::MakeBlock(
-      {over_columns(ir::MakeStore(kColSum, j, I32(0))),
-       ir::MakeFor("pg", MakeInt(0), MakeInt(plan_.k_groups), ForKind::kSerial,
-                   over_columns(ir::MakeStore(kColSum, j, dot)))});
+  return ir::MakeBlock({over_columns(ir::MakeStore(kColSum, j, I32(0))),
+                        ir::MakeFor("pg", MakeInt(0), MakeInt(plan_.k_groups), ForKind::kSerial,
+                                    over_columns(ir::MakeStore(kColSum, j, dot)))});
 }
 
 Stmt LowpLowering::RowSums(const Expr& b, const Expr& i0) const {
@@ -240,9 +240,9 @@ Stmt LowpLowering::RowSums(const Expr& b, const Expr& i0) const {
           base + (AmxRow(i0, t) + r) * MakeInt(p_.k) + (k * MakeInt(kLowpLanes) + v) * MakeInt(4),
           ScalarType::kI32);
       const Expr partial = ir::MakeTypedLoad("rowpart", v, ScalarType::kI32);
-      const Expr dot = plan_.a_signed
-                           ? ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {partial, ones, word})
-                           : ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {partial, word, ones});
+      const Expr dot =
+          plan_.a_signed ? ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {partial, ones, word})
+                         : ir::MakeTypedCall("dot_u8s8x4", ScalarType::kI32, {partial, word, ones});
       Expr total = I32(0);
       for (int64_t lane = 0; lane < kLowpLanes; ++lane) {
         total = total + ir::MakeTypedLoad("rowpart", MakeInt(lane), ScalarType::kI32);
@@ -254,9 +254,9 @@ Stmt LowpLowering::RowSums(const Expr& b, const Expr& i0) const {
                        ir::MakeFor("sv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized,
                                    ir::MakeStore("rowpart", v, dot))),
            ir::MakeStore(kRowSum, slot, total)});
-      tiles.push_back(ir::MakeFor("sr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial,
-                                  ir::MakeTypedAllocate("rowpart", kLowpLanes, ScalarType::kI32,
-                                                        row)));
+      tiles.push_back(
+          ir::MakeFor("sr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial,
+                      ir::MakeTypedAllocate("rowpart", kLowpLanes, ScalarType::kI32, row)));
     }
     return ir::MakeBlock(tiles);
   }
@@ -325,28 +325,27 @@ Stmt LowpLowering::WriteBack(const Expr& b, const Expr& i0, const Expr& col0,
 
 Expr LowpLowering::Finish(const Expr& b, Expr value, const Expr& row, const Expr& col,
                           const Expr& in_panel, const Expr& sum_slot) const {
-    if (!plan_.bf16) {
-      if (NeedsColSums()) {
-        value = value - ZaEff() * ir::MakeTypedLoad(kColSum, in_panel, ScalarType::kI32);
-      }
-      if (plan_.zb_eff != 0) {
-        value = value - I32(plan_.zb_eff) * ir::MakeTypedLoad(kRowSum, sum_slot, ScalarType::kI32);
-      }
-      if (plan_.za_input && plan_.zb_eff != 0) {
-        value = value + I32(p_.k * plan_.zb_eff) * ZaEff();
-      } else if (const int64_t constant = p_.k * plan_.za_eff * plan_.zb_eff; constant != 0) {
-        value = value + I32(constant);
-      }
-      if (plan_.out_dtype == ir::DType::kF32) {  // the i32 result converted, then the epilogue
-        value = epilogue_.Apply(ir::MakeCast(ScalarType::kF32, value), b * MakeInt(p_.m) + row,
-                                col);
-      }
-    } else if (plan_.out_dtype == ir::DType::kBF16) {
-      value = ir::MakeCast(ScalarType::kBF16, value);
-    } else {
-      value = epilogue_.Apply(value, b * MakeInt(p_.m) + row, col);
+  if (!plan_.bf16) {
+    if (NeedsColSums()) {
+      value = value - ZaEff() * ir::MakeTypedLoad(kColSum, in_panel, ScalarType::kI32);
     }
-    return value;
+    if (plan_.zb_eff != 0) {
+      value = value - I32(plan_.zb_eff) * ir::MakeTypedLoad(kRowSum, sum_slot, ScalarType::kI32);
+    }
+    if (plan_.za_input && plan_.zb_eff != 0) {
+      value = value + I32(p_.k * plan_.zb_eff) * ZaEff();
+    } else if (const int64_t constant = p_.k * plan_.za_eff * plan_.zb_eff; constant != 0) {
+      value = value + I32(constant);
+    }
+    if (plan_.out_dtype == ir::DType::kF32) {  // the i32 result converted, then the epilogue
+      value = epilogue_.Apply(ir::MakeCast(ScalarType::kF32, value), b * MakeInt(p_.m) + row, col);
+    }
+  } else if (plan_.out_dtype == ir::DType::kBF16) {
+    value = ir::MakeCast(ScalarType::kBF16, value);
+  } else {
+    value = epilogue_.Apply(value, b * MakeInt(p_.m) + row, col);
+  }
+  return value;
 }
 
 Expr LowpLowering::AmxRow(const Expr& i0, int64_t t) const {
@@ -368,7 +367,8 @@ Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
                : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, MakeInt(0), MakeInt(0)),
                                    ScalarType::kI32);
   for (int64_t t = 0; t < plan_.mr; ++t) {
-    args.a.push_back(ir::MakeTypedLoad(InputName(0), a_base + AmxRow(i0, t) * MakeInt(p_.k), a_type));
+    args.a.push_back(
+        ir::MakeTypedLoad(InputName(0), a_base + AmxRow(i0, t) * MakeInt(p_.k), a_type));
   }
   args.k_steps = plan_.k_groups / kAmxTileRows;
   args.nr = plan_.nr;
@@ -387,12 +387,12 @@ Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
     Stmt store = ir::MakeStore(kOutputName, (b * MakeInt(p_.m) + row) * MakeInt(p_.n) + col, value);
     if (plan_.pad_cols) store = ir::MakeIf(Lt(col, MakeInt(p_.n)), store);
     Stmt body = ir::MakeFor("wv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized, store);
-    if (plan_.nr > 1) body = ir::MakeFor("wc", MakeInt(0), MakeInt(plan_.nr), ForKind::kUnrolled, body);
+    if (plan_.nr > 1)
+      body = ir::MakeFor("wc", MakeInt(0), MakeInt(plan_.nr), ForKind::kUnrolled, body);
     rows.push_back(ir::MakeFor("wr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial, body));
   }
-  return ir::MakeTypedAllocate(
-      "acc", plan_.tile_rows * plan_.block_cols, AccType(),
-      ir::MakeBlock({ir::MakeTileMatMul(args), ir::MakeBlock(rows)}));
+  return ir::MakeTypedAllocate("acc", plan_.tile_rows * plan_.block_cols, AccType(),
+                               ir::MakeBlock({ir::MakeTileMatMul(args), ir::MakeBlock(rows)}));
 }
 
 Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
@@ -429,8 +429,9 @@ Stmt LowpLowering::RowTiles(const Expr& b, const Expr& mb, const Expr& col0,
                                    (MakeInt(p_.m + rows - 1) - i_begin) / MakeInt(rows));
   const Expr i0 = i_begin + MakeVar("it") * MakeInt(rows);
   const Expr panel_col = MakeVar("jt") * MakeInt(plan_.block_cols);
-  Stmt tiles = LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial,
-                          plan_.amx ? AmxTile(b, i0, col0, panel_col) : Tile(b, i0, col0, panel_col));
+  Stmt tiles =
+      LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial,
+                 plan_.amx ? AmxTile(b, i0, col0, panel_col) : Tile(b, i0, col0, panel_col));
   if (!plan_.bf16 && plan_.zb_eff != 0) {
     tiles = ir::MakeTypedAllocate(kRowSum, rows, ScalarType::kI32,
                                   ir::MakeBlock({RowSums(b, i0), tiles}));
@@ -453,7 +454,8 @@ Stmt LowpLowering::Build() const {
   Stmt rows = per_m_block ? RowTiles(b, MakeVar("mb"), col0, col_tiles)
                           : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
                                        RowTiles(b, MakeVar("mb"), col0, col_tiles));
-  Stmt body = ir::MakeBlock({plan_.prepacked_b ? PrepackedColSums(col0) : PackPanel(b, col0), rows});
+  Stmt body =
+      ir::MakeBlock({plan_.prepacked_b ? PrepackedColSums(col0) : PackPanel(b, col0), rows});
   if (NeedsColSums()) {
     body = ir::MakeTypedAllocate(kColSum, plan_.panel_cols, ScalarType::kI32, body);
   }
@@ -546,8 +548,8 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
       return absl::InvalidArgumentError("pack_b=2 (pre-packed B) needs one B shared by the batch");
     }
     if (d.mr * d.nr + d.mr + d.nr > 8) {
-      return absl::InvalidArgumentError(absl::StrCat("knobs 'mr' = ", d.mr, ", 'nr' = ", d.nr,
-                                                     ": ", d.mr * d.nr + d.mr + d.nr,
+      return absl::InvalidArgumentError(absl::StrCat("knobs 'mr' = ", d.mr, ", 'nr' = ", d.nr, ": ",
+                                                     d.mr * d.nr + d.mr + d.nr,
                                                      " AMX tiles, more than the 8 there are"));
     }
     if (const std::string why = AmxShapeMismatch(w); !why.empty()) {
@@ -603,8 +605,9 @@ std::string AmxShapeMismatch(const ir::Workload& w) {
   const bool bf16 = w.inputs[0].dtype == ir::DType::kBF16;
   const int64_t k_step = kAmxTileRows * (bf16 ? 2 : 4);
   if (p.k % k_step != 0) {
-    return absl::StrCat("K = ", p.k, " is not a multiple of ", k_step, " (one 64-byte AMX tile row of ",
-                        bf16 ? "bf16" : "8-bit", " values); A is read in place");
+    return absl::StrCat("K = ", p.k, " is not a multiple of ", k_step,
+                        " (one 64-byte AMX tile row of ", bf16 ? "bf16" : "8-bit",
+                        " values); A is read in place");
   }
   if (p.m < kAmxTileRows) {
     return absl::StrCat("M = ", p.m, " is below the ", kAmxTileRows, " rows of an AMX tile");

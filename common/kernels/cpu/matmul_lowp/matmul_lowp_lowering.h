@@ -52,8 +52,8 @@ struct LowpPlan {
   int64_t k_groups = 0;     ///< full_groups + k_tail
   int64_t lanes = kLowpLanes;  ///< accumulator vector lanes
   bool wide_dot = false;        ///< dot_u8s8x4_wide (AVX2) instead of dot_u8s8x4 (VNNI)
-  bool amx = false;              ///< TileMatMul blocks (AMX) instead of vector dot products
-  bool prepacked_b = false;      ///< B arrives as PrepackLowpB lays it out (AMX, pack_b = 2)
+  bool amx = false;             ///< TileMatMul blocks (AMX) instead of vector dot products
+  bool prepacked_b = false;     ///< B arrives as PrepackLowpB lays it out (AMX, pack_b = 2)
   int64_t mr = 1, nr = 1;
   int64_t tile_cols = 16;   ///< columns of one packed column tile (its words contiguous per group)
   int64_t block_cols = 16;  ///< columns one register / tile block updates (tile_cols, or 16 * nr)
@@ -66,10 +66,10 @@ struct LowpPlan {
   bool clamp_rows = false;
   bool pad_cols = false;    ///< n_blocks * panel_cols > N: stores and packing are guarded
   // Integer matmuls run on u8 A' = A + sa and s8 B' = B - sb (sa = 128 for i8 A, sb = 128 for
-  // u8 B; both 0 with AMX, whose tdpb[su][su]d take either signedness); then out = dot(A', B') - za_eff * colsum(B') - zb_eff * rowsum(A') + K*za_eff*zb_eff
-  // with za_eff = sa + a_zero_point and zb_eff = b_zero_point - sb.
-  // With za_input, A's zero point is read at run time (anchor input 2) and za_eff holds only
-  // the shift sa; the kernel adds the zero point once per task.
+  // u8 B; both 0 with AMX, whose tdpb[su][su]d take either signedness); then out = dot(A', B') -
+  // za_eff * colsum(B') - zb_eff * rowsum(A') + K*za_eff*zb_eff with za_eff = sa + a_zero_point and
+  // zb_eff = b_zero_point - sb. With za_input, A's zero point is read at run time (anchor input 2)
+  // and za_eff holds only the shift sa; the kernel adds the zero point once per task.
   bool a_signed = false, b_unsigned = false;
   bool za_input = false;
   int64_t za_eff = 0, zb_eff = 0;

@@ -109,9 +109,8 @@ MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, Lo
              : MissingCpuFeatures(hw, {"avx512f", "avx512_vnni", "amx_tile", "amx_int8"});
     if (!missing.empty()) return {name, false, missing};
     return {name, true,
-            absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ",
-                         ir::DTypeName(w.inputs[1].dtype), ", AMX present: ",
-                         bf16 ? "tdpbf16ps" : "tdpb[su][su]d",
+            absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ", ir::DTypeName(w.inputs[1].dtype),
+                         ", AMX present: ", bf16 ? "tdpbf16ps" : "tdpb[su][su]d",
                          " on 16-row A tiles read in place and 16-column tiles of a packed B "
                          "panel, up to 8 tile registers")};
   }
@@ -391,8 +390,8 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
   GTCO_ASSIGN_OR_RETURN(const LowpPlan plan, MakeLowpPlan(w, ToDecisions(values, kind)));
   const ir::MatMulParams& p = plan.p;
   if (static_cast<int64_t>(b.size()) != p.k * p.n) {
-    return absl::InvalidArgumentError(absl::StrCat("B has ", b.size(), " elements, not ", p.k,
-                                                   " x ", p.n));
+    return absl::InvalidArgumentError(
+        absl::StrCat("B has ", b.size(), " elements, not ", p.k, " x ", p.n));
   }
   const int64_t columns = PrepackedColumns(plan);
   PrepackedOperand packed;

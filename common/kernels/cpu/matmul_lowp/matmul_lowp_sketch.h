@@ -16,9 +16,9 @@
 //    amx_tile and amx_bf16 / amx_int8 whose kernel grants the tile state; A is read in place in
 //    16-row tiles, so K must be a multiple of 32 (bf16) / 64 (int8) and M >= 16 (the last row
 //    tile's A tiles start at min(row, M - 16)).
-//  - Any M, N, K >= 1 (but see AMX): K is padded to a multiple of 2 (bf16) / 4 (int8) in the packed B panel,
-//    N to the column tile, M by clamped row tiles; the smallest B panel (16 columns of K) must fit
-//    the 2 MiB panel limit (K <= 65536 for bf16, 131072 for int8).
+//  - Any M, N, K >= 1 (but see AMX): K is padded to a multiple of 2 (bf16) / 4 (int8) in the
+//    packed B panel, N to the column tile, M by clamped row tiles; the smallest B panel (16
+//    columns of K) must fit the 2 MiB panel limit (K <= 65536 for bf16, 131072 for int8).
 #pragma once
 
 #include <string>
