@@ -437,19 +437,21 @@ TEST_F(LowpJitTest, Bf16KernelsWithEpilogueTransposedBAndSharedB) {
                6, 13);
 }
 
+/// 8-bit operand types and zero points: every signedness pair, each correction term.
+struct IntTypes {
+  DType a, b;
+  int32_t za, zb;
+};
+const std::vector<IntTypes> kIntTypes = {{DType::kU8, DType::kI8, 0, 0},
+                                         {DType::kU8, DType::kI8, 3, 0},
+                                         {DType::kI8, DType::kI8, -5, 7},
+                                         {DType::kU8, DType::kU8, 128, 2},
+                                         {DType::kI8, DType::kU8, 0, 255}};
+
 TEST_F(LowpJitTest, VnniKernelsMatchTheReferenceExactly) {
-  struct Types {
-    DType a, b;
-    int32_t za, zb;
-  };
   // u8 x s8 is vpdpbusd's own form; the others exercise the sign and zero-point corrections.
-  const std::vector<Types> types = {{DType::kU8, DType::kI8, 0, 0},
-                                    {DType::kU8, DType::kI8, 3, 0},
-                                    {DType::kI8, DType::kI8, -5, 7},
-                                    {DType::kU8, DType::kU8, 128, 2},
-                                    {DType::kI8, DType::kU8, 0, 255}};
   uint64_t seed = 100;
-  for (const Types& t : types) {
+  for (const IntTypes& t : kIntTypes) {
     for (const Shape& s : kAwkwardShapes) {
       const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, t.a, t.b, DType::kI32, t.za, t.zb);
       if (!HostRuns(w, false)) GTEST_SKIP() << "host lacks avx512_vnni: " << hw_->Summary();
@@ -571,18 +573,9 @@ TEST_F(LowpJitTest, AmxBf16KernelsMatchTheReference) {
 
 TEST_F(LowpJitTest, AmxInt8KernelsMatchTheReferenceExactly) {
   if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_int8): " << hw_->Summary();
-  struct Types {
-    DType a, b;
-    int32_t za, zb;
-  };
   // Every signedness pair has its own instruction; the zero points their corrections.
-  const std::vector<Types> types = {{DType::kU8, DType::kI8, 0, 0},
-                                    {DType::kU8, DType::kI8, 3, 0},
-                                    {DType::kI8, DType::kI8, -5, 7},
-                                    {DType::kU8, DType::kU8, 128, 2},
-                                    {DType::kI8, DType::kU8, 0, 255}};
   uint64_t seed = 800;
-  for (const Types& t : types) {
+  for (const IntTypes& t : kIntTypes) {
     for (const Shape& s : kAmxShapes) {
       if (s.k % 64 != 0) continue;
       const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, t.a, t.b, DType::kI32, t.za, t.zb);
