@@ -267,11 +267,7 @@ std::vector<std::string> HostCpuFeatures() {
     std::vector<std::string> flags =
         absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty());
     // AMX counts only where Linux grants this process the tile state (asked for here, once).
-    if (std::find(flags.begin(), flags.end(), "amx_tile") != flags.end() && !AmxTileStateUsable()) {
-      flags.erase(std::remove_if(flags.begin(), flags.end(),
-                                 [](const std::string& flag) { return flag.rfind("amx", 0) == 0; }),
-                  flags.end());
-    }
+    DropAmxUnlessUsable(&flags);
     std::sort(flags.begin(), flags.end());
     return flags;
   }

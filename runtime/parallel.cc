@@ -220,6 +220,16 @@ bool AmxTileStateUsable() {
   return usable;
 }
 
+bool DropAmxUnlessUsable(std::vector<std::string>* flags) {
+  const auto is_amx = [](const std::string& flag) { return flag.rfind("amx", 0) == 0; };
+  if (std::find(flags->begin(), flags->end(), "amx_tile") == flags->end() ||
+      AmxTileStateUsable()) {
+    return false;
+  }
+  flags->erase(std::remove_if(flags->begin(), flags->end(), is_amx), flags->end());
+  return true;
+}
+
 }  // namespace gtco::runtime
 
 extern "C" void gtco_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 /// Called by generated code for ForKind::kParallel loops: runs body(i, closure) for i in [0, n)
 /// on a process-wide thread pool (the iterations cut into chunks that the calling thread and the
@@ -39,5 +41,9 @@ int ParallelThreads();
 /// with SIGILL. True when granted (every thread of the process may then use the tiles), false
 /// on a CPU or kernel without AMX. Thread-safe; later calls return the first answer.
 bool AmxTileStateUsable();
+
+/// Removes the amx* flags (cpuinfo spellings) from `flags` when amx_tile is among them and
+/// AmxTileStateUsable() is false; true when it removed them.
+bool DropAmxUnlessUsable(std::vector<std::string>* flags);
 
 }  // namespace gtco::runtime

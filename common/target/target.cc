@@ -105,11 +105,7 @@ HardwareInfo DetectHostCpu() {
   }
   // AMX counts only where Linux grants this process the tile state (asked for here, once): the
   // kernels that use it run in the process that detected it (worker, bench, tests).
-  if (info.HasFeature("amx_tile") && !runtime::AmxTileStateUsable()) {
-    info.cpu_features.erase(
-        std::remove_if(info.cpu_features.begin(), info.cpu_features.end(),
-                       [](const std::string& flag) { return flag.rfind("amx", 0) == 0; }),
-        info.cpu_features.end());
+  if (runtime::DropAmxUnlessUsable(&info.cpu_features)) {
     info.cpu_model += " [AMX tile state refused by the kernel]";
   }
   absl::StatusOr<std::string> cap = CpuIsaCap();

@@ -164,31 +164,19 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
   }
   builder->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
   GTCO_ASSIGN_OR_RETURN(const std::string isa_cap, target::CpuIsaCap());
-  if (isa_cap == "avx2") {
-    // Every feature beyond AVX2 + FMA explicitly off: LLVM then emits no EVEX/AMX code at all
-    // (and a program calling such an intrinsic is refused by CheckIntrinsicFeatures).
-    std::vector<std::string> capped;
-    for (const std::string& feature : builder->getFeatures().getFeatures()) {
-      if (feature.size() > 1 && feature[0] == '+' && target::BeyondAvx2(feature.substr(1))) {
-        capped.push_back("-" + feature.substr(1));
-      } else {
-        capped.push_back(feature);
-      }
-    }
-    builder->getFeatures() = llvm::SubtargetFeatures();
-    builder->addFeatures(capped);
+  // Features explicitly off, so LLVM emits no such code at all (and a program calling such an
+  // intrinsic is refused by CheckIntrinsicFeatures): under GTCO_CPU_ISA=avx2 everything beyond
+  // AVX2 + FMA; AMX where Linux refuses this process the tile state (asked once here).
+  const bool amx_usable = runtime::AmxTileStateUsable();
+  std::vector<std::string> capped;
+  for (const std::string& feature : builder->getFeatures().getFeatures()) {
+    const std::string name = feature.size() > 1 ? feature.substr(1) : "";
+    const bool off = (isa_cap == "avx2" && target::BeyondAvx2(name)) ||
+                     (!amx_usable && name.rfind("amx", 0) == 0);
+    capped.push_back(off && feature[0] == '+' ? "-" + name : feature);
   }
-  // AMX code runs only where Linux granted this process the tile state: ask once, and where it
-  // refuses, compile as for a CPU without AMX (a program using the tiles is then refused).
-  if (!runtime::AmxTileStateUsable()) {
-    std::vector<std::string> features;
-    for (const std::string& feature : builder->getFeatures().getFeatures()) {
-      const bool amx = feature.size() > 1 && feature.substr(1).rfind("amx", 0) == 0;
-      features.push_back(amx && feature[0] == '+' ? "-" + feature.substr(1) : feature);
-    }
-    builder->getFeatures() = llvm::SubtargetFeatures();
-    builder->addFeatures(features);
-  }
+  builder->getFeatures() = llvm::SubtargetFeatures();
+  builder->addFeatures(capped);
   auto state = std::make_unique<State>();
   state->host_cpu = builder->getCPU();
   for (const std::string& feature : builder->getFeatures().getFeatures()) {

@@ -4,6 +4,7 @@
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_sketch.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -379,12 +380,11 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
   if (sketch == nullptr || !ReadsPrepackedInput(t)) return std::optional<PrepackedOperand>();
   KnobValues values;
   for (const std::string& name : sketch->KnobNames()) {
-    const auto found = std::find_if(t.decisions.begin(), t.decisions.end(),
-                                    [&](const auto& decision) { return decision.first == name; });
-    if (found == t.decisions.end()) {
+    const std::optional<int64_t> value = t.Get(name);
+    if (!value.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(t.sketch, " trace lacks '", name, "'"));
     }
-    values.push_back(found->second);
+    values.push_back(*value);
   }
   const LowpKind kind = sketch == &MatMulAmxBf16Sketch() ? LowpKind::kAmxBf16 : LowpKind::kAmxInt8;
   GTCO_ASSIGN_OR_RETURN(const LowpPlan plan, MakeLowpPlan(w, ToDecisions(values, kind)));
