@@ -47,6 +47,26 @@ ir::Workload LayerNormWorkload(int64_t rows, int64_t cols) {
   return workload;
 }
 
+ir::Workload GeluMatMulWorkload(int64_t m, int64_t k, int64_t n) {
+  ir::Workload workload = MatMulWorkload(1, m, k, n);
+  workload.inputs.push_back({ir::DType::kF32, {n}});
+  using Kind = ir::Operand::Kind;
+  auto acc = [] { return ir::Operand{Kind::kAcc, 0, 0.0f}; };
+  auto value = [](int index) { return ir::Operand{Kind::kValue, index, 0.0f}; };
+  auto constant = [](float v) { return ir::Operand{Kind::kConst, 0, v}; };
+  // As torch.onnx.export writes nn.GELU() after a Linear: y = x + bias; y * 0.5 * (1 + erf(y /
+  // sqrt(2))), the same instructions in the same order as the graph's fusion produces them.
+  workload.epilogue = {
+      {ir::EwOp::kAdd, {acc(), ir::Operand{Kind::kInput, 2, 0.0f}}},
+      {ir::EwOp::kDiv, {value(0), constant(1.41421353816986083984375f)}},
+      {ir::EwOp::kErf, {value(1)}},
+      {ir::EwOp::kAdd, {value(2), constant(1.0f)}},
+      {ir::EwOp::kMul, {value(0), value(3)}},
+      {ir::EwOp::kMul, {value(4), constant(0.5f)}},
+  };
+  return workload;
+}
+
 std::vector<BenchCase> AllCases() {
   auto gemm = [](std::string id, int64_t batch, int64_t m, int64_t k, int64_t n, bool quick) {
     std::string shape = absl::StrCat(m, "×", k, "×", n);
@@ -63,6 +83,10 @@ std::vector<BenchCase> AllCases() {
       gemm("vit_proj", 1, 197, 768, 768, false),
       gemm("vit_ffn1", 1, 197, 768, 3072, false),
       gemm("vit_ffn2", 1, 197, 3072, 768, false),
+      BenchCase{"bert_ffn1_gelu", "128×768×3072 +bias+GELU", GeluMatMulWorkload(128, 768, 3072),
+                false},
+      BenchCase{"vit_ffn1_gelu", "197×768×3072 +bias+GELU", GeluMatMulWorkload(197, 768, 3072),
+                false},
       gemm("vit_attn_qk", 12, 197, 64, 197, true),
       gemm("vit_attn_av", 12, 197, 197, 64, false),
       BenchCase{"vit_softmax", "12×197×197", SoftmaxWorkload(12 * 197, 197), true},

@@ -20,6 +20,9 @@ struct BenchCase {
 
 /// C[b] = A[b] · B[b] with A [batch, M, K], B [batch, K, N] (batch 1: plain 2-D GEMM).
 ir::Workload MatMulWorkload(int64_t batch, int64_t m, int64_t k, int64_t n);
+/// A Linear's GEMM [m, k] x [k, n] with its bias [n] and the exact GELU as an epilogue, as
+/// torch.onnx.export writes nn.GELU (x / sqrt(2), erf, + 1, * x, * 0.5).
+ir::Workload GeluMatMulWorkload(int64_t m, int64_t k, int64_t n);
 /// Softmax over the last axis of a [rows, cols] tensor.
 ir::Workload SoftmaxWorkload(int64_t rows, int64_t cols);
 /// LayerNorm over the last axis of [rows, cols] with scale and bias [cols], epsilon 1e-5.

@@ -2,6 +2,8 @@
 #include "bench/case_timing.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +33,10 @@ std::optional<std::function<void()>> OurRun(const BenchCase& bench_case, const T
     return std::nullopt;
   }
   absl::StatusOr<std::string> program = ProgramFor(bench_case.workload, tuned.best_trace, "best");
+  // GTCO_DUMP_IR=PREFIX writes each case's LLVM IR to PREFIX.<case>.ll (for opt / llc).
+  if (const char* dump = std::getenv("GTCO_DUMP_IR"); dump != nullptr && program.ok()) {
+    std::ofstream(absl::StrCat(dump, ".", bench_case.id, ".ll")) << *program;
+  }
   absl::StatusOr<codegen::KernelEntry> entry =
       program.ok() ? jit.Compile(*program, "best") : program.status();
   if (!entry.ok()) {

@@ -1,6 +1,9 @@
 // Math calls of the loop IR (exp, erf, tanh, sqrt, pow, sigmoid, fabs) on scalars and vectors.
 // exp is an inline Cephes-style polynomial (about 1 ulp, vectorizes, no libm call); sqrt, fabs
-// and pow use LLVM intrinsics; exp, erf and tanh are inline polynomials, so they vectorize.
+// and pow use LLVM intrinsics; exp, erf and tanh are inline polynomials, so they vectorize. None
+// of them produces a subnormal intermediate (exp flushes results below e^-87 to 0; erf, tanh and
+// sigmoid clamp their arguments where the f32 result is already exact): on Intel cores each
+// instruction on a subnormal is a microcode assist of ~100+ cycles.
 #include <string>
 #include <vector>
 
@@ -38,8 +41,15 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitMathCall(const std::string& na
   if (name == "fabs") return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   if (name == "pow") return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
   if (name == "sigmoid") {
+    // exp(-x) capped at e^80: for x below -80 the quotient would be subnormal (a microcode
+    // assist per instruction on Intel cores); 1 / (1 + e^80) = 1.8e-35 is within that of the
+    // true value.
     llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
-    return builder_.CreateFDiv(one, builder_.CreateFAdd(one, EmitExp(builder_.CreateFNeg(x))));
+    llvm::Value* cap = llvm::ConstantFP::get(x->getType(), 80.0);
+    llvm::Value* negated = builder_.CreateFNeg(x);
+    llvm::Value* capped =
+        builder_.CreateSelect(builder_.CreateFCmpOLT(cap, negated), cap, negated);
+    return builder_.CreateFDiv(one, builder_.CreateFAdd(one, EmitExp(capped)));
   }
   if (name == "erf") return EmitErf(x);
   return EmitTanh(x);
@@ -65,15 +75,20 @@ llvm::Value* FunctionEmitter::EmitErf(llvm::Value* x) {
                                   5.188327685732524E-3, -2.685381193529856E-2,
                                   1.128358514861418E-1, -3.761262582423300E-1,
                                   1.128379165726710E+0}));
-  // |x| >= 1: 1 - t P(t) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26), signed.
+  // |x| >= 1: 1 - t P(t) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26), signed,
+  // on |x| capped at 4: erf(4) rounds to 1 in f32 already, and past |x| = 9.3 exp(-x^2) would be
+  // subnormal, each instruction touching it a microcode assist on Intel cores (a GEMM's GELU
+  // epilogue on large values ran 5x slower).
+  llvm::Value* capped = builder_.CreateSelect(
+      builder_.CreateFCmpOLT(constant(4.0), magnitude), constant(4.0), magnitude);
   llvm::Value* t = builder_.CreateFDiv(
       constant(1.0), builder_.CreateFAdd(constant(1.0),
-                                         builder_.CreateFMul(constant(0.3275911), magnitude)));
+                                         builder_.CreateFMul(constant(0.3275911), capped)));
   llvm::Value* tail = builder_.CreateFMul(
       builder_.CreateFMul(EmitPolynomial(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736,
                                              0.254829592}),
                           t),
-      EmitVectorExp(builder_.CreateFNeg(squared)));
+      EmitVectorExp(builder_.CreateFNeg(builder_.CreateFMul(capped, capped))));
   llvm::Value* large = builder_.CreateBinaryIntrinsic(
       llvm::Intrinsic::copysign, builder_.CreateFSub(constant(1.0), tail), x);
   llvm::Value* result =
@@ -94,11 +109,18 @@ llvm::Value* FunctionEmitter::EmitTanh(llvm::Value* x) {
                               squared),
           x),
       x);
+  // The large branch on x clamped to [-9, 9]: tanh(9) rounds to 1 in f32, and past it the
+  // quotient 2 / (e^2x + 1) would be subnormal (a microcode assist on Intel cores).
+  llvm::Value* clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(constant(9.0), x),
+                                               constant(9.0), x);
+  clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(clamped, constant(-9.0)), constant(-9.0),
+                                  clamped);
   llvm::Value* large = builder_.CreateFSub(
       constant(1.0),
-      builder_.CreateFDiv(constant(2.0),
-                          builder_.CreateFAdd(EmitVectorExp(builder_.CreateFMul(constant(2.0), x)),
-                                              constant(1.0))));
+      builder_.CreateFDiv(
+          constant(2.0),
+          builder_.CreateFAdd(EmitVectorExp(builder_.CreateFMul(constant(2.0), clamped)),
+                              constant(1.0))));
   llvm::Value* result =
       builder_.CreateSelect(builder_.CreateFCmpOLT(magnitude, constant(0.625)), small, large);
   return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
@@ -119,9 +141,11 @@ llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
           : builder_.getInt32Ty();
   auto constant = [&](double value) { return llvm::ConstantFP::get(float_type, value); };
   auto int_constant = [&](int value) { return llvm::ConstantInt::get(int_type, value); };
-  // Clamp to [-105, 89]: below, the result rounds to 0; above, it overflows to +inf. The two
-  // half-exponent factors below keep 2^n representable over that whole range.
-  llvm::Value* low = constant(-105.0);
+  // Clamp to [-87, 89]: above, the result overflows to +inf; below -87 it is 0 (selected at the
+  // end), not the subnormal e^x down to -103.9: every instruction producing or reading a
+  // subnormal is a microcode assist on Intel cores (softmax over masked scores, GELU's
+  // exp(-x^2)). The two half-exponent factors below keep 2^n representable over the range.
+  llvm::Value* low = constant(-87.0);
   llvm::Value* high = constant(89.0);
   llvm::Value* clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(x, low), low, x);
   clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(high, clamped), high, clamped);
@@ -153,6 +177,7 @@ llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
     return builder_.CreateBitCast(bits, float_type);
   };
   llvm::Value* result = builder_.CreateFMul(builder_.CreateFMul(poly, pow2(n_half)), pow2(n_rest));
+  result = builder_.CreateSelect(builder_.CreateFCmpOLT(x, low), constant(0.0), result);
   // NaN in, NaN out (the clamp passes NaN through, but the integer conversion does not).
   return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
 }
