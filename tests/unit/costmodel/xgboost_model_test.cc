@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tests/unit/costmodel/ranking_metrics.h"
+#include "tests/unit/scratch_dir.h"
 
 namespace gtco::costmodel {
 namespace {
@@ -60,7 +61,7 @@ std::unique_ptr<CostModel> NewModel() {
 }
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  return gtco::testing::ScratchPath(name);
 }
 
 TEST(XgbCostModelTest, UntrainedPredictsZeros) {

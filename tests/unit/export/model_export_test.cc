@@ -25,6 +25,7 @@
 #include "runtime/npy.h"
 #include "runtime/parallel.h"
 #include "runtime/quantize.h"
+#include "tests/unit/scratch_dir.h"
 
 namespace gtco::exporter {
 namespace {
@@ -48,7 +49,7 @@ const ScheduleLookup kNoRecords = [](const ir::Workload&, const std::string&)
     -> absl::StatusOr<std::optional<ChosenSchedule>> { return std::nullopt; };
 
 std::string WriteTemp(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = gtco::testing::ScratchPath(name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
