@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/ir/conv.h"
+#include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
 #include "common/schedule/space.h"
@@ -338,6 +339,31 @@ TEST(SeedTest, ChannelConvSeedsANarrowerAndAHalfWidthTile) {
   absl::StatusOr<SearchSpace> pixels = CreateSpaceForMapping(stem, hw, "avx512_fma");
   ASSERT_TRUE(pixels.ok()) << pixels.status();
   EXPECT_TRUE(pixels->SeedTraces().empty());
+}
+
+// Where no usual row count divides the pixels (layer 4's 7x7 planes: 49 = 6 x 8 + 1), the
+// space offers the tile rows that do (7) and seeds the search with them, as many vectors of
+// channels as the 32 registers hold and the default's N block (1024 here) holds whole (7 x 2;
+// 7 x 3 would leave 1024 % 48 columns); elsewhere (the stem's 12544 pixels, 8 | 12544) not.
+TEST(SeedTest, ChannelConvSeedsTileRowsDividingThePixels) {
+  const target::HardwareInfo hw = Avx512Host();
+  ir::ConvParams layer4;
+  layer4.in_channels = 512;
+  layer4.in_h = layer4.in_w = 7;
+  layer4.out_channels = 2048;
+  const ir::Workload w = ir::MakeConvWorkload(layer4);
+  absl::StatusOr<SearchSpace> space = CreateSpaceForMapping(w, hw, "avx512_fma_channels");
+  ASSERT_TRUE(space.ok()) << space.status();
+  const std::vector<Trace> seeds = space->SeedTraces();
+  ASSERT_EQ(seeds.size(), 3u);
+  EXPECT_EQ(seeds[0].Get("mr"), 7);
+  EXPECT_EQ(seeds[0].Get("nr"), 2);
+  EXPECT_EQ(seeds[0].Get("nc"), space->DefaultTrace().Get("nc"));
+  EXPECT_TRUE(space->Contains(seeds[0])) << seeds[0].ToString();
+  EXPECT_EQ(internal::DividingTileRows(internal::Avx512FmaSpec(), 49), 7);
+  EXPECT_EQ(internal::DividingTileRows(internal::Avx512FmaSpec(), 12544), 0);  // 8 divides it
+  EXPECT_EQ(internal::DividingTileRows(internal::Avx512FmaSpec(), 197), 0);    // prime
+  EXPECT_EQ(internal::DividingTileRows(internal::Avx512FmaSpec(), 10), 0);     // below the widest
 }
 
 TEST(PruneRuleTest, Avx2RulesUseSixteenRegistersAndEightLanes) {

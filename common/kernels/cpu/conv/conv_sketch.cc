@@ -637,9 +637,28 @@ class ChannelConvSketch final : public BlockedConvSketch {
   /// bench/conv_mappings, the same kc and mc), 5x4 at 529 and 7x4 at 843. Judged on its default
   /// and a few random samples, the mapping lost the stem to the pixel-vectorized one (626-636
   /// µs) in the two farm runs before the seeds (48 and 96 trials per task: 6 and 7 of its trials).
-  std::vector<KnobValues> Seeds(const ir::Workload&, const target::HardwareInfo&,
+  ///
+  /// A third where a register tile's row count divides the pixels and none of the usual ones
+  /// does (DividingTileRows: 7 rows for layer 4's 7x7 planes), with as many vectors of channels
+  /// as the registers hold and the default's N block holds whole: with warm weights 7 x 3 ran
+  /// 2048->512 in 0.77x the time of the farm's best 4 x 4 tile, 7 x 2 in 0.91x, 3x3 512 in 0.95x;
+  /// with the weights evicted (as the farm measures) 7 x 3 in 0.96x (Emerald Rapids VM,
+  /// bench/conv_mappings).
+  std::vector<KnobValues> Seeds(const ir::Workload& w, const target::HardwareInfo&,
                                 const KnobValues& defaults) const override {
     std::vector<KnobValues> seeds;
+    const ir::MatMulParams view = ChannelGemmView(w.conv);
+    if (const int64_t rows = DividingTileRows(spec_, view.m); rows > 0) {
+      for (auto nr = spec_.nr_choices.rbegin(); nr != spec_.nr_choices.rend(); ++nr) {
+        const bool whole_tiles = defaults[kNc] >= view.n || defaults[kNc] % (*nr * spec_.vw) == 0;
+        if (rows * *nr + *nr + 1 <= spec_.registers && whole_tiles) {
+          seeds.push_back(defaults);
+          seeds.back()[kMr] = rows;
+          seeds.back()[kNr] = *nr;
+          break;
+        }
+      }
+    }
     int64_t narrower = 0;
     for (int64_t mr : spec_.mr_choices) {
       if (mr < defaults[kMr]) narrower = std::max(narrower, mr);

@@ -109,6 +109,11 @@ absl::StatusOr<PrepackedOperand> PrepackForView(const schedule::Trace& t, KnobVa
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
     const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
 
+/// The register tile's row count that divides M where none of the spec's row counts above 4 does
+/// (the largest such divisor of M above 4, at most the spec's widest); 0 when there is none or a
+/// choice already divides M. It joins the mr knob's values.
+int64_t DividingTileRows(const FmaMappingSpec& spec, int64_t m);
+
 /// The blocked sketch's knobs and candidate values for the matmul view `p` on `hw`.
 std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParams& p,
                                const target::HardwareInfo& hw);
