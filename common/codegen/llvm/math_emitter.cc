@@ -14,6 +14,14 @@
 namespace gtco::codegen::internal {
 namespace {
 
+/// min(x, cap) and max(x, floor) that pass NaN through (llvm.minnum / maxnum would not).
+llvm::Value* AtMost(llvm::IRBuilder<>& builder, llvm::Value* x, llvm::Value* cap) {
+  return builder.CreateSelect(builder.CreateFCmpOLT(cap, x), cap, x);
+}
+llvm::Value* AtLeast(llvm::IRBuilder<>& builder, llvm::Value* x, llvm::Value* floor) {
+  return builder.CreateSelect(builder.CreateFCmpOLT(x, floor), floor, x);
+}
+
 int MathArity(const std::string& name) {
   if (name == "exp" || name == "erf" || name == "tanh" || name == "sqrt" || name == "sigmoid" ||
       name == "fabs") {
@@ -45,10 +53,8 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitMathCall(const std::string& na
     // assist per instruction on Intel cores); 1 / (1 + e^80) = 1.8e-35 is within that of the
     // true value.
     llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
-    llvm::Value* cap = llvm::ConstantFP::get(x->getType(), 80.0);
-    llvm::Value* negated = builder_.CreateFNeg(x);
     llvm::Value* capped =
-        builder_.CreateSelect(builder_.CreateFCmpOLT(cap, negated), cap, negated);
+        AtMost(builder_, builder_.CreateFNeg(x), llvm::ConstantFP::get(x->getType(), 80.0));
     return builder_.CreateFDiv(one, builder_.CreateFAdd(one, EmitExp(capped)));
   }
   if (name == "erf") return EmitErf(x);
@@ -79,8 +85,7 @@ llvm::Value* FunctionEmitter::EmitErf(llvm::Value* x) {
   // on |x| capped at 4: erf(4) rounds to 1 in f32 already, and past |x| = 9.3 exp(-x^2) would be
   // subnormal, each instruction touching it a microcode assist on Intel cores (a GEMM's GELU
   // epilogue on large values ran 5x slower).
-  llvm::Value* capped = builder_.CreateSelect(
-      builder_.CreateFCmpOLT(constant(4.0), magnitude), constant(4.0), magnitude);
+  llvm::Value* capped = AtMost(builder_, magnitude, constant(4.0));
   llvm::Value* t = builder_.CreateFDiv(
       constant(1.0), builder_.CreateFAdd(constant(1.0),
                                          builder_.CreateFMul(constant(0.3275911), capped)));
@@ -111,10 +116,7 @@ llvm::Value* FunctionEmitter::EmitTanh(llvm::Value* x) {
       x);
   // The large branch on x clamped to [-9, 9]: tanh(9) rounds to 1 in f32, and past it the
   // quotient 2 / (e^2x + 1) would be subnormal (a microcode assist on Intel cores).
-  llvm::Value* clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(constant(9.0), x),
-                                               constant(9.0), x);
-  clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(clamped, constant(-9.0)), constant(-9.0),
-                                  clamped);
+  llvm::Value* clamped = AtLeast(builder_, AtMost(builder_, x, constant(9.0)), constant(-9.0));
   llvm::Value* large = builder_.CreateFSub(
       constant(1.0),
       builder_.CreateFDiv(
@@ -147,8 +149,7 @@ llvm::Value* FunctionEmitter::EmitVectorExp(llvm::Value* x) {
   // exp(-x^2)). The two half-exponent factors below keep 2^n representable over the range.
   llvm::Value* low = constant(-87.0);
   llvm::Value* high = constant(89.0);
-  llvm::Value* clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(x, low), low, x);
-  clamped = builder_.CreateSelect(builder_.CreateFCmpOLT(high, clamped), high, clamped);
+  llvm::Value* clamped = AtMost(builder_, AtLeast(builder_, x, low), high);
   // n = round(x / ln2); r = x - n * ln2 in two steps (Cody-Waite).
   llvm::Value* n_float = builder_.CreateUnaryIntrinsic(
       llvm::Intrinsic::floor,

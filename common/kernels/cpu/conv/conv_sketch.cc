@@ -644,17 +644,18 @@ class ChannelConvSketch final : public BlockedConvSketch {
   /// 2048->512 in 0.77x the time of the farm's best 4 x 4 tile, 7 x 2 in 0.91x, 3x3 512 in 0.95x;
   /// with the weights evicted (as the farm measures) 7 x 3 in 0.96x (Emerald Rapids VM,
   /// bench/conv_mappings).
-  std::vector<KnobValues> Seeds(const ir::Workload& w, const target::HardwareInfo&,
+  std::vector<KnobValues> Seeds(const ir::Workload& w, const target::HardwareInfo& hw,
                                 const KnobValues& defaults) const override {
     std::vector<KnobValues> seeds;
-    const ir::MatMulParams view = ChannelGemmView(w.conv);
-    if (const int64_t rows = DividingTileRows(spec_, view.m); rows > 0) {
+    if (const int64_t rows = DividingTileRows(spec_, ChannelGemmView(w.conv).m); rows > 0) {
+      // The widest vector count the space admits with these rows (the registers, whole tiles
+      // in the default's N block, ...).
       for (auto nr = spec_.nr_choices.rbegin(); nr != spec_.nr_choices.rend(); ++nr) {
-        const bool whole_tiles = defaults[kNc] >= view.n || defaults[kNc] % (*nr * spec_.vw) == 0;
-        if (rows * *nr + *nr + 1 <= spec_.registers && whole_tiles) {
-          seeds.push_back(defaults);
-          seeds.back()[kMr] = rows;
-          seeds.back()[kNr] = *nr;
+        KnobValues seed = defaults;
+        seed[kMr] = rows;
+        seed[kNr] = *nr;
+        if (PruneRule(w, hw, seed) == nullptr) {
+          seeds.push_back(std::move(seed));
           break;
         }
       }
