@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/format.h"
 #include "common/onnx/mixed_precision.h"
@@ -36,19 +38,20 @@ constexpr const char* kUsage =
     "usage: gtco-client [--server HOST:PORT[,HOST:PORT...]] [--token TOKEN] [--tls-ca PEM] [--timeout SECONDS]\n"
     "                   COMMAND ...\n"
     "  submit MODEL.onnx [--target cpu|cuda] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
-    "                    [--scheduler gradient|even] [--rounds N] [--precision f32|bf16] [--watch] [--json]\n"
+    "                    [--scheduler gradient|even] [--rounds N] [--precision f32|bf16|bf16x3] [--watch] [--json]\n"
     "                              --precision bf16: the MatMuls with constant weights run in bf16\n"
-    "                              (weights stored in bf16, f32 sums and epilogues); give the same\n"
-    "                              flag to query and export\n"
+    "                              (weights stored in bf16, f32 sums and epilogues); bf16x3: as\n"
+    "                              three bf16 products of split operands, near f32 accuracy (pays\n"
+    "                              on AMX hosts); give the same flag to query and export\n"
     "  watch JOB [--json]          follow a job until it ends\n"
     "  status JOB [--explain] [--json]   --explain: trials, best and pruning per task and\n"
     "                              mapping, and why the scheduler spent the budget as it did\n"
     "  jobs [--team T] [--state S] [--json]\n"
     "  cancel JOB [--json]\n"
     "  health                      grpc.health.v1 check of the server\n"
-    "  query --model MODEL.onnx [--target cpu] [--shape ...] [--precision f32|bf16] [--json]\n"
+    "  query --model MODEL.onnx [--target cpu] [--shape ...] [--precision f32|bf16|bf16x3] [--json]\n"
     "  query --workload KEY [--target cpu] [--limit N] [--json]\n"
-    "  export MODEL.onnx -o|--output OUT.gtco [--target cpu] [--shape ...] [--precision f32|bf16]\n"
+    "  export MODEL.onnx -o|--output OUT.gtco [--target cpu] [--shape ...] [--precision f32|bf16|bf16x3]\n"
     "                    [--isa host|x86-64-v2|x86-64-v3|\n"
     "                    x86-64-v4] [--require-tuned] [--json]   the model with its best records,\n"
     "                              compiled for this host's CPU (or --isa) into one artifact\n"
@@ -91,7 +94,8 @@ class Client {
   }
 
   /// True: model files are sent with their weight MatMuls rewritten to bf16 (--precision bf16).
-  void set_bf16(bool bf16) { bf16_ = bf16; }
+  /// --precision bf16|bf16x3: model files are rewritten before they are sent (nullopt: f32).
+  void set_bf16(std::optional<onnx::Bf16Precision> bf16) { bf16_ = bf16; }
 
   /// Prints the error and returns the exit code for a failed call.
   int Fail(const grpc::Status& status) {
@@ -512,16 +516,17 @@ class Client {
     std::ostringstream content;
     content << file.rdbuf();
     *bytes = content.str();
-    if (!bf16_) return 0;
-    absl::StatusOr<onnx::Bf16Rewrite> rewritten = onnx::RewriteMatMulsToBf16(*bytes);
+    if (!bf16_.has_value()) return 0;
+    const std::string flag = absl::StrCat("--precision ", onnx::Bf16PrecisionName(*bf16_));
+    absl::StatusOr<onnx::Bf16Rewrite> rewritten = onnx::RewriteMatMulsToBf16(*bytes, *bf16_);
     if (!rewritten.ok()) {  // refused as the server refuses a model it cannot take
-      std::cerr << "gtco-client: --precision bf16: " << rewritten.status().message() << "\n";
+      std::cerr << "gtco-client: " << flag << ": " << rewritten.status().message() << "\n";
       return kExitRefused;
     }
     if (!json_) {
-      std::cerr << "gtco-client: --precision bf16: " << rewritten->matmuls
-                << " MatMuls in bf16 (" << rewritten->weights << " weights stored in bf16), "
-                << rewritten->kept_f32 << " left in f32\n";
+      std::cerr << "gtco-client: " << flag << ": " << rewritten->matmuls << " MatMuls in "
+                << onnx::Bf16PrecisionName(*bf16_) << " (" << rewritten->weights
+                << " weights stored in bf16), " << rewritten->kept_f32 << " left in f32\n";
     }
     *bytes = std::move(rewritten->model_bytes);
     return 0;
@@ -549,7 +554,7 @@ class Client {
   std::string token_;
   int timeout_seconds_;
   bool json_;
-  bool bf16_ = false;  ///< --precision bf16: model files are rewritten before they are sent
+  std::optional<onnx::Bf16Precision> bf16_;  ///< see set_bf16
   bool connected_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gtco::v1::ClientService::Stub> stub_;
@@ -629,15 +634,16 @@ int RunClientApp(int argc, char** argv) {
   Client client(addresses, credentials, token, static_cast<int>(*timeout), args->Has("json"));
   const std::string& command = positional[0];
   const std::string precision = args->Get("precision", "f32");
-  if (precision != "f32" && precision != "bf16") {
-    return Usage("--precision takes f32 or bf16, not '" + precision + "'");
+  if (precision != "f32" && precision != "bf16" && precision != "bf16x3") {
+    return Usage("--precision takes f32, bf16 or bf16x3, not '" + precision + "'");
   }
   const bool reads_a_model =
       command == "submit" || command == "export" || (command == "query" && args->Has("model"));
   if (args->Has("precision") && !reads_a_model) {
     return Usage("--precision applies to submit, query --model and export, not " + command);
   }
-  client.set_bf16(precision == "bf16");
+  if (precision == "bf16") client.set_bf16(onnx::Bf16Precision::kBf16);
+  if (precision == "bf16x3") client.set_bf16(onnx::Bf16Precision::kBf16x3);
   gtco::v1::SubmitHeader header;
   header.set_target(args->Get("target", "cpu"));
   std::string shape_error;

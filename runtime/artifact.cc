@@ -173,6 +173,15 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     return absl::OkStatus();
   }
+  if (s.op == "split_bf16x3") {
+    bool shaped = s.inputs.size() == 1 && rank > 0 && out.shape.size() == in.shape.size() &&
+                  out.shape.back() == 3 * in.shape.back();
+    for (int64_t dim = 0; shaped && dim + 1 < rank; ++dim) shaped = out.shape[dim] == in.shape[dim];
+    if (!shaped || in.dtype != ElemType::kF32 || out.dtype != ElemType::kBF16) {
+      return bad("needs one f32 input [..., K] and a bf16 output [..., 3K]");
+    }
+    return absl::OkStatus();
+  }
   if (s.op == "copy" || s.op == "cast") {
     if (in.NumElements() != out.NumElements()) return bad("element counts differ");
     if (s.op == "copy" && in.dtype != out.dtype) return bad("a copy keeps its type");

@@ -57,6 +57,8 @@ struct StorageSpec {
 ///   "equal"     inputs {a, b} of one type, broadcast; a bool output
 ///   "where"     inputs {cond (bool), x, y}, broadcast; out = cond ? x : y
 ///   "copy"      outputs[0] = inputs[0] (same bytes)
+///   "split_bf16x3"  f32 [..., K] -> bf16 [..., 3K], per row [hi | lo | hi] (hi: the value
+///               rounded to bf16, lo: the rest rounded to bf16; --precision bf16x3's operands)
 ///   "dynamic_quantize"  ONNX DynamicQuantizeLinear: inputs {x (f32)}, outputs {y (u8), scale
 ///               (f32, one element), zero point (u8, one element)}
 ///   "dequantize" ONNX DequantizeLinear: inputs {x (u8, i8 or i32), scale (f32)[, zero point (x's

@@ -614,6 +614,11 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
         Dequantize(data(step.inputs[0]), in.dtype, outer, channels, inner, scales, zero_points,
                    reinterpret_cast<float*>(out_data));
       }
+    } else if (step.op == "split_bf16x3") {
+      const TensorSpec& in = m.tensors[step.inputs[0]];
+      const int64_t k = in.shape.back();
+      SplitF32ToBf16x3(reinterpret_cast<const float*>(data(step.inputs[0])),
+                       k > 0 ? in.NumElements() / k : 0, k, reinterpret_cast<uint16_t*>(out_data));
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);

@@ -99,6 +99,37 @@ GTCO_VECTOR_CLONES void CastToBf16Range(const float* __restrict x, int64_t begin
   }
 }
 
+/// SplitF32ToBf16x3 of rows [begin, end): branch-free per value, so that each clone's loop over a
+/// row is vectorized.
+GTCO_VECTOR_CLONES void SplitBf16x3Rows(const float* __restrict x, int64_t begin, int64_t end,
+                                        int64_t k, uint16_t* __restrict y) {
+  for (int64_t row = begin; row < end; ++row) {
+    const float* in = x + row * k;
+    uint16_t* out = y + row * 3 * k;
+    for (int64_t i = 0; i < k; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, in + i, 4);
+      // All-ones masks, not branches: a NaN's high part is its quiet NaN; where the high part is
+      // not finite the low part is +0.
+      const uint32_t nan = 0u - static_cast<uint32_t>((bits & 0x7fffffffu) > 0x7f800000u);
+      const uint32_t high = (((bits >> 16) | 0x40u) & nan) |
+                            (((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16) & ~nan);
+      const uint32_t high_bits = high << 16;
+      float high_value;
+      std::memcpy(&high_value, &high_bits, 4);
+      const uint32_t finite = 0u - static_cast<uint32_t>((high & 0x7f80u) != 0x7f80u);
+      const float rest = in[i] - high_value;
+      uint32_t rest_bits;
+      std::memcpy(&rest_bits, &rest, 4);
+      rest_bits &= finite;
+      const uint32_t low = (rest_bits + 0x7fffu + ((rest_bits >> 16) & 1u)) >> 16;
+      out[i] = static_cast<uint16_t>(high);
+      out[k + i] = static_cast<uint16_t>(low);
+      out[2 * k + i] = static_cast<uint16_t>(high);
+    }
+  }
+}
+
 /// The min and max of x[0, count) and 0 (ONNX's range always holds 0).
 GTCO_VECTOR_CLONES void MinMaxRange(const float* __restrict x, int64_t count, float* lo_out,
                                     float* hi_out) {
@@ -260,6 +291,15 @@ void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, i
 void CastF32ToBf16(const float* x, int64_t count, uint16_t* y) {
   ParallelChunks(count,
                  [&](int64_t, int64_t begin, int64_t end) { CastToBf16Range(x, begin, end, y); });
+}
+
+void SplitF32ToBf16x3(const float* x, int64_t rows, int64_t k, uint16_t* y) {
+  if (rows <= 0 || k <= 0) return;
+  // ParallelChunks' element chunks, each taken as the rows that start in it (ceil(begin / k) up
+  // to ceil(end / k): the chunks' rows partition [0, rows)).
+  ParallelChunks(rows * k, [&](int64_t, int64_t begin, int64_t end) {
+    SplitBf16x3Rows(x, (begin + k - 1) / k, (end + k - 1) / k, k, y);
+  });
 }
 
 }  // namespace gtco::runtime

@@ -33,6 +33,11 @@ void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels
 /// even (as ONNX Runtime), a NaN kept a quiet NaN.
 void CastF32ToBf16(const float* x, int64_t count, uint16_t* y);
 
+/// The bf16x3 split (graph::kBf16x3SplitOp) of x [rows, k] into y [rows, 3k]: per row [hi | lo |
+/// hi], hi = x rounded to bf16 as CastF32ToBf16 rounds, lo = (x - hi) rounded the same way, or 0
+/// where hi is not finite.
+void SplitF32ToBf16x3(const float* x, int64_t rows, int64_t k, uint16_t* y);
+
 /// ONNX DequantizeLinear: out[i] = (x[i] - zero_point[c]) * scale[c] in f32, where c is 0 for a
 /// per-tensor scale (`channels` 1) or the index along the quantized axis, x being [outer,
 /// channels, inner]. `x` holds u8, i8 or i32 values (`type`); `zero_points` (x's type) may be

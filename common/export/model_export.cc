@@ -16,6 +16,7 @@
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/kernels/build_program.h"
 #include "common/kernels/prepack.h"
+#include "common/graph/bf16x3_split.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
 #include "common/graph/shape_inference.h"
@@ -199,7 +200,13 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     return unimplemented(absl::StrCat("has more than ", runtime::kCudaMaxRank,
                                       " dimensions, which the CUDA steps do not take"));
   }
-  if (op == "Transpose") {
+  if (node.domain == graph::kGtcoInternalDomain && op == graph::kBf16x3SplitOp) {
+    if (cuda()) {
+      return unimplemented(
+          "(the split of --precision bf16x3) has no CUDA step: bf16x3 is for CPUs with AMX");
+    }
+    step.spec.op = "split_bf16x3";
+  } else if (op == "Transpose") {
     GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> perm, graph::TransposePerm(node, rank));
     step.spec.op = "transpose";
     step.spec.params = perm;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/graph/bf16x3_split.h"
 #include "common/graph/const_eval.h"
 #include "common/util/status.h"
 
@@ -270,6 +271,7 @@ OpRole RoleOf(const Node& node) {
       "Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze", "Slice",
       "Concat",    "Gather",  "Cast",     "Equal",   "Where",   "Expand",
       "DynamicQuantizeLinear", "DequantizeLinear", "QuantizeLinear"};
+  if (node.domain == kGtcoInternalDomain && node.op_type == kBf16x3SplitOp) return OpRole::kData;
   if (!node.domain.empty()) return OpRole::kUnsupported;
   if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
   if (ElementwiseEwOp(node.op_type)) return OpRole::kElementwise;

@@ -2,6 +2,7 @@
 #include "common/onnx/mixed_precision.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -27,6 +28,13 @@ uint16_t ToBf16(float value) {
   std::memcpy(&bits, &value, 4);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
   return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+float FromBf16(uint16_t half) {
+  const uint32_t bits = static_cast<uint32_t>(half) << 16;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
 }
 
 /// The values of a 2-D f32 initializer held in the file (raw_data or float_data, positive dims,
@@ -105,7 +113,8 @@ NodeProto CastNode(const std::string& name, const std::string& input, const std:
 /// The rewrite's state over one graph: fresh names, the bf16 copies made so far.
 class Bf16Rewriter {
  public:
-  explicit Bf16Rewriter(GraphProto* graph) : graph_(graph) {
+  Bf16Rewriter(GraphProto* graph, Bf16Precision precision)
+      : graph_(graph), precision_(precision) {
     for (int i = 0; i < graph->initializer_size(); ++i) {
       initializer_index_[graph->initializer(i).name()] = i;
       used_.insert(graph->initializer(i).name());
@@ -136,6 +145,8 @@ class Bf16Rewriter {
   }
 
  private:
+  bool split() const { return precision_ == Bf16Precision::kBf16x3; }
+
   std::string Fresh(const std::string& base) {
     std::string name = base;
     for (int suffix = 1; used_.count(name); ++suffix) name = absl::StrCat(base, "_", suffix);
@@ -152,20 +163,34 @@ class Bf16Rewriter {
     std::vector<float> values = F32Matrix(f32);
     if (values.empty()) return "";
     int64_t rows = f32.dims(0), cols = f32.dims(1);
-    std::string raw(values.size() * 2, '\0');
+    // [K, N] (k = r, or c where transposed) in bf16; for bf16x3 three such blocks stacked along
+    // K: B_hi, B_hi, B_lo (Bf16Precision::kBf16x3).
+    const int64_t k_rows = transposed ? cols : rows, n_cols = transposed ? rows : cols;
+    const int parts = split() ? 3 : 1;
+    std::string raw(values.size() * 2 * parts, '\0');
+    auto put = [&](int part, int64_t k, int64_t n, uint16_t half) {
+      std::memcpy(raw.data() + 2 * ((part * k_rows + k) * n_cols + n), &half, 2);
+    };
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < cols; ++c) {
-        const int64_t at = transposed ? c * rows + r : r * cols + c;
-        const uint16_t half = ToBf16(values[r * cols + c]);
-        std::memcpy(raw.data() + 2 * at, &half, 2);
+        const int64_t k = transposed ? c : r, n = transposed ? r : c;
+        const float value = values[r * cols + c];
+        const uint16_t high = ToBf16(value);
+        put(0, k, n, high);
+        if (!split()) continue;
+        put(1, k, n, high);
+        // A weight whose high part is not finite (inf, NaN, or rounded past the largest bf16)
+        // keeps it alone: its residual would be a NaN.
+        const float rest = std::isfinite(FromBf16(high)) ? value - FromBf16(high) : 0.0f;
+        put(2, k, n, ToBf16(rest));
       }
     }
-    if (transposed) std::swap(rows, cols);
     TensorProto bf16;
-    bf16.set_name(Fresh(absl::StrCat(name, transposed ? "_t" : "", "_bf16")));
+    bf16.set_name(
+        Fresh(absl::StrCat(name, transposed ? "_t" : "", split() ? "_bf16x3" : "_bf16")));
     bf16.set_data_type(TensorProto::BFLOAT16);
-    bf16.add_dims(rows);
-    bf16.add_dims(cols);
+    bf16.add_dims(k_rows * parts);
+    bf16.add_dims(n_cols);
     bf16.set_raw_data(std::move(raw));
     bf16_weight_[key] = bf16.name();
     added_.push_back(std::move(bf16));
@@ -188,9 +213,30 @@ class Bf16Rewriter {
     if (weight.empty()) return false;
     const std::string& a = node.input(0);
     if (!bf16_activation_.count(a)) {
-      bf16_activation_[a] = Fresh(absl::StrCat(a, "_bf16"));
-      nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_a_bf16")), a,
-                                bf16_activation_[a], TensorProto::BFLOAT16));
+      if (split()) {
+        // A' = [A_hi | A_lo | A_hi] along K: A_hi = bf16(A), A_lo = bf16(A - f32(A_hi)).
+        const std::string high = Fresh(absl::StrCat(a, "_bf16_hi"));
+        const std::string back = Fresh(absl::StrCat(a, "_bf16_hi_f32"));
+        const std::string residual = Fresh(absl::StrCat(a, "_bf16_residual"));
+        const std::string low = Fresh(absl::StrCat(a, "_bf16_lo"));
+        const std::string base = Fresh(absl::StrCat(node.name(), "_split_a"));
+        nodes_.push_back(CastNode(base + "_hi", a, high, TensorProto::BFLOAT16));
+        nodes_.push_back(CastNode(base + "_hi_f32", high, back, TensorProto::FLOAT));
+        nodes_.push_back(MakeNode("Sub", base + "_residual", {a, back}, residual));
+        nodes_.push_back(CastNode(base + "_lo", residual, low, TensorProto::BFLOAT16));
+        bf16_activation_[a] = Fresh(absl::StrCat(a, "_bf16x3"));
+        NodeProto concat = MakeNode("Concat", base + "_concat", {high, low, high},
+                                    bf16_activation_[a]);
+        ::onnx::AttributeProto* axis = concat.add_attribute();
+        axis->set_name("axis");
+        axis->set_type(::onnx::AttributeProto::INT);
+        axis->set_i(-1);
+        nodes_.push_back(std::move(concat));
+      } else {
+        bf16_activation_[a] = Fresh(absl::StrCat(a, "_bf16"));
+        nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_a_bf16")), a,
+                                  bf16_activation_[a], TensorProto::BFLOAT16));
+      }
     }
     // MatMul on bf16, the Cast of its product back to f32 under the old name (or, for a Gemm
     // with a C, a fresh one that the Add of C reads).
@@ -232,18 +278,25 @@ class Bf16Rewriter {
   }
 
   GraphProto* graph_;
+  Bf16Precision precision_;
   std::map<std::string, int> initializer_index_;
   std::set<std::string> graph_inputs_;
   std::set<std::string> used_;  ///< names taken, so that the added ones are fresh
   std::map<std::pair<std::string, bool>, std::string> bf16_weight_;
-  std::map<std::string, std::string> bf16_activation_;  ///< computed tensor -> its bf16 Cast
+  /// computed tensor -> its bf16 Cast (bf16x3: its split A')
+  std::map<std::string, std::string> bf16_activation_;
   std::vector<NodeProto> nodes_;
   std::vector<TensorProto> added_;
 };
 
 }  // namespace
 
-absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes) {
+const char* Bf16PrecisionName(Bf16Precision precision) {
+  return precision == Bf16Precision::kBf16x3 ? "bf16x3" : "bf16";
+}
+
+absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
+                                                 Bf16Precision precision) {
   GTCO_ASSIGN_OR_RETURN(::onnx::ModelProto model, ParseModel(model_bytes));
   for (const auto& opset : model.opset_import()) {
     if ((opset.domain().empty() || opset.domain() == "ai.onnx") && opset.version() < 13) {
@@ -257,7 +310,7 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes) {
         "the model has subgraphs (If, Loop or Scan), which the bf16 rewrite does not handle");
   }
   Bf16Rewrite result;
-  Bf16Rewriter(model.mutable_graph()).Run(&result);
+  Bf16Rewriter(model.mutable_graph(), precision).Run(&result);
   if (result.matmuls == 0) {
     return absl::FailedPreconditionError(
         "no MatMul or plain Gemm with a 2-D f32 weight initializer to compute in bf16 "

@@ -14,6 +14,24 @@
 
 namespace gtco::onnx {
 
+/// How a rewritten MatMul computes A x B on bf16 operands.
+enum class Bf16Precision {
+  /// One product of the operands rounded to bf16 (8 significant bits each), summed in f32.
+  kBf16,
+  /// Three products ("bf16x3"): each operand is split into a high part, its value rounded to
+  /// bf16, and a low part, the rounding residual rounded to bf16 (together ~16 significant
+  /// bits), and A x B ~ A_hi B_hi + A_lo B_hi + A_hi B_lo (the dropped A_lo B_lo and the parts'
+  /// own residuals are ~2^-17 of each product), summed in f32. The three run as one bf16 MatMul
+  /// over 3K: A' = [A_hi | A_lo | A_hi] (Cast, Cast back, Sub, Cast, Concat of the activation)
+  /// times the weight stored as B' = [B_hi; B_hi; B_lo] ([3K, N]). On AMX hosts this runs the
+  /// f32 model's weight MatMuls on the tile units at about f32 accuracy; elsewhere (no AMX) three
+  /// bf16 products cost more than one f32 one.
+  kBf16x3,
+};
+
+/// "bf16" or "bf16x3".
+const char* Bf16PrecisionName(Bf16Precision precision);
+
 struct Bf16Rewrite {
   std::string model_bytes;      ///< the rewritten model
   int64_t matmuls = 0;          ///< MatMuls (and Gemms) now computed in bf16
@@ -32,6 +50,9 @@ struct Bf16Rewrite {
 /// convolutions stay f32. INVALID_ARGUMENT for bytes that are not an ONNX model;
 /// FAILED_PRECONDITION when no MatMul or Gemm qualifies (nothing would change), the model's
 /// opset is below 13, or it has subgraphs (If, Loop, Scan: their bodies may read the weights).
-absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes);
+/// With Bf16Precision::kBf16x3 the weight is stored split ([3K, N], see there) and the activation
+/// goes through its split instead of one Cast (shared the same way).
+absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(
+    std::string_view model_bytes, Bf16Precision precision = Bf16Precision::kBf16);
 
 }  // namespace gtco::onnx

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/graph/batchnorm_folding.h"
+#include "common/graph/bf16x3_split.h"
 #include "common/graph/constant_folding.h"
 #include "common/graph/decompose.h"
 #include "common/graph/fusion_planner.h"
@@ -31,6 +32,7 @@ absl::Status RunGraphPasses(Graph& graph) {
   // A Split of a constant became Slices of it: those fold too.
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldIntegerMatMulOutputs(graph));
+  GTCO_RETURN_IF_ERROR(FuseBf16x3Splits(graph));
   return CheckSupportedOps(graph);
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/graph/bf16x3_split.h"
 #include "common/onnx/tensor_proto.h"
 #include "common/util/status.h"
 #include "onnx/checker.h"
@@ -257,6 +258,11 @@ absl::Status AddNodes(const ModelProto& model, graph::Graph& graph) {
     graph::Node node;
     node.op_type = node_proto.op_type();
     node.domain = node_proto.domain() == "ai.onnx" ? "" : node_proto.domain();
+    if (node.domain == graph::kGtcoInternalDomain) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node_proto.name(), "' is in domain '", graph::kGtcoInternalDomain,
+          "', which only GTCO's own graph passes use; a model may not contain it"));
+    }
     node.name =
         node_proto.name().empty() ? absl::StrCat(node.op_type, "_", node_index) : node_proto.name();
     for (int suffix = 1; !names.insert(node.name).second; ++suffix) {

@@ -38,6 +38,10 @@ INT8_NO_VNNI_VS_ORT_ATOL_SCALE = INT8_VS_FP32_ATOL_SCALE
 # --precision bf16 against ONNX Runtime's fp32 run: bf16 operands (8 significant bits) in every
 # weight MatMul, f32 sums; as much as int8 may lose, of the largest output.
 BF16_VS_FP32_ATOL_SCALE = 3e-2
+# --precision bf16x3 against ONNX Runtime's fp32 run: three bf16 products of split operands
+# (~16 significant bits each, the dropped terms ~2^-17 of a product), f32 sums. The block's
+# default-schedule export was 1.4e-6 off (one bf16 product: 6.7e-4) on an Emerald Rapids.
+BF16X3_VS_FP32_ATOL_SCALE = 5e-5
 
 
 def host_has(feature):
@@ -255,7 +259,7 @@ class ExportTest(unittest.TestCase):
         bad = self.farm.client("submit", os.path.join(DATA, "mlp.onnx"), "--precision", "fp8",
                                check=False)
         self.assertEqual(bad.returncode, 2, bad.stderr)
-        self.assertIn("--precision takes f32 or bf16", bad.stderr)
+        self.assertIn("--precision takes f32, bf16 or bf16x3", bad.stderr)
         nothing = self.farm.client("submit", os.path.join(DATA, "matmul_bf16.onnx"),
                                    "--precision", "bf16", check=False)
         self.assertEqual(nothing.returncode, 3, nothing.stderr)
@@ -280,6 +284,30 @@ class ExportTest(unittest.TestCase):
         # The bias, GELU and residual adds stay in the matmuls' epilogues.
         self.assertTrue(any("+add" in k["description"] for k in bf16), bf16)
         self.run_and_compare(model, artifact, atol_scale=BF16_VS_FP32_ATOL_SCALE, rtol=0.0)
+
+    def test_bf16x3_precision_runs_weight_matmuls_near_f32(self):
+        """gtco-client --precision bf16x3: each weight MatMul runs as one bf16 kernel over 3K
+        (the split operands' three products) with its epilogue, the activations' residuals as
+        element-wise kernels, and the outputs agree with ONNX Runtime's fp32 run a hundred times
+        more closely than one bf16 product allows."""
+        if not host_has("avx512_bf16"):
+            self.skipTest("the bf16 matmul kernels need avx512_bf16")
+        model = os.path.join(DATA, "transformer_block.onnx")
+        artifact, summary, job = self.tune_and_export(model, 32, "--precision", "bf16x3")
+        self.assertEqual(summary["tuned"], summary["kernels"], summary)
+        described = json.loads(subprocess.run(
+            [RUN, artifact, "--describe", "--json"], capture_output=True, text=True,
+            check=True).stdout)
+        bf16 = [k for k in described["kernels"] if "bf16*bf16->f32" in k["description"]]
+        self.assertGreaterEqual(len(bf16), 4, described["kernels"])
+        self.assertTrue(any("+add" in k["description"] for k in bf16), bf16)
+        for kernel in bf16:  # over 3K: the block's K are 64 (d_model) and 256 (its FFN)
+            k = int(re.match(r"matmul \d+x\d+x\d+x(\d+) ", kernel["description"]).group(1))
+            self.assertIn(k, (3 * 64, 3 * 256), kernel)
+        # The activations' splits are runtime steps, not casts and element-wise kernels.
+        self.assertFalse([k for k in described["kernels"] if "+sub" in k["description"]],
+                         described["kernels"])
+        self.run_and_compare(model, artifact, atol_scale=BF16X3_VS_FP32_ATOL_SCALE, rtol=0.0)
 
     def check_profile(self, artifact):
         """gtco-run --profile rates each kernel by its work and traffic and sums the shares."""

@@ -12,10 +12,12 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/codegen/llvm/aot.h"
 #include "common/codegen/llvm/llvm_codegen.h"
 #include "common/kernels/registry.h"
+#include "common/onnx/mixed_precision.h"
 #include "common/target/target.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
@@ -771,6 +773,143 @@ TEST(ModelExportTest, CastToBf16RoundsToNearestEven) {
     std::memcpy(&back, &bits, 4);
     EXPECT_LE(std::fabs(back - big[i]), std::fabs(big[i]) * (1.0f / 256)) << i;
   }
+}
+
+// The runtime's bf16x3 split: per row [hi | lo | hi], hi and lo exactly what the rewrite's
+// literal nodes compute (Cast, Cast back, Sub, Cast) for finite values; where hi is inf or NaN
+// lo is +0 (the literal lo would be NaN); rows split over threads as one thread splits them.
+TEST(ModelExportTest, SplitToBf16x3IsTheRewritesCastsAndSubInOnePass) {
+  auto f = [](uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+  };
+  auto literal = [](float x, uint16_t* high, uint16_t* low) {
+    runtime::CastF32ToBf16(&x, 1, high);
+    const uint32_t bits = static_cast<uint32_t>(*high) << 16;
+    float back;
+    std::memcpy(&back, &bits, 4);
+    const float rest = x - back;
+    runtime::CastF32ToBf16(&rest, 1, low);
+  };
+  const std::vector<float> row = {1.0f, f(0x3f808001), -2.718281f, 1e-30f, 3.0e38f, 0.1f};
+  std::vector<uint16_t> split(3 * row.size());
+  runtime::SplitF32ToBf16x3(row.data(), 1, static_cast<int64_t>(row.size()), split.data());
+  const size_t k = row.size();
+  for (size_t i = 0; i < k; ++i) {
+    uint16_t high = 0, low = 0;
+    literal(row[i], &high, &low);
+    EXPECT_EQ(split[i], high) << i;
+    EXPECT_EQ(split[k + i], low) << i;
+    EXPECT_EQ(split[2 * k + i], high) << i;
+  }
+  EXPECT_NE(split[k + 2], 0) << "-e's residual is not representable in one bf16";
+  const std::vector<float> odd = {f(0x7f800000), f(0xff800000), f(0x7f800001), f(0x7f7fffff)};
+  std::vector<uint16_t> odd_split(3 * odd.size());
+  runtime::SplitF32ToBf16x3(odd.data(), 1, static_cast<int64_t>(odd.size()), odd_split.data());
+  EXPECT_EQ(odd_split, (std::vector<uint16_t>{0x7f80, 0xff80, 0x7fc0, 0x7f80, 0, 0, 0, 0, 0x7f80,
+                                              0xff80, 0x7fc0, 0x7f80}))
+      << "inf, -inf, NaN and the largest float (rounded to inf) keep their high part alone";
+  // 197 rows of 768: several chunks on two threads.
+  const int64_t rows = 197, width = 768;
+  std::vector<float> big(rows * width);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::sin(0.001f * i) * 7.0f;
+  std::vector<uint16_t> one(3 * big.size()), two(3 * big.size());
+  runtime::SetParallelThreads(1);
+  runtime::SplitF32ToBf16x3(big.data(), rows, width, one.data());
+  runtime::SetParallelThreads(2);
+  runtime::SplitF32ToBf16x3(big.data(), rows, width, two.data());
+  runtime::SetParallelThreads(0);
+  EXPECT_EQ(one, two);
+  for (int64_t r = 0; r < rows; r += 17) {
+    for (int64_t c = 0; c < width; c += 31) {
+      uint16_t high = 0, low = 0;
+      literal(big[r * width + c], &high, &low);
+      ASSERT_EQ(one[r * 3 * width + c], high) << r << "," << c;
+      ASSERT_EQ(one[r * 3 * width + width + c], low) << r << "," << c;
+      ASSERT_EQ(one[r * 3 * width + 2 * width + c], high) << r << "," << c;
+    }
+  }
+}
+
+// --precision bf16x3 exported (default schedules) and run: each activation split in one step, no
+// casts, and the bundled block within 3e-5 of ONNX Runtime's largest fp32 output (1.4e-6 on an
+// Emerald Rapids), where one bf16 product (--precision bf16: 6.7e-4 there) is not.
+TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
+  const target::HardwareInfo host = target::DetectHostCpu();
+  if (std::find(host.cpu_features.begin(), host.cpu_features.end(), "avx512_bf16") ==
+      host.cpu_features.end()) {
+    GTEST_SKIP() << "the bf16 matmul kernels need avx512_bf16";
+  }
+  const std::string data = std::string(GTCO_SOURCE_DIR) + "/tests/data/";
+  absl::StatusOr<runtime::NpyArray> x = runtime::ReadNpy(data + "transformer_block.input.npy");
+  absl::StatusOr<runtime::NpyArray> want =
+      runtime::ReadNpy(data + "transformer_block.ort_output.npy");
+  ASSERT_TRUE(x.ok() && want.ok()) << x.status() << want.status();
+  const float* b = reinterpret_cast<const float*>(want->data.data());
+  const size_t count = want->data.size() / 4;
+  float largest = 0;
+  for (size_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(b[i]));
+  double worst[2] = {0, 0};
+  for (const onnx::Bf16Precision precision :
+       {onnx::Bf16Precision::kBf16x3, onnx::Bf16Precision::kBf16}) {
+    SCOPED_TRACE(onnx::Bf16PrecisionName(precision));
+    absl::StatusOr<onnx::Bf16Rewrite> rewritten =
+        onnx::RewriteMatMulsToBf16(ReadModel("transformer_block.onnx"), precision);
+    ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+    absl::StatusOr<ExportResult> result =
+        ExportModel(rewritten->model_bytes, {}, HostOptions(), kNoRecords);
+    ASSERT_TRUE(result.ok()) << result.status();
+    absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(
+        WriteTemp(absl::StrCat("block_", onnx::Bf16PrecisionName(precision), ".gtco"),
+                  result->artifact));
+    ASSERT_TRUE(model.ok()) << model.status();
+    int splits = 0, casts = 0;
+    for (const runtime::StepSpec& step : (*model)->manifest().steps) {
+      splits += step.op == "split_bf16x3";
+      casts += step.op == "cast";
+    }
+    if (precision == onnx::Bf16Precision::kBf16x3) {
+      EXPECT_GE(splits, 2);
+      EXPECT_EQ(casts, 0);
+      // A corrupt artifact whose split writes an f32 tensor: refused at load, naming the step.
+      absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+      ASSERT_TRUE(view.ok()) << view.status();
+      runtime::Manifest manifest = view->manifest;
+      for (runtime::StepSpec& step : manifest.steps) {
+        if (step.op == "split_bf16x3") {
+          step.outputs = step.inputs;
+          break;
+        }
+      }
+      absl::StatusOr<std::unique_ptr<runtime::Model>> bad = runtime::Model::Load(WriteTemp(
+          "block_bad_split.gtco", runtime::WriteArtifact(manifest, std::string(view->code),
+                                                         std::string(view->weights))));
+      ASSERT_FALSE(bad.ok());
+      EXPECT_NE(bad.status().message().find("split_bf16x3): needs one f32 input"),
+                std::string::npos)
+          << bad.status();
+    }
+    absl::StatusOr<std::vector<runtime::OutputTensor>> got =
+        (*model)->Run({{x->dtype, x->shape, x->data.data()}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].bytes.size(), want->data.size());
+    const float* a = reinterpret_cast<const float*>((*got)[0].bytes.data());
+    double& off = worst[precision == onnx::Bf16Precision::kBf16x3 ? 0 : 1];
+    for (size_t i = 0; i < count; ++i) off = std::max<double>(off, std::fabs(a[i] - b[i]));
+  }
+  EXPECT_LE(worst[0], 3e-5 * largest) << "bf16x3";
+  EXPECT_GT(worst[1], 3e-5 * largest) << "one bf16 product would pass the same bound";
+  // No CUDA step for the split: the export says so.
+  absl::StatusOr<onnx::Bf16Rewrite> split = onnx::RewriteMatMulsToBf16(
+      ReadModel("transformer_block.onnx"), onnx::Bf16Precision::kBf16x3);
+  ASSERT_TRUE(split.ok());
+  ExportOptions cuda;
+  cuda.target = target::Target::kCuda;
+  absl::StatusOr<ExportResult> refused = ExportModel(split->model_bytes, {}, cuda, kNoRecords);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(refused.status().message().find("bf16x3 is for CPUs with AMX"), std::string::npos)
+      << refused.status();
 }
 
 // The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand

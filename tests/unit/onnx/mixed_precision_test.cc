@@ -2,13 +2,17 @@
 // gtco-client --precision bf16): what it rewrites, what it leaves, and the models it refuses.
 #include "common/onnx/mixed_precision.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/graph/bf16x3_split.h"
 #include "common/onnx/model_analysis.h"
 #include "common/onnx/onnx_import.h"
 #include "gtest/gtest.h"
@@ -232,6 +236,170 @@ TEST(MixedPrecisionTest, OldOpsetsAndSubgraphsAreRefused) {
   EXPECT_NE(sub.status().message().find("subgraphs"), std::string::npos) << sub.status();
   // The f32 model itself is fine.
   EXPECT_TRUE(RewriteMatMulsToBf16(Bytes(SmallModel(nodes, {"W"}))).ok());
+}
+
+/// `value` rounded to bf16 (nearest, ties to even), back in f32: what the runtime's Cast does.
+float RoundToBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  float rounded;
+  std::memcpy(&rounded, &bits, 4);
+  return rounded;
+}
+
+// --precision bf16x3: the weight is stored [B_hi; B_hi; B_lo] ([3K, N], from a transposed Gemm's
+// weight too) and the activation split into [A_hi | A_lo | A_hi] (Cast, Cast back, Sub, Cast,
+// Concat: once for both readers), so that the bf16 product over 3K is A_hi B_hi + A_lo B_hi +
+// A_hi B_lo: within ~2^-16 of the f32 product, where one bf16 product is ~2^-8 off.
+TEST(MixedPrecisionTest, Bf16x3SplitsWeightsAndActivationsIntoThreeProducts) {
+  const std::string bytes = Bytes(SmallModel(
+      {Node("MatMul", {"X", "W"}, "P"), Node("Gemm", {"X", "W"}, "Q", /*trans_b=*/true),
+       Node("Add", {"P", "Q"}, "Y")},
+      {"W"}));
+  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(bytes, Bf16Precision::kBf16x3);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->matmuls, 2);
+  EXPECT_EQ(rewritten->weights, 2);
+  const auto [ops, initializers] = Contents(rewritten->model_bytes);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Cast", "Cast", "Sub", "Cast", "Concat", "MatMul",
+                                           "Cast", "MatMul", "Cast", "Add"}));
+  EXPECT_EQ(initializers, (std::vector<std::string>{"W_bf16x3", "W_t_bf16x3"}));
+
+  absl::StatusOr<graph::Graph> before = ImportOnnx(bytes, {});
+  absl::StatusOr<graph::Graph> after = ImportOnnx(rewritten->model_bytes, {});
+  ASSERT_TRUE(before.ok() && after.ok()) << after.status();
+  const std::vector<double>& w = before->tensor("W").float_data;  // [8, 8]
+  for (const bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "Gemm transB" : "MatMul");
+    const graph::Tensor& split = after->tensor(transposed ? "W_t_bf16x3" : "W_bf16x3");
+    ASSERT_EQ(split.type, graph::ElemType::kBFloat16);
+    ASSERT_EQ(split.shape, (std::vector<int64_t>{24, 8}));
+    // B [K, N] of the product (the Gemm's is W^T) and its stored parts.
+    auto b = [&](int k, int n) { return transposed ? w[n * 8 + k] : w[k * 8 + n]; };
+    auto part = [&](int which, int k, int n) { return split.float_data[(which * 8 + k) * 8 + n]; };
+    for (int k = 0; k < 8; ++k) {
+      for (int n = 0; n < 8; ++n) {
+        EXPECT_TRUE(IsBf16Value(part(2, k, n)));
+        EXPECT_EQ(part(0, k, n), part(1, k, n));
+        EXPECT_EQ(part(0, k, n), RoundToBf16(static_cast<float>(b(k, n))));
+        EXPECT_LE(std::fabs(part(0, k, n) + part(2, k, n) - b(k, n)),
+                  std::fabs(b(k, n)) / 65536.0)
+            << k << "," << n;
+      }
+    }
+    // One row of A (spanning magnitudes) through the split as the runtime computes it, times the
+    // stored B' over 3K, against the f32 product and against a plain bf16 product.
+    const std::vector<float> a = {0.7f, -1.3e-3f, 3.14159f, -25.5f, 1e-2f, 0.333333f, -7.77f,
+                                  0.123456f};
+    std::vector<float> a3(24);
+    for (int k = 0; k < 8; ++k) {
+      const float high = RoundToBf16(a[k]);
+      a3[k] = a3[16 + k] = high;
+      a3[8 + k] = RoundToBf16(a[k] - high);
+    }
+    double three_off = 0, one_off = 0;  // summed over the columns
+    for (int n = 0; n < 8; ++n) {
+      double exact = 0, three = 0, one = 0, scale = 0;
+      for (int k = 0; k < 8; ++k) {
+        exact += static_cast<double>(a[k]) * b(k, n);
+        one += static_cast<double>(RoundToBf16(a[k])) * part(0, k, n);
+        scale += std::fabs(a[k] * b(k, n));
+      }
+      for (int k = 0; k < 24; ++k) three += static_cast<double>(a3[k]) * part(k / 8, k % 8, n);
+      EXPECT_LE(std::fabs(three - exact), scale / 32768.0) << "column " << n;
+      three_off += std::fabs(three - exact);
+      one_off += std::fabs(one - exact);
+    }
+    EXPECT_LE(three_off * 64, one_off) << "three products are not much closer than one";
+  }
+  // The transformer block: every weight MatMul contracts over 3K in bf16, the epilogues stay;
+  // each activation's split is one runtime step (FuseBf16x3Splits), not casts and a Sub task.
+  const std::string block = ReadModel("transformer_block.onnx");
+  absl::StatusOr<ModelAnalysis> f32 = AnalyzeOnnxModel(block, {});
+  absl::StatusOr<Bf16Rewrite> block3 = RewriteMatMulsToBf16(block, Bf16Precision::kBf16x3);
+  ASSERT_TRUE(f32.ok() && block3.ok()) << block3.status();
+  absl::StatusOr<ModelAnalysis> x3 = AnalyzeOnnxModel(block3->model_bytes, {});
+  ASSERT_TRUE(x3.ok()) << x3.status();
+  std::vector<int64_t> k_f32, k_x3;
+  int residuals = 0;
+  for (const auto& task : f32->tasks) {
+    const ir::Workload& w = task.workload;
+    if (w.anchor == ir::AnchorKind::kMatMul && w.inputs[1].dtype == ir::DType::kF32 &&
+        w.matmul.b_batched == false) {
+      k_f32.push_back(w.matmul.k);
+    }
+  }
+  for (const auto& task : x3->tasks) {
+    const ir::Workload& w = task.workload;
+    for (const ir::EwInstr& instr : w.epilogue) residuals += instr.op == ir::EwOp::kSub;
+    if (w.anchor != ir::AnchorKind::kMatMul || w.inputs[0].dtype != ir::DType::kBF16) continue;
+    EXPECT_EQ(w.inputs[1].dtype, ir::DType::kBF16);
+    EXPECT_EQ(w.output.dtype, ir::DType::kF32);
+    k_x3.push_back(w.matmul.k / 3);
+  }
+  std::sort(k_f32.begin(), k_f32.end());
+  std::sort(k_x3.begin(), k_x3.end());
+  EXPECT_FALSE(k_x3.empty());
+  EXPECT_EQ(k_x3, k_f32) << "each weight MatMul over 3x its K";
+  EXPECT_EQ(residuals, 0) << "the residuals are computed in the split steps";
+  absl::StatusOr<graph::Graph> prepared = PrepareGraph(block3->model_bytes, {});
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  std::set<std::string> split_inputs;
+  for (const graph::Node& node : prepared->nodes) {
+    EXPECT_NE(node.op_type, "Concat") << node.name;
+    if (node.op_type == graph::kBf16x3SplitOp) {
+      EXPECT_EQ(node.domain, graph::kGtcoInternalDomain);
+      split_inputs.insert(node.inputs.at(0));
+    }
+  }
+  EXPECT_GE(split_inputs.size(), 2u) << "one split per activation a weight MatMul reads";
+}
+
+// The split's five nodes become one step only when nothing else reads their intermediates (here
+// a second reader of the high part keeps them: the literal nodes run); a model may not carry the
+// internal domain the fused node lives in.
+TEST(MixedPrecisionTest, Bf16x3SplitFusesOnlyWhereTheIntermediatesAreItsOwn) {
+  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(
+      Bytes(SmallModel({Node("MatMul", {"X", "W"}, "Y")}, {"W"})), Bf16Precision::kBf16x3);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  ::onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(rewritten->model_bytes));
+  auto count = [](const graph::Graph& g, const std::string& op) {
+    return std::count_if(g.nodes.begin(), g.nodes.end(),
+                         [&](const graph::Node& node) { return node.op_type == op; });
+  };
+  absl::StatusOr<graph::Graph> fused = PrepareGraph(rewritten->model_bytes, {});
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_EQ(count(*fused, graph::kBf16x3SplitOp), 1);
+  EXPECT_EQ(count(*fused, "Cast"), 0) << "the MatMul's Cast back folded, the split's fused";
+  // A second reader of the high part (an extra graph output through a Cast).
+  const std::string high = model.graph().node(0).output(0);
+  ::onnx::NodeProto extra = Node("Cast", {high}, "H32");
+  auto* to = extra.add_attribute();
+  to->set_name("to");
+  to->set_type(::onnx::AttributeProto::INT);
+  to->set_i(::onnx::TensorProto::FLOAT);
+  *model.mutable_graph()->add_node() = extra;
+  ::onnx::ValueInfoProto* h32 = model.mutable_graph()->add_output();
+  *h32 = model.graph().output(0);
+  h32->set_name("H32");
+  absl::StatusOr<graph::Graph> kept = PrepareGraph(Bytes(model), {});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(count(*kept, graph::kBf16x3SplitOp), 0);
+  EXPECT_EQ(count(*kept, "Concat"), 1);
+  EXPECT_EQ(count(*kept, "Sub"), 1);
+  // The fused node's domain in a model file is refused.
+  ::onnx::ModelProto internal = SmallModel({Node("Relu", {"X"}, "Y")}, {});
+  internal.mutable_graph()->mutable_node(0)->set_domain(graph::kGtcoInternalDomain);
+  internal.add_opset_import()->set_domain(graph::kGtcoInternalDomain);
+  internal.mutable_opset_import(1)->set_version(1);
+  absl::StatusOr<graph::Graph> refused = ImportOnnx(Bytes(internal), {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("only GTCO's own graph passes use"),
+            std::string::npos)
+      << refused.status();
 }
 
 // Nothing to rewrite, or not a model: errors that say so.

@@ -1,0 +1,25 @@
+// Graph pass: the activation split of `--precision bf16x3` (common/onnx/mixed_precision.h) taken
+// from five ONNX nodes into one runtime step.
+#pragma once
+
+#include "absl/status/status.h"
+#include "common/graph/graph.h"
+
+namespace gtco::graph {
+
+/// The domain of nodes only GTCO's own passes make; the ONNX importer refuses it in a model.
+inline constexpr char kGtcoInternalDomain[] = "ai.gtco.internal";
+/// Op type (domain kGtcoInternalDomain) of the fused split: input X f32 [..., K], output bf16
+/// [..., 3K] = [hi | lo | hi] along the last axis, hi = X rounded to bf16 (nearest, ties to
+/// even), lo = (X - hi) rounded to bf16, or 0 where hi is not finite (inf, NaN).
+inline constexpr char kBf16x3SplitOp[] = "Bf16x3Split";
+
+/// Each Concat(hi, lo, hi) along the last axis with hi = Cast(X, bf16), lo = Cast(Sub(X,
+/// Cast(hi, f32)), bf16), X f32 with a static shape, the intermediates read by the pattern only
+/// and no graph outputs, becomes one kBf16x3SplitOp node of X writing the Concat's output: one
+/// pass over X instead of three casts, an element-wise kernel and a copy. It computes what the
+/// nodes compute save where hi is not finite (the literal graph's lo is then NaN, the split's 0:
+/// an inf stays an inf in the product). Run after shape inference and constant folding.
+absl::Status FuseBf16x3Splits(Graph& graph);
+
+}  // namespace gtco::graph
