@@ -82,8 +82,8 @@ def main():
         "bf16x3": "its MatMuls with constant weights as three bf16 products of split operands, "
                   "A_hi B_hi + A_lo B_hi + A_hi B_lo (hi: the value rounded to bf16, lo: the "
                   "residual rounded to bf16), one bf16 MatMul over 3K with f32 sums: weights "
-                  "stored as [B_hi; B_hi; B_lo], activations split by cast steps and an "
-                  "element-wise Sub into [A_hi | A_lo | A_hi]",
+                  "stored as [B_hi; B_hi; B_lo], each activation split into [A_hi | A_lo | "
+                  "A_hi] by one runtime step",
     }[precision]
     lines = [
         f"# {precision} end to end: GTCO's --precision {precision} vs ONNX Runtime fp32",
