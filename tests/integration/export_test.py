@@ -267,46 +267,44 @@ class ExportTest(unittest.TestCase):
         stray = self.farm.client("jobs", "--precision", "bf16", check=False)
         self.assertEqual(stray.returncode, 2, stray.stderr)
         self.assertIn("--precision applies to submit, query --model and export", stray.stderr)
+        model = os.path.join(DATA, "transformer_block.onnx")
+        artifact, _, _ = self.tune_bf16_block(model, 24, "bf16")
+        self.run_and_compare(model, artifact, atol_scale=BF16_VS_FP32_ATOL_SCALE, rtol=0.0)
+
+    def tune_bf16_block(self, model, budget, precision):
+        """`model` tuned and exported with --precision `precision` (skipped without
+        avx512_bf16): every kernel tuned, at least 4 weight MatMuls on the bf16 kernels of this
+        host with their bias / GELU / residual epilogues. Returns (artifact, those kernels, every
+        kernel) as gtco-run --describe lists them."""
         if not host_has("avx512_bf16"):
             self.skipTest("the bf16 matmul kernels need avx512_bf16")
-        model = os.path.join(DATA, "transformer_block.onnx")
-        artifact, summary, job = self.tune_and_export(model, 24, "--precision", "bf16")
+        artifact, summary, _ = self.tune_and_export(model, budget, "--precision", precision)
         self.assertEqual(summary["tuned"], summary["kernels"], summary)
-        described = json.loads(subprocess.run(
+        kernels = json.loads(subprocess.run(
             [RUN, artifact, "--describe", "--json"], capture_output=True, text=True,
-            check=True).stdout)
-        bf16 = [k for k in described["kernels"] if "bf16*bf16->f32" in k["description"]]
-        self.assertGreaterEqual(len(bf16), 4, described["kernels"])
+            check=True).stdout)["kernels"]
+        bf16 = [k for k in kernels if "bf16*bf16->f32" in k["description"]]
+        self.assertGreaterEqual(len(bf16), 4, kernels)
         # AMX hosts have the tile mappings beside avx512_bf16; the tuner picks per kernel.
         mappings = {"avx512_bf16"} | ({"amx_bf16"} if host_has("amx_bf16") else set())
         for kernel in bf16:
             self.assertIn(kernel["mapping"], mappings, kernel)
         # The bias, GELU and residual adds stay in the matmuls' epilogues.
         self.assertTrue(any("+add" in k["description"] for k in bf16), bf16)
-        self.run_and_compare(model, artifact, atol_scale=BF16_VS_FP32_ATOL_SCALE, rtol=0.0)
+        return artifact, bf16, kernels
 
     def test_bf16x3_precision_runs_weight_matmuls_near_f32(self):
         """gtco-client --precision bf16x3: each weight MatMul runs as one bf16 kernel over 3K
-        (the split operands' three products) with its epilogue, the activations' residuals as
-        element-wise kernels, and the outputs agree with ONNX Runtime's fp32 run a hundred times
-        more closely than one bf16 product allows."""
-        if not host_has("avx512_bf16"):
-            self.skipTest("the bf16 matmul kernels need avx512_bf16")
+        (the split operands' three products) with its epilogue, each activation's split is a
+        runtime step, and the outputs agree with ONNX Runtime's fp32 run far more closely than
+        one bf16 product allows."""
         model = os.path.join(DATA, "transformer_block.onnx")
-        artifact, summary, job = self.tune_and_export(model, 32, "--precision", "bf16x3")
-        self.assertEqual(summary["tuned"], summary["kernels"], summary)
-        described = json.loads(subprocess.run(
-            [RUN, artifact, "--describe", "--json"], capture_output=True, text=True,
-            check=True).stdout)
-        bf16 = [k for k in described["kernels"] if "bf16*bf16->f32" in k["description"]]
-        self.assertGreaterEqual(len(bf16), 4, described["kernels"])
-        self.assertTrue(any("+add" in k["description"] for k in bf16), bf16)
+        artifact, bf16, kernels = self.tune_bf16_block(model, 32, "bf16x3")
         for kernel in bf16:  # over 3K: the block's K are 64 (d_model) and 256 (its FFN)
             k = int(re.match(r"matmul \d+x\d+x\d+x(\d+) ", kernel["description"]).group(1))
             self.assertIn(k, (3 * 64, 3 * 256), kernel)
         # The activations' splits are runtime steps, not casts and element-wise kernels.
-        self.assertFalse([k for k in described["kernels"] if "+sub" in k["description"]],
-                         described["kernels"])
+        self.assertFalse([k for k in kernels if "+sub" in k["description"]], kernels)
         self.run_and_compare(model, artifact, atol_scale=BF16X3_VS_FP32_ATOL_SCALE, rtol=0.0)
 
     def check_profile(self, artifact):
