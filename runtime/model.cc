@@ -625,6 +625,9 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       const int64_t count = out.NumElements();
       if (in.dtype == out.dtype) {
         std::memmove(out_data, src, out.Bytes());
+      } else if (out.dtype == ElemType::kF32 && in.dtype == ElemType::kBF16) {
+        CastBf16ToF32(reinterpret_cast<const uint16_t*>(src), count,
+                      reinterpret_cast<float*>(out_data));
       } else if (out.dtype == ElemType::kF32) {
         for (int64_t i = 0; i < count; ++i) {
           const float value = static_cast<float>(LoadAsDouble(src, in.dtype, i));

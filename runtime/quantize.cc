@@ -99,6 +99,15 @@ GTCO_VECTOR_CLONES void CastToBf16Range(const float* __restrict x, int64_t begin
   }
 }
 
+/// y[i] = x[i] widened to f32 over [begin, end).
+GTCO_VECTOR_CLONES void CastFromBf16Range(const uint16_t* __restrict x, int64_t begin,
+                                          int64_t end, float* __restrict y) {
+  for (int64_t i = begin; i < end; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(y + i, &bits, 4);
+  }
+}
+
 /// SplitF32ToBf16x3 of rows [begin, end): branch-free per value, so that each clone's loop over a
 /// row is vectorized.
 GTCO_VECTOR_CLONES void SplitBf16x3Rows(const float* __restrict x, int64_t begin, int64_t end,
@@ -291,6 +300,11 @@ void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, i
 void CastF32ToBf16(const float* x, int64_t count, uint16_t* y) {
   ParallelChunks(count,
                  [&](int64_t, int64_t begin, int64_t end) { CastToBf16Range(x, begin, end, y); });
+}
+
+void CastBf16ToF32(const uint16_t* x, int64_t count, float* y) {
+  ParallelChunks(count,
+                 [&](int64_t, int64_t begin, int64_t end) { CastFromBf16Range(x, begin, end, y); });
 }
 
 void SplitF32ToBf16x3(const float* x, int64_t rows, int64_t k, uint16_t* y) {

@@ -33,6 +33,10 @@ void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels
 /// even (as ONNX Runtime), a NaN kept a quiet NaN.
 void CastF32ToBf16(const float* x, int64_t count, uint16_t* y);
 
+/// ONNX Cast from bf16 to f32 over `count` values (exact: the bf16 bits become the f32's high
+/// half).
+void CastBf16ToF32(const uint16_t* x, int64_t count, float* y);
+
 /// The bf16x3 split (graph::kBf16x3SplitOp) of x [rows, k] into y [rows, 3k]: per row [hi | lo |
 /// hi], hi = x rounded to bf16 as CastF32ToBf16 rounds, lo = (x - hi) rounded the same way, or 0
 /// where hi is not finite.

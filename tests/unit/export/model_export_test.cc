@@ -743,7 +743,7 @@ TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
 }
 
 // The runtime's f32 -> bf16 cast: nearest, ties to even, NaN kept quiet, infinities kept; a
-// tensor split over threads gives what one thread gives.
+// tensor split over threads gives what one thread gives; the bf16 -> f32 cast back is exact.
 TEST(ModelExportTest, CastToBf16RoundsToNearestEven) {
   auto f = [](uint32_t bits) {
     float value;
@@ -767,6 +767,20 @@ TEST(ModelExportTest, CastToBf16RoundsToNearestEven) {
   runtime::CastF32ToBf16(big.data(), static_cast<int64_t>(big.size()), two.data());
   runtime::SetParallelThreads(0);
   EXPECT_EQ(one, two);
+  // And back: bf16 -> f32 is exact (the bits become the high half), over threads too.
+  std::vector<float> back_f32(one.size());
+  runtime::CastBf16ToF32(one.data(), static_cast<int64_t>(one.size()), back_f32.data());
+  for (size_t i = 0; i < one.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &back_f32[i], 4);
+    ASSERT_EQ(bits, static_cast<uint32_t>(one[i]) << 16) << i;
+  }
+  std::vector<float> odd(y.size());
+  runtime::CastBf16ToF32(y.data(), static_cast<int64_t>(y.size()), odd.data());
+  EXPECT_EQ(odd[0], 1.0f);
+  EXPECT_EQ(odd[4], -2.5f);
+  EXPECT_TRUE(std::isinf(odd[5]) && odd[5] > 0);
+  EXPECT_TRUE(std::isnan(odd[7]));
   for (size_t i = 0; i < big.size(); i += 997) {
     uint32_t bits = static_cast<uint32_t>(one[i]) << 16;
     float back;
