@@ -93,7 +93,6 @@ class Client {
     Connect();
   }
 
-  /// True: model files are sent with their weight MatMuls rewritten to bf16 (--precision bf16).
   /// --precision bf16|bf16x3: model files are rewritten before they are sent (nullopt: f32).
   void set_bf16(std::optional<onnx::Bf16Precision> bf16) { bf16_ = bf16; }
 

@@ -86,16 +86,21 @@ void ForEachChannel(ElemType zero_type, int64_t outer, int64_t channels, int64_t
 // CPU it runs on (the runtime itself is built for any x86-64).
 #define GTCO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-/// y[i] = x[i] rounded to bf16 (nearest, ties to even; a NaN stays a quiet NaN), over [begin,
-/// end): branch-free, so that each clone's loop is vectorized.
+/// The bf16 bits of the f32 with bits `bits`: rounded to nearest, ties to even; a NaN a quiet
+/// NaN. All-ones masks, not branches, so that the loops calling it are vectorized.
+inline uint32_t Bf16Bits(uint32_t bits) {
+  const uint32_t nan = 0u - static_cast<uint32_t>((bits & 0x7fffffffu) > 0x7f800000u);
+  return (((bits >> 16) | 0x40u) & nan) |
+         (((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16) & ~nan);
+}
+
+/// y[i] = x[i] rounded to bf16 (Bf16Bits) over [begin, end).
 GTCO_VECTOR_CLONES void CastToBf16Range(const float* __restrict x, int64_t begin, int64_t end,
                                         uint16_t* __restrict y) {
   for (int64_t i = begin; i < end; ++i) {
     uint32_t bits;
     std::memcpy(&bits, x + i, 4);
-    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    const uint32_t quiet_nan = (bits >> 16) | 0x40u;
-    y[i] = static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+    y[i] = static_cast<uint16_t>(Bf16Bits(bits));
   }
 }
 
@@ -118,11 +123,7 @@ GTCO_VECTOR_CLONES void SplitBf16x3Rows(const float* __restrict x, int64_t begin
     for (int64_t i = 0; i < k; ++i) {
       uint32_t bits;
       std::memcpy(&bits, in + i, 4);
-      // All-ones masks, not branches: a NaN's high part is its quiet NaN; where the high part is
-      // not finite the low part is +0.
-      const uint32_t nan = 0u - static_cast<uint32_t>((bits & 0x7fffffffu) > 0x7f800000u);
-      const uint32_t high = (((bits >> 16) | 0x40u) & nan) |
-                            (((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16) & ~nan);
+      const uint32_t high = Bf16Bits(bits);
       const uint32_t high_bits = high << 16;
       float high_value;
       std::memcpy(&high_value, &high_bits, 4);
@@ -130,8 +131,8 @@ GTCO_VECTOR_CLONES void SplitBf16x3Rows(const float* __restrict x, int64_t begin
       const float rest = in[i] - high_value;
       uint32_t rest_bits;
       std::memcpy(&rest_bits, &rest, 4);
-      rest_bits &= finite;
-      const uint32_t low = (rest_bits + 0x7fffu + ((rest_bits >> 16) & 1u)) >> 16;
+      rest_bits &= finite;  // where the high part is not finite the low part is +0
+      const uint32_t low = Bf16Bits(rest_bits);
       out[i] = static_cast<uint16_t>(high);
       out[k + i] = static_cast<uint16_t>(low);
       out[2 * k + i] = static_cast<uint16_t>(high);

@@ -8,12 +8,6 @@
 #include <vector>
 
 namespace gtco::graph {
-namespace {
-
-constexpr int64_t kOnnxFloat = 1;
-constexpr int64_t kOnnxBFloat16 = 16;
-
-}  // namespace
 
 absl::Status FuseBf16x3Splits(Graph& graph) {
   std::map<std::string, int> producer;
@@ -22,14 +16,18 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
   }
   const std::map<std::string, std::vector<int>> consumers = graph.ConsumerMap();
   const std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());
-  // The node writing `tensor` when it is a default-domain `op` (a Cast only to `to`), else null.
-  auto made_by = [&](const std::string& tensor, const char* op, int64_t to = -1) -> const Node* {
+  // The node writing `tensor` when it is a default-domain `op`, else null.
+  auto made_by = [&](const std::string& tensor, const char* op) -> const Node* {
     auto found = producer.find(tensor);
     if (found == producer.end()) return nullptr;
     const Node& node = graph.nodes[found->second];
     if (node.op_type != op || !node.domain.empty() || node.inputs.empty()) return nullptr;
-    if (to >= 0 && node.IntAttr("to", -1) != to) return nullptr;
     return &node;
+  };
+  // The Cast writing `tensor` when `tensor` is of `type`, else null.
+  auto cast_to = [&](const std::string& tensor, ElemType type) -> const Node* {
+    const Tensor* written = graph.FindTensor(tensor);
+    return written != nullptr && written->type == type ? made_by(tensor, "Cast") : nullptr;
   };
   // True when exactly the nodes `readers` (by name) read `tensor` and it is no graph output.
   auto read_only_by = [&](const std::string& tensor, std::set<std::string> readers) {
@@ -47,14 +45,14 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
         concat.outputs.size() != 1 || concat.inputs[0] != concat.inputs[2]) {
       continue;
     }
-    const Node* high = made_by(concat.inputs[0], "Cast", kOnnxBFloat16);
-    const Node* low = made_by(concat.inputs[1], "Cast", kOnnxBFloat16);
+    const Node* high = cast_to(concat.inputs[0], ElemType::kBFloat16);
+    const Node* low = cast_to(concat.inputs[1], ElemType::kBFloat16);
     const Node* residual = low != nullptr ? made_by(low->inputs[0], "Sub") : nullptr;
     if (high == nullptr || residual == nullptr || residual->inputs.size() != 2 ||
         residual->inputs[0] != high->inputs[0]) {
       continue;
     }
-    const Node* back = made_by(residual->inputs[1], "Cast", kOnnxFloat);
+    const Node* back = cast_to(residual->inputs[1], ElemType::kFloat32);
     if (back == nullptr || back->inputs[0] != concat.inputs[0]) continue;
     const Tensor* x = graph.FindTensor(high->inputs[0]);
     if (x == nullptr || x->is_constant || !x->has_shape || x->shape.empty() ||
