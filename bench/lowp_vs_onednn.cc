@@ -47,6 +47,8 @@ const Shape kShapes[] = {
     {"bert_attn_out", 128, 768, 768}, {"bert_ffn1", 128, 768, 3072}, {"bert_ffn2", 128, 3072, 768},
     {"vit_qkv", 197, 768, 2304},      {"vit_proj", 197, 768, 768},   {"vit_ffn1", 197, 768, 3072},
     {"vit_ffn2", 197, 3072, 768},     {"mm512", 512, 512, 512},      {"mm4096", 4096, 4096, 4096},
+    // --precision bf16x3's weight matmuls: K tripled ([A_hi | A_lo | A_hi] x [B_hi; B_hi; B_lo]).
+    {"vit_ffn2_x3", 197, 9216, 768},  {"vit_ffn1_x3", 197, 2304, 3072}, {"bert_ffn2_x3", 128, 9216, 768},
 };
 
 /// A [m, k] x [k, n] matmul: bf16 x bf16 -> f32, or u8 x s8 -> s32.
