@@ -8,6 +8,7 @@
 #include "common/graph/batchnorm_folding.h"
 #include "common/graph/bf16x3_split.h"
 #include "common/graph/constant_folding.h"
+#include "common/graph/data_movement.h"
 #include "common/graph/decompose.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/integer_matmul_folding.h"
@@ -33,6 +34,7 @@ absl::Status RunGraphPasses(Graph& graph) {
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldIntegerMatMulOutputs(graph));
   GTCO_RETURN_IF_ERROR(FuseBf16x3Splits(graph));
+  GTCO_RETURN_IF_ERROR(SimplifyDataMovement(graph));
   return CheckSupportedOps(graph);
 }
 

@@ -158,10 +158,36 @@ def make_external_data(path):
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
+def make_torchvision_vit(out):
+    """torchvision's VisionTransformer, tiny (its nn.MultiheadAttention exports the [1, S, D] <->
+    [S, 1, D] transposes, the query scaled before Q K^T and the residual Add behind a reshape that
+    SimplifyDataMovement rewrites), with an input and ONNX Runtime's output for it."""
+    import numpy as np
+    import onnxruntime
+    from torchvision.models import VisionTransformer
+    torch.manual_seed(0)
+    path = os.path.join(out, "torchvision_vit_tiny.onnx")
+    model = VisionTransformer(image_size=16, patch_size=8, num_layers=2, num_heads=2,
+                              hidden_dim=32, mlp_dim=64, num_classes=10)
+    export(model, torch.randn(1, 3, 16, 16), path)
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    np.save(os.path.join(out, "torchvision_vit_tiny.input.npy"), x)
+    np.save(os.path.join(out, "torchvision_vit_tiny.ort_output.npy"),
+            session.run(None, {"input": x})[0])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    out = parser.parse_args().out
+    parser.add_argument("--only-torchvision-vit", action="store_true",
+                        help="write torchvision_vit_tiny.* only (needs python3-torchvision and "
+                             "onnxruntime: PYTHONPATH=.deps/python)")
+    args = parser.parse_args()
+    out = args.out
+    if args.only_torchvision_vit:
+        make_torchvision_vit(out)
+        return
     torch.manual_seed(0)
     export(TransformerBlock(), torch.randn(1, 16, 64), os.path.join(out, "transformer_block.onnx"))
     export(Mlp(), torch.randn(4, 32), os.path.join(out, "mlp.onnx"))

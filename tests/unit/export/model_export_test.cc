@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/codegen/llvm/aot.h"
@@ -415,20 +416,15 @@ TEST(ModelExportTest, CApiDescribesAndRunsFromSeveralThreadsAtOnce) {
   EXPECT_NE(std::string(gtco_last_error()).find("cannot open"), std::string::npos);
 }
 
-// The bundled block's reference output (tests/data/transformer_block.{input,ort_output}.npy, by
-// ONNX Runtime 1.20.1), which the GPU checks compare the CUDA artifact with, is what the CPU
-// artifact computes.
-TEST(ModelExportTest, BundledBlockMatchesItsOnnxRuntimeReference) {
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
-      ExportedForHost("transformer_block.onnx", "block_reference.gtco");
-  ASSERT_TRUE(model.ok()) << model.status();
+/// `model` run on tests/data/NAME.input.npy computes tests/data/NAME.ort_output.npy (ONNX
+/// Runtime 1.20.1's output) within 1e-4 absolute plus 1e-4 relative.
+void ExpectOnnxRuntimeReference(runtime::Model& model, const std::string& name) {
   const std::string data = std::string(GTCO_SOURCE_DIR) + "/tests/data/";
-  absl::StatusOr<runtime::NpyArray> x = runtime::ReadNpy(data + "transformer_block.input.npy");
-  absl::StatusOr<runtime::NpyArray> want =
-      runtime::ReadNpy(data + "transformer_block.ort_output.npy");
+  absl::StatusOr<runtime::NpyArray> x = runtime::ReadNpy(data + name + ".input.npy");
+  absl::StatusOr<runtime::NpyArray> want = runtime::ReadNpy(data + name + ".ort_output.npy");
   ASSERT_TRUE(x.ok() && want.ok()) << x.status() << want.status();
   absl::StatusOr<std::vector<runtime::OutputTensor>> got =
-      (*model)->Run({{x->dtype, x->shape, x->data.data()}});
+      model.Run({{x->dtype, x->shape, x->data.data()}});
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ((*got)[0].bytes.size(), want->data.size());
   const float* a = reinterpret_cast<const float*>((*got)[0].bytes.data());
@@ -436,6 +432,46 @@ TEST(ModelExportTest, BundledBlockMatchesItsOnnxRuntimeReference) {
   for (size_t i = 0; i < want->data.size() / 4; ++i) {
     ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-4 * std::abs(b[i])) << "element " << i;
   }
+}
+
+// The bundled block's reference output (tests/data/transformer_block.{input,ort_output}.npy, by
+// ONNX Runtime 1.20.1), which the GPU checks compare the CUDA artifact with, is what the CPU
+// artifact computes.
+TEST(ModelExportTest, BundledBlockMatchesItsOnnxRuntimeReference) {
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      ExportedForHost("transformer_block.onnx", "block_reference.gtco");
+  ASSERT_TRUE(model.ok()) << model.status();
+  ExpectOnnxRuntimeReference(**model, "transformer_block");
+}
+
+// torchvision's ViT (tests/data/torchvision_vit_tiny.*, two encoder layers, its
+// nn.MultiheadAttention as torch exports it): SimplifyDataMovement leaves no copy for the
+// transposes that only move a unit axis (the input's [1, S, D] -> [S, 1, D] and back after the
+// out-projection), the residual Add after the out-projection is that Gemm's epilogue, and the
+// artifact still computes ONNX Runtime's output.
+TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRuntime) {
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      ExportedForHost("torchvision_vit_tiny.onnx", "torchvision_vit_tiny.gtco");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const runtime::Manifest& m = (*model)->manifest();
+  int transposes = 0;
+  for (const runtime::StepSpec& step : m.steps) {
+    if (step.op != "transpose") continue;
+    ++transposes;
+    for (const char* unit : {"self_attention/Transpose", "self_attention/Transpose_5"}) {
+      EXPECT_FALSE(absl::EndsWith(step.node, unit)) << step.node << " still copies";
+    }
+  }
+  // The patch embedding's [1, D, P] -> [1, P, D], and per layer at most the head transposes of
+  // Q, K, V and of the attention's output.
+  EXPECT_LE(transposes, 1 + 2 * 4);
+  int residual_epilogues = 0;
+  for (const runtime::KernelSpec& kernel : m.kernels) {
+    residual_epilogues += absl::StartsWith(kernel.description, "matmul 1x5x32x32") &&
+                          absl::StrContains(kernel.description, "+add+add");
+  }
+  EXPECT_GE(residual_epilogues, 1) << "the out-projection's bias and residual in one kernel";
+  ExpectOnnxRuntimeReference(**model, "torchvision_vit_tiny");
 }
 
 // --target cuda: NVRTC compiles every kernel and the data-movement steps to SASS for the
@@ -659,14 +695,16 @@ TEST(ModelExportTest, ChannelVectorizedConvsReadPrepackedOrRuntimePackedWeights)
   }
 }
 
-// Convolutional models export for CUDA: every conv (stem, 3x3, depthwise, downsample, ViT's
-// 16x16 patch embedding) and pool gets a CUDA kernel compiled to a cubin with its launch in the
+// Convolutional models export for CUDA: every conv (stem, 3x3, depthwise, downsample, the ViTs'
+// patch embeddings) and pool gets a CUDA kernel compiled to a cubin with its launch in the
 // manifest. Where a GPU runs the artifact, its logits match the CPU artifact's.
 TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
   if (!codegen::NvrtcAvailable()) GTEST_SKIP() << codegen::NvrtcLoadStatus();
   const std::string resnet = ResNetLikeModel();
   for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
-           {"resnet_like", resnet}, {"vit_tiny", ReadModel("vit_tiny.onnx")}}) {
+           {"resnet_like", resnet},
+           {"vit_tiny", ReadModel("vit_tiny.onnx")},
+           {"torchvision_vit_tiny", ReadModel("torchvision_vit_tiny.onnx")}}) {
     for (const char* arch : {"sm_80", "sm_90"}) {
       SCOPED_TRACE(name + " " + arch);
       ExportOptions options;
