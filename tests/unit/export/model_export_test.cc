@@ -472,6 +472,23 @@ TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRu
   }
   EXPECT_GE(residual_epilogues, 1) << "the out-projection's bias and residual in one kernel";
   ExpectOnnxRuntimeReference(**model, "torchvision_vit_tiny");
+  // Planned unfused (the ablation switch), the query's scale by 1/8 runs after Q K^T, in that
+  // batched matmul's epilogue, not as a kernel of its own.
+  setenv("GTCO_UNFUSED_ATTENTION", "1", 1);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> unfused =
+      ExportedForHost("torchvision_vit_tiny.onnx", "torchvision_vit_tiny_unfused.gtco");
+  unsetenv("GTCO_UNFUSED_ATTENTION");
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  int scaled_scores = 0;
+  for (const runtime::KernelSpec& kernel : (*unfused)->manifest().kernels) {
+    SCOPED_TRACE(kernel.description);
+    EXPECT_FALSE(absl::StartsWith(kernel.description, "elementwise") &&
+                 absl::StrContains(kernel.description, "div"));
+    scaled_scores += absl::StartsWith(kernel.description, "matmul 2x5x5x16") &&
+                     absl::StrContains(kernel.description, "+div");
+  }
+  EXPECT_EQ(scaled_scores, 1);
+  ExpectOnnxRuntimeReference(**unfused, "torchvision_vit_tiny");
 }
 
 // --target cuda: NVRTC compiles every kernel and the data-movement steps to SASS for the
