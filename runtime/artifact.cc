@@ -227,6 +227,29 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     return absl::OkStatus();
   }
+  if (s.op == "strided") {
+    // out[i] = in[params[0] + sum_d i_d * params[1 + d]]: every element read inside the input.
+    if (s.params.size() != out.shape.size() + 1) {
+      return bad("needs a base and a stride per output dim");
+    }
+    if (out.NumElements() == 0) return absl::OkStatus();
+    const int64_t limit = in.NumElements();
+    int64_t lowest = s.params[0], highest = s.params[0];
+    if (lowest < 0 || lowest >= limit) return bad("the view leaves the input");
+    for (size_t dim = 0; dim < out.shape.size(); ++dim) {
+      const int64_t stride = s.params[dim + 1];
+      int64_t reach = 0;
+      // |stride| <= limit and lowest..highest stay inside [0, limit): nothing below overflows
+      // unless the product does, which __builtin_mul_overflow reports.
+      if (stride < -limit || stride > limit ||
+          __builtin_mul_overflow(out.shape[dim] - 1, stride, &reach)) {
+        return bad("the view leaves the input");
+      }
+      (reach < 0 ? lowest : highest) += reach;
+      if (lowest < 0 || highest >= limit) return bad("the view leaves the input");
+    }
+    return absl::OkStatus();
+  }
   if (s.op == "concat") {
     if (s.params.size() != 1 || s.params[0] < 0 || s.params[0] >= rank ||
         out.shape.size() != in.shape.size()) {

@@ -51,6 +51,8 @@ struct StorageSpec {
 ///   "transpose" params = perm
 ///   "gather"    inputs {data, indices (i64 or i32)}, params = {axis}
 ///   "slice"     params = {start, step} per input dim (the output shape gives the counts)
+///   "strided"   params = {base, stride per output dim}: out[i] = in[base + sum_d i_d * stride_d]
+///               (a slice, reshape and transpose of one tensor in one copy)
 ///   "concat"    params = {axis}
 ///   "cast"      outputs[0] = inputs[0] converted (to f32, f32 -> bf16, or the same type)
 ///   "expand"    inputs[0] broadcast (numpy rules) to the output shape

@@ -202,6 +202,12 @@ absl::Status CudaExecutor::RunStep(const StepSpec& step, int* gather_slot) {
     return copy(Data(step.inputs[0]),
                 CopyParams(out.shape, strides, Strides(out.shape), base, 0, elem));
   }
+  if (step.op == "strided") {
+    return copy(Data(step.inputs[0]),
+                CopyParams(out.shape,
+                           std::vector<int64_t>(step.params.begin() + 1, step.params.end()),
+                           Strides(out.shape), step.params[0], 0, elem));
+  }
   if (step.op == "concat") {
     const int64_t axis = step.params.at(0);
     const std::vector<int64_t> out_strides = Strides(out.shape);

@@ -510,6 +510,10 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       const std::vector<int64_t> strides =
           SliceStrides(m.tensors[step.inputs[0]].shape, step.params, &base);
       StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape, strides, base);
+    } else if (step.op == "strided") {
+      StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape,
+                  std::vector<int64_t>(step.params.begin() + 1, step.params.end()),
+                  step.params[0]);
     } else if (step.op == "concat") {
       const int64_t axis = step.params.at(0);
       int64_t outer = 1, inner = ElemSize(out.dtype);

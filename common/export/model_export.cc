@@ -26,6 +26,7 @@
 #include "runtime/artifact.h"
 #include "runtime/cuda_arch.h"
 #include "runtime/cuda_steps.h"
+#include "runtime/strides.h"
 
 namespace gtco::exporter {
 namespace {
@@ -137,6 +138,10 @@ class Exporter {
   std::map<std::string, const Node*> fake_quantize_;  ///< DequantizeLinear -> its QuantizeLinear
   std::set<std::string> quantize_unneeded_;           ///< QuantizeLinear nodes with no step
   absl::Status AddKernels(const std::vector<graph::PlannedWorkload>& planned);
+  /// CPU: each Slice step whose output (through reshapes) one Transpose step alone reads becomes
+  /// part of that step, one "strided" copy from the slice's input (ViT's Q, K and V, sliced out
+  /// of the QKV projection, reshaped into heads and transposed: one copy each instead of two).
+  void MergeSliceTransposes();
   /// Stores each matmul's constant B (f32; bf16 and 8-bit for the AMX kernels), and each
   /// channel-vectorized conv's weights, in the panels its kernel streams
   /// (kernels::PrepackConstantB) when every weight that kernel reads is read by it alone; the
@@ -378,6 +383,85 @@ absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& pla
     manifest_.warnings.push_back(absl::StrCat("untuned, default schedule: ", name));
   }
   return absl::OkStatus();
+}
+
+/// The strides a row-major `new_shape` view of the strided view (`old_shape`, `old_strides`) of
+/// the same elements reads at, or nullopt where the reshape would merge dims that are not
+/// contiguous in the view (NumPy's no-copy reshape rule). Axes of size 1 get stride 0.
+std::optional<std::vector<int64_t>> ReshapedStrides(const std::vector<int64_t>& old_shape,
+                                                    const std::vector<int64_t>& old_strides,
+                                                    const std::vector<int64_t>& new_shape) {
+  std::vector<int64_t> dims, strides;
+  for (size_t i = 0; i < old_shape.size(); ++i) {
+    if (old_shape[i] == 1) continue;
+    dims.push_back(old_shape[i]);
+    strides.push_back(old_strides[i]);
+  }
+  std::vector<size_t> axes;  // new_shape's axes of size > 1
+  for (size_t j = 0; j < new_shape.size(); ++j) {
+    if (new_shape[j] != 1) axes.push_back(j);
+  }
+  std::vector<int64_t> result(new_shape.size(), 0);
+  size_t oi = 0, ni = 0;
+  while (oi < dims.size() && ni < axes.size()) {
+    // The smallest groups of old dims [oi, oj) and new axes [ni, nj) with equal products.
+    size_t oj = oi + 1, nj = ni + 1;
+    int64_t old_count = dims[oi], new_count = new_shape[axes[ni]];
+    while (old_count != new_count) {
+      if (new_count < old_count) {
+        if (nj == axes.size()) return std::nullopt;
+        new_count *= new_shape[axes[nj++]];
+      } else {
+        if (oj == dims.size()) return std::nullopt;
+        old_count *= dims[oj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k) {
+      if (strides[k] != dims[k + 1] * strides[k + 1]) return std::nullopt;
+    }
+    result[axes[nj - 1]] = strides[oj - 1];
+    for (size_t k = nj - 1; k > ni; --k) {
+      result[axes[k - 1]] = result[axes[k]] * new_shape[axes[k]];
+    }
+    oi = oj;
+    ni = nj;
+  }
+  if (oi != dims.size() || ni != axes.size()) return std::nullopt;
+  return result;
+}
+
+void Exporter::MergeSliceTransposes() {
+  std::map<std::string, int> reads;  // root tensor -> reads by steps (graph outputs count twice)
+  for (const PendingStep& step : steps_) {
+    for (const std::string& input : step.inputs) ++reads[Root(input)];
+  }
+  for (const std::string& output : graph_.outputs) reads[Root(output)] += 2;
+  std::map<std::string, size_t> slice_of;  // a slice step's output -> the step
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (steps_[i].spec.op == "slice") slice_of[steps_[i].outputs[0]] = i;
+  }
+  std::set<size_t> merged;
+  for (PendingStep& transpose : steps_) {
+    if (transpose.spec.op != "transpose") continue;
+    const std::string sliced = Root(transpose.inputs[0]);
+    auto found = slice_of.find(sliced);
+    if (found == slice_of.end() || reads[sliced] != 1 || merged.count(found->second)) continue;
+    const PendingStep& slice = steps_[found->second];
+    int64_t base = 0;
+    const std::vector<int64_t> view = runtime::SliceStrides(
+        graph_.tensor(slice.inputs[0]).shape, slice.spec.params, &base);
+    std::optional<std::vector<int64_t>> reshaped = ReshapedStrides(
+        graph_.tensor(sliced).shape, view, graph_.tensor(transpose.inputs[0]).shape);
+    if (!reshaped) continue;
+    std::vector<int64_t> params = {base};
+    for (int64_t axis : transpose.spec.params) params.push_back((*reshaped)[axis]);
+    transpose.spec.op = "strided";
+    transpose.spec.params = std::move(params);
+    transpose.spec.node = slice.spec.node + "+" + transpose.spec.node;
+    transpose.inputs = {slice.inputs[0]};
+    merged.insert(found->second);
+  }
+  for (auto it = merged.rbegin(); it != merged.rend(); ++it) steps_.erase(steps_.begin() + *it);
 }
 
 absl::Status Exporter::PrepackWeights() {
@@ -709,7 +793,10 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
     GTCO_RETURN_IF_ERROR(AddDataStep(node));
   }
   GTCO_RETURN_IF_ERROR(AddKernels(planned));
-  if (!cuda()) GTCO_RETURN_IF_ERROR(PrepackWeights());
+  if (!cuda()) {
+    MergeSliceTransposes();
+    GTCO_RETURN_IF_ERROR(PrepackWeights());
+  }
   GTCO_ASSIGN_OR_RETURN(std::vector<PendingStep> ordered, Ordered());
   GTCO_RETURN_IF_ERROR(BuildTensors(ordered));
   for (const Kernel& kernel : kernels_) manifest_.kernels.push_back(kernel.spec);

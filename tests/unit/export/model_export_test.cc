@@ -447,8 +447,9 @@ TEST(ModelExportTest, BundledBlockMatchesItsOnnxRuntimeReference) {
 // torchvision's ViT (tests/data/torchvision_vit_tiny.*, two encoder layers, its
 // nn.MultiheadAttention as torch exports it): SimplifyDataMovement leaves no copy for the
 // transposes that only move a unit axis (the input's [1, S, D] -> [S, 1, D] and back after the
-// out-projection), the residual Add after the out-projection is that Gemm's epilogue, and the
-// artifact still computes ONNX Runtime's output.
+// out-projection), the residual Add after the out-projection is that Gemm's epilogue, each of
+// Q, K, V is one strided copy out of the QKV projection (not a slice and a transpose), and the
+// artifact still computes ONNX Runtime's output; a corrupt strided step is refused at load.
 TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRuntime) {
   absl::StatusOr<std::unique_ptr<runtime::Model>> model =
       ExportedForHost("torchvision_vit_tiny.onnx", "torchvision_vit_tiny.gtco");
@@ -462,9 +463,17 @@ TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRu
       EXPECT_FALSE(absl::EndsWith(step.node, unit)) << step.node << " still copies";
     }
   }
-  // The patch embedding's [1, D, P] -> [1, P, D], and per layer at most the head transposes of
-  // Q, K, V and of the attention's output.
-  EXPECT_LE(transposes, 1 + 2 * 4);
+  // The patch embedding's [1, D, P] -> [1, P, D] and per layer the attention output's head
+  // transpose; Q, K and V are each sliced out of the QKV projection, reshaped into heads and
+  // transposed by one strided copy (no slice steps).
+  EXPECT_EQ(transposes, 1 + 2);
+  int strided = 0, slices = 0;
+  for (const runtime::StepSpec& step : m.steps) {
+    strided += step.op == "strided";
+    slices += step.op == "slice";
+  }
+  EXPECT_EQ(strided, 2 * 3);
+  EXPECT_EQ(slices, 0);
   int residual_epilogues = 0;
   for (const runtime::KernelSpec& kernel : m.kernels) {
     residual_epilogues += absl::StartsWith(kernel.description, "matmul 1x5x32x32") &&
@@ -489,6 +498,26 @@ TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRu
   }
   EXPECT_EQ(scaled_scores, 1);
   ExpectOnnxRuntimeReference(**unfused, "torchvision_vit_tiny");
+  // A strided step whose view reaches past its input (base or stride) is refused at load.
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ReadModel("torchvision_vit_tiny.onnx"), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  for (const int field : {0, 1}) {
+    runtime::Manifest manifest = view->manifest;
+    auto step = std::find_if(manifest.steps.begin(), manifest.steps.end(),
+                             [](const runtime::StepSpec& s) { return s.op == "strided"; });
+    ASSERT_NE(step, manifest.steps.end());
+    step->params[field] += manifest.tensors[step->inputs[0]].NumElements();
+    auto refused = runtime::Model::Load(WriteTemp(
+        "strided_out_of_bounds.gtco",
+        runtime::WriteArtifact(manifest, std::string(view->code), std::string(view->weights))));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("(strided): the view leaves the input"),
+              std::string::npos)
+        << refused.status();
+  }
 }
 
 // --target cuda: NVRTC compiles every kernel and the data-movement steps to SASS for the
