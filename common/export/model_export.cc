@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -794,7 +795,7 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   }
   GTCO_RETURN_IF_ERROR(AddKernels(planned));
   if (!cuda()) {
-    MergeSliceTransposes();
+    if (std::getenv("GTCO_KEEP_COPIES") == nullptr) MergeSliceTransposes();
     GTCO_RETURN_IF_ERROR(PrepackWeights());
   }
   GTCO_ASSIGN_OR_RETURN(std::vector<PendingStep> ordered, Ordered());

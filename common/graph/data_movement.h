@@ -24,6 +24,8 @@ namespace gtco::graph {
 ///     output are read by the one node each, so the chain stays one region.
 /// Node names are kept (added nodes get fresh ones); graph inputs and outputs are unchanged.
 /// Run after shape inference and constant folding; nodes without static shapes are left alone.
+/// The farm runs it unless GTCO_KEEP_COPIES is set (bench/e2e's ablation baseline, which also
+/// keeps the exporter's slices and transposes apart).
 absl::Status SimplifyDataMovement(Graph& graph);
 
 }  // namespace gtco::graph

@@ -498,6 +498,22 @@ TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRu
   }
   EXPECT_EQ(scaled_scores, 1);
   ExpectOnnxRuntimeReference(**unfused, "torchvision_vit_tiny");
+  // The ablation switch keeps the copies as torch wrote them: slices, unit transposes, no
+  // strided steps; the same output.
+  setenv("GTCO_KEEP_COPIES", "1", 1);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> kept =
+      ExportedForHost("torchvision_vit_tiny.onnx", "torchvision_vit_tiny_kept.gtco");
+  unsetenv("GTCO_KEEP_COPIES");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  int kept_slices = 0, kept_transposes = 0;
+  for (const runtime::StepSpec& step : (*kept)->manifest().steps) {
+    EXPECT_NE(step.op, "strided");
+    kept_slices += step.op == "slice";
+    kept_transposes += step.op == "transpose";
+  }
+  EXPECT_EQ(kept_slices, 2 * 3);
+  EXPECT_GT(kept_transposes, transposes + 2 * 3);
+  ExpectOnnxRuntimeReference(**kept, "torchvision_vit_tiny");
   // A strided step whose view reaches past its input (base or stride) is refused at load.
   absl::StatusOr<ExportResult> result =
       ExportModel(ReadModel("torchvision_vit_tiny.onnx"), {}, HostOptions(), kNoRecords);
