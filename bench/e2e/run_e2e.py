@@ -5,7 +5,7 @@ own process, median of N runs after warm-up, peak RSS, outputs compared). Writes
 bench/results/e2e.md.
 
     PYTHONPATH=.deps/python bench/e2e/run_e2e.py [--models resnet50,vit_b_16,bert_base]
-        [--trials-per-task 8] [--runs 50] [--rounds 5] [--ablation]
+        [--trials-per-task 8] [--runs 50] [--rounds 5] [--ablation] [--ablation-copies]
         [--bert-python /path/to/venv/bin/python]
         [--tvm-python .deps/tvm/bin/python | --no-tvm] [--tvm-max-tasks N]
 
@@ -198,6 +198,10 @@ def main():
     parser.add_argument("--ablation", action="store_true",
                         help="also tune and time each transformer with attention unfused (a farm "
                              "whose server runs with GTCO_UNFUSED_ATTENTION=1)")
+    parser.add_argument("--ablation-copies", action="store_true",
+                        help="also tune and time each transformer with its copies as exported (a "
+                             "farm whose server runs with GTCO_KEEP_COPIES=1: no data-movement "
+                             "rewrites, no slice+transpose merge)")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "e2e.md"))
     args = parser.parse_args()
     tvm_python = None if args.no_tvm else args.tvm_python
@@ -253,6 +257,23 @@ def main():
                   u_result["ort"]["median_seconds"], flush=True)
             rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds, u_plan,
                          u_result, None))
+        if args.ablation_copies and not name.startswith("resnet"):
+            # The same model with its copies as torch exported them (every Transpose and Slice
+            # a copy step, the residual Add after a reshape a kernel of its own): the data-movement
+            # rewrites' gain by itself.
+            baseline = Farm(work, f"{name}-copies", {"GTCO_KEEP_COPIES": "1"})
+            try:
+                kept = os.path.join(work, f"{name}.copies.gtco")
+                k_tasks, k_trials, k_seconds, k_plan = baseline.tune_and_export(
+                    onnx_path, args.trials_per_task, kept)
+            finally:
+                baseline.stop()
+            k_result = compare(onnx_path, kept, args.runs, args.rounds,
+                               os.path.join(work, f"{name}.copies.io"))
+            print(name, "copies kept", k_result["gtco"]["median_seconds"],
+                  k_result["ort"]["median_seconds"], flush=True)
+            rows.append((f"{name} (copies kept)", k_tasks, k_trials, k_seconds, k_plan, k_result,
+                         None))
     command = " ".join(["bench/e2e/run_e2e.py"] + sys.argv[1:])
     tvms = [row[6] for row in rows if row[6] and "error" not in row[6]]
     version = tvms[0]["version"] if tvms else "0.27"
@@ -284,6 +305,11 @@ def main():
             "Ablation: rows \"(attention unfused)\" are the same model tuned on a second farm "
             "whose server plans attention as matmul, softmax, matmul (GTCO_UNFUSED_ATTENTION=1), "
             "same trials per task, timed against ONNX Runtime the same way."]),
+        *([] if not args.ablation_copies else [
+            "Ablation: rows \"(copies kept)\" are the same model tuned on a farm whose server keeps "
+            "the copies as exported (GTCO_KEEP_COPIES=1: no data-movement rewrites, no "
+            "slice+transpose merge), same trials per task, timed against ONNX Runtime the same "
+            "way."]),
         "",
         "Plan: on CPU the farm plans each attention region both fused (one kernel) and unfused "
         "(matmul, softmax, matmul), tunes both alternatives' workloads (counted in tasks) and "
