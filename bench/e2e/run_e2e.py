@@ -240,40 +240,30 @@ def main():
                 "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
         rows.append((name, tasks, trials, tuning_seconds, plan, result, tvm))
         artifacts.append((name, artifact, result["ort"]["median_seconds"]))
-        if args.ablation and not name.startswith("resnet"):
-            # The same model planned with attention unfused (matmul, softmax, matmul), tuned
-            # at the same trials per task on a farm of its own, timed against ONNX Runtime
-            # the same way: the fused attention's gain by itself.
-            baseline = Farm(work, f"{name}-unfused", {"GTCO_UNFUSED_ATTENTION": "1"})
-            try:
-                unfused = os.path.join(work, f"{name}.unfused.gtco")
-                u_tasks, u_trials, u_seconds, u_plan = baseline.tune_and_export(
-                    onnx_path, args.trials_per_task, unfused)
-            finally:
-                baseline.stop()
-            u_result = compare(onnx_path, unfused, args.runs, args.rounds,
-                               os.path.join(work, f"{name}.unfused.io"))
-            print(name, "unfused attention", u_result["gtco"]["median_seconds"],
-                  u_result["ort"]["median_seconds"], flush=True)
-            rows.append((f"{name} (attention unfused)", u_tasks, u_trials, u_seconds, u_plan,
-                         u_result, None))
-        if args.ablation_copies and not name.startswith("resnet"):
-            # The same model with its copies as torch exported them (every Transpose and Slice
-            # a copy step, the residual Add after a reshape a kernel of its own): the data-movement
-            # rewrites' gain by itself.
-            baseline = Farm(work, f"{name}-copies", {"GTCO_KEEP_COPIES": "1"})
-            try:
-                kept = os.path.join(work, f"{name}.copies.gtco")
-                k_tasks, k_trials, k_seconds, k_plan = baseline.tune_and_export(
-                    onnx_path, args.trials_per_task, kept)
-            finally:
-                baseline.stop()
-            k_result = compare(onnx_path, kept, args.runs, args.rounds,
-                               os.path.join(work, f"{name}.copies.io"))
-            print(name, "copies kept", k_result["gtco"]["median_seconds"],
-                  k_result["ort"]["median_seconds"], flush=True)
-            rows.append((f"{name} (copies kept)", k_tasks, k_trials, k_seconds, k_plan, k_result,
-                         None))
+        if not name.startswith("resnet"):
+            # The same model on a farm of its own whose server runs with an ablation switch, tuned
+            # at the same trials per task and timed against ONNX Runtime the same way: attention
+            # unfused (matmul, softmax, matmul) shows the fused attention's gain by itself; copies
+            # kept (every Transpose and Slice a copy step, the residual Add after a reshape a
+            # kernel of its own) the data-movement rewrites'.
+            for wanted, suffix, label, env in (
+                    (args.ablation, "unfused", "attention unfused", "GTCO_UNFUSED_ATTENTION"),
+                    (args.ablation_copies, "copies", "copies kept", "GTCO_KEEP_COPIES")):
+                if not wanted:
+                    continue
+                baseline = Farm(work, f"{name}-{suffix}", {env: "1"})
+                try:
+                    variant = os.path.join(work, f"{name}.{suffix}.gtco")
+                    v_tasks, v_trials, v_seconds, v_plan = baseline.tune_and_export(
+                        onnx_path, args.trials_per_task, variant)
+                finally:
+                    baseline.stop()
+                v_result = compare(onnx_path, variant, args.runs, args.rounds,
+                                   os.path.join(work, f"{name}.{suffix}.io"))
+                print(name, label, v_result["gtco"]["median_seconds"],
+                      v_result["ort"]["median_seconds"], flush=True)
+                rows.append((f"{name} ({label})", v_tasks, v_trials, v_seconds, v_plan, v_result,
+                             None))
     command = " ".join(["bench/e2e/run_e2e.py"] + sys.argv[1:])
     tvms = [row[6] for row in rows if row[6] and "error" not in row[6]]
     version = tvms[0]["version"] if tvms else "0.27"

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -18,6 +17,7 @@
 #include "common/kernels/build_program.h"
 #include "common/kernels/prepack.h"
 #include "common/graph/bf16x3_split.h"
+#include "common/graph/data_movement.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
 #include "common/graph/shape_inference.h"
@@ -795,7 +795,7 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   }
   GTCO_RETURN_IF_ERROR(AddKernels(planned));
   if (!cuda()) {
-    if (std::getenv("GTCO_KEEP_COPIES") == nullptr) MergeSliceTransposes();
+    if (!graph::KeepCopies()) MergeSliceTransposes();
     GTCO_RETURN_IF_ERROR(PrepackWeights());
   }
   GTCO_ASSIGN_OR_RETURN(std::vector<PendingStep> ordered, Ordered());

@@ -2,6 +2,7 @@
 #include "common/graph/data_movement.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -19,6 +20,14 @@ bool IsReshapeLike(const Node& node) {
                                              "Identity"};
   return node.domain.empty() && kOps.count(node.op_type) > 0 && !node.inputs.empty() &&
          node.outputs.size() == 1;
+}
+
+/// Whether `shape` has an axis of size 0 (a Reshape target reads 0 as "keep this axis").
+bool HasZeroDim(const std::vector<int64_t>& shape) {
+  for (int64_t dim : shape) {
+    if (dim == 0) return true;
+  }
+  return false;
 }
 
 /// A finite, non-zero power of two (its scaling of a float is exact).
@@ -96,14 +105,13 @@ class Rewriter {
     }
     const Tensor* in = Computed(node.inputs[0]);
     const Tensor* out = Computed(node.outputs[0]);
-    if (in == nullptr || out == nullptr) return false;
+    if (in == nullptr || out == nullptr || HasZeroDim(in->shape)) return false;
     const int64_t rank = static_cast<int64_t>(in->shape.size());
     absl::StatusOr<std::vector<int64_t>> perm = TransposePerm(node, rank);
     if (!perm.ok() || static_cast<int64_t>(perm->size()) != rank) return false;
     int64_t last = -1;
     for (int64_t axis : *perm) {
       if (axis < 0 || axis >= rank) return false;
-      if (in->shape[axis] == 0) return false;  // Reshape would read a 0 as "keep this dim"
       if (in->shape[axis] == 1) continue;
       if (axis < last) return false;
       last = axis;
@@ -119,10 +127,7 @@ class Rewriter {
     if (inner_index < 0 || !IsReshapeLike(graph_.nodes[inner_index])) return false;
     const std::string source = graph_.nodes[inner_index].inputs[0];
     const Tensor* out = Computed(outer.outputs[0]);
-    if (Computed(source) == nullptr || out == nullptr) return false;
-    for (int64_t dim : out->shape) {
-      if (dim == 0) return false;
-    }
+    if (Computed(source) == nullptr || out == nullptr || HasZeroDim(out->shape)) return false;
     MakeReshape(index, source, out->shape);
     graph_.RemoveDeadNodes();  // the inner reshape, where nothing else reads it
     return true;
@@ -212,9 +217,8 @@ class Rewriter {
       return false;
     }
     const OpRole role = RoleOf(graph_.nodes[source_producer]);
-    if (role != OpRole::kAnchor && role != OpRole::kElementwise) return false;
-    for (int64_t dim : out->shape) {
-      if (dim == 0) return false;
+    if ((role != OpRole::kAnchor && role != OpRole::kElementwise) || HasZeroDim(out->shape)) {
+      return false;
     }
     const std::vector<int64_t> shape = source_tensor->shape;
     // The other inputs: of the output's shape (reshaped alike) or single values that broadcast
@@ -278,6 +282,8 @@ class Rewriter {
 };
 
 }  // namespace
+
+bool KeepCopies() { return std::getenv("GTCO_KEEP_COPIES") != nullptr; }
 
 absl::Status SimplifyDataMovement(Graph& graph) {
   // Each rewrite removes a copy, moves a scale past its MatMul or a reshape past a node, so the

@@ -28,4 +28,8 @@ namespace gtco::graph {
 /// keeps the exporter's slices and transposes apart).
 absl::Status SimplifyDataMovement(Graph& graph);
 
+/// True when the process runs with GTCO_KEEP_COPIES set: the farm skips SimplifyDataMovement and
+/// the exporter merges no slice into a transpose (bench/e2e's ablation baseline).
+bool KeepCopies();
+
 }  // namespace gtco::graph

@@ -1,7 +1,6 @@
 // Model analysis: import, fold, check, plan, deduplicate.
 #include "common/onnx/model_analysis.h"
 
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -35,10 +34,7 @@ absl::Status RunGraphPasses(Graph& graph) {
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldIntegerMatMulOutputs(graph));
   GTCO_RETURN_IF_ERROR(FuseBf16x3Splits(graph));
-  // GTCO_KEEP_COPIES: the ablation baseline of bench/e2e (copies as the exporter wrote them).
-  if (std::getenv("GTCO_KEEP_COPIES") == nullptr) {
-    GTCO_RETURN_IF_ERROR(SimplifyDataMovement(graph));
-  }
+  if (!graph::KeepCopies()) GTCO_RETURN_IF_ERROR(SimplifyDataMovement(graph));
   return CheckSupportedOps(graph);
 }
 

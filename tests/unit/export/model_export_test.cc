@@ -66,6 +66,17 @@ absl::StatusOr<std::unique_ptr<runtime::Model>> ExportedForHost(const std::strin
   return runtime::Model::Load(WriteTemp(file, result->artifact));
 }
 
+/// ExportedForHost with the environment variable `variable` set while it plans and exports (the
+/// farm's ablation switches: GTCO_UNFUSED_ATTENTION, GTCO_KEEP_COPIES).
+absl::StatusOr<std::unique_ptr<runtime::Model>> ExportedForHostWith(const char* variable,
+                                                                    const std::string& model,
+                                                                    const std::string& file) {
+  setenv(variable, "1", 1);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> exported = ExportedForHost(model, file);
+  unsetenv(variable);
+  return exported;
+}
+
 /// Deterministic inputs for every model input (floats in [-1, 1]).
 std::vector<std::vector<float>> Inputs(const runtime::Manifest& m) {
   std::vector<std::vector<float>> values;
@@ -483,10 +494,8 @@ TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRu
   ExpectOnnxRuntimeReference(**model, "torchvision_vit_tiny");
   // Planned unfused (the ablation switch), the query's scale by 1/8 runs after Q K^T, in that
   // batched matmul's epilogue, not as a kernel of its own.
-  setenv("GTCO_UNFUSED_ATTENTION", "1", 1);
-  absl::StatusOr<std::unique_ptr<runtime::Model>> unfused =
-      ExportedForHost("torchvision_vit_tiny.onnx", "torchvision_vit_tiny_unfused.gtco");
-  unsetenv("GTCO_UNFUSED_ATTENTION");
+  absl::StatusOr<std::unique_ptr<runtime::Model>> unfused = ExportedForHostWith(
+      "GTCO_UNFUSED_ATTENTION", "torchvision_vit_tiny.onnx", "torchvision_vit_tiny_unfused.gtco");
   ASSERT_TRUE(unfused.ok()) << unfused.status();
   int scaled_scores = 0;
   for (const runtime::KernelSpec& kernel : (*unfused)->manifest().kernels) {
@@ -500,10 +509,8 @@ TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRu
   ExpectOnnxRuntimeReference(**unfused, "torchvision_vit_tiny");
   // The ablation switch keeps the copies as torch wrote them: slices, unit transposes, no
   // strided steps; the same output.
-  setenv("GTCO_KEEP_COPIES", "1", 1);
-  absl::StatusOr<std::unique_ptr<runtime::Model>> kept =
-      ExportedForHost("torchvision_vit_tiny.onnx", "torchvision_vit_tiny_kept.gtco");
-  unsetenv("GTCO_KEEP_COPIES");
+  absl::StatusOr<std::unique_ptr<runtime::Model>> kept = ExportedForHostWith(
+      "GTCO_KEEP_COPIES", "torchvision_vit_tiny.onnx", "torchvision_vit_tiny_kept.gtco");
   ASSERT_TRUE(kept.ok()) << kept.status();
   int kept_slices = 0, kept_transposes = 0;
   for (const runtime::StepSpec& step : (*kept)->manifest().steps) {
