@@ -239,14 +239,14 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     for (size_t dim = 0; dim < out.shape.size(); ++dim) {
       const int64_t stride = s.params[dim + 1];
       int64_t reach = 0;
-      // |stride| <= limit and lowest..highest stay inside [0, limit): nothing below overflows
-      // unless the product does, which __builtin_mul_overflow reports.
+      // A corrupt manifest's sizes may be anything: the product and the sum are checked, not
+      // assumed small.
+      int64_t& end = stride < 0 ? lowest : highest;
       if (stride < -limit || stride > limit ||
-          __builtin_mul_overflow(out.shape[dim] - 1, stride, &reach)) {
+          __builtin_mul_overflow(out.shape[dim] - 1, stride, &reach) ||
+          __builtin_add_overflow(end, reach, &end) || lowest < 0 || highest >= limit) {
         return bad("the view leaves the input");
       }
-      (reach < 0 ? lowest : highest) += reach;
-      if (lowest < 0 || highest >= limit) return bad("the view leaves the input");
     }
     return absl::OkStatus();
   }
