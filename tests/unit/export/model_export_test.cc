@@ -1141,8 +1141,12 @@ TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKern
            host.cpu_features.end();
   };
   if (!has("avx2")) GTEST_SKIP() << "the integer kernels need avx2: " << host.Summary();
-  // AVX-512 VNNI where the host has it, else the AVX2 fallback.
-  const std::string mapping = has("avx512_vnni") ? "avx512_vnni" : "avx2_int8";
+  // Untuned, each integer matmul takes the first mapping that applies: AMX where the host has
+  // it and the shape fits the tiles, else AVX-512 VNNI where the host has it, else the AVX2
+  // fallback.
+  const std::string vector_mapping = has("avx512_vnni") ? "avx512_vnni" : "avx2_int8";
+  const bool amx = has("amx_tile") && has("amx_int8");
+  int amx_kernels = 0;
   absl::StatusOr<std::unique_ptr<runtime::Model>> model =
       ExportedForHost("bert_tiny_int8.onnx", "bert_tiny_int8.gtco");
   ASSERT_TRUE(model.ok()) << model.status();
@@ -1159,11 +1163,16 @@ TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKern
   for (const runtime::KernelSpec& kernel : m.kernels) {
     if (kernel.description.find("u8*i8->f32") != std::string::npos) {
       ++integer_kernels;
-      EXPECT_EQ(kernel.mapping, mapping);
+      if (amx && kernel.mapping == "amx_int8") {
+        ++amx_kernels;
+      } else {
+        EXPECT_EQ(kernel.mapping, vector_mapping) << kernel.description;
+      }
     }
   }
   EXPECT_EQ(quantize_steps, 2 * 4 + 1);  // per layer: Q/K/V, attention out, FFN 1 and 2; pooler
   EXPECT_GE(integer_kernels, 4);
+  if (amx) EXPECT_GT(amx_kernels, 0);
 
   // Exported for x86-64-v3 (AVX2, no VNNI) it runs the AVX2 fallback: the same integers, so the
   // same outputs up to the f32 epilogue's rounding.

@@ -132,6 +132,8 @@ TEST(CreateMappingSpacesTest, OneSpacePerApplicableMappingBestFirst) {
   absl::StatusOr<SearchSpace> first = kernels::CreateSpace(w, Avx512Host());
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->mapping(), "avx512_fma");
+  // An untuned workload exports with this default: on a host of two cores, on both.
+  EXPECT_EQ(first->DefaultTrace().Get("par"), 1) << first->DefaultTrace().ToString();
   absl::StatusOr<SearchSpace> avx2 = kernels::CreateSpace(w, Avx2Host());
   ASSERT_TRUE(avx2.ok());
   EXPECT_EQ(avx2->mapping(), "avx2_fma");

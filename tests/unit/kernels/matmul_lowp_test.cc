@@ -256,6 +256,38 @@ TEST(AmxVerdictTest, AppliesWithTheTileFeaturesAndShapesTheTilesTake) {
       << verdict.reason;
 }
 
+// An untuned workload exports with the first applicable mapping's default trace: on an AMX host
+// that is the AMX mapping's, parallel on a multi-core host, two B tiles per A tile (the
+// avx512_bf16 default, first before, ran ViT's out-projection single-threaded ~50x slower).
+TEST(AmxSketchTest, AnUntunedWorkloadDefaultsToParallelTilesOnAnAmxHost) {
+  const target::HardwareInfo amx = Machine(
+      {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"});
+  const ir::Workload bf16 = LowpMatMul(1, 197, 768, 768, DType::kBF16, DType::kBF16, DType::kF32);
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(bf16, amx);
+  ASSERT_TRUE(space.ok()) << space.status();
+  EXPECT_EQ(space->mapping(), kAmxBf16Mapping);
+  const schedule::Trace preferred = space->DefaultTrace();
+  EXPECT_EQ(preferred.Get("par"), 1) << preferred.ToString();
+  EXPECT_EQ(preferred.Get("nr"), 2) << preferred.ToString();
+  EXPECT_EQ(preferred.Get("nc"), 64) << preferred.ToString();
+  const ir::Workload int8 = LowpMatMul(1, 128, 768, 768, DType::kU8, DType::kI8, DType::kF32, 3);
+  absl::StatusOr<SearchSpace> int8_space = kernels::CreateSpace(int8, amx);
+  ASSERT_TRUE(int8_space.ok()) << int8_space.status();
+  EXPECT_EQ(int8_space->mapping(), kAmxInt8Mapping);
+  // Without AMX the vector mapping's default is parallel too; on one core it is serial.
+  const target::HardwareInfo avx512 =
+      Machine({"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"});
+  absl::StatusOr<SearchSpace> vector = kernels::CreateSpace(bf16, avx512);
+  ASSERT_TRUE(vector.ok()) << vector.status();
+  EXPECT_EQ(vector->mapping(), kAvx512Bf16Mapping);
+  EXPECT_EQ(vector->DefaultTrace().Get("par"), 1) << vector->DefaultTrace().ToString();
+  target::HardwareInfo one_core = amx;
+  one_core.cores = 1;
+  absl::StatusOr<SearchSpace> serial = kernels::CreateSpace(bf16, one_core);
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  EXPECT_EQ(serial->DefaultTrace().Get("par"), 0) << serial->DefaultTrace().ToString();
+}
+
 TEST(AmxSketchTest, TileRegistersBoundTheBlockAndKernelsCallTheTileInstructions) {
   const target::HardwareInfo amx =
       Machine({"avx2", "fma", "avx512f", "amx_tile", "amx_bf16", "amx_int8"});

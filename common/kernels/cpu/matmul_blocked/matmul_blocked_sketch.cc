@@ -279,7 +279,7 @@ std::vector<Knob> BlockedKnobs(const FmaMappingSpec& spec, const ir::MatMulParam
           {"kc", KcValues(p.k)},
           {"mc", McValues(p.m, cores)},
           {"nc", NcValues(p.n, cores, spec.vw)},
-          {"par", parallel ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},
+          {"par", parallel ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}},
           {"unroll_k", unroll_k_values},
           {"pack_a", {0, 1}},
           {"pack_b", {0, 1}}};

@@ -350,7 +350,7 @@ class MatMulSketchImpl final : public LoopSketch {
     std::vector<int64_t> mr_values, nr_values = {1, 2, 3, 4};
     for (int64_t mr = 1; mr <= std::min<int64_t>(8, p.m); ++mr) mr_values.push_back(mr);
     std::vector<int64_t> par_values = {0};
-    if (hw.cores > 1 && p.batch * p.m * p.n * p.k >= (1 << 15)) par_values = {0, 1, 2};
+    if (hw.cores > 1 && p.batch * p.m * p.n * p.k >= (1 << 15)) par_values = {1, 2, 0};
     return {{"mc", BlockChoices({8, 16, 32, 64, 128, 256}, p.m)},
             {"nc", BlockChoices({16, 32, 64, 128, 256, 512}, p.n)},
             {"kc", BlockChoices({32, 64, 128, 256, 512}, p.k)},

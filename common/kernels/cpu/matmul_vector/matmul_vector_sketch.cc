@@ -89,7 +89,7 @@ class VectorMatMulSketch final : public LoopSketch {
             {"unroll", kUnrollChoices},
             {"par",
              hw.cores > 1 && 2 * w.matmul.batch * w.matmul.m * n * w.matmul.k >= kMinParallelFlops
-                 ? std::vector<int64_t>{0, 1}
+                 ? std::vector<int64_t>{1, 0}
                  : std::vector<int64_t>{0}}};
   }
 

@@ -27,7 +27,7 @@ std::vector<std::string> RowSketchBase::KnobNames() const {
 std::vector<Knob> RowSketchBase::Knobs(const ir::Workload& w,
                                        const target::HardwareInfo& hw) const {
   std::vector<int64_t> par_values = {0};
-  if (hw.cores > 1 && w.row.rows > 1 && w.row.rows * w.row.cols >= 4096) par_values = {0, 1};
+  if (hw.cores > 1 && w.row.rows > 1 && w.row.rows * w.row.cols >= 4096) par_values = {1, 0};
   std::vector<Knob> knobs = {
       {"vw", VectorWidths(hw.MaxFloatLanes())}, {"unroll", kRowUnrolls}, {"par", par_values}};
   if (NumVariants() > 1) {
