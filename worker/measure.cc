@@ -168,7 +168,7 @@ std::vector<bool> ColdArguments(const ir::Workload& w) {
     const bool anchor = static_cast<int>(input) < w.num_anchor_inputs;
     cold[input] = anchor || w.inputs[input].NumElements() < output_elements;
   }
-  cold.back() = true;  // the output
+  cold.back() = false;  // the output: arena memory another kernel used a few steps before
   return cold;
 }
 
