@@ -176,6 +176,21 @@ class Farm:
         self.server.wait()
 
 
+def tune_and_compare(work, tag, env, onnx_path, artifact, args):
+    """Tunes `onnx_path` on a farm of its own (`tag`, server environment `env`), exports it to
+    `artifact`, stops the farm and times the artifact against ONNX Runtime; returns (tasks,
+    trials, tuning seconds, plan summary, compare's result)."""
+    farm = Farm(work, tag, env)
+    try:
+        tasks, trials, seconds, plan = farm.tune_and_export(onnx_path, args.trials_per_task,
+                                                            artifact)
+    finally:
+        farm.stop()
+    result = compare(onnx_path, artifact, args.runs, args.rounds,
+                     os.path.splitext(artifact)[0] + ".io")
+    return tasks, trials, seconds, plan, result
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,vit_b_16,bert_base")
@@ -223,14 +238,8 @@ def main():
         artifact = os.path.join(work, f"{name}.gtco")
         # Each model's farm is stopped before the timing: a live server retrains its cost
         # model after a job and would steal CPU from whichever system runs then.
-        farm = Farm(work, name)
-        try:
-            tasks, trials, tuning_seconds, plan = farm.tune_and_export(
-                onnx_path, args.trials_per_task, artifact)
-        finally:
-            farm.stop()
-        result = compare(onnx_path, artifact, args.runs, args.rounds,
-                         os.path.join(work, f"{name}.io"))
+        tasks, trials, tuning_seconds, plan, result = tune_and_compare(
+            work, name, None, onnx_path, artifact, args)
         print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
               result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
         tvm = run_tvm(tvm_python, onnx_path, result, name, work, args) if tvm_python else None
@@ -251,15 +260,9 @@ def main():
                     (args.ablation_copies, "copies", "copies kept", "GTCO_KEEP_COPIES")):
                 if not wanted:
                     continue
-                baseline = Farm(work, f"{name}-{suffix}", {env: "1"})
-                try:
-                    variant = os.path.join(work, f"{name}.{suffix}.gtco")
-                    v_tasks, v_trials, v_seconds, v_plan = baseline.tune_and_export(
-                        onnx_path, args.trials_per_task, variant)
-                finally:
-                    baseline.stop()
-                v_result = compare(onnx_path, variant, args.runs, args.rounds,
-                                   os.path.join(work, f"{name}.{suffix}.io"))
+                v_tasks, v_trials, v_seconds, v_plan, v_result = tune_and_compare(
+                    work, f"{name}-{suffix}", {env: "1"}, onnx_path,
+                    os.path.join(work, f"{name}.{suffix}.gtco"), args)
                 print(name, label, v_result["gtco"]["median_seconds"],
                       v_result["ort"]["median_seconds"], flush=True)
                 rows.append((f"{name} ({label})", v_tasks, v_trials, v_seconds, v_plan, v_result,
