@@ -260,6 +260,14 @@ int Main(int argc, char** argv) {
         }
         return "n/a";
       };
+      if (!given_traces.empty()) {  // each given trace's own time (the table keeps the best)
+        for (size_t index = 0; index < ours; ++index) {
+          std::printf("%s %s: %s µs\n", shape.id, impls[index].trace.c_str(),
+                      impls[index].check == "ok"
+                          ? absl::StrFormat("%.1f", stats[index].median * 1e6).c_str()
+                          : impls[index].check.c_str());
+        }
+      }
       double best_ours = 0, onednn = stats[ours].median, prepacked = stats[ours + 1].median;
       std::string amx_trace = "n/a";
       for (size_t index = 0; index < ours; ++index) {

@@ -480,6 +480,9 @@ void NestWalker::RecordTileSite(double weight, const ir::StmtNode& stmt) {
     site.accesses.push_back(MakeAccess(a->name, a->operands[0], a->type, false));
   }
   site.accesses.push_back(MakeAccess(args.b->name, args.b->operands[0], args.b->type, false));
+  if (args.accumulate) {
+    site.accesses.push_back(MakeAccess(args.c->name, args.c->operands[0], args.c->type, false));
+  }
   site.is_store = true;
   site.accesses.push_back(MakeAccess(args.c->name, args.c->operands[0], args.c->type, true));
   summary_.stmts.push_back(std::move(site));

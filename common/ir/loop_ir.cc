@@ -437,7 +437,8 @@ Stmt MakeTileMatMul(const TileMatMulArgs& args) {
                                 MakeInt(args.k_steps),
                                 MakeInt(args.nr),
                                 MakeInt(args.a_stride),
-                                MakeInt(args.b_col_stride)};
+                                MakeInt(args.b_col_stride),
+                                MakeInt(args.accumulate ? 1 : 0)};
   operands.insert(operands.end(), args.a.begin(), args.a.end());
   for (const Expr& address : {args.c, args.b}) {
     GTCO_CHECK(address && address->kind == ExprKind::kLoad, "tile addresses must be Loads");
@@ -457,7 +458,8 @@ TileMatMulArgs GetTileMatMulArgs(const StmtNode& stmt) {
   args.nr = stmt.operands[3]->int_value;
   args.a_stride = stmt.operands[4]->int_value;
   args.b_col_stride = stmt.operands[5]->int_value;
-  args.a.assign(stmt.operands.begin() + 6, stmt.operands.end());
+  args.accumulate = stmt.operands[6]->int_value != 0;
+  args.a.assign(stmt.operands.begin() + 7, stmt.operands.end());
   return args;
 }
 
@@ -540,7 +542,7 @@ std::string ToString(const Stmt& stmt, int indent) {
           absl::StrJoin(args.a, ", ",
                         [](std::string* out, const Expr& a) { out->append("&" + ToString(a)); }),
           "}, k_steps=", args.k_steps, ", nr=", args.nr, ", a_stride=", args.a_stride,
-          ", b_col_stride=", args.b_col_stride, ")\n");
+          ", b_col_stride=", args.b_col_stride, args.accumulate ? ", accumulate" : "", ")\n");
     }
   }
   return pad + "<unknown>\n";

@@ -52,10 +52,11 @@
 //    where one "word" is 4 bytes (2 bf16 / 4 int8 values along K): A_t's row r starts at the
 //    A address plus r * a_stride bytes (its words in order along K); B[c] is a packed panel,
 //    word (g, j) at the B address + c * b_col_stride bytes + (g * 16 + j) * 4 bytes; C is
-//    overwritten (f32 / i32, row-major, mr * 16 rows of nr * 16 elements).
+//    overwritten (f32 / i32, row-major, mr * 16 rows of nr * 16 elements), or with accumulate
+//    the sum is added to what C holds (a K block after the first).
 //    The addresses are operand Loads (their buffer and first-element index; nothing is
 //    loaded): operands = {C, B, IntImm k_steps, IntImm nr, IntImm a_stride, IntImm
-//    b_col_stride, A_0 .. A_{mr-1}}. Use it only where the host has amx_tile (and amx_bf16 /
+//    b_col_stride, IntImm accumulate (0 or 1), A_0 .. A_{mr-1}}. Use it only where the host has amx_tile (and amx_bf16 /
 //    amx_int8) and the process has asked for tile state (target::AmxTileStateUsable).
 #pragma once
 
@@ -165,6 +166,7 @@ struct TileMatMulArgs {
   int64_t nr = 1;            ///< B tiles (16 columns each)
   int64_t a_stride = 0;      ///< bytes between consecutive rows of an A tile
   int64_t b_col_stride = 0;  ///< bytes between the panels of consecutive B tiles
+  bool accumulate = false;   ///< C tiles start from C's contents (else from zero)
 };
 /// A TileMatMul statement; GTCO_CHECK-fails on an unknown instruction, too many tiles or
 /// address operands that are not Loads with i64 indices.

@@ -1,4 +1,4 @@
-// TileMatMul statements as x86 AMX code: the C tiles zeroed, a loop over the K steps loading mr
+// TileMatMul statements as x86 AMX code: the C tiles zeroed (or loaded, to accumulate), a loop over the K steps loading mr
 // A tiles and nr B tiles and issuing mr * nr tile dot products, the C tiles stored.
 // The tile configuration (all 8 tiles 16 rows of 64 bytes, the same for every statement) is
 // loaded once at the entry of each function that has tile statements (ldtilecfg costs about as
@@ -59,8 +59,8 @@ llvm::GlobalVariable* TileConfig(llvm::Module* module) {
 }  // namespace
 
 absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
-  if (stmt.operands.size() < 7) return absl::InvalidArgumentError("malformed tile matmul");
-  for (int idx = 2; idx < 6; ++idx) {
+  if (stmt.operands.size() < 8) return absl::InvalidArgumentError("malformed tile matmul");
+  for (int idx = 2; idx < 7; ++idx) {
     if (stmt.operands[idx]->kind != ir::ExprKind::kIntImm) {
       return absl::InvalidArgumentError("tile matmul sizes must be constants");
     }
@@ -107,9 +107,20 @@ absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
   auto a_tile = [&](int t) { return tile(mr * nr + t); };
   auto b_tile = [&](int c) { return tile(mr * nr + mr + c); };
   uses_tiles_ = true;
+  const int64_t c_row_bytes = int64_t{nr} * kTileRowBytes;
+  auto c_block = [&](int t, int c) {
+    const int64_t offset = int64_t{t} * kTileRows * c_row_bytes + int64_t{c} * kTileRowBytes;
+    return builder_.CreateInBoundsGEP(i8, c_address, I64(offset));
+  };
   for (int t = 0; t < mr; ++t) {
-    for (int c = 0; c < nr; ++c)
-      builder_.CreateIntrinsic(llvm::Intrinsic::x86_tilezero, {}, {c_tile(t, c)});
+    for (int c = 0; c < nr; ++c) {
+      if (args.accumulate) {
+        builder_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64, {},
+                                 {c_tile(t, c), c_block(t, c), I64(c_row_bytes)});
+      } else {
+        builder_.CreateIntrinsic(llvm::Intrinsic::x86_tilezero, {}, {c_tile(t, c)});
+      }
+    }
   }
 
   // for (s = 0; s < k_steps; ++s): load the A and B tiles of step s, then every product.
@@ -143,13 +154,10 @@ absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
       builder_.CreateCondBr(builder_.CreateICmpSLT(next, I64(args.k_steps)), loop, exit));
   builder_.SetInsertPoint(exit);
 
-  const int64_t c_row_bytes = int64_t{nr} * kTileRowBytes;
   for (int t = 0; t < mr; ++t) {
     for (int c = 0; c < nr; ++c) {
-      const int64_t offset = int64_t{t} * kTileRows * c_row_bytes + int64_t{c} * kTileRowBytes;
-      builder_.CreateIntrinsic(
-          llvm::Intrinsic::x86_tilestored64, {},
-          {c_tile(t, c), builder_.CreateInBoundsGEP(i8, c_address, I64(offset)), I64(c_row_bytes)});
+      builder_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64, {},
+                               {c_tile(t, c), c_block(t, c), I64(c_row_bytes)});
     }
   }
   return absl::OkStatus();

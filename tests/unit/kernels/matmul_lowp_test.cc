@@ -338,6 +338,73 @@ TEST(AmxSketchTest, TileRegistersBoundTheBlockAndKernelsCallTheTileInstructions)
   EXPECT_TRUE(has_amx);
 }
 
+// "kc" walks K in blocks (partial sums in a scratch C) so a long K's A rows stay in the L2
+// cache while the column blocks reuse them; the whole K stays the default, and the sketch
+// before the knob ("/v1") still replays its stored traces as the whole K.
+TEST(AmxSketchTest, KBlocksAreSearchedAndTheTracesBeforeThemStillReplay) {
+  const target::HardwareInfo amx =
+      Machine({"avx2", "fma", "avx512f", "amx_tile", "amx_bf16", "amx_int8"});
+  const ir::Workload ffn2 = LowpMatMul(1, 197, 768, 9216, DType::kBF16, DType::kBF16, DType::kF32);
+  const LoopSketch& sketch = MatMulAmxBf16Sketch();
+  EXPECT_STREQ(sketch.Name(), "mm_amx_bf16/v2");
+  const std::vector<Knob> knobs = sketch.Knobs(ffn2, amx);
+  ASSERT_EQ(knobs.back().name, "kc");
+  EXPECT_EQ(knobs.back().values, (std::vector<int64_t>{9216, 512, 1024, 1536}));
+  // int8 (64-value tile rows): BERT's FFN2 K = 3072 gets blocks, K = 768 none (a block is at
+  // least 8 tile rows and at most half of K).
+  const ir::Workload int8 = LowpMatMul(1, 128, 768, 3072, DType::kU8, DType::kI8, DType::kI32);
+  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(int8, amx).back().values,
+            (std::vector<int64_t>{3072, 512, 1024, 1536}));
+  const ir::Workload short_k = LowpMatMul(1, 128, 768, 768, DType::kU8, DType::kI8, DType::kI32);
+  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(short_k, amx).back().values,
+            (std::vector<int64_t>{768}));
+  // A block must divide K in whole tile rows.
+  KnobValues values;
+  for (const Knob& knob : knobs) values.push_back(knob.values.front());
+  // The search starts from K-blocked seeds besides the whole-K default: one 384-column panel
+  // per core, 2 x 2 tiles, at 1024 and 512.
+  const std::vector<KnobValues> seeds = sketch.Seeds(ffn2, amx, values);
+  ASSERT_EQ(seeds.size(), 2u);
+  for (const KnobValues& seed : seeds) {
+    EXPECT_TRUE(sketch.Admits(ffn2, amx, seed));
+    EXPECT_EQ(seed[2], 384);
+  }
+  EXPECT_EQ(seeds[0][7], 1024);
+  EXPECT_EQ(seeds[1][7], 512);
+  EXPECT_TRUE(MatMulAmxInt8Sketch().Seeds(short_k, amx, {}).empty());
+  values[7] = 1000;
+  absl::StatusOr<ir::LoweredFunc> bad = sketch.Lower(ffn2, values, "k");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("knob 'kc' = 1000"), std::string::npos) << bad.status();
+  // A K-blocked kernel accumulates onto its scratch C after the first block.
+  values[2] = 384;  // nc: the panel of one core
+  values[7] = 1024;
+  EXPECT_TRUE(sketch.Admits(ffn2, amx, values));
+  absl::StatusOr<ir::LoweredFunc> blocked = sketch.Lower(ffn2, values, "k");
+  ASSERT_TRUE(blocked.ok()) << blocked.status();
+  const std::string text = ir::ToString(*blocked);
+  EXPECT_NE(text.find("accumulate"), std::string::npos);
+  EXPECT_NE(text.find("cacc"), std::string::npos);
+  absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*blocked);
+  ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+  // A "/v1" trace (seven knobs, no kc) resolves to the replay-only sketch and lowers to the
+  // program of the same knobs with kc = K.
+  const std::string knobs_text = "mr=2;nr=2;nc=32;mc=32;par=1;unroll_k=1;pack_b=2";
+  absl::StatusOr<Trace> v1 = Trace::Parse("mm_amx_bf16/v1;" + knobs_text);
+  absl::StatusOr<Trace> v2 = Trace::Parse("mm_amx_bf16/v2;" + knobs_text + ";kc=9216");
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  absl::StatusOr<ir::LoweredFunc> old_func = LowerSchedule(ffn2, *v1, "k");
+  absl::StatusOr<ir::LoweredFunc> new_func = LowerSchedule(ffn2, *v2, "k");
+  ASSERT_TRUE(old_func.ok()) << old_func.status();
+  ASSERT_TRUE(new_func.ok()) << new_func.status();
+  EXPECT_EQ(ir::ToString(*old_func), ir::ToString(*new_func));
+  EXPECT_EQ(ir::ToString(*old_func).find("accumulate"), std::string::npos);
+  EXPECT_TRUE(ReadsPrepackedInput(*v1));
+  std::vector<std::vector<float>> operands = {std::vector<float>(197 * 9216, 0.5f),
+                                              std::vector<float>(9216 * 768, 0.25f)};
+  EXPECT_TRUE(PackInputsForTrace(ffn2, *v1, &operands).ok());
+}
+
 class LowpJitTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -382,7 +449,7 @@ class LowpJitTest : public ::testing::Test {
 
   /// Lowers `samples` + 1 knob vectors of `w`, runs them and compares with the reference.
   static void CheckKernels(const LoopSketch& sketch, const ir::Workload& w, int samples,
-                           uint64_t seed, int64_t force_pack_b = 0) {
+                           uint64_t seed, int64_t force_pack_b = 0, int64_t force_kc = 0) {
     const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, seed);
     const ir::TypedBuffer expected = ir::ComputeTypedReference(w, inputs);
     double rtol, atol;
@@ -394,6 +461,7 @@ class LowpJitTest : public ::testing::Test {
       const std::vector<std::string> names = sketch.KnobNames();
       for (size_t knob = 0; knob < names.size(); ++knob) {
         if (names[knob] == "pack_b" && force_pack_b != 0) values[knob] = force_pack_b;
+        if (names[knob] == "kc" && force_kc != 0) values[knob] = force_kc;
         trace.decisions.push_back({names[knob], values[knob]});
       }
       std::string knob_text;
@@ -601,6 +669,34 @@ TEST_F(LowpJitTest, AmxBf16KernelsMatchTheReference) {
                LowpMatMul(4, 19, 40, 32, DType::kBF16, DType::kBF16, DType::kF32, 0, 0, false,
                           /*b_batched=*/false),
                5, 722);
+}
+
+// K blocks (2, 3 and 4 of them: first, middle and last passes) on M and N tails, per-M-block
+// tasks, B packed in each task, bf16 output, an epilogue, and int8 with the row sums a B zero
+// point needs (computed in the last pass).
+TEST_F(LowpJitTest, AmxKBlockedKernelsMatchTheReference) {
+  if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_bf16): " << hw_->Summary();
+  uint64_t seed = 900;
+  for (const int64_t kc : {32, 64}) {
+    for (const Shape& s : std::vector<Shape>{{1, 197, 77, 128}, {1, 40, 200, 192}, {2, 33, 48, 64}}) {
+      if (s.k / kc < 2 && kc != 32) continue;
+      for (DType out : {DType::kF32, DType::kBF16}) {
+        const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, out);
+        CheckKernels(MatMulAmxBf16Sketch(), w, 3, seed++, 0, kc);
+        CheckKernels(MatMulAmxBf16Sketch(), w, 1, seed++, /*pack_b=*/1, kc);
+      }
+    }
+  }
+  ir::Workload w = LowpMatMul(1, 45, 70, 96, DType::kBF16, DType::kBF16, DType::kF32);
+  w.inputs.push_back({DType::kF32, {70}});  // bias, then relu
+  w.epilogue.push_back(
+      {ir::EwOp::kAdd, {{ir::Operand::Kind::kAcc, 0, 0}, {ir::Operand::Kind::kInput, 2, 0}}});
+  w.epilogue.push_back({ir::EwOp::kRelu, {{ir::Operand::Kind::kValue, 0, 0}}});
+  CheckKernels(MatMulAmxBf16Sketch(), w, 4, 950, 0, 32);
+  for (const IntTypes& t : kIntTypes) {
+    const ir::Workload q = LowpMatMul(1, 50, 40, 192, t.a, t.b, DType::kI32, t.za, t.zb);
+    CheckKernels(MatMulAmxInt8Sketch(), q, 2, seed++, 0, 64);
+  }
 }
 
 TEST_F(LowpJitTest, AmxInt8KernelsMatchTheReferenceExactly) {

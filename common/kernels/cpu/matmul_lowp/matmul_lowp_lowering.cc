@@ -35,6 +35,7 @@ constexpr char kPanel[] = "bpack";
 constexpr char kColSum[] = "colsum";
 constexpr char kRowSum[] = "rowsum";
 constexpr char kZaEff[] = "za_eff";  ///< the effective zero point of A, when read at run time
+constexpr char kScratchC[] = "cacc";  ///< K-blocked AMX: the task's partial sums
 constexpr int32_t kFlipBytes = static_cast<int32_t>(0x80808080u);
 
 Expr I32(int64_t value) {
@@ -92,14 +93,30 @@ class LowpLowering {
   Stmt KUpdate(const Expr& b, const Expr& i0, const Expr& panel_col, const Expr& group,
                bool full) const;
   Stmt WriteBack(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
-  Stmt RowTiles(const Expr& b, const Expr& mb, const Expr& col0, const Expr& col_tiles) const;
+  /// The statement of one register / tile block: (first row, first column in the panel).
+  using TileMaker = std::function<Stmt(const Expr&, const Expr&)>;
+  /// The row tiles of M block `mb` by the panel's `col_tiles` column blocks, each made by
+  /// `tile` (with the integer row sums first where `row_sums` and the plan needs them).
+  Stmt RowTiles(const Expr& b, const Expr& mb, const Expr& col0, const Expr& col_tiles,
+                const TileMaker& tile, bool row_sums) const;
   /// The integer corrections and the epilogue / output rounding of accumulator `acc` at
   /// (row, col); `in_panel` is col's index in the panel, `sum_slot` row's in the row sums.
   Expr Finish(const Expr& b, Expr value, const Expr& row, const Expr& col, const Expr& in_panel,
               const Expr& sum_slot) const;
   /// First row of A tile `t` of the row tile at `i0` (AMX).
   Expr AmxRow(const Expr& i0, int64_t t) const;
+  /// The TileMatMul of one block over K block `kb` (the whole K without K blocks) into the
+  /// accumulators at `c` (accumulating onto them unless it is the first K block).
+  Stmt AmxProduct(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col,
+                  const Expr& kb, bool accumulate, const Expr& c) const;
+  /// The block's accumulators (buffer `acc` from `acc_base`, rows of block_cols) through the
+  /// corrections and epilogue into the output.
+  Stmt AmxWriteBack(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col,
+                    const std::string& acc, const Expr& acc_base) const;
   Stmt AmxTile(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
+  /// A task's row tiles by column blocks once per K block (plan.k_blocks > 1), partial sums in
+  /// a scratch C.
+  Stmt AmxKBlocks(const Expr& b, const Expr& col0, const Expr& col_tiles, bool per_m_block) const;
 
   const ir::Workload& w_;
   const LowpPlan& plan_;
@@ -353,37 +370,49 @@ Expr LowpLowering::AmxRow(const Expr& i0, int64_t t) const {
   return plan_.clamp_rows ? Min(row, MakeInt(p_.m - kAmxTileRows)) : row;
 }
 
-Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
-                           const Expr& panel_col) const {
+Stmt LowpLowering::AmxProduct(const Expr& b, const Expr& i0, const Expr& col0,
+                              const Expr& panel_col, const Expr& kb, bool accumulate,
+                              const Expr& c) const {
   const ScalarType a_type = StorageType(w_.inputs[0].dtype);
   const Expr a_base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
+  // The K block's first group and element (0 without K blocks).
+  const Expr g0 = kb * MakeInt(plan_.k_block_groups);
+  const Expr k0 = g0 * MakeInt(plan_.group);
   ir::TileMatMulArgs args;
   args.instruction = AmxInstruction(plan_);
-  args.c = ir::MakeTypedLoad("acc", MakeInt(0), AccType());
+  args.c = c;
   args.b = plan_.prepacked_b
                ? ir::MakeTypedLoad(InputName(1),
-                                   (col0 + panel_col) * MakeInt(plan_.k_groups * plan_.group),
+                                   (col0 + panel_col) * MakeInt(plan_.k_groups * plan_.group) +
+                                       k0 * MakeInt(kLowpLanes),
                                    StorageType(w_.inputs[1].dtype))
-               : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, MakeInt(0), MakeInt(0)),
+               : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, g0, MakeInt(0)),
                                    ScalarType::kI32);
   for (int64_t t = 0; t < plan_.mr; ++t) {
     args.a.push_back(
-        ir::MakeTypedLoad(InputName(0), a_base + AmxRow(i0, t) * MakeInt(p_.k), a_type));
+        ir::MakeTypedLoad(InputName(0), a_base + AmxRow(i0, t) * MakeInt(p_.k) + k0, a_type));
   }
-  args.k_steps = plan_.k_groups / kAmxTileRows;
+  args.k_steps = plan_.k_block_groups / kAmxTileRows;
   args.nr = plan_.nr;
   args.a_stride = p_.k * ir::ScalarTypeBytes(a_type);
   args.b_col_stride = plan_.tile_cols * plan_.k_groups * 4;
-  // Write-back: the block's rows (A tile t, row r) by its columns (B tile c, lane v).
+  args.accumulate = accumulate;
+  return ir::MakeTileMatMul(args);
+}
+
+Stmt LowpLowering::AmxWriteBack(const Expr& b, const Expr& i0, const Expr& col0,
+                                const Expr& panel_col, const std::string& acc,
+                                const Expr& acc_base) const {
+  // The block's rows (A tile t, row r) by its columns (B tile c, lane v).
   const Expr r = MakeVar("wr"), c = plan_.nr > 1 ? MakeVar("wc") : MakeInt(0), v = MakeVar("wv");
   std::vector<Stmt> rows;
   for (int64_t t = 0; t < plan_.mr; ++t) {
     const Expr slot_row = MakeInt(t * kAmxTileRows) + r;
-    const Expr slot = slot_row * MakeInt(plan_.block_cols) + c * MakeInt(kLowpLanes) + v;
+    const Expr slot = acc_base + slot_row * MakeInt(plan_.block_cols) + c * MakeInt(kLowpLanes) + v;
     const Expr in_panel = panel_col + c * MakeInt(kLowpLanes) + v;
     const Expr row = AmxRow(i0, t) + r, col = col0 + in_panel;
     const Expr value =
-        Finish(b, ir::MakeTypedLoad("acc", slot, AccType()), row, col, in_panel, slot_row);
+        Finish(b, ir::MakeTypedLoad(acc, slot, AccType()), row, col, in_panel, slot_row);
     Stmt store = ir::MakeStore(kOutputName, (b * MakeInt(p_.m) + row) * MakeInt(p_.n) + col, value);
     if (plan_.pad_cols) store = ir::MakeIf(Lt(col, MakeInt(p_.n)), store);
     Stmt body = ir::MakeFor("wv", MakeInt(0), MakeInt(kLowpLanes), ForKind::kVectorized, store);
@@ -391,8 +420,56 @@ Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
       body = ir::MakeFor("wc", MakeInt(0), MakeInt(plan_.nr), ForKind::kUnrolled, body);
     rows.push_back(ir::MakeFor("wr", MakeInt(0), MakeInt(kAmxTileRows), ForKind::kSerial, body));
   }
-  return ir::MakeTypedAllocate("acc", plan_.tile_rows * plan_.block_cols, AccType(),
-                               ir::MakeBlock({ir::MakeTileMatMul(args), ir::MakeBlock(rows)}));
+  return ir::MakeBlock(rows);
+}
+
+Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
+                           const Expr& panel_col) const {
+  const Stmt product = AmxProduct(b, i0, col0, panel_col, MakeInt(0), false,
+                                  ir::MakeTypedLoad("acc", MakeInt(0), AccType()));
+  return ir::MakeTypedAllocate(
+      "acc", plan_.tile_rows * plan_.block_cols, AccType(),
+      ir::MakeBlock({product, AmxWriteBack(b, i0, col0, panel_col, "acc", MakeInt(0))}));
+}
+
+Stmt LowpLowering::AmxKBlocks(const Expr& b, const Expr& col0, const Expr& col_tiles,
+                              bool per_m_block) const {
+  // Each K block sweeps every (row tile, column block) of the task, so the task's A rows of one
+  // K block stay in the L2 cache while the column blocks reuse them; each block's partial sums
+  // wait in a scratch C of the task's whole rows x panel (the block's own rows x block_cols
+  // contiguous) and the last K block writes the output through the epilogue.
+  const int64_t rows = plan_.tile_rows;
+  const int64_t block_elems = rows * plan_.block_cols;
+  const int64_t panel_blocks = plan_.panel_cols / plan_.block_cols;
+  const Expr mb = MakeVar("mb");
+  const Expr row0 = per_m_block ? mb * MakeInt(plan_.row_block) : MakeInt(0);
+  auto slot = [&](const Expr& i0, const Expr& panel_col) {
+    return ((i0 - row0) / MakeInt(rows) * MakeInt(panel_blocks) +
+            panel_col / MakeInt(plan_.block_cols)) *
+           MakeInt(block_elems);
+  };
+  auto pass = [&](const Expr& kb, bool first, bool last) {
+    auto tile = [&, kb, first, last](const Expr& i0, const Expr& panel_col) {
+      const Expr base = slot(i0, panel_col);
+      Stmt product = AmxProduct(b, i0, col0, panel_col, kb, !first,
+                                ir::MakeTypedLoad(kScratchC, base, AccType()));
+      if (!last) return product;
+      return ir::MakeBlock(
+          {product, AmxWriteBack(b, i0, col0, panel_col, kScratchC, base)});
+    };
+    Stmt body = RowTiles(b, mb, col0, col_tiles, tile, /*row_sums=*/last);
+    return per_m_block ? body
+                       : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
+                                    body);
+  };
+  std::vector<Stmt> passes = {pass(MakeInt(0), true, false)};
+  if (plan_.k_blocks > 2) {
+    passes.push_back(ir::MakeFor("kb", MakeInt(1), MakeInt(plan_.k_blocks - 2), ForKind::kSerial,
+                                 pass(MakeVar("kb"), false, false)));
+  }
+  passes.push_back(pass(MakeInt(plan_.k_blocks - 1), false, true));
+  return ir::MakeTypedAllocate(kScratchC, ScratchCElements(plan_), AccType(),
+                               ir::MakeBlock(passes));
 }
 
 Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
@@ -420,7 +497,7 @@ Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
 }
 
 Stmt LowpLowering::RowTiles(const Expr& b, const Expr& mb, const Expr& col0,
-                            const Expr& col_tiles) const {
+                            const Expr& col_tiles, const TileMaker& tile, bool row_sums) const {
   const Expr i_begin = mb * MakeInt(plan_.row_block);
   const int64_t rows = plan_.tile_rows;
   const Expr row_tiles = plan_.m_blocks == 1
@@ -429,10 +506,8 @@ Stmt LowpLowering::RowTiles(const Expr& b, const Expr& mb, const Expr& col0,
                                    (MakeInt(p_.m + rows - 1) - i_begin) / MakeInt(rows));
   const Expr i0 = i_begin + MakeVar("it") * MakeInt(rows);
   const Expr panel_col = MakeVar("jt") * MakeInt(plan_.block_cols);
-  Stmt tiles =
-      LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial,
-                 plan_.amx ? AmxTile(b, i0, col0, panel_col) : Tile(b, i0, col0, panel_col));
-  if (!plan_.bf16 && plan_.zb_eff != 0) {
+  Stmt tiles = LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial, tile(i0, panel_col));
+  if (row_sums && !plan_.bf16 && plan_.zb_eff != 0) {
     tiles = ir::MakeTypedAllocate(kRowSum, rows, ScalarType::kI32,
                                   ir::MakeBlock({RowSums(b, i0), tiles}));
   }
@@ -451,9 +526,18 @@ Stmt LowpLowering::Build() const {
       plan_.n_blocks == 1
           ? MakeInt(std::min(panel_tiles, CeilDiv(p_.n, block)))
           : Min(MakeInt(panel_tiles), (MakeInt(p_.n + block - 1) - col0) / MakeInt(block));
-  Stmt rows = per_m_block ? RowTiles(b, MakeVar("mb"), col0, col_tiles)
-                          : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
-                                       RowTiles(b, MakeVar("mb"), col0, col_tiles));
+  const TileMaker tile = [&](const Expr& i0, const Expr& panel_col) {
+    return plan_.amx ? AmxTile(b, i0, col0, panel_col) : Tile(b, i0, col0, panel_col);
+  };
+  Stmt rows;
+  if (plan_.k_blocks > 1) {
+    rows = AmxKBlocks(b, col0, col_tiles, per_m_block);
+  } else if (per_m_block) {
+    rows = RowTiles(b, MakeVar("mb"), col0, col_tiles, tile, true);
+  } else {
+    rows = LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
+                      RowTiles(b, MakeVar("mb"), col0, col_tiles, tile, true));
+  }
   Stmt body =
       ir::MakeBlock({plan_.prepacked_b ? PrepackedColSums(col0) : PackPanel(b, col0), rows});
   if (NeedsColSums()) {
@@ -555,6 +639,15 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
     if (const std::string why = AmxShapeMismatch(w); !why.empty()) {
       return absl::InvalidArgumentError(why);
     }
+    const int64_t k_step = kAmxTileRows * (w.inputs[0].dtype == ir::DType::kBF16 ? 2 : 4);
+    if (d.kc != 0 && d.kc != w.matmul.k &&
+        (d.kc < k_step || d.kc % k_step != 0 || w.matmul.k % d.kc != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("knob 'kc' = ", d.kc, ": a K block must divide K = ", w.matmul.k,
+                       " and be a multiple of ", k_step, " (one AMX tile row)"));
+    }
+  } else if (d.kc != 0 && d.kc != w.matmul.k) {
+    return absl::InvalidArgumentError("knob 'kc': only the AMX kernels block K");
   }
   LowpPlan plan;
   plan.p = w.matmul;
@@ -584,6 +677,11 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   plan.clamp_rows = plan.p.m % rows != 0;
   plan.par = d.par;
   plan.unroll_k = d.unroll_k;
+  plan.k_block_groups = plan.k_groups;
+  if (d.kc != 0 && d.kc != plan.p.k) {
+    plan.k_block_groups = d.kc / plan.group;
+    plan.k_blocks = plan.p.k / d.kc;
+  }
   plan.out_dtype = w.output.dtype;
   if (!plan.bf16) {
     plan.a_signed = a == ir::DType::kI8;
@@ -591,6 +689,11 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
     plan.za_input = plan.p.a_zero_point_input;
     plan.za_eff = (plan.a_signed && !plan.amx ? 128 : 0) + plan.p.a_zero_point;
     plan.zb_eff = plan.p.b_zero_point - (plan.b_unsigned && !plan.amx ? 128 : 0);
+  }
+  if (ScratchCElements(plan) * 4 > kMaxScratchCBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "knobs 'nc' = ", d.nc, ", 'mc' = ", d.mc, ", 'kc' = ", d.kc, ": a scratch C of ",
+        ScratchCElements(plan) * 4, " bytes per task exceeds ", kMaxScratchCBytes));
   }
   if (!plan.prepacked_b && PanelBytes(plan) > kMaxPanelBytes) {
     return absl::InvalidArgumentError(absl::StrCat("knob 'nc' = ", d.nc, ": a packed B panel of ",
@@ -625,6 +728,17 @@ int64_t PrepackedColumns(const LowpPlan& plan) {
 }
 
 int64_t PanelBytes(const LowpPlan& plan) { return plan.k_groups * plan.panel_cols * 4; }
+
+int64_t PanelBlockBytes(const LowpPlan& plan) {
+  return plan.k_block_groups * plan.panel_cols * 4;
+}
+
+int64_t ScratchCElements(const LowpPlan& plan) {
+  if (plan.k_blocks == 1) return 0;
+  const int64_t rows = plan.par == 2 ? plan.row_block : CeilDiv(plan.p.m, plan.tile_rows) *
+                                                            plan.tile_rows;
+  return rows * plan.panel_cols;
+}
 
 absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const LowpPlan& plan,
                                                 const std::string& func_name) {

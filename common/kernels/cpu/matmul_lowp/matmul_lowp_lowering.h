@@ -40,6 +40,9 @@ struct LowpDecisions {
   /// AMX only: 1 packs B's panel in each task; 2 (kPackBPrepacked) reads B pre-packed
   /// (PrepackLowpB's layout: the whole of B as one panel, columns padded to the block).
   int64_t pack_b = 1;
+  /// AMX only: K elements per K block (a divisor of K, a multiple of one tile row of K), or 0
+  /// (or K) for the whole K in one TileMatMul per block.
+  int64_t kc = 0;
 };
 
 /// Every derived size of one (workload, decisions) pair.
@@ -61,6 +64,10 @@ struct LowpPlan {
   int64_t panel_cols = 16;  ///< columns per N block (multiple of tile_cols)
   int64_t n_blocks = 1, row_block = 1, m_blocks = 1;
   int64_t par = 0, unroll_k = 1;
+  /// K groups per K block and K blocks (AMX; k_groups and 1 without K blocking). With K blocks
+  /// each task sweeps its row tiles by column blocks once per K block, the partial sums in a
+  /// scratch C (ScratchCElements).
+  int64_t k_block_groups = 0, k_blocks = 1;
   /// M % tile_rows != 0: the last row tile reads a clamped row (with AMX: each A tile of the
   /// last row tile starts at min(its row, M - 16), recomputing rows of the tile before it)
   bool clamp_rows = false;
@@ -104,6 +111,13 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
 
 /// Bytes of the packed B panel of `plan`.
 int64_t PanelBytes(const LowpPlan& plan);
+/// Bytes of the part of the B panel one K block reads (PanelBytes without K blocks).
+int64_t PanelBlockBytes(const LowpPlan& plan);
+/// Elements of a K-blocked task's scratch C: its rows (all of M, or one M block with par = 2,
+/// rounded up to the row tile) by the panel's columns; 0 without K blocks.
+int64_t ScratchCElements(const LowpPlan& plan);
+/// Largest scratch C of a K-blocked task (a stack allocation).
+inline constexpr int64_t kMaxScratchCBytes = int64_t{1} << 20;
 
 /// The kernel for (w, plan): params are the workload's inputs then the output, typed.
 absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const LowpPlan& plan,

@@ -19,7 +19,7 @@ namespace {
 using internal::kLowpLanes;
 using internal::LowpDecisions;
 
-enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kPackB };
+enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kPackB, kKc };
 
 /// The low-precision mappings.
 enum class LowpKind { kBf16, kVnni, kAvx2Int8, kAmxBf16, kAmxInt8 };
@@ -134,6 +134,7 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
   }
   d.amx = IsAmxKind(kind);
   if (d.amx) d.pack_b = values[kPackB];
+  if (d.amx && values.size() > kKc) d.kc = values[kKc];  // "/v1" AMX traces: the whole K
   d.mr = values[kMr];
   d.nr = values[kNr];
   d.nc = values[kNc];
@@ -143,9 +144,27 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
   return d;
 }
 
+/// K blocks the AMX sketches search besides the whole K: for each of 512, 1024 and 2048
+/// elements the largest divisor of K at most that large which is a whole number of tile rows
+/// (`k_step` elements) and at least 8 of them, below K.
+std::vector<int64_t> KBlockChoices(int64_t k, int64_t k_step) {
+  std::vector<int64_t> values = {k};
+  for (const int64_t target : {512, 1024, 2048}) {
+    for (int64_t kc = std::min(target, k / 2) / k_step * k_step; kc >= 8 * k_step; kc -= k_step) {
+      if (k % kc != 0) continue;
+      if (std::find(values.begin(), values.end(), kc) == values.end()) values.push_back(kc);
+      break;
+    }
+  }
+  return values;
+}
+
 class LowpMatMulSketch final : public LoopSketch {
  public:
-  explicit LowpMatMulSketch(LowpKind kind) : kind_(kind), bf16_(IsBf16Kind(kind)) {}
+  /// `k_blocks`: the AMX sketches' "/v2" with the kc knob (else the "/v1" they replaced, kept
+  /// so that stored traces replay: the whole K per block).
+  explicit LowpMatMulSketch(LowpKind kind, bool k_blocks = false)
+      : kind_(kind), bf16_(IsBf16Kind(kind)), k_blocks_(k_blocks) {}
 
   const char* Name() const override {
     switch (kind_) {
@@ -156,13 +175,16 @@ class LowpMatMulSketch final : public LoopSketch {
       case LowpKind::kAvx2Int8:
         return "mm_avx2_int8/v1";
       case LowpKind::kAmxBf16:
-        return "mm_amx_bf16/v1";
+        return k_blocks_ ? "mm_amx_bf16/v2" : "mm_amx_bf16/v1";
       case LowpKind::kAmxInt8:
-        return "mm_amx_int8/v1";
+        return k_blocks_ ? "mm_amx_int8/v2" : "mm_amx_int8/v1";
     }
     return "";
   }
   std::vector<std::string> KnobNames() const override {
+    if (IsAmxKind(kind_) && k_blocks_) {
+      return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b", "kc"};
+    }
     if (IsAmxKind(kind_)) return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b"};
     return {"mr", "nr", "nc", "mc", "par", "unroll_k"};
   }
@@ -196,13 +218,18 @@ class LowpMatMulSketch final : public LoopSketch {
       std::vector<int64_t> nc_values = BlockChoices(nc, p.n);
       std::stable_partition(nc_values.begin(), nc_values.end(),
                             [](int64_t value) { return value == 64; });
-      return {{"mr", {1, 2, 3}},
-              {"nr", {2, 1, 3}},
-              {"nc", nc_values},
-              {"mc", BlockChoices(mc, p.m)},
-              {"par", par_values},
-              {"unroll_k", {1}},
-              {"pack_b", {shared_b ? internal::kPackBPrepackedLowp : 1}}};
+      std::vector<Knob> knobs = {{"mr", {1, 2, 3}},
+                                 {"nr", {2, 1, 3}},
+                                 {"nc", nc_values},
+                                 {"mc", BlockChoices(mc, p.m)},
+                                 {"par", par_values},
+                                 {"unroll_k", {1}},
+                                 {"pack_b", {shared_b ? internal::kPackBPrepackedLowp : 1}}};
+      // K blocks (the whole K first, the default): a long K's A rows (ViT-B/16's FFN2 under
+      // bf16x3: 197 x 9216 bf16, 3.6 MB) do not stay in the L2 cache while the panels sweep
+      // them unless the task walks K in blocks.
+      if (k_blocks_) knobs.push_back({"kc", KBlockChoices(p.k, kAmxTileRowK())});
+      return knobs;
     }
     std::vector<int64_t> mr_values;
     for (int64_t mr = 1; mr <= std::min<int64_t>(8, p.m); ++mr) mr_values.push_back(mr);
@@ -244,9 +271,44 @@ class LowpMatMulSketch final : public LoopSketch {
     if (!plan.ok()) return false;
     if (values[kPar] == 2 && plan->m_blocks == 1) return false;  // same as par 1
     if (values[kUnrollK] > std::max<int64_t>(plan->full_groups, 1)) return false;
-    // The packed panel should stay in the L2 cache while the row tiles sweep it.
-    return internal::PanelBytes(*plan) <= std::max<int64_t>(hw.l2_bytes, 256 * 1024) ||
+    // The packed panel (with K blocks, its part of one K block) should stay in the L2 cache
+    // while the row tiles sweep it.
+    return internal::PanelBlockBytes(*plan) <= std::max<int64_t>(hw.l2_bytes, 256 * 1024) ||
            plan->panel_cols == tile_cols;
+  }
+
+  /// With K blocks on offer: 2 x 2 tiles over one panel per core (each task's A rows of a K
+  /// block reused by all its column blocks) with the whole M, at the largest K block up to 1024
+  /// and at the smallest. ViT-B/16's FFN2 under bf16x3 (197 x 9216 x 768): 1234 / 1248 µs
+  /// against 1811 for the farm's best whole-K trace (2 x 2 tiles, 32-column panels), warm
+  /// caches, 2 threads (Emerald Rapids VM, bench/lowp_vs_onednn --trace).
+  std::vector<KnobValues> Seeds(const ir::Workload& w, const target::HardwareInfo& hw,
+                                const KnobValues& defaults) const override {
+    if (!IsAmxKind(kind_) || !k_blocks_) return {};
+    const std::vector<Knob> knobs = Knobs(w, hw);
+    const std::vector<int64_t>& kc = knobs[kKc].values;
+    if (kc.size() < 2) return {};
+    const int64_t cores = std::max(hw.cores, 1);
+    const int64_t share = (w.matmul.n + 96 * cores - 1) / (96 * cores) * 96;
+    int64_t up_to_1024 = 0;
+    for (size_t idx = 1; idx < kc.size(); ++idx) {
+      if (kc[idx] <= 1024) up_to_1024 = std::max(up_to_1024, kc[idx]);
+    }
+    std::vector<KnobValues> seeds;
+    for (const int64_t block : {up_to_1024, kc[1]}) {
+      if (block == 0) continue;
+      KnobValues seed = defaults;
+      seed[kMr] = 2;
+      seed[kNr] = 2;
+      if (std::find(knobs[kNc].values.begin(), knobs[kNc].values.end(), share) !=
+          knobs[kNc].values.end()) {
+        seed[kNc] = share;
+      }
+      seed[kMc] = knobs[kMc].values.back();  // the whole M
+      seed[kKc] = block;
+      if (std::find(seeds.begin(), seeds.end(), seed) == seeds.end()) seeds.push_back(seed);
+    }
+    return seeds;
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
@@ -271,8 +333,12 @@ class LowpMatMulSketch final : public LoopSketch {
     return mismatch;
   }
 
+  /// K elements per AMX tile row: 32 bf16 or 64 int8 values.
+  int64_t kAmxTileRowK() const { return internal::kAmxTileRows * (bf16_ ? 2 : 4); }
+
   const LowpKind kind_;
   const bool bf16_;
+  const bool k_blocks_;
 };
 
 /// The registry entry of one low-precision mapping.
@@ -353,11 +419,23 @@ MappingVerdict AmxInt8Verdict(const ir::Workload& w, const target::HardwareInfo&
 }
 
 const LoopSketch& MatMulAmxBf16Sketch() {
-  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kAmxBf16);
+  static const LowpMatMulSketch* const sketch =
+      new LowpMatMulSketch(LowpKind::kAmxBf16, /*k_blocks=*/true);
   return *sketch;
 }
 
 const LoopSketch& MatMulAmxInt8Sketch() {
+  static const LowpMatMulSketch* const sketch =
+      new LowpMatMulSketch(LowpKind::kAmxInt8, /*k_blocks=*/true);
+  return *sketch;
+}
+
+const Sketch& MatMulAmxBf16SketchV1() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kAmxBf16);
+  return *sketch;
+}
+
+const Sketch& MatMulAmxInt8SketchV1() {
   static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kAmxInt8);
   return *sketch;
 }
@@ -379,8 +457,10 @@ namespace internal {
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload& w,
                                                              const schedule::Trace& t,
                                                              const std::vector<float>& b) {
-  const LoopSketch* sketch = nullptr;
-  for (const LoopSketch* amx : {&MatMulAmxBf16Sketch(), &MatMulAmxInt8Sketch()}) {
+  const Sketch* sketch = nullptr;
+  for (const Sketch* amx : {static_cast<const Sketch*>(&MatMulAmxBf16Sketch()),
+                            static_cast<const Sketch*>(&MatMulAmxInt8Sketch()),
+                            &MatMulAmxBf16SketchV1(), &MatMulAmxInt8SketchV1()}) {
     if (t.sketch == amx->Name()) sketch = amx;
   }
   if (sketch == nullptr || !ReadsPrepackedInput(t)) return std::optional<PrepackedOperand>();
@@ -392,7 +472,8 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
     }
     values.push_back(*value);
   }
-  const LowpKind kind = sketch == &MatMulAmxBf16Sketch() ? LowpKind::kAmxBf16 : LowpKind::kAmxInt8;
+  const LowpKind kind = t.sketch.rfind("mm_amx_bf16/", 0) == 0 ? LowpKind::kAmxBf16
+                                                               : LowpKind::kAmxInt8;
   GTCO_ASSIGN_OR_RETURN(const LowpPlan plan, MakeLowpPlan(w, ToDecisions(values, kind)));
   const ir::MatMulParams& p = plan.p;
   if (static_cast<int64_t>(b.size()) != p.k * p.n) {

@@ -57,10 +57,15 @@ const LoopSketch& MatMulBf16Sketch();
 const LoopSketch& MatMulVnniSketch();
 /// "mm_avx2_int8/v1": same knobs, 8 lanes, wide dot products, for Avx2Int8Verdict.
 const LoopSketch& MatMulAvx2Int8Sketch();
-/// "mm_amx_bf16/v1" / "mm_amx_int8/v1": same knobs (mr, nr count 16-row A tiles and 16-column B
-/// tiles, mr * nr + mr + nr <= 8; unroll_k is 1), for AmxBf16Verdict / AmxInt8Verdict.
+/// "mm_amx_bf16/v2" / "mm_amx_int8/v2": same knobs (mr, nr count 16-row A tiles and 16-column B
+/// tiles, mr * nr + mr + nr <= 8; unroll_k is 1) plus pack_b and kc (K elements per K block,
+/// K itself for none), for AmxBf16Verdict / AmxInt8Verdict.
 const LoopSketch& MatMulAmxBf16Sketch();
 const LoopSketch& MatMulAmxInt8Sketch();
+/// "mm_amx_bf16/v1" / "mm_amx_int8/v1": the sketches before kc (the whole K per block), which
+/// no mapping offers any more; registered replay-only so that stored traces still replay.
+const schedule::Sketch& MatMulAmxBf16SketchV1();
+const schedule::Sketch& MatMulAmxInt8SketchV1();
 
 // The registry entries (declared in mapping.h through mappings.def): Avx512Bf16MatMulMapping()
 // Avx512VnniMatMulMapping(), Avx2Int8MatMulMapping(), AmxBf16MatMulMapping() and
