@@ -52,26 +52,6 @@ size_t NextOpenSpace(size_t preferred, const std::vector<bool>& exhausted) {
   return exhausted.size();
 }
 
-/// Measures one trace; returns the measurer's result (a failed lowering is a failed result).
-gtco::v1::MeasureResult MeasureTrace(const ir::Workload& workload, const schedule::Trace& trace,
-                                     int trial, worker::CandidateMeasurer& measurer) {
-  absl::StatusOr<std::string> program = ProgramFor(workload, trace, kEntry);
-  if (!program.ok()) {
-    gtco::v1::MeasureResult failed;
-    failed.set_ok(false);
-    failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
-    failed.set_error(absl::StrCat("lowering failed: ", program.status().message()));
-    return failed;
-  }
-  gtco::v1::Candidate candidate;
-  candidate.set_candidate_id(std::to_string(trial));
-  candidate.set_workload_key(workload.Key());
-  candidate.set_workload(workload.CanonicalString());
-  candidate.set_entry(kEntry);
-  candidate.set_program(*std::move(program));
-  candidate.set_trace(trace.ToString());  // the worker packs weights a trace reads pre-packed
-  return measurer.Measure(candidate);
-}
 
 /// Up to kPriorSamplesPerTask records of `task`, spread evenly over its latency-sorted records
 /// (the fast and the slow ones both teach the ranking).
@@ -245,6 +225,26 @@ absl::StatusOr<TuneResult> Tune(const ir::Workload& workload, const target::Hard
   result.tuning_seconds = SecondsSince(start);
   Confirm(workload, options, measurer, &result);
   return result;
+}
+
+gtco::v1::MeasureResult MeasureTrace(const ir::Workload& workload, const schedule::Trace& trace,
+                                     int trial, worker::CandidateMeasurer& measurer) {
+  absl::StatusOr<std::string> program = ProgramFor(workload, trace, kEntry);
+  if (!program.ok()) {
+    gtco::v1::MeasureResult failed;
+    failed.set_ok(false);
+    failed.set_error_kind(gtco::v1::ERROR_KIND_COMPILE);
+    failed.set_error(absl::StrCat("lowering failed: ", program.status().message()));
+    return failed;
+  }
+  gtco::v1::Candidate candidate;
+  candidate.set_candidate_id(std::to_string(trial));
+  candidate.set_workload_key(workload.Key());
+  candidate.set_workload(workload.CanonicalString());
+  candidate.set_entry(kEntry);
+  candidate.set_program(*std::move(program));
+  candidate.set_trace(trace.ToString());  // the worker packs weights a trace reads pre-packed
+  return measurer.Measure(candidate);
 }
 
 }  // namespace gtco::bench

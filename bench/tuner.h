@@ -99,4 +99,9 @@ absl::StatusOr<TuneResult> Tune(const ir::Workload& workload, const target::Hard
 absl::StatusOr<std::string> ProgramFor(const ir::Workload& workload, const schedule::Trace& trace,
                                        const std::string& entry);
 
+/// Measures one trace as the farm's worker does (weights evicted before each timed run); a
+/// failed lowering is a failed result.
+gtco::v1::MeasureResult MeasureTrace(const ir::Workload& workload, const schedule::Trace& trace,
+                                     int trial, worker::CandidateMeasurer& measurer);
+
 }  // namespace gtco::bench

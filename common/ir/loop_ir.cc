@@ -438,7 +438,13 @@ Stmt MakeTileMatMul(const TileMatMulArgs& args) {
                                 MakeInt(args.nr),
                                 MakeInt(args.a_stride),
                                 MakeInt(args.b_col_stride),
-                                MakeInt(args.accumulate ? 1 : 0)};
+                                MakeInt(args.accumulate ? 1 : 0),
+                                MakeInt(args.prefetch ? args.prefetch_bytes : 0)};
+  if (args.prefetch) {
+    GTCO_CHECK(args.prefetch->kind == ExprKind::kLoad && args.prefetch_bytes > 0,
+               "a tile prefetch is an address Load of a positive size");
+    operands.push_back(args.prefetch);
+  }
   operands.insert(operands.end(), args.a.begin(), args.a.end());
   for (const Expr& address : {args.c, args.b}) {
     GTCO_CHECK(address && address->kind == ExprKind::kLoad, "tile addresses must be Loads");
@@ -459,7 +465,10 @@ TileMatMulArgs GetTileMatMulArgs(const StmtNode& stmt) {
   args.a_stride = stmt.operands[4]->int_value;
   args.b_col_stride = stmt.operands[5]->int_value;
   args.accumulate = stmt.operands[6]->int_value != 0;
-  args.a.assign(stmt.operands.begin() + 7, stmt.operands.end());
+  args.prefetch_bytes = stmt.operands[7]->int_value;
+  size_t first_a = 8;
+  if (args.prefetch_bytes > 0) args.prefetch = stmt.operands[first_a++];
+  args.a.assign(stmt.operands.begin() + static_cast<std::ptrdiff_t>(first_a), stmt.operands.end());
   return args;
 }
 
@@ -542,7 +551,11 @@ std::string ToString(const Stmt& stmt, int indent) {
           absl::StrJoin(args.a, ", ",
                         [](std::string* out, const Expr& a) { out->append("&" + ToString(a)); }),
           "}, k_steps=", args.k_steps, ", nr=", args.nr, ", a_stride=", args.a_stride,
-          ", b_col_stride=", args.b_col_stride, args.accumulate ? ", accumulate" : "", ")\n");
+          ", b_col_stride=", args.b_col_stride, args.accumulate ? ", accumulate" : "",
+          args.prefetch ? absl::StrCat(", prefetch=&", ToString(args.prefetch), " x ",
+                                       args.prefetch_bytes)
+                        : "",
+          ")\n");
     }
   }
   return pad + "<unknown>\n";

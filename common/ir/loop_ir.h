@@ -56,7 +56,10 @@
 //    the sum is added to what C holds (a K block after the first).
 //    The addresses are operand Loads (their buffer and first-element index; nothing is
 //    loaded): operands = {C, B, IntImm k_steps, IntImm nr, IntImm a_stride, IntImm
-//    b_col_stride, IntImm accumulate (0 or 1), A_0 .. A_{mr-1}}. Use it only where the host has amx_tile (and amx_bf16 /
+//    b_col_stride, IntImm accumulate (0 or 1), IntImm prefetch_bytes, [P,] A_0 .. A_{mr-1}}
+//    where, with prefetch_bytes > 0, P is the address Load of nr regions (each prefetch_bytes
+//    long, b_col_stride bytes apart) brought towards the L2 cache a share per K step, for the
+//    statements that come after this one (nothing is read from them here). Use it only where the host has amx_tile (and amx_bf16 /
 //    amx_int8) and the process has asked for tile state (target::AmxTileStateUsable).
 #pragma once
 
@@ -167,6 +170,8 @@ struct TileMatMulArgs {
   int64_t a_stride = 0;      ///< bytes between consecutive rows of an A tile
   int64_t b_col_stride = 0;  ///< bytes between the panels of consecutive B tiles
   bool accumulate = false;   ///< C tiles start from C's contents (else from zero)
+  Expr prefetch;             ///< address Load of the regions to prefetch, or null
+  int64_t prefetch_bytes = 0;  ///< bytes of each of the nr regions (0: no prefetch)
 };
 /// A TileMatMul statement; GTCO_CHECK-fails on an unknown instruction, too many tiles or
 /// address operands that are not Loads with i64 indices.

@@ -59,8 +59,8 @@ llvm::GlobalVariable* TileConfig(llvm::Module* module) {
 }  // namespace
 
 absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
-  if (stmt.operands.size() < 8) return absl::InvalidArgumentError("malformed tile matmul");
-  for (int idx = 2; idx < 7; ++idx) {
+  if (stmt.operands.size() < 9) return absl::InvalidArgumentError("malformed tile matmul");
+  for (int idx = 2; idx < 8; ++idx) {
     if (stmt.operands[idx]->kind != ir::ExprKind::kIntImm) {
       return absl::InvalidArgumentError("tile matmul sizes must be constants");
     }
@@ -95,6 +95,10 @@ absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
   };
   GTCO_ASSIGN_OR_RETURN(llvm::Value * c_address, address(args.c, true));
   GTCO_ASSIGN_OR_RETURN(llvm::Value * b_address, address(args.b, false));
+  llvm::Value* prefetch_address = nullptr;
+  if (args.prefetch) {
+    GTCO_ASSIGN_OR_RETURN(prefetch_address, address(args.prefetch, false));
+  }
   std::vector<llvm::Value*> a_addresses;
   for (const ir::Expr& a : args.a) {
     GTCO_ASSIGN_OR_RETURN(llvm::Value * a_address, address(a, false));
@@ -147,6 +151,22 @@ absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
   for (int t = 0; t < mr; ++t) {
     for (int c = 0; c < nr; ++c)
       builder_.CreateIntrinsic(dot, {}, {c_tile(t, c), a_tile(t), b_tile(c)});
+  }
+  if (prefetch_address != nullptr) {
+    // This step's share of each region: lines [s * per_step, (s + 1) * per_step), towards L2
+    // (prefetcht1); a line past the region is harmless (a prefetch never faults).
+    const int64_t lines = (args.prefetch_bytes + 63) / 64;
+    const int64_t per_step = (lines + args.k_steps - 1) / args.k_steps;
+    llvm::Value* first = builder_.CreateMul(step, I64(per_step * 64));
+    for (int c = 0; c < nr; ++c) {
+      for (int64_t q = 0; q < per_step; ++q) {
+        llvm::Value* offset = builder_.CreateAdd(first, I64(c * args.b_col_stride + q * 64));
+        builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {prefetch_address->getType()},
+                                 {builder_.CreateGEP(i8, prefetch_address, offset),
+                                  builder_.getInt32(0), builder_.getInt32(2),
+                                  builder_.getInt32(1)});
+      }
+    }
   }
   llvm::Value* next = builder_.CreateNUWAdd(step, I64(1));
   step->addIncoming(next, builder_.GetInsertBlock());

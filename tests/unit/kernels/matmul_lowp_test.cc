@@ -348,29 +348,36 @@ TEST(AmxSketchTest, KBlocksAreSearchedAndTheTracesBeforeThemStillReplay) {
   const LoopSketch& sketch = MatMulAmxBf16Sketch();
   EXPECT_STREQ(sketch.Name(), "mm_amx_bf16/v2");
   const std::vector<Knob> knobs = sketch.Knobs(ffn2, amx);
-  ASSERT_EQ(knobs.back().name, "kc");
-  EXPECT_EQ(knobs.back().values, (std::vector<int64_t>{9216, 512, 1024, 1536}));
+  ASSERT_EQ(knobs.size(), 9u);
+  EXPECT_EQ(knobs[7].name, "kc");
+  EXPECT_EQ(knobs[7].values, (std::vector<int64_t>{9216, 512, 1024, 1536}));
+  EXPECT_EQ(knobs[8].name, "pf");
+  EXPECT_EQ(knobs[8].values, (std::vector<int64_t>{0, 1}));
   // int8 (64-value tile rows): BERT's FFN2 K = 3072 gets blocks, K = 768 none (a block is at
   // least 8 tile rows and at most half of K).
   const ir::Workload int8 = LowpMatMul(1, 128, 768, 3072, DType::kU8, DType::kI8, DType::kI32);
-  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(int8, amx).back().values,
+  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(int8, amx)[7].values,
             (std::vector<int64_t>{3072, 512, 1024, 1536}));
   const ir::Workload short_k = LowpMatMul(1, 128, 768, 768, DType::kU8, DType::kI8, DType::kI32);
-  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(short_k, amx).back().values,
+  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(short_k, amx)[7].values,
             (std::vector<int64_t>{768}));
   // A block must divide K in whole tile rows.
   KnobValues values;
   for (const Knob& knob : knobs) values.push_back(knob.values.front());
-  // The search starts from K-blocked seeds besides the whole-K default: one 384-column panel
-  // per core, 2 x 2 tiles, at 1024 and 512.
+  // The search starts from K-blocked, prefetching seeds besides the whole-K default: one
+  // 384-column panel per core, 2 x 2 tiles, at 1024 and 512; the default's tiles at 512.
   const std::vector<KnobValues> seeds = sketch.Seeds(ffn2, amx, values);
-  ASSERT_EQ(seeds.size(), 2u);
+  ASSERT_EQ(seeds.size(), 3u);
   for (const KnobValues& seed : seeds) {
     EXPECT_TRUE(sketch.Admits(ffn2, amx, seed));
-    EXPECT_EQ(seed[2], 384);
+    EXPECT_EQ(seed[8], 1);
   }
+  EXPECT_EQ(seeds[0][2], 384);
   EXPECT_EQ(seeds[0][7], 1024);
+  EXPECT_EQ(seeds[1][2], 384);
   EXPECT_EQ(seeds[1][7], 512);
+  EXPECT_EQ(seeds[2][2], values[2]);
+  EXPECT_EQ(seeds[2][7], 512);
   EXPECT_TRUE(MatMulAmxInt8Sketch().Seeds(short_k, amx, {}).empty());
   values[7] = 1000;
   absl::StatusOr<ir::LoweredFunc> bad = sketch.Lower(ffn2, values, "k");
@@ -385,13 +392,25 @@ TEST(AmxSketchTest, KBlocksAreSearchedAndTheTracesBeforeThemStillReplay) {
   const std::string text = ir::ToString(*blocked);
   EXPECT_NE(text.find("accumulate"), std::string::npos);
   EXPECT_NE(text.find("cacc"), std::string::npos);
+  EXPECT_EQ(text.find("prefetch="), std::string::npos);
+  values[8] = 1;  // pf: each block prefetches its share of the task's next B chunk
+  absl::StatusOr<ir::LoweredFunc> prefetching = sketch.Lower(ffn2, values, "k");
+  ASSERT_TRUE(prefetching.ok()) << prefetching.status();
+  EXPECT_NE(ir::ToString(*prefetching).find("prefetch="), std::string::npos);
+  absl::StatusOr<std::string> prefetch_ir = codegen::EmitLlvmIr(*prefetching);
+  ASSERT_TRUE(prefetch_ir.ok()) << prefetch_ir.status();
+  EXPECT_NE(prefetch_ir->find("llvm.prefetch"), std::string::npos);
+  values[4] = 2;  // per-M-block tasks read the same panel next: no prefetch
+  EXPECT_FALSE(sketch.Admits(ffn2, amx, values));
+  values[4] = 1;
+  values[8] = 0;
   absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*blocked);
   ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
   // A "/v1" trace (seven knobs, no kc) resolves to the replay-only sketch and lowers to the
   // program of the same knobs with kc = K.
   const std::string knobs_text = "mr=2;nr=2;nc=32;mc=32;par=1;unroll_k=1;pack_b=2";
   absl::StatusOr<Trace> v1 = Trace::Parse("mm_amx_bf16/v1;" + knobs_text);
-  absl::StatusOr<Trace> v2 = Trace::Parse("mm_amx_bf16/v2;" + knobs_text + ";kc=9216");
+  absl::StatusOr<Trace> v2 = Trace::Parse("mm_amx_bf16/v2;" + knobs_text + ";kc=9216;pf=0");
   ASSERT_TRUE(v1.ok() && v2.ok());
   absl::StatusOr<ir::LoweredFunc> old_func = LowerSchedule(ffn2, *v1, "k");
   absl::StatusOr<ir::LoweredFunc> new_func = LowerSchedule(ffn2, *v2, "k");
@@ -449,7 +468,8 @@ class LowpJitTest : public ::testing::Test {
 
   /// Lowers `samples` + 1 knob vectors of `w`, runs them and compares with the reference.
   static void CheckKernels(const LoopSketch& sketch, const ir::Workload& w, int samples,
-                           uint64_t seed, int64_t force_pack_b = 0, int64_t force_kc = 0) {
+                           uint64_t seed, int64_t force_pack_b = 0, int64_t force_kc = 0,
+                           int64_t force_pf = -1) {
     const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, seed);
     const ir::TypedBuffer expected = ir::ComputeTypedReference(w, inputs);
     double rtol, atol;
@@ -462,6 +482,11 @@ class LowpJitTest : public ::testing::Test {
       for (size_t knob = 0; knob < names.size(); ++knob) {
         if (names[knob] == "pack_b" && force_pack_b != 0) values[knob] = force_pack_b;
         if (names[knob] == "kc" && force_kc != 0) values[knob] = force_kc;
+        // Only a pre-packed B is prefetched (pack_b, knob 6, comes before pf).
+        if (names[knob] == "pf") {
+          if (force_pf >= 0) values[knob] = force_pf;
+          if (values[6] != 2) values[knob] = 0;
+        }
         trace.decisions.push_back({names[knob], values[knob]});
       }
       std::string knob_text;
@@ -683,6 +708,7 @@ TEST_F(LowpJitTest, AmxKBlockedKernelsMatchTheReference) {
       for (DType out : {DType::kF32, DType::kBF16}) {
         const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, out);
         CheckKernels(MatMulAmxBf16Sketch(), w, 3, seed++, 0, kc);
+        CheckKernels(MatMulAmxBf16Sketch(), w, 2, seed++, 0, kc, /*pf=*/1);
         CheckKernels(MatMulAmxBf16Sketch(), w, 1, seed++, /*pack_b=*/1, kc);
       }
     }
@@ -693,9 +719,11 @@ TEST_F(LowpJitTest, AmxKBlockedKernelsMatchTheReference) {
       {ir::EwOp::kAdd, {{ir::Operand::Kind::kAcc, 0, 0}, {ir::Operand::Kind::kInput, 2, 0}}});
   w.epilogue.push_back({ir::EwOp::kRelu, {{ir::Operand::Kind::kValue, 0, 0}}});
   CheckKernels(MatMulAmxBf16Sketch(), w, 4, 950, 0, 32);
+  CheckKernels(MatMulAmxBf16Sketch(), w, 2, 951, 0, 96, /*pf=*/1);  // whole K, prefetching
   for (const IntTypes& t : kIntTypes) {
     const ir::Workload q = LowpMatMul(1, 50, 40, 192, t.a, t.b, DType::kI32, t.za, t.zb);
     CheckKernels(MatMulAmxInt8Sketch(), q, 2, seed++, 0, 64);
+    CheckKernels(MatMulAmxInt8Sketch(), q, 1, seed++, 0, 64, /*pf=*/1);
   }
 }
 

@@ -108,7 +108,17 @@ class LowpLowering {
   /// The TileMatMul of one block over K block `kb` (the whole K without K blocks) into the
   /// accumulators at `c` (accumulating onto them unless it is the first K block).
   Stmt AmxProduct(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col,
-                  const Expr& kb, bool accumulate, const Expr& c) const;
+                  const Expr& kb, bool accumulate, const Expr& c,
+                  const ir::Expr& prefetch = nullptr, int64_t prefetch_bytes = 0) const;
+  /// Element index in the pre-packed B of column `col` (a multiple of 16), K group `g0`.
+  Expr PrepackedB(const Expr& col, const Expr& g0) const {
+    return col * MakeInt(plan_.k_groups * plan_.group) + g0 * MakeInt(kLowpLanes * plan_.group);
+  }
+  /// With plan.prefetch, the address (and bytes per column tile) of row tile `tile_index`'s
+  /// share, among `row_tiles`, of the `groups` K groups from `g0` of the column block at `col`;
+  /// {nullptr, 0} without.
+  std::pair<Expr, int64_t> PrefetchShare(const Expr& col, const Expr& g0, const Expr& tile_index,
+                                         int64_t row_tiles, int64_t groups) const;
   /// The block's accumulators (buffer `acc` from `acc_base`, rows of block_cols) through the
   /// corrections and epilogue into the output.
   Stmt AmxWriteBack(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col,
@@ -370,9 +380,22 @@ Expr LowpLowering::AmxRow(const Expr& i0, int64_t t) const {
   return plan_.clamp_rows ? Min(row, MakeInt(p_.m - kAmxTileRows)) : row;
 }
 
+std::pair<Expr, int64_t> LowpLowering::PrefetchShare(const Expr& col, const Expr& g0,
+                                                     const Expr& tile_index, int64_t row_tiles,
+                                                     int64_t groups) const {
+  if (!plan_.prefetch) return {nullptr, 0};
+  const int64_t elem_bytes = plan_.bf16 ? 2 : 1;
+  const int64_t share = CeilDiv(CeilDiv(groups * 4 * kLowpLanes, row_tiles), 64) * 64;
+  // Clamped into B (the last panel's next one is past its end).
+  const int64_t last = plan_.p.k * PrepackedColumns(plan_) - 1;
+  const Expr index =
+      Min(PrepackedB(col, g0) + tile_index * MakeInt(share / elem_bytes), MakeInt(last));
+  return {ir::MakeTypedLoad(InputName(1), index, StorageType(w_.inputs[1].dtype)), share};
+}
+
 Stmt LowpLowering::AmxProduct(const Expr& b, const Expr& i0, const Expr& col0,
                               const Expr& panel_col, const Expr& kb, bool accumulate,
-                              const Expr& c) const {
+                              const Expr& c, const Expr& prefetch, int64_t prefetch_bytes) const {
   const ScalarType a_type = StorageType(w_.inputs[0].dtype);
   const Expr a_base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
   // The K block's first group and element (0 without K blocks).
@@ -397,6 +420,8 @@ Stmt LowpLowering::AmxProduct(const Expr& b, const Expr& i0, const Expr& col0,
   args.a_stride = p_.k * ir::ScalarTypeBytes(a_type);
   args.b_col_stride = plan_.tile_cols * plan_.k_groups * 4;
   args.accumulate = accumulate;
+  args.prefetch = prefetch;
+  args.prefetch_bytes = prefetch_bytes;
   return ir::MakeTileMatMul(args);
 }
 
@@ -425,8 +450,14 @@ Stmt LowpLowering::AmxWriteBack(const Expr& b, const Expr& i0, const Expr& col0,
 
 Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
                            const Expr& panel_col) const {
+  // The next panel's share of this row tile.
+  const int64_t rows = plan_.tile_rows;
+  const auto [prefetch, prefetch_bytes] =
+      PrefetchShare(col0 + MakeInt(plan_.panel_cols) + panel_col, MakeInt(0), i0 / MakeInt(rows),
+                    CeilDiv(p_.m, rows), plan_.k_groups);
   const Stmt product = AmxProduct(b, i0, col0, panel_col, MakeInt(0), false,
-                                  ir::MakeTypedLoad("acc", MakeInt(0), AccType()));
+                                  ir::MakeTypedLoad("acc", MakeInt(0), AccType()), prefetch,
+                                  prefetch_bytes);
   return ir::MakeTypedAllocate(
       "acc", plan_.tile_rows * plan_.block_cols, AccType(),
       ir::MakeBlock({product, AmxWriteBack(b, i0, col0, panel_col, "acc", MakeInt(0))}));
@@ -451,8 +482,17 @@ Stmt LowpLowering::AmxKBlocks(const Expr& b, const Expr& col0, const Expr& col_t
   auto pass = [&](const Expr& kb, bool first, bool last) {
     auto tile = [&, kb, first, last](const Expr& i0, const Expr& panel_col) {
       const Expr base = slot(i0, panel_col);
+      // This row tile's share of what the next pass reads: the next K block of the column
+      // block, after the last one the next panel's first.
+      const int64_t task_tiles =
+          per_m_block ? plan_.row_block / rows : CeilDiv(p_.m, rows);
+      const auto [prefetch, prefetch_bytes] = PrefetchShare(
+          last ? col0 + MakeInt(plan_.panel_cols) + panel_col : col0 + panel_col,
+          last ? MakeInt(0) : (kb + MakeInt(1)) * MakeInt(plan_.k_block_groups),
+          (i0 - row0) / MakeInt(rows), task_tiles, plan_.k_block_groups);
       Stmt product = AmxProduct(b, i0, col0, panel_col, kb, !first,
-                                ir::MakeTypedLoad(kScratchC, base, AccType()));
+                                ir::MakeTypedLoad(kScratchC, base, AccType()), prefetch,
+                                prefetch_bytes);
       if (!last) return product;
       return ir::MakeBlock(
           {product, AmxWriteBack(b, i0, col0, panel_col, kScratchC, base)});
@@ -677,6 +717,10 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   plan.clamp_rows = plan.p.m % rows != 0;
   plan.par = d.par;
   plan.unroll_k = d.unroll_k;
+  plan.prefetch = d.prefetch;
+  if (d.prefetch && !plan.prepacked_b) {
+    return absl::InvalidArgumentError("knob 'pf': only a pre-packed B (pack_b = 2) is prefetched");
+  }
   plan.k_block_groups = plan.k_groups;
   if (d.kc != 0 && d.kc != plan.p.k) {
     plan.k_block_groups = d.kc / plan.group;

@@ -43,6 +43,10 @@ struct LowpDecisions {
   /// AMX only: K elements per K block (a divisor of K, a multiple of one tile row of K), or 0
   /// (or K) for the whole K in one TileMatMul per block.
   int64_t kc = 0;
+  /// AMX with B pre-packed only: each tile block prefetches its share of the B chunk that the
+  /// task's next pass (its next K block, or the next panel) reads, so the weights stream from
+  /// memory while the tiles compute on cached ones.
+  bool prefetch = false;
 };
 
 /// Every derived size of one (workload, decisions) pair.
@@ -68,6 +72,7 @@ struct LowpPlan {
   /// each task sweeps its row tiles by column blocks once per K block, the partial sums in a
   /// scratch C (ScratchCElements).
   int64_t k_block_groups = 0, k_blocks = 1;
+  bool prefetch = false;  ///< LowpDecisions::prefetch
   /// M % tile_rows != 0: the last row tile reads a clamped row (with AMX: each A tile of the
   /// last row tile starts at min(its row, M - 16), recomputing rows of the tile before it)
   bool clamp_rows = false;

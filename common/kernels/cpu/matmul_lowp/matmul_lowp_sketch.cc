@@ -19,7 +19,7 @@ namespace {
 using internal::kLowpLanes;
 using internal::LowpDecisions;
 
-enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kPackB, kKc };
+enum KnobIdx { kMr, kNr, kNc, kMc, kPar, kUnrollK, kPackB, kKc, kPf };
 
 /// The low-precision mappings.
 enum class LowpKind { kBf16, kVnni, kAvx2Int8, kAmxBf16, kAmxInt8 };
@@ -135,6 +135,7 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
   d.amx = IsAmxKind(kind);
   if (d.amx) d.pack_b = values[kPackB];
   if (d.amx && values.size() > kKc) d.kc = values[kKc];  // "/v1" AMX traces: the whole K
+  if (d.amx && values.size() > kPf) d.prefetch = values[kPf] != 0;
   d.mr = values[kMr];
   d.nr = values[kNr];
   d.nc = values[kNc];
@@ -183,7 +184,7 @@ class LowpMatMulSketch final : public LoopSketch {
   }
   std::vector<std::string> KnobNames() const override {
     if (IsAmxKind(kind_) && k_blocks_) {
-      return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b", "kc"};
+      return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b", "kc", "pf"};
     }
     if (IsAmxKind(kind_)) return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b"};
     return {"mr", "nr", "nc", "mc", "par", "unroll_k"};
@@ -228,7 +229,11 @@ class LowpMatMulSketch final : public LoopSketch {
       // K blocks (the whole K first, the default): a long K's A rows (ViT-B/16's FFN2 under
       // bf16x3: 197 x 9216 bf16, 3.6 MB) do not stay in the L2 cache while the panels sweep
       // them unless the task walks K in blocks.
-      if (k_blocks_) knobs.push_back({"kc", KBlockChoices(p.k, kAmxTileRowK())});
+      if (k_blocks_) {
+        knobs.push_back({"kc", KBlockChoices(p.k, kAmxTileRowK())});
+        // Software prefetch of the B chunk each task reads next (pre-packed B only).
+        knobs.push_back({"pf", shared_b ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}});
+      }
       return knobs;
     }
     std::vector<int64_t> mr_values;
@@ -270,6 +275,8 @@ class LowpMatMulSketch final : public LoopSketch {
     auto plan = internal::MakeLowpPlan(w, ToDecisions(values, kind_));
     if (!plan.ok()) return false;
     if (values[kPar] == 2 && plan->m_blocks == 1) return false;  // same as par 1
+    // With per-M-block tasks the next task reads the same panel: nothing to prefetch.
+    if (amx && values.size() > kPf && values[kPf] != 0 && values[kPar] == 2) return false;
     if (values[kUnrollK] > std::max<int64_t>(plan->full_groups, 1)) return false;
     // The packed panel (with K blocks, its part of one K block) should stay in the L2 cache
     // while the row tiles sweep it.
@@ -277,11 +284,14 @@ class LowpMatMulSketch final : public LoopSketch {
            plan->panel_cols == tile_cols;
   }
 
-  /// With K blocks on offer: 2 x 2 tiles over one panel per core (each task's A rows of a K
-  /// block reused by all its column blocks) with the whole M, at the largest K block up to 1024
-  /// and at the smallest. ViT-B/16's FFN2 under bf16x3 (197 x 9216 x 768): 1234 / 1248 µs
-  /// against 1811 for the farm's best whole-K trace (2 x 2 tiles, 32-column panels), warm
-  /// caches, 2 threads (Emerald Rapids VM, bench/lowp_vs_onednn --trace).
+  /// With K blocks on offer, prefetching B where it is pre-packed: 2 x 2 tiles over one panel
+  /// per core (each task's A rows of a K block reused by all its column blocks) with the whole
+  /// M, at the largest K block up to 1024 and at the smallest; and the default's tiles at the
+  /// smallest. ViT-B/16's FFN2 under bf16x3 (197 x 9216 x 768): 1234 / 1248 µs against 1811
+  /// for the farm's best whole-K trace (2 x 2 tiles, 32-column panels), warm caches, 2 threads;
+  /// prefetching, as the farm measures (weights evicted), FFN2 1659 -> 1437 µs and FFN1 (197 x
+  /// 2304 x 3072) 1387 -> 1130 µs for the farm's picks (Emerald Rapids VM, bench/lowp_vs_onednn
+  /// --trace).
   std::vector<KnobValues> Seeds(const ir::Workload& w, const target::HardwareInfo& hw,
                                 const KnobValues& defaults) const override {
     if (!IsAmxKind(kind_) || !k_blocks_) return {};
@@ -294,6 +304,7 @@ class LowpMatMulSketch final : public LoopSketch {
     for (size_t idx = 1; idx < kc.size(); ++idx) {
       if (kc[idx] <= 1024) up_to_1024 = std::max(up_to_1024, kc[idx]);
     }
+    const int64_t prefetch = knobs[kPf].values.back();
     std::vector<KnobValues> seeds;
     for (const int64_t block : {up_to_1024, kc[1]}) {
       if (block == 0) continue;
@@ -306,8 +317,13 @@ class LowpMatMulSketch final : public LoopSketch {
       }
       seed[kMc] = knobs[kMc].values.back();  // the whole M
       seed[kKc] = block;
+      seed[kPf] = prefetch;
       if (std::find(seeds.begin(), seeds.end(), seed) == seeds.end()) seeds.push_back(seed);
     }
+    KnobValues seed = defaults;
+    seed[kKc] = kc[1];
+    seed[kPf] = prefetch;
+    seeds.push_back(seed);
     return seeds;
   }
 
