@@ -8,6 +8,11 @@ bench/results/e2e.md.
         [--trials-per-task 8] [--runs 50] [--rounds 5] [--ablation] [--ablation-copies]
         [--bert-python /path/to/venv/bin/python]
         [--tvm-python .deps/tvm/bin/python | --no-tvm] [--tvm-max-tasks N]
+        [--precision MODEL=bf16|bf16x3,...]
+
+--precision tunes and exports the named models with gtco-client's --precision (the others in f32;
+ONNX Runtime and TVM always run the fp32 model), so that one run holds, say, ResNet-50 in f32
+beside ViT-B/16 and BERT-base under bf16x3 on an AMX host (the precision column says which).
 
 BERT needs `transformers`: scripts/setup.sh --tests pins it into .deps/transformers, which the
 BERT export uses (or a venv with --system-site-packages and pip install "transformers<4.40";
@@ -176,14 +181,14 @@ class Farm:
         self.server.wait()
 
 
-def tune_and_compare(work, tag, env, onnx_path, artifact, args):
-    """Tunes `onnx_path` on a farm of its own (`tag`, server environment `env`), exports it to
-    `artifact`, stops the farm and times the artifact against ONNX Runtime; returns (tasks,
-    trials, tuning seconds, plan summary, compare's result)."""
+def tune_and_compare(work, tag, env, onnx_path, artifact, args, precision="f32"):
+    """Tunes `onnx_path` on a farm of its own (`tag`, server environment `env`) at `precision`,
+    exports it to `artifact`, stops the farm and times the artifact against ONNX Runtime;
+    returns (tasks, trials, tuning seconds, plan summary, compare's result)."""
     farm = Farm(work, tag, env)
     try:
         tasks, trials, seconds, plan = farm.tune_and_export(onnx_path, args.trials_per_task,
-                                                            artifact)
+                                                            artifact, precision)
     finally:
         farm.stop()
     result = compare(onnx_path, artifact, args.runs, args.rounds,
@@ -217,8 +222,17 @@ def main():
                         help="also tune and time each transformer with its copies as exported (a "
                              "farm whose server runs with GTCO_KEEP_COPIES=1: no data-movement "
                              "rewrites, no slice+transpose merge)")
+    parser.add_argument("--precision", default="",
+                        help="MODEL=bf16|bf16x3,...: those models tuned and exported with "
+                             "gtco-client's --precision (the others f32)")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "e2e.md"))
     args = parser.parse_args()
+    precisions = {}
+    for item in filter(None, args.precision.split(",")):
+        model, _, value = item.partition("=")
+        if value not in ("bf16", "bf16x3") or model not in args.models.split(","):
+            parser.error(f"--precision {item}: expected MODEL=bf16|bf16x3 for one of --models")
+        precisions[model] = value
     tvm_python = None if args.no_tvm else args.tvm_python
     if tvm_python and not os.path.exists(tvm_python):
         parser.error(f"--tvm-python {tvm_python} does not exist (bench/e2e/install_tvm.sh)")
@@ -238,8 +252,9 @@ def main():
         artifact = os.path.join(work, f"{name}.gtco")
         # Each model's farm is stopped before the timing: a live server retrains its cost
         # model after a job and would steal CPU from whichever system runs then.
+        precision = precisions.get(name, "f32")
         tasks, trials, tuning_seconds, plan, result = tune_and_compare(
-            work, name, None, onnx_path, artifact, args)
+            work, name, None, onnx_path, artifact, args, precision)
         print(name, json.dumps({k: v for k, v in result.items() if k != "gtco" and k != "ort"}),
               result["gtco"]["median_seconds"], result["ort"]["median_seconds"], flush=True)
         tvm = run_tvm(tvm_python, onnx_path, result, name, work, args) if tvm_python else None
@@ -247,8 +262,9 @@ def main():
             print(name, "tvm", json.dumps({k: tvm[k] for k in (
                 "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
                 "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
-        rows.append((name, tasks, trials, tuning_seconds, plan, result, tvm))
-        artifacts.append((name, artifact, result["ort"]["median_seconds"]))
+        rows.append((name, precision, tasks, trials, tuning_seconds, plan, result, tvm))
+        if precision == "f32":  # its rates are against the fp32 FMA peak
+            artifacts.append((name, artifact, result["ort"]["median_seconds"]))
         if not name.startswith("resnet"):
             # The same model on a farm of its own whose server runs with an ablation switch, tuned
             # at the same trials per task and timed against ONNX Runtime the same way: attention
@@ -262,13 +278,13 @@ def main():
                     continue
                 v_tasks, v_trials, v_seconds, v_plan, v_result = tune_and_compare(
                     work, f"{name}-{suffix}", {env: "1"}, onnx_path,
-                    os.path.join(work, f"{name}.{suffix}.gtco"), args)
+                    os.path.join(work, f"{name}.{suffix}.gtco"), args, precision)
                 print(name, label, v_result["gtco"]["median_seconds"],
                       v_result["ort"]["median_seconds"], flush=True)
-                rows.append((f"{name} ({label})", v_tasks, v_trials, v_seconds, v_plan, v_result,
-                             None))
+                rows.append((f"{name} ({label})", precision, v_tasks, v_trials, v_seconds,
+                             v_plan, v_result, None))
     command = " ".join(["bench/e2e/run_e2e.py"] + sys.argv[1:])
-    tvms = [row[6] for row in rows if row[6] and "error" not in row[6]]
+    tvms = [row[7] for row in rows if row[7] and "error" not in row[7]]
     version = tvms[0]["version"] if tvms else "0.27"
     tvm_text = [] if not tvm_python else [
         f"TVM {version} MetaSchedule (its own venv and process): the same ONNX file through "
@@ -310,16 +326,23 @@ def main():
         "the chosen one, the regions, and each alternative's time per region "
         "(`gtco-client status JOB --explain`).",
         "",
-        "| model | tasks | trials | tuning wall | plan | GTCO (gtco-run) | ONNX Runtime | "
-        "GTCO speed-up | peak RSS GTCO / ORT | max rel. output diff |"
+        *([] if not precisions else [
+            "Precision: the models named by --precision were tuned and exported with gtco-client's "
+            "--precision (bf16x3: their weight MatMuls as three bf16 products of split operands "
+            "on AMX, near-f32 accuracy; see bench/e2e/run_bf16.py), the others in f32; ONNX "
+            "Runtime and TVM run the fp32 model, and the output difference is against ONNX "
+            "Runtime's fp32 outputs.", ""]),
+        "| model | GTCO precision | tasks | trials | tuning wall | plan | GTCO (gtco-run) | "
+        "ONNX Runtime | GTCO speed-up | peak RSS GTCO / ORT | max rel. output diff |"
         + (" TVM tasks / trials | TVM tuning wall | TVM MetaSchedule | GTCO speed-up vs TVM | "
            "TVM peak RSS | TVM max rel. output diff |" if tvm_python else ""),
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|" + ("---:|" * 6 if tvm_python else ""),
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+        + ("---:|" * 6 if tvm_python else ""),
     ]
-    for name, tasks, trials, seconds, plan, r, tvm in rows:
+    for name, precision, tasks, trials, seconds, plan, r, tvm in rows:
         g, o = r["gtco"], r["ort"]
         line = (
-            f"| {name} | {tasks} | {trials} | {seconds:.0f} s | {plan} | "
+            f"| {name} | {precision} | {tasks} | {trials} | {seconds:.0f} s | {plan} | "
             f"{g['median_seconds'] * 1e3:.2f} ms | "
             f"{o['median_seconds'] * 1e3:.2f} ms | {o['median_seconds'] / g['median_seconds']:.2f}x | "
             f"{g['peak_rss_bytes'] / 2**20:.0f} / {o['peak_rss_bytes'] / 2**20:.0f} MiB | "
@@ -336,10 +359,11 @@ def main():
                 f"{tvm['peak_rss_bytes'] / 2**20:.0f} MiB | {tvm['worst_rel_diff']:.1e} |")
         lines.append(line)
     # Where each model's time goes, against the machine's limits measured now (farms stopped).
-    limits = where_time_goes.machine_limits()
-    lines += ["", where_time_goes.markdown(
-        [(name, where_time_goes.analyse(path, limits, ort)) for name, path, ort in artifacts],
-        limits).rstrip("\n")]
+    if artifacts:  # the f32 models' (a bf16 kernel is not rated against the fp32 peak)
+        limits = where_time_goes.machine_limits()
+        lines += ["", where_time_goes.markdown(
+            [(name, where_time_goes.analyse(path, limits, ort)) for name, path, ort in artifacts],
+            limits).rstrip("\n")]
     with open(args.output, "w") as out:
         out.write("\n".join(lines) + "\n")
     print("\n".join(lines))
