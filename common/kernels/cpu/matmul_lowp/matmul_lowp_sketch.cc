@@ -145,6 +145,12 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
   return d;
 }
 
+/// Columns of one of `shares` equal N blocks, rounded up to 96 (a multiple of every AMX block
+/// width).
+int64_t EqualShareColumns(int64_t n, int64_t shares) {
+  return (n + 96 * shares - 1) / (96 * shares) * 96;
+}
+
 /// K blocks the AMX sketches search besides the whole K: for each of 512, 1024 and 2048
 /// elements the largest divisor of K at most that large which is a whole number of tile rows
 /// (`k_step` elements) and at least 8 of them, below K.
@@ -206,7 +212,7 @@ class LowpMatMulSketch final : public LoopSketch {
       std::vector<int64_t> nc = {32, 64, 128, 256, 512, 1024};
       std::vector<int64_t> mc = {32, 64, 128, 256};
       for (const int64_t shares : {cores, 2 * cores}) {
-        nc.push_back((p.n + 96 * shares - 1) / (96 * shares) * 96);
+        nc.push_back(EqualShareColumns(p.n, shares));
         mc.push_back((p.m + shares - 1) / shares);
       }
       for (std::vector<int64_t>* values : {&nc, &mc}) {
@@ -298,8 +304,7 @@ class LowpMatMulSketch final : public LoopSketch {
     const std::vector<Knob> knobs = Knobs(w, hw);
     const std::vector<int64_t>& kc = knobs[kKc].values;
     if (kc.size() < 2) return {};
-    const int64_t cores = std::max(hw.cores, 1);
-    const int64_t share = (w.matmul.n + 96 * cores - 1) / (96 * cores) * 96;
+    const int64_t share = EqualShareColumns(w.matmul.n, std::max(hw.cores, 1));
     int64_t up_to_1024 = 0;
     for (size_t idx = 1; idx < kc.size(); ++idx) {
       if (kc[idx] <= 1024) up_to_1024 = std::max(up_to_1024, kc[idx]);
