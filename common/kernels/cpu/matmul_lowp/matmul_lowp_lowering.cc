@@ -384,7 +384,7 @@ std::pair<Expr, int64_t> LowpLowering::PrefetchShare(const Expr& col, const Expr
                                                      const Expr& tile_index, int64_t row_tiles,
                                                      int64_t groups) const {
   if (!plan_.prefetch) return {nullptr, 0};
-  const int64_t elem_bytes = plan_.bf16 ? 2 : 1;
+  const int64_t elem_bytes = ir::ScalarTypeBytes(StorageType(w_.inputs[1].dtype));
   const int64_t share = CeilDiv(CeilDiv(groups * 4 * kLowpLanes, row_tiles), 64) * 64;
   // Clamped into B (the last panel's next one is past its end).
   const int64_t last = plan_.p.k * PrepackedColumns(plan_) - 1;
@@ -405,9 +405,7 @@ Stmt LowpLowering::AmxProduct(const Expr& b, const Expr& i0, const Expr& col0,
   args.instruction = AmxInstruction(plan_);
   args.c = c;
   args.b = plan_.prepacked_b
-               ? ir::MakeTypedLoad(InputName(1),
-                                   (col0 + panel_col) * MakeInt(plan_.k_groups * plan_.group) +
-                                       k0 * MakeInt(kLowpLanes),
+               ? ir::MakeTypedLoad(InputName(1), PrepackedB(col0 + panel_col, g0),
                                    StorageType(w_.inputs[1].dtype))
                : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, g0, MakeInt(0)),
                                    ScalarType::kI32);
