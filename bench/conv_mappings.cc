@@ -11,9 +11,13 @@
 // run in turn, N rounds of one timed call each (warm caches, after a warm-up round), and the
 // table gives each one's median and the median over rounds of its time over the first trace's
 // in the same round. The kernels' threads are pinned to cores, as the worker pins them.
+// --bf16x3 adds, for each unit-stride conv, the conv as `--precision bf16x3` runs it: the bf16
+// conv of the split input ([hi, lo, hi], 3C channels in the pair layout) and the split weights
+// on AMX (mapping amx_bf16, where the host has it), its GFLOP/s counted on the f32 conv's
+// flops (a third of what the tiles compute); --mapping NAME tunes that mapping only.
 //
 //   build/bench/conv_mappings [--trials N] [--shapes name,name,...] [--defaults] [--residual]
-//                             [--trace T]... [--interleave N]
+//                             [--trace T]... [--interleave N] [--bf16x3] [--mapping NAME]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +26,7 @@
 #include <ctime>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,6 +80,17 @@ ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {
     w.epilogue.push_back({ir::EwOp::kAdd, {{K::kValue, 0, 0}, {K::kInput, added, 0}}});
   }
   w.epilogue.push_back({ir::EwOp::kRelu, {{K::kValue, residual ? 1 : 0, 0}}});
+  return w;
+}
+
+/// The conv of `shape` as --precision bf16x3 computes it: bf16 X of 3C channels in the pair
+/// layout and bf16 W [K, 3C, R, S], the same epilogue.
+ir::Workload Bf16x3Pairs(const ConvCase& shape, bool residual) {
+  ir::Workload w = ConvBiasRelu(shape, residual);
+  w.conv.in_channels *= 3;
+  w.conv.x_pairs = true;
+  w.inputs[0] = {ir::DType::kBF16, ir::ConvXShape(w.conv)};
+  w.inputs[1] = {ir::DType::kBF16, ir::ConvWShape(w.conv)};
   return w;
 }
 
@@ -148,6 +164,8 @@ int Main(int argc, char** argv) {
   bool defaults = false;            // measure each mapping's default trace instead of tuning
   bool residual = false;            // a residual added before the ReLU
   int interleave = 0;               // rounds of the --trace programs run in turn
+  bool bf16x3 = false;              // also the bf16x3 (AMX, pair layout) form of each conv
+  std::string only_mapping;         // tune this mapping only
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
       trials = std::atoi(argv[++arg]);
@@ -155,6 +173,10 @@ int Main(int argc, char** argv) {
       defaults = true;
     } else if (std::strcmp(argv[arg], "--residual") == 0) {
       residual = true;
+    } else if (std::strcmp(argv[arg], "--bf16x3") == 0) {
+      bf16x3 = true;
+    } else if (std::strcmp(argv[arg], "--mapping") == 0 && arg + 1 < argc) {
+      only_mapping = argv[++arg];
     } else if (std::strcmp(argv[arg], "--trace") == 0 && arg + 1 < argc) {
       traces.push_back(argv[++arg]);
     } else if (std::strcmp(argv[arg], "--interleave") == 0 && arg + 1 < argc) {
@@ -164,7 +186,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: conv_mappings [--trials N] [--shapes name,name,...] [--defaults] "
-                   "[--residual] [--trace T]... [--interleave N]\n");
+                   "[--residual] [--trace T]... [--interleave N] [--bf16x3] [--mapping NAME]\n");
       return 2;
     }
   }
@@ -243,11 +265,25 @@ int Main(int argc, char** argv) {
                   result.ok() ? gflop / result.median_seconds() : 0.0, text.c_str());
     }
     if (!to_measure.empty()) continue;
-    for (const schedule::SearchSpace& space : *spaces) {
+    std::vector<std::pair<ir::Workload, schedule::SearchSpace>> tuned;
+    for (const schedule::SearchSpace& space : *spaces) tuned.push_back({w, space});
+    if (bf16x3 && shape.stride == 1) {
+      const ir::Workload split = Bf16x3Pairs(shape, residual);
+      absl::StatusOr<std::vector<schedule::SearchSpace>> split_spaces =
+          kernels::CreateMappingSpaces(split, hw);
+      if (!split_spaces.ok()) {
+        std::printf("| %s | %.3f | bf16x3 | %s | | |\n", shape.name, gflop,
+                    std::string(split_spaces.status().message()).c_str());
+      } else {
+        for (const schedule::SearchSpace& space : *split_spaces) tuned.push_back({split, space});
+      }
+    }
+    for (const auto& [work, space] : tuned) {
+      if (!only_mapping.empty() && space.mapping() != only_mapping) continue;
       TuneOptions options;
       options.trials = trials;
       options.mapping = space.mapping();
-      absl::StatusOr<TuneResult> result = Tune(w, hw, options, **measurer);
+      absl::StatusOr<TuneResult> result = Tune(work, hw, options, **measurer);
       if (!result.ok() || result->best_seconds == 0) {
         std::printf("| %s | %.3f | %s | failed | | %s |\n", shape.name, gflop,
                     options.mapping.c_str(),
@@ -255,8 +291,9 @@ int Main(int argc, char** argv) {
                                 : std::string(result.status().message()).c_str());
         continue;
       }
-      std::printf("| %s | %.3f | %s | %.1f | %.0f | `%s` |\n", shape.name, gflop,
-                  options.mapping.c_str(), result->best_seconds * 1e6,
+      std::printf("| %s | %.3f | %s%s | %.1f | %.0f | `%s` |\n", shape.name, gflop,
+                  options.mapping.c_str(), work.conv.x_pairs ? " (bf16x3)" : "",
+                  result->best_seconds * 1e6,
                   gflop / result->best_seconds, result->best_trace.ToString().c_str());
       std::fflush(stdout);
     }

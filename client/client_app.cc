@@ -523,9 +523,12 @@ class Client {
       return kExitRefused;
     }
     if (!json_) {
-      std::cerr << "gtco-client: " << flag << ": " << rewritten->matmuls << " MatMuls in "
-                << onnx::Bf16PrecisionName(*bf16_) << " (" << rewritten->weights
-                << " weights stored in bf16), " << rewritten->kept_f32 << " left in f32\n";
+      std::cerr << "gtco-client: " << flag << ": " << rewritten->matmuls << " MatMuls"
+                << (rewritten->convs > 0 ? absl::StrCat(" and ", rewritten->convs, " Convs")
+                                         : std::string())
+                << " in " << onnx::Bf16PrecisionName(*bf16_) << " (" << rewritten->weights
+                << " weights stored in bf16), " << rewritten->kept_f32
+                << " MatMuls left in f32\n";
     }
     *bytes = std::move(rewritten->model_bytes);
     return 0;

@@ -182,6 +182,21 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     return absl::OkStatus();
   }
+  if (s.op == "split_bf16x3_pairs") {
+    const bool shaped =
+        s.inputs.size() == 1 && s.params.size() == 4 && in.shape.size() == 4 &&
+        out.shape.size() == 4 && in.shape[1] % 2 == 0 && out.shape[0] == in.shape[0] &&
+        out.shape[1] * 2 == 3 * in.shape[1] && out.shape[3] == 2 &&
+        std::all_of(s.params.begin(), s.params.end(),
+                    [](int64_t pad) { return pad >= 0 && pad <= (int64_t{1} << 20); }) &&
+        out.shape[2] >= (in.shape[2] + s.params[0] + s.params[2]) *
+                           (in.shape[3] + s.params[1] + s.params[3]);
+    if (!shaped || in.dtype != ElemType::kF32 || out.dtype != ElemType::kBF16) {
+      return bad("needs one f32 image [N, C, H, W] (C even), four pads and a bf16 output [N, "
+                 "3C/2, P, 2] whose planes P hold the padded image");
+    }
+    return absl::OkStatus();
+  }
   if (s.op == "copy" || s.op == "cast") {
     if (in.NumElements() != out.NumElements()) return bad("element counts differ");
     if (s.op == "copy" && in.dtype != out.dtype) return bad("a copy keeps its type");

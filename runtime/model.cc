@@ -623,6 +623,11 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       const int64_t k = in.shape.back();
       SplitF32ToBf16x3(reinterpret_cast<const float*>(data(step.inputs[0])),
                        k > 0 ? in.NumElements() / k : 0, k, reinterpret_cast<uint16_t*>(out_data));
+    } else if (step.op == "split_bf16x3_pairs") {
+      const TensorSpec& in = m.tensors[step.inputs[0]];
+      SplitF32ToBf16x3Pairs(reinterpret_cast<const float*>(data(step.inputs[0])), in.shape[0],
+                            in.shape[1], in.shape[2], in.shape[3], step.params.data(),
+                            out.shape[2], reinterpret_cast<uint16_t*>(out_data));
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);

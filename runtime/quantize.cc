@@ -308,6 +308,77 @@ void CastBf16ToF32(const uint16_t* x, int64_t count, float* y) {
                  [&](int64_t, int64_t begin, int64_t end) { CastFromBf16Range(x, begin, end, y); });
 }
 
+namespace {
+
+/// hi and lo (SplitBf16x3Rows' parts) of one value.
+inline void SplitValue(float value, uint32_t* high, uint32_t* low) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  *high = Bf16Bits(bits);
+  const uint32_t high_bits = *high << 16;
+  float high_value;
+  std::memcpy(&high_value, &high_bits, 4);
+  const uint32_t finite = 0u - static_cast<uint32_t>((*high & 0x7f80u) != 0x7f80u);
+  const float rest = value - high_value;
+  uint32_t rest_bits;
+  std::memcpy(&rest_bits, &rest, 4);
+  *low = Bf16Bits(rest_bits & finite);
+}
+
+}  // namespace
+
+/// One image row of two channels (a, b) as pair words: hi (a | b << 16) into `high_a` and
+/// `high_b`, lo into `low`.
+GTCO_VECTOR_CLONES void SplitPairRow(const float* __restrict a, const float* __restrict b,
+                                     int64_t width, uint32_t* __restrict high_a,
+                                     uint32_t* __restrict low, uint32_t* __restrict high_b) {
+  for (int64_t i = 0; i < width; ++i) {
+    uint32_t high0, low0, high1, low1;
+    SplitValue(a[i], &high0, &low0);
+    SplitValue(b[i], &high1, &low1);
+    const uint32_t high = high0 | (high1 << 16);
+    high_a[i] = high;
+    high_b[i] = high;
+    low[i] = low0 | (low1 << 16);
+  }
+}
+
+void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int64_t w,
+                           const int64_t* pads, int64_t plane, uint16_t* y) {
+  // The bottom pad (pads[2]) is part of the zeros after the last image row.
+  const int64_t top = pads[0], left = pads[1], right = pads[3];
+  const int64_t padded_w = w + left + right, pairs = c / 2, image = h * w;
+  if (n <= 0 || pairs <= 0 || image <= 0) return;
+  uint32_t* words = reinterpret_cast<uint32_t*>(y);
+  // Chunks of elements, each taken as the source pairs that start in it (as SplitF32ToBf16x3's
+  // rows): a pair (image i, channels 2q and 2q + 1) writes planes q (hi), pairs + q (lo) and
+  // 2 * pairs + q (hi) of image i.
+  const int64_t per_pair = 2 * image;
+  ParallelChunks(n * pairs * per_pair, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t source = (begin + per_pair - 1) / per_pair;
+         source < (end + per_pair - 1) / per_pair; ++source) {
+      const int64_t i = source / pairs, q = source % pairs;
+      const float* a = x + (i * c + 2 * q) * image;
+      const float* b = a + image;
+      uint32_t* planes[3];
+      for (int part = 0; part < 3; ++part) {
+        planes[part] = words + (i * 3 * pairs + part * pairs + q) * plane;
+      }
+      auto zero = [&](int64_t from, int64_t count) {
+        for (uint32_t* out : planes) std::memset(out + from, 0, 4 * count);
+      };
+      zero(0, top * padded_w + left);
+      for (int64_t row = 0; row < h; ++row) {
+        const int64_t at = (top + row) * padded_w + left;
+        SplitPairRow(a + row * w, b + row * w, w, planes[0] + at, planes[1] + at, planes[2] + at);
+        if (row + 1 < h) zero(at + w, right + left);
+      }
+      const int64_t written = (top + h - 1) * padded_w + left + w;
+      zero(written, plane - written);
+    }
+  });
+}
+
 void SplitF32ToBf16x3(const float* x, int64_t rows, int64_t k, uint16_t* y) {
   if (rows <= 0 || k <= 0) return;
   // ParallelChunks' element chunks, each taken as the rows that start in it (ceil(begin / k) up

@@ -42,7 +42,8 @@ absl::Status CheckTargetCovers(const onnx::ModelAnalysis& analysis, target::Targ
   target::HardwareInfo best = target::CudaArchPreset(90);
   if (!cuda) {
     best = target::HardwareInfo();
-    best.cpu_features = {"avx512f", "avx512_bf16", "avx512_vnni", "avx2", "fma", "avx"};
+    best.cpu_features = {"avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16",
+                         "amx_int8",  "avx2",        "fma",         "avx"};
   }
   const char* other_target =
       target::TargetName(cuda ? target::Target::kCpu : target::Target::kCuda);

@@ -475,6 +475,7 @@ void NestWalker::RecordTileSite(double weight, const ir::StmtNode& stmt) {
   site.loops = loops_;
   site.executions = weight;
   site.float_ops = 2.0 * per_word * 16 * 16 * 16 * static_cast<double>(args.k_steps) *
+                   static_cast<double>(std::max<size_t>(args.b_taps.size(), 1)) *
                    static_cast<double>(args.a.size() * args.nr);
   for (const Expr& a : args.a) {
     site.accesses.push_back(MakeAccess(a->name, a->operands[0], a->type, false));

@@ -212,6 +212,10 @@ absl::Status Exporter::AddDataStep(const Node& node) {
           "(the split of --precision bf16x3) has no CUDA step: bf16x3 is for CPUs with AMX");
     }
     step.spec.op = "split_bf16x3";
+    if (node.HasAttr(graph::kPairPadsAttr)) {  // the pair layout of the Convs that read it
+      step.spec.op = "split_bf16x3_pairs";
+      step.spec.params = node.IntsAttr(graph::kPairPadsAttr);
+    }
   } else if (op == "Transpose") {
     GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> perm, graph::TransposePerm(node, rank));
     step.spec.op = "transpose";

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/graph/bf16x3_split.h"
 #include "common/graph/const_eval.h"
 #include "common/graph/op_support.h"
 #include "common/ir/conv.h"
@@ -346,7 +347,9 @@ absl::Status SetWindow(const Node& node, Params& p) {
 /// A 2-D Conv (X [N, C, H, W], W [K, C/group, R, S], optional bias B [K] as an epilogue add of a
 /// [K, 1, 1] input).
 absl::StatusOr<AnchorHead> LowerConv(const Node& node, const Graph& graph) {
-  const Shape& x = graph.tensor(node.inputs.at(0)).shape;
+  // A conv of a bf16x3 split in the pair layout convolves the image the split came from.
+  const bool pairs = node.HasAttr(kPairImageAttr);
+  const Shape x = pairs ? node.IntsAttr(kPairImageAttr) : graph.tensor(node.inputs.at(0)).shape;
   const Shape& w = graph.tensor(node.inputs.at(1)).shape;
   if (x.size() != 4 || w.size() != 4) {
     return AnchorUnimplemented(node, absl::StrCat("only 2-D convolutions (4-D X and W) are "
@@ -372,8 +375,13 @@ absl::StatusOr<AnchorHead> LowerConv(const Node& node, const Graph& graph) {
     return AnchorInvalid(node, absl::StrCat("group ", p.groups, " does not fit X ",
                                             ShapeString(x), " and W ", ShapeString(w)));
   }
+  p.x_pairs = pairs;
   AnchorHead head = NewHead(node, graph, ir::AnchorKind::kConv);
   head.workload = ir::MakeConvWorkload(p);
+  if (pairs) {
+    head.workload.inputs[0].dtype = ir::DType::kBF16;
+    head.workload.inputs[1].dtype = ir::DType::kBF16;
+  }
   if (absl::Status valid = head.workload.Validate(); !valid.ok()) {
     return AnchorInvalid(node, std::string(valid.message()));
   }

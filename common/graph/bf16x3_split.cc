@@ -7,7 +7,56 @@
 #include <string>
 #include <vector>
 
+#include "common/ir/conv.h"
+
 namespace gtco::graph {
+
+namespace {
+
+/// True when every reader of `split` (X' [N, 3C, H, W]) is a bias-free Conv of X' that the pair
+/// layout suits (unit strides and dilations, one group, explicit pads, all the same, a bf16
+/// weight, 3C even, S <= ir::kConvPairMaxKernelW): their node indices in `convs`, the pads
+/// (top, left, bottom, right) in `pads`.
+bool PairConvReaders(const Graph& graph, const std::map<std::string, std::vector<int>>& consumers,
+                     const std::string& split, std::vector<int>* convs,
+                     std::vector<int64_t>* pads) {
+  auto found = consumers.find(split);
+  if (found == consumers.end() || found->second.empty()) return false;
+  for (const std::string& output : graph.outputs) {
+    if (output == split) return false;
+  }
+  for (int index : found->second) {
+    const Node& conv = graph.nodes[index];
+    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.inputs.size() != 2 ||
+        conv.inputs[0] != split || conv.IntAttr("group", 1) != 1) {
+      return false;
+    }
+    for (const char* name : {"strides", "dilations"}) {
+      for (int64_t value : conv.IntsAttr(name)) {
+        if (value != 1) return false;
+      }
+    }
+    if (auto pad = conv.attributes.find("auto_pad");
+        pad != conv.attributes.end() && pad->second.s != "NOTSET") {
+      return false;
+    }
+    const Tensor* w = graph.FindTensor(conv.inputs[1]);
+    if (w == nullptr || w->type != ElemType::kBFloat16 || !w->has_shape || w->shape.size() != 4 ||
+        w->shape[3] > ir::kConvPairMaxKernelW || w->shape[1] % 2 != 0) {
+      return false;
+    }
+    std::vector<int64_t> conv_pads = conv.IntsAttr("pads");
+    if (conv_pads.empty()) conv_pads = {0, 0, 0, 0};
+    if (conv_pads.size() != 4) return false;
+    // ONNX orders pads [top, left, bottom, right] (begins, then ends).
+    if (!convs->empty() && conv_pads != *pads) return false;
+    *pads = conv_pads;
+    convs->push_back(index);
+  }
+  return true;
+}
+
+}  // namespace
 
 absl::Status FuseBf16x3Splits(Graph& graph) {
   std::map<std::string, int> producer;
@@ -61,7 +110,14 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
     }
     const int64_t rank = static_cast<int64_t>(x->shape.size());
     const int64_t axis = concat.IntAttr("axis", 0);
-    if (axis != -1 && axis != rank - 1) continue;
+    // Along the channels of an image read only by Convs: the pair layout of their AMX kernel.
+    std::vector<int64_t> pads;
+    std::vector<int> convs;
+    const bool channels = rank == 4 && (axis == 1 || axis == -3);
+    if (channels && !PairConvReaders(graph, consumers, concat.outputs[0], &convs, &pads)) {
+      continue;
+    }
+    if (!channels && axis != -1 && axis != rank - 1) continue;
     if (!read_only_by(high->outputs[0], {back->name, concat.name}) ||
         !read_only_by(back->outputs[0], {residual->name}) ||
         !read_only_by(residual->outputs[0], {low->name}) ||
@@ -76,6 +132,27 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
     concat.domain = kGtcoInternalDomain;
     concat.inputs = {high->inputs[0]};
     concat.attributes.clear();
+    if (channels) {
+      ir::ConvParams p;  // the image and the pads: what the pair layout's shape depends on
+      p.batch = x->shape[0];
+      p.in_channels = 3 * x->shape[1];
+      p.in_h = x->shape[2];
+      p.in_w = x->shape[3];
+      p.pad_top = pads[0];
+      p.pad_left = pads[1];
+      p.pad_bottom = pads[2];
+      p.pad_right = pads[3];
+      p.x_pairs = true;
+      Attribute pads_attr;
+      pads_attr.kind = Attribute::Kind::kInts;
+      pads_attr.ints = pads;
+      concat.attributes[kPairPadsAttr] = pads_attr;
+      Attribute image;
+      image.kind = Attribute::Kind::kInts;
+      image.ints = {p.batch, p.in_channels, p.in_h, p.in_w};
+      for (int index : convs) graph.nodes[index].attributes[kPairImageAttr] = image;
+      graph.mutable_tensor(concat.outputs[0]).shape = ir::ConvXShape(p);
+    }
   }
   graph.nodes.erase(std::remove_if(graph.nodes.begin(), graph.nodes.end(),
                                    [&](const Node& node) { return fused.count(node.name) > 0; }),

@@ -14,12 +14,25 @@ inline constexpr char kGtcoInternalDomain[] = "ai.gtco.internal";
 /// even), lo = (X - hi) rounded to bf16, or 0 where hi is not finite (inf, NaN).
 inline constexpr char kBf16x3SplitOp[] = "Bf16x3Split";
 
+/// The split's attribute when it writes the pair layout (ir::ConvParams::x_pairs) for Convs:
+/// their pads [top, left, bottom, right]. Its output tensor then has the layout's shape [N,
+/// 3C/2, ConvPairPlane, 2].
+inline constexpr char kPairPadsAttr[] = "gtco_pair_pads";
+/// The attribute of each Conv reading a split in the pair layout: the image it convolves [N, 3C,
+/// H, W] (its input tensor holds the layout's shape).
+inline constexpr char kPairImageAttr[] = "gtco_pair_image";
+
 /// Each Concat(hi, lo, hi) along the last axis with hi = Cast(X, bf16), lo = Cast(Sub(X,
 /// Cast(hi, f32)), bf16), X f32 with a static shape, the intermediates read by the pattern only
 /// and no graph outputs, becomes one kBf16x3SplitOp node of X writing the Concat's output: one
 /// pass over X instead of three casts, an element-wise kernel and a copy. It computes what the
 /// nodes compute save where hi is not finite (the literal graph's lo is then NaN, the split's 0:
-/// an inf stays an inf in the product). Run after shape inference and constant folding.
+/// an inf stays an inf in the product). The same along the channels (axis 1) of a 4-D X read
+/// only by bias-free bf16 Convs with unit strides and dilations, one group and the same pads
+/// (--precision bf16x3's convs): the split writes their pair layout (kPairPadsAttr) and they
+/// read it (kPairImageAttr); such a split of other readers stays unfused (and the bf16 Conv is
+/// then refused by CheckSupportedOps). Run after shape inference, constant folding and
+/// FoldIntegerMatMulOutputs.
 absl::Status FuseBf16x3Splits(Graph& graph);
 
 }  // namespace gtco::graph

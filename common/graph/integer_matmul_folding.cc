@@ -136,9 +136,13 @@ absl::Status RewriteConvIntegers(Graph& graph) {
   return absl::OkStatus();
 }
 
-/// A MatMul of two bf16 inputs with a bf16 output.
+/// A MatMul (or a Conv without bias: --precision bf16x3's) of two bf16 inputs with a bf16
+/// output.
 bool IsBf16MatMul(const Graph& graph, const Node& node) {
-  if (!IsDefaultOp(node, "MatMul") || node.inputs.size() != 2 || node.outputs.empty()) return false;
+  if ((!IsDefaultOp(node, "MatMul") && !IsDefaultOp(node, "Conv")) || node.inputs.size() != 2 ||
+      node.outputs.empty()) {
+    return false;
+  }
   const auto bf16 = [&](const std::string& name) {
     return graph.tensor(name).type == ElemType::kBFloat16;
   };

@@ -22,7 +22,8 @@ namespace gtco::graph {
 ///    bf16 inputs and output followed by a Cast to f32 (what mixed-precision exports write around
 ///    each Linear; f16 MatMuls keep their literal rounding, whose overflow to inf the f32 sum
 ///    would hide): the kernel, which sums in f32, writes its f32 sum, so the bias
-///    and activation after the Cast become its epilogue. This skips the literal graph's rounding
+///    and activation after the Cast become its epilogue (a bf16 Conv without bias, as
+///    --precision bf16x3 writes them, likewise). This skips the literal graph's rounding
 ///    of the sum to 16 bits before the Cast: the result is the more precise one, within half a
 ///    bf16 ulp (2^-9 relative) of what ONNX Runtime's literal run computes.
 ///  - Mul(that f32 result, S) where S = Mul(x_scale, w_scale) with w_scale a constant (scalar or

@@ -104,6 +104,16 @@ absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
       (first_type == ElemType::kBFloat16 || first_type == ElemType::kFloat16)) {
     return CheckHalfMatMul(node, graph, first_type);
   }
+  if (node.op_type == "Conv" && node.HasAttr(kPairImageAttr)) {
+    return absl::OkStatus();  // --precision bf16x3's conv of its split input (bf16x3_split.h)
+  }
+  if (node.op_type == "Conv" && first_type == ElemType::kBFloat16) {
+    return DtypeUnimplemented(
+        node, graph.tensor(node.inputs.at(0)),
+        "a bf16 Conv runs only as --precision bf16x3 writes it: a bias-free Conv of the bf16x3 "
+        "split of an f32 image along its channels, with unit strides and dilations, one group "
+        "and the same pads as every other Conv reading that split");
+  }
   auto check = [&](const std::string& name) -> absl::Status {
     const Tensor& tensor = graph.tensor(name);
     if (tensor.type == ElemType::kFloat32) return absl::OkStatus();

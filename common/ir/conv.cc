@@ -45,7 +45,49 @@ int64_t ConvOutW(const ConvParams& p) {
   return span < 0 ? 0 : span / p.stride_w + 1;
 }
 
+int64_t ConvPairPlane(const ConvParams& p) {
+  return (p.in_h + p.pad_top + p.pad_bottom) * (p.in_w + p.pad_left + p.pad_right) +
+         kConvPairTail;
+}
+
+int64_t ConvPairIndex(const ConvParams& p, int64_t n, int64_t c, int64_t h, int64_t w) {
+  const int64_t padded_w = p.in_w + p.pad_left + p.pad_right;
+  return ((n * (p.in_channels / 2) + c / 2) * ConvPairPlane(p) + (h + p.pad_top) * padded_w + w +
+          p.pad_left) * 2 + c % 2;
+}
+
+std::vector<float> ConvPairsToImage(const ConvParams& p, const std::vector<float>& x) {
+  GTCO_CHECK(static_cast<int64_t>(x.size()) == p.batch * p.in_channels * ConvPairPlane(p),
+             "conv pairs: wrong size");
+  std::vector<float> image(p.batch * p.in_channels * p.in_h * p.in_w);
+  int64_t flat = 0;
+  for (int64_t n = 0; n < p.batch; ++n) {
+    for (int64_t c = 0; c < p.in_channels; ++c) {
+      for (int64_t h = 0; h < p.in_h; ++h) {
+        for (int64_t w = 0; w < p.in_w; ++w) image[flat++] = x[ConvPairIndex(p, n, c, h, w)];
+      }
+    }
+  }
+  return image;
+}
+
+std::vector<float> ConvImageToPairs(const ConvParams& p, const std::vector<float>& image) {
+  GTCO_CHECK(static_cast<int64_t>(image.size()) == p.batch * p.in_channels * p.in_h * p.in_w,
+             "conv pairs: wrong image size");
+  std::vector<float> x(p.batch * p.in_channels * ConvPairPlane(p), 0.0f);
+  int64_t flat = 0;
+  for (int64_t n = 0; n < p.batch; ++n) {
+    for (int64_t c = 0; c < p.in_channels; ++c) {
+      for (int64_t h = 0; h < p.in_h; ++h) {
+        for (int64_t w = 0; w < p.in_w; ++w) x[ConvPairIndex(p, n, c, h, w)] = image[flat++];
+      }
+    }
+  }
+  return x;
+}
+
 std::vector<int64_t> ConvXShape(const ConvParams& p) {
+  if (p.x_pairs) return {p.batch, p.in_channels / 2, ConvPairPlane(p), 2};
   return {p.batch, p.in_channels, p.in_h, p.in_w};
 }
 
@@ -72,13 +114,18 @@ Workload MakeConvWorkload(const ConvParams& p) {
 std::string ConvParamsLine(const ConvParams& p) {
   return absl::StrCat("conv n=", p.batch, " c=", p.in_channels, " h=", p.in_h, " w=", p.in_w,
                       " k=", p.out_channels, " r=", p.kernel_h, " s=", p.kernel_w, WindowText(p),
-                      " groups=", p.groups);
+                      " groups=", p.groups, p.x_pairs ? " layout=pairs" : "");
 }
 
 absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p) {
   return ForEachField(line, "conv", [&](const std::string& key, const std::string& text) {
     absl::Status window_error;
     if (ParseWindowField(key, text, line, p, &window_error)) return window_error;
+    if (key == "layout") {
+      if (text != "pairs") return LineError("unknown conv layout", line);
+      p.x_pairs = true;
+      return absl::OkStatus();
+    }
     int64_t value = 0;
     if (!absl::SimpleAtoi(text, &value)) return LineError("bad integer", line);
     if (key == "n") {
@@ -110,6 +157,7 @@ std::string ConvSummary(const Workload& w) {
                                   " k", p.out_channels, " ", p.kernel_h, "x", p.kernel_w);
   absl::StrAppend(&text, WindowSummary(p));
   if (p.groups != 1) absl::StrAppend(&text, " /g", p.groups);
+  if (p.x_pairs) absl::StrAppend(&text, " pairs");
   return text;
 }
 
@@ -138,6 +186,14 @@ absl::Status ValidateConvShapes(const Workload& w) {
   if (ConvOutH(p) < 1 || ConvOutW(p) < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "workload conv kernel does not fit the padded image: ", ConvParamsLine(p)));
+  }
+  if (p.x_pairs && (p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 ||
+                    p.dilation_w != 1 || p.groups != 1 || p.in_channels % 2 != 0 ||
+                    p.kernel_w > kConvPairMaxKernelW)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workload conv in the pair layout needs unit strides and dilations, one group, an "
+        "even channel count and a kernel at most ", kConvPairMaxKernelW, " wide: ",
+        ConvParamsLine(p)));
   }
   const MatMulParams g = ConvGemmView(p);
   if (2.0 * g.batch * g.m * g.n * g.k > 4611686018427387904.0) {  // 2^62
@@ -170,8 +226,10 @@ bool ConvIsPointwise(const ConvParams& p) {
          p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 
-void ConvReference(const ConvParams& p, const std::vector<float>& x, const std::vector<float>& w,
+void ConvReference(const ConvParams& p, const std::vector<float>& x_in, const std::vector<float>& w,
                    int64_t plane_begin, int64_t plane_end, float* out) {
+  const std::vector<float> image = p.x_pairs ? ConvPairsToImage(p, x_in) : std::vector<float>();
+  const std::vector<float>& x = p.x_pairs ? image : x_in;
   const int64_t oh_count = ConvOutH(p), ow_count = ConvOutW(p);
   const int64_t cg = p.in_channels / p.groups, kg = p.out_channels / p.groups;
   GTCO_CHECK(static_cast<int64_t>(x.size()) == p.batch * p.in_channels * p.in_h * p.in_w);

@@ -16,7 +16,25 @@ namespace gtco::ir {
 int64_t ConvOutH(const ConvParams& p);
 int64_t ConvOutW(const ConvParams& p);
 
-/// Canonical shapes: X [N, C, H, W], W [K, C/groups, R, S], out [N, K, OH, OW].
+/// Pixels of zeros after the padded image in each plane of the pair layout: a block of up to 48
+/// output pixels of the padded grid that runs past its last row still reads inside the plane
+/// for kernels up to kConvPairMaxKernelW wide.
+inline constexpr int64_t kConvPairTail = 80;
+inline constexpr int64_t kConvPairMaxKernelW = 33;
+/// Pixels (pairs) of one plane of the pair layout (x_pairs): the zero-padded image, (H + pad_top
+/// + pad_bottom) x (W + pad_left + pad_right), then kConvPairTail zero pixels.
+int64_t ConvPairPlane(const ConvParams& p);
+/// Where element (n, c, h, w) of the image lives in the pair layout: pair c / 2 of image n,
+/// padded pixel (h + pad_top) * (W + pad_left + pad_right) + w + pad_left, value c % 2 of the
+/// pair. Every element that is no image element is zero.
+int64_t ConvPairIndex(const ConvParams& p, int64_t n, int64_t c, int64_t h, int64_t w);
+/// The image [N, C, H, W] of an X in the pair layout (the padding dropped).
+std::vector<float> ConvPairsToImage(const ConvParams& p, const std::vector<float>& x);
+/// The pair layout of an image [N, C, H, W] (padding and tails zero).
+std::vector<float> ConvImageToPairs(const ConvParams& p, const std::vector<float>& image);
+
+/// Canonical shapes: X [N, C, H, W] (pair layout: [N, C/2, ConvPairPlane, 2]), W [K, C/groups,
+/// R, S], out [N, K, OH, OW].
 std::vector<int64_t> ConvXShape(const ConvParams& p);
 std::vector<int64_t> ConvWShape(const ConvParams& p);
 std::vector<int64_t> ConvOutShape(const ConvParams& p);
@@ -25,18 +43,21 @@ std::vector<int64_t> ConvOutShape(const ConvParams& p);
 Workload MakeConvWorkload(const ConvParams& p);
 
 /// The params line of the canonical text (no newline), e.g. "conv n=1 c=64 h=56 w=56 k=64 r=3
-/// s=3 stride=1,1 pads=1,1,1,1 dilation=1,1 groups=1" (pads top,left,bottom,right).
+/// s=3 stride=1,1 pads=1,1,1,1 dilation=1,1 groups=1" (pads top,left,bottom,right), then
+/// " layout=pairs" for an X in the pair layout.
 std::string ConvParamsLine(const ConvParams& p);
 /// Parses a ConvParamsLine() into `p`. INVALID_ARGUMENT on a malformed line or an unknown
 /// field.
 absl::Status ParseConvParamsLine(const std::string& line, ConvParams& p);
 
 /// The Description() of a conv workload without its epilogue suffix, e.g.
-/// "conv 1x64x56x56 k64 3x3 s1 p1" ("/g32" when grouped, " d2" when dilated).
+/// "conv 1x64x56x56 k64 3x3 s1 p1" ("/g32" when grouped, " d2" when dilated, " pairs" for the
+/// pair layout).
 std::string ConvSummary(const Workload& w);
 
 /// Anchor checks: positive sizes, groups dividing C and K, non-negative pads smaller than the
-/// dilated kernel, an output of at least 1x1, the X, W and output shapes. INVALID_ARGUMENT naming
+/// dilated kernel, an output of at least 1x1, the X, W and output shapes; with the pair layout
+/// unit strides and dilations, one group, an even C and S <= kConvPairMaxKernelW. INVALID_ARGUMENT naming
 /// what is wrong.
 absl::Status ValidateConvShapes(const Workload& w);
 
@@ -52,7 +73,8 @@ MatMulParams ConvGemmView(const ConvParams& p);
 /// the stored [C/groups, H*W] channel planes of each (image, group).
 bool ConvIsPointwise(const ConvParams& p);
 
-/// Plain evaluation of `p` (sums in double) on X and W in their canonical layouts, for the
+/// Plain evaluation of `p` (sums in double) on X and W in their layouts (X's canonical or pair
+/// layout), for the
 /// output planes [plane_begin, plane_end) of the N*K planes (plane = n*K + k): writes
 /// out[plane * OH*OW + oh*OW + ow] (the [N, K, OH, OW] output, row-major, before any epilogue).
 /// GTCO_CHECKs the input sizes.

@@ -430,20 +430,29 @@ Stmt MakeTileMatMul(const TileMatMulArgs& args) {
   const int64_t mr = static_cast<int64_t>(args.a.size());
   GTCO_CHECK(mr >= 1 && args.nr >= 1 && mr * args.nr + mr + args.nr <= 8,
              "a tile matmul needs mr * nr + mr + nr <= 8 tile registers");
-  GTCO_CHECK(args.k_steps >= 1 && args.a_stride > 0 && args.b_col_stride >= 0,
+  GTCO_CHECK(args.k_steps >= 1 && args.a_stride > 0 && args.b_col_stride >= 0 &&
+                 args.b_row_stride >= 64,
              "tile matmul sizes must be positive");
+  const bool extended = args.b_row_stride != 64 || !args.b_taps.empty();
+  GTCO_CHECK(!extended || !args.prefetch, "a tile matmul with taps or a B row stride does not "
+                                          "prefetch");
   std::vector<Expr> operands = {args.c,
                                 args.b,
                                 MakeInt(args.k_steps),
                                 MakeInt(args.nr),
                                 MakeInt(args.a_stride),
                                 MakeInt(args.b_col_stride),
-                                MakeInt(args.accumulate ? 1 : 0),
+                                MakeInt((args.accumulate ? 1 : 0) | (extended ? 2 : 0)),
                                 MakeInt(args.prefetch ? args.prefetch_bytes : 0)};
   if (args.prefetch) {
     GTCO_CHECK(args.prefetch->kind == ExprKind::kLoad && args.prefetch_bytes > 0,
                "a tile prefetch is an address Load of a positive size");
     operands.push_back(args.prefetch);
+  }
+  if (extended) {
+    operands.push_back(MakeInt(args.b_row_stride));
+    operands.push_back(MakeInt(static_cast<int64_t>(args.b_taps.size())));
+    for (int64_t tap : args.b_taps) operands.push_back(MakeInt(tap));
   }
   operands.insert(operands.end(), args.a.begin(), args.a.end());
   for (const Expr& address : {args.c, args.b}) {
@@ -464,10 +473,17 @@ TileMatMulArgs GetTileMatMulArgs(const StmtNode& stmt) {
   args.nr = stmt.operands[3]->int_value;
   args.a_stride = stmt.operands[4]->int_value;
   args.b_col_stride = stmt.operands[5]->int_value;
-  args.accumulate = stmt.operands[6]->int_value != 0;
+  args.accumulate = (stmt.operands[6]->int_value & 1) != 0;
   args.prefetch_bytes = stmt.operands[7]->int_value;
   size_t first_a = 8;
   if (args.prefetch_bytes > 0) args.prefetch = stmt.operands[first_a++];
+  if ((stmt.operands[6]->int_value & 2) != 0) {
+    args.b_row_stride = stmt.operands[first_a++]->int_value;
+    const int64_t taps = stmt.operands[first_a++]->int_value;
+    for (int64_t tap = 0; tap < taps; ++tap) {
+      args.b_taps.push_back(stmt.operands[first_a++]->int_value);
+    }
+  }
   args.a.assign(stmt.operands.begin() + static_cast<std::ptrdiff_t>(first_a), stmt.operands.end());
   return args;
 }
@@ -555,6 +571,9 @@ std::string ToString(const Stmt& stmt, int indent) {
           args.prefetch ? absl::StrCat(", prefetch=&", ToString(args.prefetch), " x ",
                                        args.prefetch_bytes)
                         : "",
+          args.b_row_stride != 64 ? absl::StrCat(", b_row_stride=", args.b_row_stride) : "",
+          args.b_taps.empty() ? "" : absl::StrCat(", b_taps={", absl::StrJoin(args.b_taps, ", "),
+                                                  "}"),
           ")\n");
     }
   }

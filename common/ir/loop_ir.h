@@ -51,12 +51,16 @@
 //        dot(A_t[r] word (s*16 + q), B[c] word (s*16 + q) of column j)
 //    where one "word" is 4 bytes (2 bf16 / 4 int8 values along K): A_t's row r starts at the
 //    A address plus r * a_stride bytes (its words in order along K); B[c] is a packed panel,
-//    word (g, j) at the B address + c * b_col_stride bytes + (g * 16 + j) * 4 bytes; C is
+//    word (g, j) at the B address + c * b_col_stride bytes + g * b_row_stride + j * 4 bytes
+//    (b_row_stride 64 by default: the panel's rows contiguous). With taps t_0 .. t_{T-1} (byte
+//    offsets) the sum runs over T * k_steps steps: step u * k_steps + s reads A word (u *
+//    k_steps + s) * 16 + q and B's word row s * 16 + q from the B address + t_u; C is
 //    overwritten (f32 / i32, row-major, mr * 16 rows of nr * 16 elements), or with accumulate
 //    the sum is added to what C holds (a K block after the first).
 //    The addresses are operand Loads (their buffer and first-element index; nothing is
 //    loaded): operands = {C, B, IntImm k_steps, IntImm nr, IntImm a_stride, IntImm
-//    b_col_stride, IntImm accumulate (0 or 1), IntImm prefetch_bytes, [P,] A_0 .. A_{mr-1}}
+//    b_col_stride, IntImm flags (1: accumulate, 2: a B row stride and taps follow), IntImm
+//    prefetch_bytes, [P,] [IntImm b_row_stride, IntImm T, T IntImm taps,] A_0 .. A_{mr-1}}
 //    where, with prefetch_bytes > 0, P is the address Load of nr regions (each prefetch_bytes
 //    long, b_col_stride bytes apart) brought towards the L2 cache a share per K step, for the
 //    statements that come after this one (nothing is read from them here). Use it only where the host has amx_tile (and amx_bf16 /
@@ -172,6 +176,12 @@ struct TileMatMulArgs {
   bool accumulate = false;   ///< C tiles start from C's contents (else from zero)
   Expr prefetch;             ///< address Load of the regions to prefetch, or null
   int64_t prefetch_bytes = 0;  ///< bytes of each of the nr regions (0: no prefetch)
+  /// Bytes between consecutive K-word rows of a B tile: 64 for a packed panel (the default);
+  /// more where B's tiles are read in place from a larger layout (the AMX conv's pair layout).
+  int64_t b_row_stride = 64;
+  /// Taps: the K steps run once per entry, B read from the B address plus the entry's bytes
+  /// (A advancing across taps as one K); empty means one tap at offset 0. Not with prefetch.
+  std::vector<int64_t> b_taps;
 };
 /// A TileMatMul statement; GTCO_CHECK-fails on an unknown instruction, too many tiles or
 /// address operands that are not Loads with i64 indices.

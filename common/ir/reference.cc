@@ -468,6 +468,10 @@ std::vector<std::vector<float>> RandomInputs(const Workload& w, uint64_t seed) {
       for (float& value : values) value = UniformFloat(&state, lo, hi);
       RoundToDType(dtype, values);
     }
+    if (w.anchor == AnchorKind::kConv && w.conv.x_pairs && input_idx == 0) {
+      // The pair layout's padding and tails hold zeros (the kernels read them as the padding).
+      values = ConvImageToPairs(w.conv, ConvPairsToImage(w.conv, values));
+    }
     inputs.push_back(std::move(values));
   }
   return inputs;

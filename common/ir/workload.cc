@@ -431,6 +431,12 @@ absl::Status ValidateDTypes(const Workload& w) {
   } else if (w.anchor == AnchorKind::kAttention && w.inputs.size() >= 3) {
     first_f32 = 3;
     GTCO_RETURN_IF_ERROR(ValidateAttentionDTypes(w));
+  } else if (w.anchor == AnchorKind::kConv && w.conv.x_pairs && w.inputs.size() >= 2) {
+    first_f32 = 2;
+    if (w.inputs[0].dtype != DType::kBF16 || w.inputs[1].dtype != DType::kBF16 ||
+        w.output.dtype != DType::kF32) {
+      return dtype_error("a conv in the pair layout takes bf16 X and W and produces f32");
+    }
   } else if (w.output.dtype != DType::kF32) {
     return dtype_error("only f32 is supported here");
   }

@@ -43,8 +43,9 @@
 //                     ow*stride_w - pad_left + s*dilation_w] * W[k, c, r, s]
 //                   with g = k / (K/groups) and reads outside the image zero (shape [N, K, OH,
 //                   OW], OH = (H + pad_top + pad_bottom - dilation_h*(R-1) - 1) / stride_h + 1,
-//                   OW likewise). f32 only; a bias is an epilogue add of a [K, 1, 1] input.
-//                   See conv.h.
+//                   OW likewise). f32, or with ConvParams::x_pairs bf16 X and W (products
+//                   exact, sums in f32) and X stored in the padded pair layout; a bias is an
+//                   epilogue add of a [K, 1, 1] input. See conv.h.
 //      kPool:       input X [N, C, H, W]; ONNX MaxPool / AveragePool over R x S windows (strides,
 //                   pads, dilations, ceil_mode): out[n, c, oh, ow] = max (or mean) of the taps
 //                   X[n, c, oh*stride_h - pad_top + r*dilation_h, ...] inside the image; a mean
@@ -157,6 +158,11 @@ struct ConvParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;                     ///< divides C and K
+  /// X is bf16 in the zero-padded pair layout (ConvPairIndex in conv.h: [N, C/2, plane, 2],
+  /// each pair of channels interleaved, each plane the padded image plus a zero tail), W bf16
+  /// [K, C, R, S], the output f32: what the AMX conv reads with tiles in place (no gather).
+  /// Only with unit strides and dilations, one group and an even C.
+  bool x_pairs = false;
 };
 
 /// 2-D pooling (kPool), ONNX MaxPool / AveragePool semantics; see the anchor table above.

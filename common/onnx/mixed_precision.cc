@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/onnx/tensor_proto.h"
 #include "common/util/status.h"
 #include "onnx/onnx_pb.h"
@@ -124,6 +125,10 @@ class Bf16Rewriter {
       graph_inputs_.insert(input.name());
     }
     for (const NodeProto& node : graph->node()) {
+      if (node.op_type() == "Identity" && node.input_size() == 1 && node.output_size() == 1 &&
+          (node.domain().empty() || node.domain() == "ai.onnx")) {
+        identity_of_[node.output(0)] = node.input(0);
+      }
       used_.insert(node.name());
       for (const std::string& name : node.input()) used_.insert(name);
       for (const std::string& name : node.output()) used_.insert(name);
@@ -133,7 +138,9 @@ class Bf16Rewriter {
   /// Rewrites the graph's nodes; counts into `result`.
   void Run(Bf16Rewrite* result) {
     for (const NodeProto& node : graph_->node()) {
-      if (Rewrite(node)) {
+      if (split() && RewriteConv(node)) {
+        ++result->convs;
+      } else if (Rewrite(node)) {
         ++result->matmuls;
       } else {
         if (node.op_type() == "MatMul" || node.op_type() == "Gemm") ++result->kept_f32;
@@ -141,7 +148,7 @@ class Bf16Rewriter {
       }
     }
     result->weights = static_cast<int64_t>(bf16_weight_.size());
-    if (result->matmuls > 0) Commit();
+    if (result->matmuls + result->convs > 0) Commit();
   }
 
  private:
@@ -214,24 +221,8 @@ class Bf16Rewriter {
     const std::string& a = node.input(0);
     if (!bf16_activation_.count(a)) {
       if (split()) {
-        // A' = [A_hi | A_lo | A_hi] along K: A_hi = bf16(A), A_lo = bf16(A - f32(A_hi)).
-        const std::string high = Fresh(absl::StrCat(a, "_bf16_hi"));
-        const std::string back = Fresh(absl::StrCat(a, "_bf16_hi_f32"));
-        const std::string residual = Fresh(absl::StrCat(a, "_bf16_residual"));
-        const std::string low = Fresh(absl::StrCat(a, "_bf16_lo"));
-        const std::string base = Fresh(absl::StrCat(node.name(), "_split_a"));
-        nodes_.push_back(CastNode(base + "_hi", a, high, TensorProto::BFLOAT16));
-        nodes_.push_back(CastNode(base + "_hi_f32", high, back, TensorProto::FLOAT));
-        nodes_.push_back(MakeNode("Sub", base + "_residual", {a, back}, residual));
-        nodes_.push_back(CastNode(base + "_lo", residual, low, TensorProto::BFLOAT16));
-        bf16_activation_[a] = Fresh(absl::StrCat(a, "_bf16x3"));
-        NodeProto concat = MakeNode("Concat", base + "_concat", {high, low, high},
-                                    bf16_activation_[a]);
-        ::onnx::AttributeProto* axis = concat.add_attribute();
-        axis->set_name("axis");
-        axis->set_type(::onnx::AttributeProto::INT);
-        axis->set_i(-1);
-        nodes_.push_back(std::move(concat));
+        // A' = [A_hi | A_lo | A_hi] along K.
+        bf16_activation_[a] = SplitActivation(a, node.name(), -1);
       } else {
         bf16_activation_[a] = Fresh(absl::StrCat(a, "_bf16"));
         nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_a_bf16")), a,
@@ -252,6 +243,144 @@ class Bf16Rewriter {
     if (add_c) {
       nodes_.push_back(MakeNode("Add", Fresh(absl::StrCat(node.name(), "_add_c")),
                                 {product_f32, node.input(2)}, node.output(0)));
+    }
+    return true;
+  }
+
+  /// Appends the split of computed tensor `a` along `axis`, [a_hi, a_lo, a_hi] with a_hi =
+  /// bf16(a), a_lo = bf16(a - f32(a_hi)); returns its name.
+  std::string SplitActivation(const std::string& a, const std::string& reader, int64_t axis) {
+    const std::string high = Fresh(absl::StrCat(a, "_bf16_hi"));
+    const std::string back = Fresh(absl::StrCat(a, "_bf16_hi_f32"));
+    const std::string residual = Fresh(absl::StrCat(a, "_bf16_residual"));
+    const std::string low = Fresh(absl::StrCat(a, "_bf16_lo"));
+    const std::string base = Fresh(absl::StrCat(reader, "_split_a"));
+    nodes_.push_back(CastNode(base + "_hi", a, high, TensorProto::BFLOAT16));
+    nodes_.push_back(CastNode(base + "_hi_f32", high, back, TensorProto::FLOAT));
+    nodes_.push_back(MakeNode("Sub", base + "_residual", {a, back}, residual));
+    nodes_.push_back(CastNode(base + "_lo", residual, low, TensorProto::BFLOAT16));
+    const std::string split = Fresh(absl::StrCat(a, "_bf16x3"));
+    NodeProto concat = MakeNode("Concat", base + "_concat", {high, low, high}, split);
+    ::onnx::AttributeProto* attribute = concat.add_attribute();
+    attribute->set_name("axis");
+    attribute->set_type(::onnx::AttributeProto::INT);
+    attribute->set_i(axis);
+    nodes_.push_back(std::move(concat));
+    return split;
+  }
+
+  /// The split bf16 copy [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]) of conv weight initializer
+  /// `name`, made once; "" when it is not a 4-D f32 tensor held in the file.
+  std::string Bf16x3ConvWeight(const std::string& name) {
+    const std::pair<std::string, bool> key{name, false};
+    if (auto found = bf16_weight_.find(key); found != bf16_weight_.end()) return found->second;
+    const TensorProto& f32 = graph_->initializer(initializer_index_.at(name));
+    if (f32.data_type() != TensorProto::FLOAT || f32.dims_size() != 4) return "";
+    TensorProto flat = f32;  // the values as one [K, C*R*S] matrix
+    flat.clear_dims();
+    flat.add_dims(f32.dims(0));
+    flat.add_dims(f32.dims(1) * f32.dims(2) * f32.dims(3));
+    const std::vector<float> values = F32Matrix(flat);
+    if (values.empty()) return "";
+    const int64_t k_count = f32.dims(0), c_count = f32.dims(1);
+    const int64_t taps = f32.dims(2) * f32.dims(3);
+    std::string raw(values.size() * 2 * 3, '\0');
+    for (int64_t k = 0; k < k_count; ++k) {
+      for (int64_t c = 0; c < c_count; ++c) {
+        for (int64_t tap = 0; tap < taps; ++tap) {
+          const float value = values[(k * c_count + c) * taps + tap];
+          const uint16_t high = ToBf16(value);
+          const float rest = std::isfinite(FromBf16(high)) ? value - FromBf16(high) : 0.0f;
+          const uint16_t parts[3] = {high, high, ToBf16(rest)};
+          for (int part = 0; part < 3; ++part) {
+            const int64_t at = ((k * 3 + part) * c_count + c) * taps + tap;
+            std::memcpy(raw.data() + 2 * at, &parts[part], 2);
+          }
+        }
+      }
+    }
+    TensorProto bf16;
+    bf16.set_name(Fresh(absl::StrCat(name, "_bf16x3")));
+    bf16.set_data_type(TensorProto::BFLOAT16);
+    bf16.add_dims(k_count);
+    bf16.add_dims(3 * c_count);
+    bf16.add_dims(f32.dims(2));
+    bf16.add_dims(f32.dims(3));
+    bf16.set_raw_data(std::move(raw));
+    bf16_weight_[key] = bf16.name();
+    added_.push_back(std::move(bf16));
+    return added_.back().name();
+  }
+
+  /// Appends the bf16x3 form of `node` when it is a Conv the AMX conv computes (see
+  /// RewriteMatMulsToBf16); false (nothing appended) otherwise.
+  bool RewriteConv(const NodeProto& node) {
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!default_domain || node.op_type() != "Conv" || node.input_size() < 2 ||
+        node.input_size() > 3 || node.output_size() != 1 ||
+        !initializer_index_.count(node.input(1)) || graph_inputs_.count(node.input(1)) ||
+        initializer_index_.count(node.input(0))) {
+      return false;
+    }
+    std::vector<int64_t> pads;
+    for (const auto& attribute : node.attribute()) {
+      const std::string& name = attribute.name();
+      if (name == "group" && attribute.i() != 1) return false;
+      if (name == "auto_pad" && attribute.s() != "NOTSET") return false;
+      if (name == "strides" || name == "dilations") {
+        for (int64_t value : attribute.ints()) {
+          if (value != 1) return false;
+        }
+      }
+      if (name == "pads") pads.assign(attribute.ints().begin(), attribute.ints().end());
+    }
+    const TensorProto& w = graph_->initializer(initializer_index_.at(node.input(1)));
+    if (w.dims_size() != 4 || w.dims(1) % 32 != 0 || w.dims(0) % 16 != 0 || w.dims(3) > 33 ||
+        (!pads.empty() && pads.size() != 4)) {
+      return false;
+    }
+    // A bias may reach the Conv through Identity nodes (torch writes one for each reader of a
+    // deduplicated initializer: ResNet's folded biases).
+    std::string bias = node.input_size() == 3 ? node.input(2) : "";
+    for (int hops = 0; hops < 16 && identity_of_.count(bias); ++hops) bias = identity_of_[bias];
+    if (!bias.empty()) {
+      if (!initializer_index_.count(bias) || graph_inputs_.count(bias)) return false;
+      const TensorProto& b = graph_->initializer(initializer_index_.at(bias));
+      if (b.data_type() != TensorProto::FLOAT || b.dims_size() != 1 || b.dims(0) != w.dims(0) ||
+          b.data_location() == TensorProto::EXTERNAL) {
+        return false;
+      }
+    }
+    const std::string weight = Bf16x3ConvWeight(node.input(1));
+    if (weight.empty()) return false;
+    // The bias [K] as [K, 1, 1] (it broadcasts over the NCHW output), one copy per bias.
+    std::string bias_k11;
+    if (!bias.empty() && bias_k11_.count(bias)) {
+      bias_k11 = bias_k11_[bias];
+    } else if (!bias.empty()) {
+      TensorProto shaped = graph_->initializer(initializer_index_.at(bias));
+      shaped.set_name(Fresh(absl::StrCat(bias, "_k11")));
+      shaped.add_dims(1);
+      shaped.add_dims(1);
+      bias_k11 = bias_k11_[bias] = shaped.name();
+      added_.push_back(std::move(shaped));
+    }
+    const std::string& x = node.input(0);
+    const std::string key = absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","));
+    if (!bf16_activation_.count(key)) bf16_activation_[key] = SplitActivation(x, node.name(), 1);
+    // Conv on bf16 (its attributes as they were), the Cast of its output back to f32 under the
+    // old name (or a fresh one that the Add of the bias reads).
+    const std::string product = Fresh(absl::StrCat(node.output(0), "_bf16"));
+    NodeProto conv = MakeNode("Conv", node.name(), {bf16_activation_[key], weight}, product);
+    *conv.mutable_attribute() = node.attribute();
+    nodes_.push_back(std::move(conv));
+    const std::string product_f32 =
+        bias_k11.empty() ? node.output(0) : Fresh(absl::StrCat(node.output(0), "_f32"));
+    nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_f32")), product,
+                              product_f32, TensorProto::FLOAT));
+    if (!bias_k11.empty()) {
+      nodes_.push_back(MakeNode("Add", Fresh(absl::StrCat(node.name(), "_add_bias")),
+                                {product_f32, bias_k11}, node.output(0)));
     }
     return true;
   }
@@ -282,6 +411,8 @@ class Bf16Rewriter {
   std::map<std::string, int> initializer_index_;
   std::set<std::string> graph_inputs_;
   std::set<std::string> used_;  ///< names taken, so that the added ones are fresh
+  std::map<std::string, std::string> identity_of_;  ///< an Identity's output -> its input
+  std::map<std::string, std::string> bias_k11_;     ///< a conv bias [K] -> its [K, 1, 1] copy
   std::map<std::pair<std::string, bool>, std::string> bf16_weight_;
   /// computed tensor -> its bf16 Cast (bf16x3: its split A')
   std::map<std::string, std::string> bf16_activation_;
@@ -311,10 +442,13 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
   }
   Bf16Rewrite result;
   Bf16Rewriter(model.mutable_graph(), precision).Run(&result);
-  if (result.matmuls == 0) {
+  if (result.matmuls + result.convs == 0) {
     return absl::FailedPreconditionError(
-        "no MatMul or plain Gemm with a 2-D f32 weight initializer to compute in bf16 "
-        "(convolutions and MatMuls of two computed tensors stay f32); nothing to rewrite");
+        precision == Bf16Precision::kBf16x3
+            ? "no MatMul or plain Gemm with a 2-D f32 weight initializer, nor a unit-stride Conv "
+              "with C a multiple of 32 and K of 16, to compute in bf16x3; nothing to rewrite"
+            : "no MatMul or plain Gemm with a 2-D f32 weight initializer to compute in bf16 "
+              "(convolutions and MatMuls of two computed tensors stay f32); nothing to rewrite");
   }
   if (!model.SerializeToString(&result.model_bytes)) {
     return absl::InternalError("the rewritten model does not serialize (over 2 GiB?)");

@@ -37,6 +37,7 @@ struct Bf16Rewrite {
   int64_t matmuls = 0;          ///< MatMuls (and Gemms) now computed in bf16
   int64_t weights = 0;          ///< weight initializers stored in bf16
   int64_t kept_f32 = 0;         ///< MatMuls and Gemms left in f32
+  int64_t convs = 0;            ///< Convs now computed in bf16 (bf16x3 only)
 };
 
 /// Rewrites every default-domain MatMul of `model_bytes` whose B is a 2-D f32 initializer (held
@@ -51,7 +52,15 @@ struct Bf16Rewrite {
 /// FAILED_PRECONDITION when no MatMul or Gemm qualifies (nothing would change), the model's
 /// opset is below 13, or it has subgraphs (If, Loop, Scan: their bodies may read the weights).
 /// With Bf16Precision::kBf16x3 the weight is stored split ([3K, N], see there) and the activation
-/// goes through its split instead of one Cast (shared the same way).
+/// goes through its split instead of one Cast (shared the same way). bf16x3 also rewrites each
+/// Conv that the AMX conv (a bf16 conv whose input is the split in GTCO's pair layout) computes:
+/// a computed X, a 4-D f32 weight initializer W [K, C, R, S] with C a multiple of 32, K of 16
+/// and S <= 33, unit strides and dilations, one group, explicit pads, and a bias that is an f32
+/// initializer [K] or none. X goes through the split along its channels, X' = [X_hi, X_lo,
+/// X_hi] (one split per X and pads), W is stored [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]),
+/// and Conv(X', W') is cast back to f32 under its old name, the bias added after that ([K, 1,
+/// 1]). Strided and grouped convolutions (ResNet's stem, downsampling and strided 3x3s) stay
+/// f32. FAILED_PRECONDITION, with bf16x3, when no MatMul, Gemm or Conv qualifies.
 absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(
     std::string_view model_bytes, Bf16Precision precision = Bf16Precision::kBf16);
 

@@ -198,4 +198,19 @@ absl::StatusOr<std::vector<int64_t>> ConvEpilogueInputShape(const ir::Workload& 
   return std::vector<int64_t>{aligned[0], aligned[1], full ? out4[2] * out4[3] : 1};
 }
 
+absl::StatusOr<EpilogueBuilder> ConvEpilogue(const ir::Workload& w) {
+  const ir::ConvParams& p = w.conv;
+  const int64_t spatial = ir::ConvOutH(p) * ir::ConvOutW(p);
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t index = 0; index < w.inputs.size(); ++index) {
+    if (static_cast<int>(index) < w.num_anchor_inputs) {
+      shapes.push_back({1});  // anchor inputs are read by the kernel, not the epilogue
+      continue;
+    }
+    GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> view_shape, ConvEpilogueInputShape(w, index));
+    shapes.push_back(std::move(view_shape));
+  }
+  return EpilogueBuilder::Create(w, {p.batch, p.out_channels, spatial}, std::move(shapes));
+}
+
 }  // namespace gtco::schedule

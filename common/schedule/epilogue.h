@@ -54,6 +54,11 @@ bool AlignToOutput(const std::vector<int64_t>& shape, const std::vector<int64_t>
 /// INVALID_ARGUMENT naming the input otherwise.
 absl::StatusOr<std::vector<int64_t>> ConvEpilogueInputShape(const ir::Workload& w, size_t index);
 
+/// The epilogue of conv workload `w` over its view [N, K, OH*OW] (Apply(acc, plane n*K + k,
+/// pixel oh*OW + ow)): an extra input broadcasts over both spatial dims or over neither
+/// (full-shape residuals, per-channel biases, scalars).
+absl::StatusOr<EpilogueBuilder> ConvEpilogue(const ir::Workload& w);
+
 /// The IR form of one element-wise op (`b` ignored for unary ops); matches ir::EvalEwOp.
 ir::Expr LowerEwOp(ir::EwOp op, const ir::Expr& a, const ir::Expr& b);
 

@@ -127,52 +127,59 @@ absl::Status FunctionEmitter::EmitTileMatMul(const ir::StmtNode& stmt) {
     }
   }
 
-  // for (s = 0; s < k_steps; ++s): load the A and B tiles of step s, then every product.
-  llvm::BasicBlock* preheader = builder_.GetInsertBlock();
-  llvm::BasicBlock* loop = llvm::BasicBlock::Create(*state_->context, "tile.k", function_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(*state_->context, "tile.k.exit", function_);
-  builder_.CreateBr(loop);
-  builder_.SetInsertPoint(loop);
-  llvm::PHINode* step = builder_.CreatePHI(I64Ty(), 2, "tile.s");
-  step->addIncoming(I64(0), preheader);
-  llvm::Value* a_offset = builder_.CreateMul(step, I64(kTileRowBytes));
-  for (int t = 0; t < mr; ++t) {
-    builder_.CreateIntrinsic(
-        llvm::Intrinsic::x86_tileloadd64, {},
-        {a_tile(t), builder_.CreateInBoundsGEP(i8, a_addresses[t], a_offset), I64(args.a_stride)});
-  }
-  llvm::Value* b_offset = builder_.CreateMul(step, I64(kTileRows * kTileRowBytes));
-  for (int c = 0; c < nr; ++c) {
-    llvm::Value* offset = builder_.CreateAdd(b_offset, I64(c * args.b_col_stride));
-    builder_.CreateIntrinsic(
-        llvm::Intrinsic::x86_tileloadd64, {},
-        {b_tile(c), builder_.CreateInBoundsGEP(i8, b_address, offset), I64(kTileRowBytes)});
-  }
-  for (int t = 0; t < mr; ++t) {
-    for (int c = 0; c < nr; ++c)
-      builder_.CreateIntrinsic(dot, {}, {c_tile(t, c), a_tile(t), b_tile(c)});
-  }
-  if (prefetch_address != nullptr) {
-    // This step's share of each region: lines [s * per_step, (s + 1) * per_step), towards L2
-    // (prefetcht1); a line past the region is harmless (a prefetch never faults).
-    const int64_t lines = (args.prefetch_bytes + 63) / 64;
-    const int64_t per_step = (lines + args.k_steps - 1) / args.k_steps;
-    llvm::Value* first = builder_.CreateMul(step, I64(per_step * 64));
+  // Per tap: for (s = 0; s < k_steps; ++s): load the A and B tiles of step s, then every
+  // product (A continues along K from one tap to the next; B restarts at the tap's offset).
+  const std::vector<int64_t> taps = args.b_taps.empty() ? std::vector<int64_t>{0} : args.b_taps;
+  for (size_t tap = 0; tap < taps.size(); ++tap) {
+    const int64_t a_base = static_cast<int64_t>(tap) * args.k_steps * kTileRowBytes;
+    llvm::BasicBlock* preheader = builder_.GetInsertBlock();
+    llvm::BasicBlock* loop = llvm::BasicBlock::Create(*state_->context, "tile.k", function_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(*state_->context, "tile.k.exit", function_);
+    builder_.CreateBr(loop);
+    builder_.SetInsertPoint(loop);
+    llvm::PHINode* step = builder_.CreatePHI(I64Ty(), 2, "tile.s");
+    step->addIncoming(I64(0), preheader);
+    llvm::Value* a_offset =
+        builder_.CreateAdd(builder_.CreateMul(step, I64(kTileRowBytes)), I64(a_base));
+    for (int t = 0; t < mr; ++t) {
+      builder_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64, {},
+                               {a_tile(t), builder_.CreateInBoundsGEP(i8, a_addresses[t], a_offset),
+                                I64(args.a_stride)});
+    }
+    llvm::Value* b_offset = builder_.CreateAdd(
+        builder_.CreateMul(step, I64(kTileRows * args.b_row_stride)), I64(taps[tap]));
     for (int c = 0; c < nr; ++c) {
-      for (int64_t q = 0; q < per_step; ++q) {
-        llvm::Value* offset = builder_.CreateAdd(first, I64(c * args.b_col_stride + q * 64));
-        builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {prefetch_address->getType()},
-                                 {builder_.CreateGEP(i8, prefetch_address, offset),
-                                  builder_.getInt32(0), builder_.getInt32(2),
-                                  builder_.getInt32(1)});
+      llvm::Value* offset = builder_.CreateAdd(b_offset, I64(c * args.b_col_stride));
+      builder_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64, {},
+                               {b_tile(c), builder_.CreateInBoundsGEP(i8, b_address, offset),
+                                I64(args.b_row_stride)});
+    }
+    for (int t = 0; t < mr; ++t) {
+      for (int c = 0; c < nr; ++c)
+        builder_.CreateIntrinsic(dot, {}, {c_tile(t, c), a_tile(t), b_tile(c)});
+    }
+    if (prefetch_address != nullptr) {
+      // This step's share of each region: lines [s * per_step, (s + 1) * per_step), towards L2
+      // (prefetcht1); a line past the region is harmless (a prefetch never faults).
+      const int64_t lines = (args.prefetch_bytes + 63) / 64;
+      const int64_t per_step = (lines + args.k_steps - 1) / args.k_steps;
+      llvm::Value* first = builder_.CreateMul(step, I64(per_step * 64));
+      for (int c = 0; c < nr; ++c) {
+        for (int64_t q = 0; q < per_step; ++q) {
+          llvm::Value* offset = builder_.CreateAdd(first, I64(c * args.b_col_stride + q * 64));
+          builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {prefetch_address->getType()},
+                                   {builder_.CreateGEP(i8, prefetch_address, offset),
+                                    builder_.getInt32(0), builder_.getInt32(2),
+                                    builder_.getInt32(1)});
+        }
       }
     }
+    llvm::Value* next = builder_.CreateNUWAdd(step, I64(1));
+    step->addIncoming(next, builder_.GetInsertBlock());
+    AttachLoopMetadata(
+        builder_.CreateCondBr(builder_.CreateICmpSLT(next, I64(args.k_steps)), loop, exit));
+    builder_.SetInsertPoint(exit);
   }
-  llvm::Value* next = builder_.CreateNUWAdd(step, I64(1));
-  step->addIncoming(next, builder_.GetInsertBlock());
-  AttachLoopMetadata(
-      builder_.CreateCondBr(builder_.CreateICmpSLT(next, I64(args.k_steps)), loop, exit));
-  builder_.SetInsertPoint(exit);
 
   for (int t = 0; t < mr; ++t) {
     for (int c = 0; c < nr; ++c) {

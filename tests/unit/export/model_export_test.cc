@@ -17,6 +17,7 @@
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/codegen/llvm/aot.h"
 #include "common/codegen/llvm/llvm_codegen.h"
+#include "common/ir/conv.h"
 #include "common/kernels/registry.h"
 #include "common/onnx/mixed_precision.h"
 #include "common/target/target.h"
@@ -1031,6 +1032,203 @@ TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(refused.status().message().find("bf16x3 is for CPUs with AMX"), std::string::npos)
       << refused.status();
+}
+
+/// A bottleneck-like model for --precision bf16x3's convs (opset 17): x [1, 32, 10, 9]; a =
+/// Relu(Conv3x3 p1 (x) + bias), b = Conv1x1 (a) [64], d = Conv1x1 (x) [64] (x split twice: its
+/// two readers pad differently), y = Relu(b + d), e = Conv3x3 s2 p1 (y) [32] (strided: f32).
+std::string Bf16x3ConvModel() {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  ::onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("bf16x3_convs");
+  auto value = [](::onnx::ValueInfoProto* info, const std::string& name,
+                  const std::vector<int64_t>& dims) {
+    info->set_name(name);
+    auto* tensor_type = info->mutable_type()->mutable_tensor_type();
+    tensor_type->set_elem_type(::onnx::TensorProto::FLOAT);
+    for (int64_t dim : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(dim);
+  };
+  int seed = 0;
+  auto weight = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    ::onnx::TensorProto* tensor = graph->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(::onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (int64_t dim : dims) {
+      tensor->add_dims(dim);
+      count *= dim;
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(count / dims[0]));
+    ++seed;
+    for (int64_t i = 0; i < count; ++i) {
+      tensor->add_float_data(static_cast<float>(scale * std::sin(0.7 * i + seed)));
+    }
+  };
+  auto node = [&](const std::string& op, const std::string& name,
+                  const std::vector<std::string>& inputs, const std::string& output) {
+    ::onnx::NodeProto* n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const std::string& input : inputs) n->add_input(input);
+    n->add_output(output);
+    return n;
+  };
+  auto conv = [&](const std::string& name, const std::string& x, const std::string& y,
+                  int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad) {
+    weight(name + "_w", {out, in, kernel, kernel});
+    weight(name + "_b", {out});
+    ::onnx::NodeProto* n = node("Conv", name, {x, name + "_w", name + "_b"}, y);
+    for (const auto& [attr, values] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"kernel_shape", {kernel, kernel}},
+             {"strides", {stride, stride}},
+             {"pads", {pad, pad, pad, pad}}}) {
+      ::onnx::AttributeProto* attribute = n->add_attribute();
+      attribute->set_name(attr);
+      attribute->set_type(::onnx::AttributeProto::INTS);
+      for (int64_t v : values) attribute->add_ints(v);
+    }
+  };
+  value(graph->add_input(), "x", {1, 32, 10, 9});
+  conv("a", "x", "a_c", 32, 32, 3, 1, 1);
+  node("Relu", "a_relu", {"a_c"}, "a");
+  conv("b", "a", "b", 32, 64, 1, 1, 0);
+  conv("d", "x", "d", 32, 64, 1, 1, 0);
+  node("Add", "bd", {"b", "d"}, "bd");
+  node("Relu", "y_relu", {"bd"}, "y");
+  conv("e", "y", "e", 64, 32, 3, 2, 1);
+  value(graph->add_output(), "e", {1, 32, 5, 5});
+  return model.SerializeAsString();
+}
+
+// --precision bf16x3 on convolutions: each unit-stride conv's input split once per (tensor,
+// pads) straight into the AMX conv's pair layout, the convs on AMX tiles with their bias, residual
+// and ReLU fused, the strided one in f32; the output within 3e-5 of the f32 export's largest.
+// Where the host has no AMX the export says the convs need it.
+TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
+  const std::string bytes = Bf16x3ConvModel();
+  absl::StatusOr<onnx::Bf16Rewrite> rewritten =
+      onnx::RewriteMatMulsToBf16(bytes, onnx::Bf16Precision::kBf16x3);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->convs, 3) << "a, b and d; e is strided";
+  EXPECT_EQ(rewritten->matmuls, 0);
+  absl::StatusOr<ExportResult> split =
+      ExportModel(rewritten->model_bytes, {}, HostOptions(), kNoRecords);
+  const target::HardwareInfo host = target::DetectHostCpu();
+  if (!host.HasFeature("amx_tile") || !host.HasFeature("amx_bf16")) {
+    ASSERT_FALSE(split.ok());
+    EXPECT_NE(split.status().message().find("amx_bf16"), std::string::npos) << split.status();
+    GTEST_SKIP() << "the bf16x3 convs need AMX: " << host.Summary();
+  }
+  ASSERT_TRUE(split.ok()) << split.status();
+  absl::StatusOr<ExportResult> plain = ExportModel(bytes, {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  absl::StatusOr<std::unique_ptr<runtime::Model>> reference =
+      runtime::Model::Load(WriteTemp("convs_f32.gtco", plain->artifact));
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      runtime::Model::Load(WriteTemp("convs_bf16x3.gtco", split->artifact));
+  ASSERT_TRUE(reference.ok() && model.ok()) << reference.status() << model.status();
+  const runtime::Manifest& m = (*model)->manifest();
+  int pair_splits = 0, amx_convs = 0, f32_convs = 0, casts = 0;
+  for (const runtime::StepSpec& step : m.steps) {
+    pair_splits += step.op == "split_bf16x3_pairs";
+    casts += step.op == "cast";
+  }
+  for (const runtime::KernelSpec& kernel : m.kernels) {
+    if (kernel.description.rfind("conv", 0) != 0) continue;
+    SCOPED_TRACE(kernel.description);
+    if (kernel.mapping == "amx_bf16") {
+      ++amx_convs;
+      EXPECT_NE(kernel.description.find("pairs"), std::string::npos);
+      EXPECT_NE(kernel.trace.find("pack_b=2"), std::string::npos) << "weights pre-packed";
+      EXPECT_NE(kernel.description.find("+add"), std::string::npos) << "the bias fused";
+    } else {
+      ++f32_convs;
+    }
+  }
+  EXPECT_EQ(pair_splits, 3) << "x for a (pads 1) and for d (pads 0), a for b";
+  EXPECT_EQ(casts, 0);
+  EXPECT_EQ(amx_convs, 3);
+  EXPECT_EQ(f32_convs, 1);
+  const auto values = Inputs(m);
+  absl::StatusOr<std::vector<runtime::OutputTensor>> want =
+      (*reference)->Run(Host((*reference)->manifest(), values));
+  absl::StatusOr<std::vector<runtime::OutputTensor>> got = (*model)->Run(Host(m, values));
+  ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+  ASSERT_EQ((*want)[0].bytes.size(), (*got)[0].bytes.size());
+  const auto* a = reinterpret_cast<const float*>((*got)[0].bytes.data());
+  const auto* b = reinterpret_cast<const float*>((*want)[0].bytes.data());
+  const size_t count = (*want)[0].bytes.size() / 4;
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < count; ++i) {
+    largest = std::max<double>(largest, std::fabs(b[i]));
+    worst = std::max<double>(worst, std::fabs(a[i] - b[i]));
+  }
+  EXPECT_GT(largest, 0.0);
+  EXPECT_LE(worst, 3e-5 * largest);
+  // A corrupt artifact whose pair split's planes cannot hold the padded image: refused at load.
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(split->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  runtime::Manifest manifest = view->manifest;
+  for (runtime::StepSpec& step : manifest.steps) {
+    if (step.op == "split_bf16x3_pairs") {
+      step.params[0] = 1000;
+      break;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<runtime::Model>> bad = runtime::Model::Load(
+      WriteTemp("convs_bad_split.gtco", runtime::WriteArtifact(manifest, std::string(view->code),
+                                                               std::string(view->weights))));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("split_bf16x3_pairs): needs one f32 image"),
+            std::string::npos)
+      << bad.status();
+}
+
+// The runtime's split into the pair layout: each value's hi and lo as the row split computes
+// them, channel pairs interleaved, [hi, lo, hi] along the channels, the padding and the tails
+// zero even over a buffer that held other values; threads split it as one thread does.
+TEST(ModelExportTest, SplitToBf16x3PairsWritesThePaddedPairLayout) {
+  ir::ConvParams p;
+  p.batch = 2;
+  p.in_channels = 3 * 4;  // the split's channels
+  p.in_h = 5;
+  p.in_w = 7;
+  p.pad_top = 1;
+  p.pad_left = 2;
+  p.pad_bottom = 0;
+  p.pad_right = 1;
+  p.kernel_h = p.kernel_w = 3;
+  p.x_pairs = true;
+  const int64_t c = 4, image = p.in_h * p.in_w;
+  std::vector<float> x(p.batch * c * image);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+  const int64_t plane = ir::ConvPairPlane(p);
+  const int64_t pads[4] = {p.pad_top, p.pad_left, p.pad_bottom, p.pad_right};
+  std::vector<uint16_t> one(p.batch * 3 * c * plane, 0xbeef), two(one.size(), 0x1234);
+  runtime::SetParallelThreads(1);
+  runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, pads, plane, one.data());
+  runtime::SetParallelThreads(2);
+  runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, pads, plane, two.data());
+  runtime::SetParallelThreads(0);
+  EXPECT_EQ(one, two);
+  // The expected layout: the row split of each image's pixels, placed by ir::ConvPairIndex.
+  std::vector<uint16_t> want(one.size(), 0);
+  for (int64_t n = 0; n < p.batch; ++n) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t pixel = 0; pixel < image; ++pixel) {
+        const float value = x[(n * c + ch) * image + pixel];
+        uint16_t parts[3];
+        runtime::SplitF32ToBf16x3(&value, 1, 1, parts);
+        for (int part = 0; part < 3; ++part) {
+          want[ir::ConvPairIndex(p, n, part * c + ch, pixel / p.in_w, pixel % p.in_w)] =
+              parts[part];
+        }
+      }
+    }
+  }
+  EXPECT_EQ(one, want);
 }
 
 // The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand

@@ -402,6 +402,148 @@ TEST(MixedPrecisionTest, Bf16x3SplitFusesOnlyWhereTheIntermediatesAreItsOwn) {
       << refused.status();
 }
 
+/// x [1, 32, 6, 5] -> Conv 3x3 pads 1 (+ bias) -> Conv 1x1 -> Conv 3x3 stride 2 -> y.
+::onnx::ModelProto ConvModel() {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  ::onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("convs");
+  auto value_info = [](::onnx::ValueInfoProto* info, const std::string& name,
+                       std::vector<int64_t> dims) {
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(::onnx::TensorProto::FLOAT);
+    for (int64_t dim : dims) tensor->mutable_shape()->add_dim()->set_dim_value(dim);
+  };
+  value_info(graph->add_input(), "x", {1, 32, 6, 5});
+  value_info(graph->add_output(), "y", {1, 16, 3, 3});
+  auto weight = [&](const std::string& name, std::vector<int64_t> dims) {
+    ::onnx::TensorProto* w = graph->add_initializer();
+    w->set_name(name);
+    w->set_data_type(::onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (int64_t dim : dims) {
+      w->add_dims(dim);
+      count *= dim;
+    }
+    for (int64_t i = 0; i < count; ++i) w->add_float_data(0.1f * std::sin(0.3f * i) + 1.0f / 3);
+  };
+  auto conv = [&](const std::string& name, std::vector<std::string> inputs,
+                  const std::string& output, int64_t kernel, int64_t stride, int64_t pad) {
+    ::onnx::NodeProto* node = graph->add_node();
+    node->set_op_type("Conv");
+    node->set_name(name);
+    for (const std::string& input : inputs) node->add_input(input);
+    node->add_output(output);
+    for (const auto& [attr, values] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"kernel_shape", {kernel, kernel}},
+             {"strides", {stride, stride}},
+             {"pads", {pad, pad, pad, pad}}}) {
+      ::onnx::AttributeProto* attribute = node->add_attribute();
+      attribute->set_name(attr);
+      attribute->set_type(::onnx::AttributeProto::INTS);
+      for (int64_t v : values) attribute->add_ints(v);
+    }
+  };
+  weight("w1", {32, 32, 3, 3});
+  weight("b1", {32});
+  weight("w2", {16, 32, 1, 1});
+  weight("w3", {16, 16, 3, 3});
+  conv("c1", {"x", "w1", "b1"}, "h1", 3, 1, 1);
+  conv("c2", {"h1", "w2"}, "h2", 1, 1, 0);
+  conv("c3", {"h2", "w3"}, "y", 3, 2, 1);
+  return model;
+}
+
+// bf16x3 rewrites each unit-stride conv the AMX conv takes: the weight stored [W_hi, W_hi, W_lo]
+// along C in bf16, the input split along its channels, a bias added after the Cast back; the
+// strided conv (and one of 16 input channels) stays f32. After the graph passes each split writes
+// the pair layout its conv reads, and a bf16 Conv that no split feeds that way is refused.
+TEST(MixedPrecisionTest, Bf16x3ConvsReadTheirInputsSplitInThePairLayout) {
+  absl::StatusOr<Bf16Rewrite> rewritten =
+      RewriteMatMulsToBf16(Bytes(ConvModel()), Bf16Precision::kBf16x3);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->convs, 2);
+  EXPECT_EQ(rewritten->matmuls, 0);
+  EXPECT_EQ(rewritten->weights, 2);
+  // The f32 weights and bias as one bf16 input would need them: bf16 rounding and its residual.
+  ::onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(rewritten->model_bytes));
+  const ::onnx::TensorProto* w1 = nullptr;
+  for (const auto& tensor : model.graph().initializer()) {
+    if (tensor.name() == "w1_bf16x3") w1 = &tensor;
+  }
+  ASSERT_NE(w1, nullptr);
+  ASSERT_EQ(std::vector<int64_t>(w1->dims().begin(), w1->dims().end()),
+            (std::vector<int64_t>{32, 96, 3, 3}));
+  auto bf16_at = [&](int64_t k, int64_t c, int64_t tap) {
+    uint16_t half;
+    std::memcpy(&half, w1->raw_data().data() + 2 * ((k * 96 + c) * 9 + tap), 2);
+    const uint32_t bits = static_cast<uint32_t>(half) << 16;
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+  };
+  const int64_t k = 3, c = 5, tap = 4;
+  const float original = 0.1f * std::sin(0.3f * ((k * 32 + c) * 9 + tap)) + 1.0f / 3;
+  EXPECT_EQ(bf16_at(k, c, tap), bf16_at(k, 32 + c, tap)) << "hi twice";
+  EXPECT_NE(bf16_at(k, 64 + c, tap), 0.0f) << "1/3's residual";
+  EXPECT_NEAR(bf16_at(k, c, tap) + bf16_at(k, 64 + c, tap), original, std::fabs(original) / 60000);
+  absl::StatusOr<graph::Graph> g = PrepareGraph(rewritten->model_bytes, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  int splits = 0, pair_convs = 0;
+  for (const graph::Node& node : g->nodes) {
+    if (node.op_type == graph::kBf16x3SplitOp) {
+      ++splits;
+      EXPECT_TRUE(node.HasAttr(graph::kPairPadsAttr));
+      const graph::Tensor& out = g->tensor(node.outputs[0]);
+      EXPECT_EQ(out.shape.size(), 4u);
+      EXPECT_EQ(out.shape[3], 2) << "channel pairs";
+      EXPECT_EQ(out.shape[1], 48) << "3 x 32 channels in pairs";
+    }
+    if (node.op_type == "Conv" && node.HasAttr(graph::kPairImageAttr)) ++pair_convs;
+  }
+  EXPECT_EQ(splits, 2);
+  EXPECT_EQ(pair_convs, 2);
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(rewritten->model_bytes, {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  int pair_tasks = 0;
+  for (const ModelTask& task : analysis->tasks) {
+    if (task.workload.anchor != ir::AnchorKind::kConv || !task.workload.conv.x_pairs) continue;
+    ++pair_tasks;
+    EXPECT_EQ(task.workload.conv.in_channels, 96);
+    EXPECT_EQ(task.workload.inputs[0].dtype, ir::DType::kBF16);
+    EXPECT_EQ(task.workload.output.dtype, ir::DType::kF32);
+  }
+  EXPECT_EQ(pair_tasks, 2);
+  // A rewritten conv dilated afterwards (a 1x1: same shapes): its split cannot be the pair
+  // layout, and the bf16 conv is refused with what it needs.
+  for (::onnx::NodeProto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.name() != "c2") continue;
+    ::onnx::AttributeProto* dilations = node.add_attribute();
+    dilations->set_name("dilations");
+    dilations->set_type(::onnx::AttributeProto::INTS);
+    dilations->add_ints(2);
+    dilations->add_ints(2);
+  }
+  absl::StatusOr<graph::Graph> refused = PrepareGraph(Bytes(model), {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("a bf16 Conv runs only as --precision bf16x3"),
+            std::string::npos)
+      << refused.status();
+  // The passes' own attributes in a model file are refused (the ONNX checker knows Conv's).
+  ::onnx::ModelProto spoofed = ConvModel();
+  ::onnx::AttributeProto* attribute = spoofed.mutable_graph()->mutable_node(0)->add_attribute();
+  attribute->set_name(graph::kPairImageAttr);
+  attribute->set_type(::onnx::AttributeProto::INTS);
+  attribute->add_ints(1);
+  absl::StatusOr<graph::Graph> imported = ImportOnnx(Bytes(spoofed), {});
+  ASSERT_FALSE(imported.ok());
+  EXPECT_NE(imported.status().message().find("gtco_pair_image"), std::string::npos)
+      << imported.status();
+}
+
 // Nothing to rewrite, or not a model: errors that say so.
 TEST(MixedPrecisionTest, NothingToRewriteAndNotAModelAreErrors) {
   absl::StatusOr<Bf16Rewrite> again = RewriteMatMulsToBf16(ReadModel("matmul_bf16.onnx"));

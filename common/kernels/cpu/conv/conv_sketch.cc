@@ -163,22 +163,7 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
   return operands;
 }
 
-/// The epilogue over the view [N, K, OH*OW]: an extra input broadcasts over both spatial dims or
-/// over neither (full-shape residuals, per-channel biases, scalars).
-absl::StatusOr<EpilogueBuilder> ConvEpilogue(const ir::Workload& w) {
-  const ir::ConvParams& p = w.conv;
-  const int64_t spatial = ir::ConvOutH(p) * ir::ConvOutW(p);
-  std::vector<std::vector<int64_t>> shapes;
-  for (size_t index = 0; index < w.inputs.size(); ++index) {
-    if (static_cast<int>(index) < w.num_anchor_inputs) {
-      shapes.push_back({1});  // anchor inputs are read by the kernel, not the epilogue
-      continue;
-    }
-    GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> view_shape, ConvEpilogueInputShape(w, index));
-    shapes.push_back(std::move(view_shape));
-  }
-  return EpilogueBuilder::Create(w, {p.batch, p.out_channels, spatial}, std::move(shapes));
-}
+using schedule::ConvEpilogue;
 
 /// Depthwise: every group reads one input channel (C / groups == 1); K may be a multiple of C.
 bool IsDepthwise(const ir::Workload& w) {
@@ -308,7 +293,7 @@ class BlockedConvSketch : public LoopSketch {
     return {"mr", "nr", "kc", "mc", "nc", "par", "unroll_k", "pack_a", "pack_b"};
   }
   bool AppliesTo(const ir::Workload& w) const override {
-    return w.anchor == ir::AnchorKind::kConv;
+    return w.anchor == ir::AnchorKind::kConv && !w.conv.x_pairs;
   }
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {

@@ -1,4 +1,5 @@
 # CPU f32 convolution as implicit GEMM on the register-blocked FMA micro-kernels (mappings
 # "avx512_fma", "avx2_fma" for conv workloads).
 target_sources(gtco_kernels PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/conv_sketch.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/conv_sketch.cc
+  ${CMAKE_CURRENT_LIST_DIR}/conv_amx_sketch.cc)

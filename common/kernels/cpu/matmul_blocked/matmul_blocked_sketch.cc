@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/kernels/cpu/conv/conv_amx.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_lowering.h"
 #include "common/kernels/family.h"
@@ -371,7 +372,10 @@ const MappingSketch& Avx2FmaMatMulMapping() {
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workload& w,
                                                                  const schedule::Trace& t,
                                                                  const std::vector<float>& b) {
-  if (w.anchor == ir::AnchorKind::kConv) return internal::PrepackChannelConvWeights(w, t, b);
+  if (w.anchor == ir::AnchorKind::kConv) {
+    if (t.sketch == internal::kAmxConvSketchName) return internal::PrepackAmxConvWeights(w, t, b);
+    return internal::PrepackChannelConvWeights(w, t, b);
+  }
   if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
   if (t.sketch.rfind("mm_amx_", 0) == 0) return internal::PrepackLowpB(w, t, b);
   int64_t vw = 0;

@@ -1,0 +1,324 @@
+// "conv_amx_bf16/v1": a bf16 convolution whose input arrives in the zero-padded pair layout
+// (ConvParams::x_pairs, ir/conv.h: per image, C/2 planes of channel pairs, each pixel of the
+// padded image one 4-byte word of two bf16 values) on Intel AMX tiles, with no gather and no
+// packing of the image at run time.
+//
+// The conv is computed on the padded output grid: output pixel q = oh * Wp + ow (Wp the padded
+// width; the columns ow >= OW of that grid are computed and dropped). For tap (r, s) the input
+// pixel of q is q + r * Wp + s of the padded plane, so 16 consecutive grid pixels of 16 channel
+// pairs are one B tile read in place from the pair layout: 16 rows (pairs) a plane apart, each
+// 64 contiguous bytes. One TileMatMul per tile block walks every tap (its B tap offsets) and
+// every channel (the K steps), A being the weights stored pre-packed [K, R, S, C] (the exporter
+// packs the constant, the worker its random weights: kernels::PackInputsForTrace), so a row of
+// an A tile is 32 channels of one tap and the taps follow each other along K. The C block
+// (mr x 16 output channels by nr x 16 grid pixels) goes to the NCHW output through the conv
+// epilogue, a masked vector run per output row it covers.
+//
+// Knobs: mr (A tiles: 16-channel row tiles per block), nr (B tiles: 16-pixel column tiles),
+// order (0: a task's blocks walk the output channels innermost, reusing the image's tiles from
+// the cache; 1: the pixels innermost, reusing the weights'), tasks (the blocks split into that
+// many parallel tasks of consecutive blocks), pack_b (2: the weights pre-packed; the only
+// value: their [K, C, R, S] layout has no tile rows).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/ir/conv.h"
+#include "common/kernels/cpu/conv/conv_amx.h"
+#include "common/kernels/family.h"
+#include "common/kernels/registry.h"
+#include "common/schedule/epilogue.h"
+#include "common/util/status.h"
+
+namespace gtco::kernels {
+namespace internal {
+namespace {
+
+using ir::Expr;
+using ir::MakeInt;
+using ir::ScalarType;
+using ir::Stmt;
+
+Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLt, a, b); }
+
+constexpr int64_t kTile = 16;  ///< rows of an AMX tile; pixels (4-byte words) per tile row
+constexpr int64_t kPackBPrepacked = 2;
+
+enum KnobIdx { kMr, kNr, kOrder, kTasks, kPackB };
+
+/// Every size of one (workload, decisions) pair.
+struct AmxConvPlan {
+  ir::ConvParams p;
+  int64_t mr = 1, nr = 1, order = 0, tasks = 1;
+  int64_t taps = 1;        ///< R * S
+  int64_t padded_w = 1;    ///< Wp
+  int64_t plane = 1;       ///< ConvPairPlane: elements of a pair plane (in words)
+  int64_t out_h = 1, out_w = 1;
+  int64_t grid = 1;        ///< OH * Wp: pixels of the padded output grid
+  int64_t block_cols = 16, row_blocks = 1, col_blocks = 1, items = 1, per_task = 1;
+  int64_t k_steps = 1;     ///< C / 32: 64-byte steps along the channels of one tap
+};
+
+absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& values) {
+  if (values.size() != 5) return absl::InvalidArgumentError("conv_amx_bf16 takes 5 knobs");
+  if (const std::string why = AmxConvMismatch(w); !why.empty()) {
+    return absl::InvalidArgumentError(why);
+  }
+  GTCO_RETURN_IF_ERROR(CheckOneOf("mr", values[kMr], {1, 2}));
+  GTCO_RETURN_IF_ERROR(CheckOneOf("nr", values[kNr], {1, 2, 3}));
+  GTCO_RETURN_IF_ERROR(CheckRange("order", values[kOrder], 0, 1));
+  GTCO_RETURN_IF_ERROR(CheckRange("tasks", values[kTasks], 1, int64_t{1} << 20));
+  if (values[kPackB] != kPackBPrepacked) {
+    return absl::InvalidArgumentError(
+        "conv_amx_bf16 reads its weights pre-packed [K, R, S, C] (pack_b 2) only");
+  }
+  AmxConvPlan plan;
+  plan.p = w.conv;
+  const ir::ConvParams& p = plan.p;
+  plan.mr = values[kMr];
+  plan.nr = values[kNr];
+  plan.order = values[kOrder];
+  plan.taps = p.kernel_h * p.kernel_w;
+  plan.padded_w = p.in_w + p.pad_left + p.pad_right;
+  plan.plane = ir::ConvPairPlane(p);
+  plan.out_h = ir::ConvOutH(p);
+  plan.out_w = ir::ConvOutW(p);
+  plan.grid = plan.out_h * plan.padded_w;
+  plan.block_cols = kTile * plan.nr;
+  if ((p.out_channels / kTile) % plan.mr != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mr ", plan.mr, " must divide the ", p.out_channels / kTile,
+                     " 16-channel row tiles"));
+  }
+  plan.row_blocks = p.out_channels / (kTile * plan.mr);
+  plan.col_blocks = CeilDiv(plan.grid, plan.block_cols);
+  plan.items = p.batch * plan.row_blocks * plan.col_blocks;
+  plan.tasks = std::min(values[kTasks], plan.items);
+  plan.per_task = CeilDiv(plan.items, plan.tasks);
+  plan.tasks = CeilDiv(plan.items, plan.per_task);
+  plan.k_steps = p.in_channels / 32;
+  return plan;
+}
+
+/// The tile blocks of one task, each a TileMatMul over every tap and channel then the write-back
+/// of its C block (in `cbuf`, mr x 16 rows by block_cols f32) through the epilogue.
+Stmt LowerPlan(const ir::Workload& w, const AmxConvPlan& plan,
+               const schedule::EpilogueBuilder& epilogue) {
+  const ir::ConvParams& p = plan.p;
+  const Expr task = ir::MakeVar("task"), item = ir::MakeVar("item");
+  // The block's image, row block and column block from its item number.
+  const Expr blocks_per_image = MakeInt(plan.row_blocks * plan.col_blocks);
+  const Expr n = item / blocks_per_image, in_image = item % blocks_per_image;
+  const Expr rb = plan.order == 0 ? in_image % MakeInt(plan.row_blocks)
+                                  : in_image / MakeInt(plan.col_blocks);
+  const Expr cb = plan.order == 0 ? in_image / MakeInt(plan.row_blocks)
+                                  : in_image % MakeInt(plan.col_blocks);
+  const Expr q0 = cb * MakeInt(plan.block_cols);
+  const Expr co0 = rb * MakeInt(kTile * plan.mr);
+  const std::string cbuf = "cblock";
+
+  ir::TileMatMulArgs args;
+  args.instruction = "tdpbf16ps";
+  args.c = ir::MakeTypedLoad(cbuf, MakeInt(0), ScalarType::kF32);
+  // Pair 0 of image n, grid pixel q0, in bf16 elements (two per word).
+  args.b = ir::MakeTypedLoad(
+      InputName(0), (n * MakeInt(p.in_channels / 2 * plan.plane) + q0) * MakeInt(2),
+      ScalarType::kBF16);
+  const int64_t a_row = plan.taps * p.in_channels;  // bf16 elements of one output channel
+  for (int64_t t = 0; t < plan.mr; ++t) {
+    args.a.push_back(ir::MakeTypedLoad(
+        InputName(1), (co0 + MakeInt(t * kTile)) * MakeInt(a_row), ScalarType::kBF16));
+  }
+  args.k_steps = plan.k_steps;
+  args.nr = plan.nr;
+  args.a_stride = a_row * 2;
+  args.b_col_stride = kTile * 4;
+  args.b_row_stride = plan.plane * 4;
+  if (plan.taps > 1) {
+    for (int64_t r = 0; r < p.kernel_h; ++r) {
+      for (int64_t s = 0; s < p.kernel_w; ++s) {
+        args.b_taps.push_back((r * plan.padded_w + s) * 4);
+      }
+    }
+  }
+  const Stmt product = ir::MakeTileMatMul(args);
+
+  // Write-back: per output channel of the block, per output row the block's pixels cover, the
+  // run [begin, end) of grid pixels inside the row's OW columns as one masked vector range.
+  const Expr i = ir::MakeVar("wi"), row = ir::MakeVar("wrow"), lane = ir::MakeVar("wl");
+  const Expr first_oh = q0 / MakeInt(plan.padded_w);
+  const Expr last_oh = ir::Min((q0 + MakeInt(plan.block_cols - 1)) / MakeInt(plan.padded_w),
+                               MakeInt(plan.out_h - 1));
+  const Expr oh = first_oh + row;
+  const Expr row_start = oh * MakeInt(plan.padded_w);
+  const Expr begin = ir::Max(q0, row_start);
+  const Expr end =
+      ir::Min(q0 + MakeInt(plan.block_cols), row_start + MakeInt(plan.out_w));
+  const Expr q = begin + lane;
+  const Expr plane = n * MakeInt(p.out_channels) + co0 + i;
+  const Expr column = oh * MakeInt(plan.out_w) + (q - row_start);
+  const Expr acc = ir::MakeTypedLoad(cbuf, i * MakeInt(plan.block_cols) + (q - q0),
+                                     ScalarType::kF32);
+  const Stmt store =
+      ir::MakeStore(kOutputName, plane * MakeInt(plan.out_h * plan.out_w) + column,
+                    epilogue.Apply(acc, plane, column));
+  const int64_t lanes = PowerOfTwoCeil(std::min(plan.block_cols, plan.out_w));
+  const Stmt runs = ir::MakeFor(
+      "wrow", MakeInt(0), last_oh - first_oh + MakeInt(1), ir::ForKind::kSerial,
+      ir::MakeFor("wl", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                  ir::MakeIf(Lt(q, end), store)));
+  const Stmt write_back =
+      ir::MakeFor("wi", MakeInt(0), MakeInt(kTile * plan.mr), ir::ForKind::kSerial, runs);
+
+  const Expr first = task * MakeInt(plan.per_task);
+  const Stmt blocks = ir::MakeFor(
+      "item", first, ir::Min(MakeInt(plan.per_task), MakeInt(plan.items) - first),
+      ir::ForKind::kSerial, ir::MakeBlock({product, write_back}));
+  return ir::MakeFor(
+      "task", MakeInt(0), MakeInt(plan.tasks),
+      plan.tasks > 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial,
+      ir::MakeTypedAllocate(cbuf, kTile * plan.mr * plan.block_cols, ScalarType::kF32, blocks));
+}
+
+class AmxConvSketch final : public LoopSketch {
+ public:
+  const char* Name() const override { return kAmxConvSketchName; }
+  std::vector<std::string> KnobNames() const override {
+    return {"mr", "nr", "order", "tasks", "pack_b"};
+  }
+  bool AppliesTo(const ir::Workload& w) const override {
+    return w.anchor == ir::AnchorKind::kConv && w.conv.x_pairs;
+  }
+
+  std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    const ir::ConvParams& p = w.conv;
+    const int64_t row_tiles = std::max<int64_t>(p.out_channels / kTile, 1);
+    const int64_t grid = ir::ConvOutH(p) * (p.in_w + p.pad_left + p.pad_right);
+    // 2 x 2 tiles (four C tiles, two A and two B: 8 registers) first, the widest register
+    // block; 1 x 3 and the others after.
+    std::vector<int64_t> mr = row_tiles % 2 == 0 ? std::vector<int64_t>{2, 1}
+                                                  : std::vector<int64_t>{1};
+    std::vector<int64_t> nr = {2, 3, 1};
+    // Weights larger than the image's tiles are reused from the cache with the pixels
+    // innermost (order 1): ResNet's last stages; the image's otherwise (its first stages).
+    const int64_t weight_bytes = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w * 2;
+    const int64_t image_bytes = p.batch * p.in_channels * ir::ConvPairPlane(p) * 2;
+    std::vector<int64_t> order =
+        weight_bytes > image_bytes ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
+    const int64_t cores = std::max(hw.cores, 1);
+    const int64_t most = p.batch * row_tiles * CeilDiv(grid, kTile);
+    std::vector<int64_t> tasks;
+    for (int64_t per_core : {1, 2, 4, 8, 16}) {
+      const int64_t value = std::min(cores * per_core, most);
+      if (std::find(tasks.begin(), tasks.end(), value) == tasks.end()) tasks.push_back(value);
+    }
+    return {{"mr", mr}, {"nr", nr}, {"order", order}, {"tasks", tasks},
+            {"pack_b", {kPackBPrepacked}}};
+  }
+
+  bool Admits(const ir::Workload& w, const target::HardwareInfo&,
+              const KnobValues& values) const override {
+    // Tiles of 16 * nr grid pixels, at most the grid (a 7 x 7 image's 63-pixel grid takes
+    // column blocks of up to 48).
+    const ir::ConvParams& p = w.conv;
+    const int64_t grid = ir::ConvOutH(p) * (p.in_w + p.pad_left + p.pad_right);
+    const int64_t mr = values[kMr], nr = values[kNr];
+    return mr * nr + mr + nr <= 8 && (nr == 1 || kTile * nr <= grid);
+  }
+
+  absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
+                                        const std::string& func_name) const override {
+    GTCO_RETURN_IF_ERROR(w.Validate());
+    GTCO_ASSIGN_OR_RETURN(const AmxConvPlan plan, MakePlan(w, values));
+    GTCO_ASSIGN_OR_RETURN(const schedule::EpilogueBuilder epilogue, schedule::ConvEpilogue(w));
+    std::vector<ir::BufferParam> params = KernelParams(w);  // X and W hold bf16
+    params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
+    return ir::LoweredFunc{func_name, params, LowerPlan(w, plan, epilogue)};
+  }
+};
+
+const AmxConvSketch& Sketch() {
+  static const AmxConvSketch* const sketch = new AmxConvSketch();
+  return *sketch;
+}
+
+class AmxConvMapping final : public MappingSketch {
+ public:
+  const char* Name() const override { return "amx_bf16"; }
+  const schedule::Sketch& sketch() const override { return Sketch(); }
+  MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
+    if (const std::string why = AmxConvMismatch(w); !why.empty()) return {Name(), false, why};
+    if (hw.target != target::Target::kCpu) {
+      return {Name(), false,
+              absl::StrCat("target '", target::TargetName(hw.target), "' is not a CPU")};
+    }
+    const std::string missing = MissingCpuFeatures(hw, {"avx512f", "amx_tile", "amx_bf16"});
+    if (!missing.empty()) return {Name(), false, missing};
+    return {Name(), true,
+            "bf16 conv in the pair layout, AMX present: tdpbf16ps on 16-pixel tiles of the "
+            "padded image read in place, one per tap, weights pre-packed"};
+  }
+};
+
+}  // namespace
+
+std::string AmxConvMismatch(const ir::Workload& w) {
+  if (w.anchor != ir::AnchorKind::kConv || !w.conv.x_pairs) {
+    return "not a conv in the pair layout";
+  }
+  if (w.inputs.size() < 2 || w.inputs[0].dtype != ir::DType::kBF16 ||
+      w.inputs[1].dtype != ir::DType::kBF16 || w.output.dtype != ir::DType::kF32) {
+    return "the AMX conv takes bf16 X and W and writes f32";
+  }
+  const ir::ConvParams& p = w.conv;
+  if (p.in_channels % 32 != 0) {
+    return absl::StrCat("the AMX conv needs C a multiple of 32 (one tile row), not ",
+                        p.in_channels);
+  }
+  if (p.out_channels % kTile != 0) {
+    return absl::StrCat("the AMX conv needs K a multiple of 16 (one tile), not ",
+                        p.out_channels);
+  }
+  if (int64_t{4} * ir::ConvPairPlane(p) > (int64_t{1} << 31)) {
+    return "the AMX conv's plane is too large for a tile stride";
+  }
+  return "";
+}
+
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackAmxConvWeights(
+    const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights) {
+  if (t.sketch != kAmxConvSketchName) return std::optional<PrepackedOperand>();
+  GTCO_RETURN_IF_ERROR(w.Validate());
+  const ir::ConvParams& p = w.conv;
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  if (static_cast<int64_t>(weights.size()) != p.out_channels * p.in_channels * taps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv weights have ", weights.size(), " elements, not ",
+                     p.out_channels * p.in_channels * taps));
+  }
+  PrepackedOperand packed;
+  packed.trace = WithPackB(t, kPackBPrepacked);
+  packed.data.resize(weights.size());
+  for (int64_t k = 0; k < p.out_channels; ++k) {
+    for (int64_t c = 0; c < p.in_channels; ++c) {
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        packed.data[(k * taps + tap) * p.in_channels + c] =
+            weights[(k * p.in_channels + c) * taps + tap];
+      }
+    }
+  }
+  packed.shape = {p.out_channels, taps * p.in_channels};
+  return std::optional<PrepackedOperand>(std::move(packed));
+}
+
+}  // namespace internal
+
+const schedule::Sketch& ConvAmxBf16Sketch() { return internal::Sketch(); }
+
+const MappingSketch& AmxBf16ConvMapping() {
+  static const internal::AmxConvMapping* const mapping = new internal::AmxConvMapping();
+  return *mapping;
+}
+
+}  // namespace gtco::kernels

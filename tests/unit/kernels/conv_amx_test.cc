@@ -1,0 +1,243 @@
+// The AMX conv of inputs in the pair layout ("conv_amx_bf16/v1"): the workload's layout and
+// reference, the mapping's verdicts, the TileMatMul taps in the IR, and JIT-compiled kernels
+// (every knob value, 1x1 and 3x3, asymmetric pads, two images, an epilogue) against the
+// reference where the host has AMX.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/codegen/llvm/jit.h"
+#include "common/codegen/llvm/llvm_codegen.h"
+#include "common/ir/conv.h"
+#include "common/ir/reference.h"
+#include "common/kernels/cpu/conv/conv_amx.h"
+#include "common/kernels/family.h"
+#include "common/kernels/prepack.h"
+#include "common/kernels/registry.h"
+#include "common/target/target.h"
+
+namespace gtco::kernels {
+namespace {
+
+using ir::DType;
+using schedule::KnobValues;
+using schedule::Trace;
+
+ir::Workload PairsConv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
+                       int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right) {
+  ir::ConvParams p;
+  p.batch = n;
+  p.in_channels = c;
+  p.in_h = h;
+  p.in_w = w;
+  p.out_channels = k;
+  p.kernel_h = p.kernel_w = r;
+  p.pad_top = pad_top;
+  p.pad_left = pad_left;
+  p.pad_bottom = pad_bottom;
+  p.pad_right = pad_right;
+  p.x_pairs = true;
+  ir::Workload work = ir::MakeConvWorkload(p);
+  work.inputs[0].dtype = DType::kBF16;
+  work.inputs[1].dtype = DType::kBF16;
+  return work;
+}
+
+/// Adds a per-channel bias, a residual of the output's shape and a ReLU.
+ir::Workload WithBiasResidualRelu(ir::Workload w) {
+  using K = ir::Operand::Kind;
+  const int bias = static_cast<int>(w.inputs.size());
+  w.inputs.push_back({DType::kF32, {w.conv.out_channels, 1, 1}});
+  w.inputs.push_back({DType::kF32, w.output.shape});
+  w.epilogue.push_back({ir::EwOp::kAdd, {{K::kAcc, 0, 0}, {K::kInput, bias, 0}}});
+  w.epilogue.push_back({ir::EwOp::kAdd, {{K::kValue, 0, 0}, {K::kInput, bias + 1, 0}}});
+  w.epilogue.push_back({ir::EwOp::kRelu, {{K::kValue, 1, 0}}});
+  return w;
+}
+
+TEST(ConvPairsTest, TheLayoutRoundTripsAndKeepsItsPaddingZero) {
+  const ir::Workload w = PairsConv(2, 4, 3, 5, 16, 3, 1, 2, 0, 1);
+  ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+  const ir::ConvParams& p = w.conv;
+  // (3 + 1 + 0) x (5 + 2 + 1) padded pixels and the tail.
+  EXPECT_EQ(ir::ConvPairPlane(p), 4 * 8 + ir::kConvPairTail);
+  EXPECT_EQ(w.inputs[0].shape, (std::vector<int64_t>{2, 2, ir::ConvPairPlane(p), 2}));
+  // Channel 3 of image 1, pixel (2, 4): pair 1, padded pixel (3, 6).
+  EXPECT_EQ(ir::ConvPairIndex(p, 1, 3, 2, 4), ((1 * 2 + 1) * ir::ConvPairPlane(p) + 3 * 8 + 6) * 2 + 1);
+  std::vector<float> image(2 * 4 * 3 * 5);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
+  const std::vector<float> pairs = ir::ConvImageToPairs(p, image);
+  EXPECT_EQ(ir::ConvPairsToImage(p, pairs), image);
+  int64_t nonzero = 0;
+  for (float value : pairs) nonzero += value != 0.0f;
+  EXPECT_EQ(nonzero, static_cast<int64_t>(image.size()));
+  // Random inputs keep the padding zero too (the kernels read it as the padding).
+  const std::vector<std::vector<float>> random = ir::RandomInputs(w, 5);
+  nonzero = 0;
+  for (float value : random[0]) nonzero += value != 0.0f;
+  EXPECT_LE(nonzero, static_cast<int64_t>(image.size()));
+  EXPECT_EQ(random[0], ir::ConvImageToPairs(p, ir::ConvPairsToImage(p, random[0])));
+  // The canonical text names the layout and parses back.
+  EXPECT_NE(w.CanonicalString().find("layout=pairs"), std::string::npos);
+  absl::StatusOr<ir::Workload> parsed = ir::ParseWorkload(w.CanonicalString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Key(), w.Key());
+  EXPECT_TRUE(parsed->conv.x_pairs);
+  ir::Workload plain = w;
+  plain.conv.x_pairs = false;
+  plain.inputs[0].shape = ir::ConvXShape(plain.conv);
+  EXPECT_NE(plain.Key(), w.Key());
+}
+
+TEST(ConvPairsTest, ThePairLayoutIsRefusedWhereItCannotHold) {
+  ir::Workload strided = PairsConv(1, 32, 8, 8, 16, 3, 1, 1, 1, 1);
+  strided.conv.stride_h = strided.conv.stride_w = 2;
+  strided.inputs[0].shape = ir::ConvXShape(strided.conv);
+  strided.output.shape = ir::ConvOutShape(strided.conv);
+  EXPECT_NE(strided.Validate().message().find("unit strides"), std::string::npos)
+      << strided.Validate();
+  ir::Workload f32 = PairsConv(1, 32, 8, 8, 16, 3, 1, 1, 1, 1);
+  f32.inputs[0].dtype = DType::kF32;
+  EXPECT_NE(f32.Validate().message().find("bf16 X and W"), std::string::npos) << f32.Validate();
+  const ir::Workload odd_k = PairsConv(1, 32, 8, 8, 24, 1, 0, 0, 0, 0);
+  EXPECT_NE(internal::AmxConvMismatch(odd_k).find("multiple of 16"), std::string::npos);
+  const ir::Workload odd_c = PairsConv(1, 48, 8, 8, 16, 1, 0, 0, 0, 0);
+  EXPECT_NE(internal::AmxConvMismatch(odd_c).find("multiple of 32"), std::string::npos);
+  // The f32 conv sketches leave pair-layout convs alone.
+  const ir::Workload good = PairsConv(1, 64, 8, 8, 32, 3, 1, 1, 1, 1);
+  const target::HardwareInfo hw = target::DetectHostCpu();
+  for (const schedule::MappingVerdict& verdict : ExplainMappings(good, hw)) {
+    if (verdict.mapping != "amx_bf16") {
+      EXPECT_FALSE(verdict.applies) << verdict.mapping << ": " << verdict.reason;
+    }
+  }
+}
+
+TEST(ConvPairsTest, OneTileMatMulWalksEveryTapFromThePairLayout) {
+  const ir::Workload w = PairsConv(1, 64, 6, 7, 32, 3, 1, 1, 1, 1);
+  const Trace trace{internal::kAmxConvSketchName,
+                    {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 2}}};
+  absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, trace, "kernel");
+  ASSERT_TRUE(func.ok()) << func.status();
+  const std::string text = ir::ToString(func->body);
+  // Padded width 9: taps at (r * 9 + s) * 4 bytes; rows of B a plane apart (4 bytes a pixel).
+  EXPECT_NE(text.find("b_taps={0, 4, 8, 36, 40, 44, 72, 76, 80}"), std::string::npos) << text;
+  EXPECT_NE(text.find(absl::StrCat("b_row_stride=", 4 * ir::ConvPairPlane(w.conv))),
+            std::string::npos);
+  EXPECT_NE(text.find("k_steps=2"), std::string::npos);  // 64 channels: two 32-channel steps
+  // The IR text parses the taps back the same (operands round trip).
+  absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+  ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+  EXPECT_NE(llvm_ir->find("tdpbf16ps"), std::string::npos);
+  // Weights only pre-packed.
+  const Trace unpacked{internal::kAmxConvSketchName,
+                       {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 1}}};
+  EXPECT_FALSE(LowerSchedule(w, unpacked, "kernel").ok());
+  // The weights' packing: [K, C, R, S] -> [K, R, S, C].
+  std::vector<float> weights(32 * 64 * 9);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i);
+  absl::StatusOr<std::optional<PrepackedOperand>> packed =
+      PrepackConstantB(w, trace, weights);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_TRUE(packed->has_value());
+  EXPECT_EQ((*packed)->shape, (std::vector<int64_t>{32, 9 * 64}));
+  // Output channel 5, tap (1, 2) = 5, channel 7.
+  EXPECT_EQ((*packed)->data[(5 * 9 + 5) * 64 + 7], weights[(5 * 64 + 7) * 9 + 5]);
+}
+
+class ConvAmxJitTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    hw_ = new target::HardwareInfo(target::DetectHostCpu());
+    absl::StatusOr<std::unique_ptr<codegen::CpuJit>> jit = codegen::CpuJit::Create();
+    if (jit.ok()) jit_ = jit->release();
+  }
+  static void TearDownTestSuite() {
+    delete jit_;
+    jit_ = nullptr;
+    delete hw_;
+  }
+  bool HostRunsAmx() {
+    return jit_ != nullptr && MissingCpuFeatures(*hw_, {"avx512f", "amx_tile", "amx_bf16"}).empty();
+  }
+
+  /// Every admitted knob combination of `w` (each one's weights packed as exported) against the
+  /// reference.
+  void CheckAllKernels(const ir::Workload& w, uint64_t seed) {
+    ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+    const schedule::Sketch& sketch = ConvAmxBf16Sketch();
+    const auto& loop_sketch = static_cast<const schedule::LoopSketch&>(sketch);
+    const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, seed);
+    const ir::TypedBuffer expected = ir::ComputeTypedReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    const std::vector<schedule::Knob> knobs = sketch.Knobs(w, *hw_);
+    std::vector<KnobValues> all = {{}};
+    for (const schedule::Knob& knob : knobs) {
+      std::vector<KnobValues> next;
+      for (const KnobValues& prefix : all) {
+        for (int64_t value : knob.values) {
+          KnobValues values = prefix;
+          values.push_back(value);
+          next.push_back(values);
+        }
+      }
+      all = next;
+    }
+    int checked = 0;
+    for (const KnobValues& values : all) {
+      if (!sketch.Admits(w, *hw_, values)) continue;
+      Trace trace{sketch.Name(), {}};
+      std::string text;
+      for (size_t knob = 0; knob < knobs.size(); ++knob) {
+        trace.decisions.push_back({knobs[knob].name, values[knob]});
+        text += std::to_string(values[knob]) + " ";
+      }
+      SCOPED_TRACE(w.Description() + " knobs " + text);
+      absl::StatusOr<ir::LoweredFunc> func = loop_sketch.Lower(w, values, "kernel");
+      ASSERT_TRUE(func.ok()) << func.status();
+      absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+      ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+      absl::StatusOr<codegen::KernelEntry> entry = jit_->Compile(*llvm_ir, "kernel");
+      ASSERT_TRUE(entry.ok()) << entry.status();
+      std::vector<std::vector<float>> values_of;
+      for (const ir::TypedBuffer& buffer : inputs) values_of.push_back(buffer.ToFloats());
+      const absl::Status packed = PackInputsForTrace(w, trace, &values_of);
+      ASSERT_TRUE(packed.ok()) << packed;
+      std::vector<ir::TypedBuffer> buffers = inputs;
+      buffers[1] = ir::TypedBuffer::FromValues(w.inputs[1].dtype, values_of[1]);
+      ir::TypedBuffer output(w.output.dtype, w.output.NumElements());
+      for (int64_t idx = 0; idx < output.size(); ++idx) output.Set(idx, NAN);
+      std::vector<void*> args;
+      for (ir::TypedBuffer& buffer : buffers) args.push_back(buffer.data());
+      args.push_back(output.data());
+      (*entry)(args.data());
+      const absl::Status match = ir::CompareTypedOutputs(expected, output, rtol, atol);
+      EXPECT_TRUE(match.ok()) << match;
+      ++checked;
+    }
+    EXPECT_GT(checked, 0);
+    ASSERT_TRUE(jit_->Reset().ok());
+  }
+
+  static codegen::CpuJit* jit_;
+  static target::HardwareInfo* hw_;
+};
+
+codegen::CpuJit* ConvAmxJitTest::jit_ = nullptr;
+target::HardwareInfo* ConvAmxJitTest::hw_ = nullptr;
+
+TEST_F(ConvAmxJitTest, KernelsMatchTheReference) {
+  if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_bf16): " << hw_->Summary();
+  // A 3x3 with ResNet's padding on a plane whose grid ends mid-block; a 1x1; asymmetric pads
+  // and two images; an epilogue (bias, residual, ReLU) on a 7 x 7 plane (63-pixel grid).
+  CheckAllKernels(PairsConv(1, 64, 9, 11, 32, 3, 1, 1, 1, 1), 1);
+  CheckAllKernels(PairsConv(1, 96, 10, 10, 48, 1, 0, 0, 0, 0), 2);
+  CheckAllKernels(PairsConv(2, 32, 5, 6, 16, 3, 0, 2, 1, 0), 3);
+  CheckAllKernels(WithBiasResidualRelu(PairsConv(1, 64, 7, 7, 64, 3, 1, 1, 1, 1)), 4);
+}
+
+}  // namespace
+}  // namespace gtco::kernels
