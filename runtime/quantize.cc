@@ -368,10 +368,22 @@ void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
         for (uint32_t* out : planes) std::memset(out + from, 0, 4 * count);
       };
       zero(0, top * padded_w + left);
-      for (int64_t row = 0; row < h; ++row) {
-        const int64_t at = (top + row) * padded_w + left;
-        SplitPairRow(a + row * w, b + row * w, w, planes[0] + at, planes[1] + at, planes[2] + at);
-        if (row + 1 < h) zero(at + w, right + left);
+      if (left == 0 && right == 0) {  // the image's rows are contiguous in the plane too
+        SplitPairRow(a, b, image, planes[0] + top * w, planes[1] + top * w, planes[2] + top * w);
+      } else {
+        // Split the whole image at once (one long vectorized loop; rows of 7-56 pixels would
+        // run mostly in the loop's scalar remainder), then copy its rows between the pads.
+        thread_local std::vector<uint32_t> staged;
+        staged.resize(static_cast<size_t>(3 * image));
+        SplitPairRow(a, b, image, staged.data(), staged.data() + image,
+                     staged.data() + 2 * image);
+        for (int64_t row = 0; row < h; ++row) {
+          const int64_t at = (top + row) * padded_w + left;
+          for (int part = 0; part < 3; ++part) {
+            std::memcpy(planes[part] + at, staged.data() + part * image + row * w, 4 * w);
+          }
+          if (row + 1 < h) zero(at + w, right + left);
+        }
       }
       const int64_t written = (top + h - 1) * padded_w + left + w;
       zero(written, plane - written);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -269,6 +270,32 @@ class Bf16Rewriter {
     return split;
   }
 
+  /// Image `x` [N, C, H, W] at every strides[0]-th row and strides[1]-th column (an ONNX Slice
+  /// with steps, made once per image and strides); returns its name.
+  std::string Subsampled(const std::string& x, const std::vector<int64_t>& strides) {
+    const std::string key = absl::StrCat(x, "|steps=", absl::StrJoin(strides, ","));
+    if (auto found = subsampled_.find(key); found != subsampled_.end()) return found->second;
+    auto constant = [&](const std::string& base, std::vector<int64_t> values) {
+      TensorProto tensor;
+      tensor.set_name(Fresh(absl::StrCat(x, base)));
+      tensor.set_data_type(TensorProto::INT64);
+      tensor.add_dims(static_cast<int64_t>(values.size()));
+      for (int64_t value : values) tensor.add_int64_data(value);
+      added_.push_back(std::move(tensor));
+      return added_.back().name();
+    };
+    constexpr int64_t kToTheEnd = std::numeric_limits<int64_t>::max();
+    const std::string starts = constant("_subsample_starts", {0, 0});
+    const std::string ends = constant("_subsample_ends", {kToTheEnd, kToTheEnd});
+    const std::string axes = constant("_subsample_axes", {2, 3});
+    const std::string steps = constant("_subsample_steps", strides);
+    const std::string output = Fresh(absl::StrCat(x, "_subsampled"));
+    nodes_.push_back(MakeNode("Slice", Fresh(absl::StrCat(x, "_subsample")),
+                              {x, starts, ends, axes, steps}, output));
+    subsampled_[key] = output;
+    return output;
+  }
+
   /// The split bf16 copy [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]) of conv weight initializer
   /// `name`, made once; "" when it is not a 4-D f32 tensor held in the file.
   std::string Bf16x3ConvWeight(const std::string& name) {
@@ -322,21 +349,30 @@ class Bf16Rewriter {
         initializer_index_.count(node.input(0))) {
       return false;
     }
-    std::vector<int64_t> pads;
+    std::vector<int64_t> pads, strides = {1, 1};
     for (const auto& attribute : node.attribute()) {
       const std::string& name = attribute.name();
       if (name == "group" && attribute.i() != 1) return false;
       if (name == "auto_pad" && attribute.s() != "NOTSET") return false;
-      if (name == "strides" || name == "dilations") {
+      if (name == "dilations") {
         for (int64_t value : attribute.ints()) {
           if (value != 1) return false;
         }
       }
+      if (name == "strides") strides.assign(attribute.ints().begin(), attribute.ints().end());
       if (name == "pads") pads.assign(attribute.ints().begin(), attribute.ints().end());
     }
     const TensorProto& w = graph_->initializer(initializer_index_.at(node.input(1)));
     if (w.dims_size() != 4 || w.dims(1) % 32 != 0 || w.dims(0) % 16 != 0 || w.dims(3) > 33 ||
-        (!pads.empty() && pads.size() != 4)) {
+        (!pads.empty() && pads.size() != 4) || strides.size() != 2 || strides[0] < 1 ||
+        strides[1] < 1) {
+      return false;
+    }
+    // A strided conv is taken only when it is a 1x1 without padding (ResNet's downsampling
+    // shortcut): the conv of the image's subsampled pixels (a Slice with steps), unit strides.
+    const bool strided = strides[0] != 1 || strides[1] != 1;
+    if (strided && (w.dims(2) != 1 || w.dims(3) != 1 ||
+                    std::any_of(pads.begin(), pads.end(), [](int64_t pad) { return pad != 0; }))) {
       return false;
     }
     // A bias may reach the Conv through Identity nodes (torch writes one for each reader of a
@@ -365,14 +401,18 @@ class Bf16Rewriter {
       bias_k11 = bias_k11_[bias] = shaped.name();
       added_.push_back(std::move(shaped));
     }
-    const std::string& x = node.input(0);
+    const std::string x = strided ? Subsampled(node.input(0), strides) : node.input(0);
     const std::string key = absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","));
     if (!bf16_activation_.count(key)) bf16_activation_[key] = SplitActivation(x, node.name(), 1);
-    // Conv on bf16 (its attributes as they were), the Cast of its output back to f32 under the
-    // old name (or a fresh one that the Add of the bias reads).
+    // Conv on bf16 (its attributes as they were, strides 1 after a subsampling), the Cast of its
+    // output back to f32 under the old name (or a fresh one that the Add of the bias reads).
     const std::string product = Fresh(absl::StrCat(node.output(0), "_bf16"));
     NodeProto conv = MakeNode("Conv", node.name(), {bf16_activation_[key], weight}, product);
     *conv.mutable_attribute() = node.attribute();
+    for (::onnx::AttributeProto& attribute : *conv.mutable_attribute()) {
+      if (attribute.name() != "strides") continue;
+      for (int i = 0; i < attribute.ints_size(); ++i) attribute.set_ints(i, 1);
+    }
     nodes_.push_back(std::move(conv));
     const std::string product_f32 =
         bias_k11.empty() ? node.output(0) : Fresh(absl::StrCat(node.output(0), "_f32"));
@@ -413,6 +453,7 @@ class Bf16Rewriter {
   std::set<std::string> used_;  ///< names taken, so that the added ones are fresh
   std::map<std::string, std::string> identity_of_;  ///< an Identity's output -> its input
   std::map<std::string, std::string> bias_k11_;     ///< a conv bias [K] -> its [K, 1, 1] copy
+  std::map<std::string, std::string> subsampled_;   ///< "image|steps=s,t" -> its Slice
   std::map<std::pair<std::string, bool>, std::string> bf16_weight_;
   /// computed tensor -> its bf16 Cast (bf16x3: its split A')
   std::map<std::string, std::string> bf16_activation_;

@@ -1036,7 +1036,8 @@ TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
 
 /// A bottleneck-like model for --precision bf16x3's convs (opset 17): x [1, 32, 10, 9]; a =
 /// Relu(Conv3x3 p1 (x) + bias), b = Conv1x1 (a) [64], d = Conv1x1 (x) [64] (x split twice: its
-/// two readers pad differently), y = Relu(b + d), e = Conv3x3 s2 p1 (y) [32] (strided: f32).
+/// two readers pad differently), y = Relu(b + d), out = Conv3x3 s2 p1 (y) [32] (strided: f32) +
+/// Conv1x1 s2 (y) [32] (the conv of y subsampled).
 std::string Bf16x3ConvModel() {
   ::onnx::ModelProto model;
   model.set_ir_version(8);
@@ -1098,20 +1099,23 @@ std::string Bf16x3ConvModel() {
   node("Add", "bd", {"b", "d"}, "bd");
   node("Relu", "y_relu", {"bd"}, "y");
   conv("e", "y", "e", 64, 32, 3, 2, 1);
-  value(graph->add_output(), "e", {1, 32, 5, 5});
+  conv("s", "y", "s", 64, 32, 1, 2, 0);
+  node("Add", "es", {"e", "s"}, "out");
+  value(graph->add_output(), "out", {1, 32, 5, 5});
   return model.SerializeAsString();
 }
 
 // --precision bf16x3 on convolutions: each unit-stride conv's input split once per (tensor,
 // pads) straight into the AMX conv's pair layout, the convs on AMX tiles with their bias, residual
-// and ReLU fused, the strided one in f32; the output within 3e-5 of the f32 export's largest.
+// and ReLU fused, the strided 1x1 on the subsampled image, the strided 3x3 in f32; the output
+// within 3e-5 of the f32 export's largest.
 // Where the host has no AMX the export says the convs need it.
 TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
   const std::string bytes = Bf16x3ConvModel();
   absl::StatusOr<onnx::Bf16Rewrite> rewritten =
       onnx::RewriteMatMulsToBf16(bytes, onnx::Bf16Precision::kBf16x3);
   ASSERT_TRUE(rewritten.ok()) << rewritten.status();
-  EXPECT_EQ(rewritten->convs, 3) << "a, b and d; e is strided";
+  EXPECT_EQ(rewritten->convs, 4) << "a, b, d and s; e is a strided 3x3";
   EXPECT_EQ(rewritten->matmuls, 0);
   absl::StatusOr<ExportResult> split =
       ExportModel(rewritten->model_bytes, {}, HostOptions(), kNoRecords);
@@ -1130,10 +1134,11 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
       runtime::Model::Load(WriteTemp("convs_bf16x3.gtco", split->artifact));
   ASSERT_TRUE(reference.ok() && model.ok()) << reference.status() << model.status();
   const runtime::Manifest& m = (*model)->manifest();
-  int pair_splits = 0, amx_convs = 0, f32_convs = 0, casts = 0;
+  int pair_splits = 0, amx_convs = 0, f32_convs = 0, casts = 0, slices = 0;
   for (const runtime::StepSpec& step : m.steps) {
     pair_splits += step.op == "split_bf16x3_pairs";
     casts += step.op == "cast";
+    slices += step.op == "slice";
   }
   for (const runtime::KernelSpec& kernel : m.kernels) {
     if (kernel.description.rfind("conv", 0) != 0) continue;
@@ -1147,9 +1152,10 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
       ++f32_convs;
     }
   }
-  EXPECT_EQ(pair_splits, 3) << "x for a (pads 1) and for d (pads 0), a for b";
+  EXPECT_EQ(pair_splits, 4) << "x for a (pads 1) and for d (pads 0), a for b, y subsampled";
+  EXPECT_EQ(slices, 1) << "y subsampled for s";
   EXPECT_EQ(casts, 0);
-  EXPECT_EQ(amx_convs, 3);
+  EXPECT_EQ(amx_convs, 4);
   EXPECT_EQ(f32_convs, 1);
   const auto values = Inputs(m);
   absl::StatusOr<std::vector<runtime::OutputTensor>> want =
