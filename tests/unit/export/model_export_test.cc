@@ -600,28 +600,27 @@ TEST(ModelExportTest, CudaArtifactsCarryCubinsAndNeedAGpu) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
 }
 
-/// A small ResNet-like model built with the ONNX protobuf API (opset 17): a 7x7 s2 p3 stem conv
-/// with bias and ReLU, a 3x3 s2 p1 max pool, a basic block (two 3x3 convs, the residual add,
-/// ReLU), a depthwise 3x3 conv, a strided 1x1 downsample conv, an average pool, global average
-/// pool, Flatten and a Gemm classifier. Weights are deterministic.
-std::string ResNetLikeModel() {
-  ::onnx::ModelProto model;
-  model.set_ir_version(8);
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
-  ::onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("resnet_like");
-  auto value = [](::onnx::ValueInfoProto* info, const std::string& name,
-                  const std::vector<int64_t>& dims) {
-    info->set_name(name);
-    auto* tensor_type = info->mutable_type()->mutable_tensor_type();
-    tensor_type->set_elem_type(::onnx::TensorProto::FLOAT);
-    for (int64_t dim : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(dim);
-  };
-  int seed = 0;
-  auto weight = [&](const std::string& name, const std::vector<int64_t>& dims) {
-    ::onnx::TensorProto* tensor = graph->add_initializer();
+/// An f32 ONNX graph (opset 17) built for a test: static-shape inputs and outputs, deterministic
+/// weights (scaled sines, a new phase per weight), nodes, and convs with their window attributes.
+class TestGraph {
+ public:
+  explicit TestGraph(const std::string& name) {
+    model_.set_ir_version(8);
+    auto* opset = model_.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(17);
+    graph_ = model_.mutable_graph();
+    graph_->set_name(name);
+  }
+
+  void Input(const std::string& name, const std::vector<int64_t>& dims) {
+    Value(graph_->add_input(), name, dims);
+  }
+  void Output(const std::string& name, const std::vector<int64_t>& dims) {
+    Value(graph_->add_output(), name, dims);
+  }
+  void Weight(const std::string& name, const std::vector<int64_t>& dims) {
+    ::onnx::TensorProto* tensor = graph_->add_initializer();
     tensor->set_name(name);
     tensor->set_data_type(::onnx::TensorProto::FLOAT);
     int64_t count = 1;
@@ -630,69 +629,93 @@ std::string ResNetLikeModel() {
       count *= dim;
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(count / dims[0]));
-    ++seed;
+    ++seed_;
     for (int64_t i = 0; i < count; ++i) {
-      tensor->add_float_data(static_cast<float>(scale * std::sin(0.7 * i + seed)));
+      tensor->add_float_data(static_cast<float>(scale * std::sin(0.7 * i + seed_)));
     }
-  };
-  auto ints = [](::onnx::NodeProto* node, const std::string& name, std::vector<int64_t> values) {
-    ::onnx::AttributeProto* attribute = node->add_attribute();
-    attribute->set_name(name);
-    attribute->set_type(::onnx::AttributeProto::INTS);
-    for (int64_t v : values) attribute->add_ints(v);
-  };
-  auto node = [&](const std::string& op, const std::string& name,
-                  const std::vector<std::string>& inputs, const std::string& output) {
-    ::onnx::NodeProto* n = graph->add_node();
+  }
+  ::onnx::NodeProto* Node(const std::string& op, const std::string& name,
+                          const std::vector<std::string>& inputs, const std::string& output) {
+    ::onnx::NodeProto* n = graph_->add_node();
     n->set_op_type(op);
     n->set_name(name);
     for (const std::string& input : inputs) n->add_input(input);
     n->add_output(output);
     return n;
-  };
-  auto conv = [&](const std::string& name, const std::string& x, const std::string& y,
-                  int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad,
-                  int64_t group = 1) {
-    weight(name + "_w", {out, in / group, kernel, kernel});
-    weight(name + "_b", {out});
-    ::onnx::NodeProto* n = node("Conv", name, {x, name + "_w", name + "_b"}, y);
-    ints(n, "kernel_shape", {kernel, kernel});
-    ints(n, "strides", {stride, stride});
-    ints(n, "pads", {pad, pad, pad, pad});
+  }
+  static void Ints(::onnx::NodeProto* node, const std::string& name,
+                   const std::vector<int64_t>& values) {
+    ::onnx::AttributeProto* attribute = node->add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t v : values) attribute->add_ints(v);
+  }
+  /// Conv `name` of x into y with its weights name_w and bias name_b.
+  void Conv(const std::string& name, const std::string& x, const std::string& y, int64_t in,
+            int64_t out, int64_t kernel, int64_t stride, int64_t pad, int64_t group = 1) {
+    Weight(name + "_w", {out, in / group, kernel, kernel});
+    Weight(name + "_b", {out});
+    ::onnx::NodeProto* n = Node("Conv", name, {x, name + "_w", name + "_b"}, y);
+    Ints(n, "kernel_shape", {kernel, kernel});
+    Ints(n, "strides", {stride, stride});
+    Ints(n, "pads", {pad, pad, pad, pad});
     if (group > 1) {
       ::onnx::AttributeProto* attribute = n->add_attribute();
       attribute->set_name("group");
       attribute->set_type(::onnx::AttributeProto::INT);
       attribute->set_i(group);
     }
-  };
-  value(graph->add_input(), "image", {1, 3, 40, 40});
-  conv("stem", "image", "stem_c", 3, 16, 7, 2, 3);
-  node("Relu", "stem_relu", {"stem_c"}, "stem_r");
-  ints(node("MaxPool", "pool", {"stem_r"}, "pool"), "kernel_shape", {3, 3});
-  ints(graph->mutable_node(graph->node_size() - 1), "strides", {2, 2});
-  ints(graph->mutable_node(graph->node_size() - 1), "pads", {1, 1, 1, 1});
-  conv("a1", "pool", "a1_c", 16, 16, 3, 1, 1);
-  node("Relu", "a1_relu", {"a1_c"}, "a1_r");
-  conv("a2", "a1_r", "a2_c", 16, 16, 3, 1, 1);
-  node("Add", "a_add", {"a2_c", "pool"}, "a_sum");
-  node("Relu", "a_relu", {"a_sum"}, "a");
-  conv("dw", "a", "dw_c", 16, 16, 3, 1, 1, /*group=*/16);
-  conv("down", "dw_c", "down_c", 16, 32, 1, 2, 0);
-  ::onnx::NodeProto* average = node("AveragePool", "avg", {"down_c"}, "avg");
-  ints(average, "kernel_shape", {2, 2});
-  ints(average, "strides", {1, 1});
-  node("GlobalAveragePool", "gap", {"avg"}, "gap");
-  node("Flatten", "flatten", {"gap"}, "flat");
-  weight("fc_w", {10, 32});
-  weight("fc_b", {10});
-  ::onnx::NodeProto* fc = node("Gemm", "fc", {"flat", "fc_w", "fc_b"}, "logits");
+  }
+  std::string Bytes() const { return model_.SerializeAsString(); }
+
+ private:
+  static void Value(::onnx::ValueInfoProto* info, const std::string& name,
+                    const std::vector<int64_t>& dims) {
+    info->set_name(name);
+    auto* tensor_type = info->mutable_type()->mutable_tensor_type();
+    tensor_type->set_elem_type(::onnx::TensorProto::FLOAT);
+    for (int64_t dim : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(dim);
+  }
+
+  ::onnx::ModelProto model_;
+  ::onnx::GraphProto* graph_ = nullptr;
+  int seed_ = 0;
+};
+
+/// A small ResNet-like model built with the ONNX protobuf API (opset 17): a 7x7 s2 p3 stem conv
+/// with bias and ReLU, a 3x3 s2 p1 max pool, a basic block (two 3x3 convs, the residual add,
+/// ReLU), a depthwise 3x3 conv, a strided 1x1 downsample conv, an average pool, global average
+/// pool, Flatten and a Gemm classifier. Weights are deterministic.
+std::string ResNetLikeModel() {
+  TestGraph g("resnet_like");
+  g.Input("image", {1, 3, 40, 40});
+  g.Conv("stem", "image", "stem_c", 3, 16, 7, 2, 3);
+  g.Node("Relu", "stem_relu", {"stem_c"}, "stem_r");
+  ::onnx::NodeProto* pool = g.Node("MaxPool", "pool", {"stem_r"}, "pool");
+  TestGraph::Ints(pool, "kernel_shape", {3, 3});
+  TestGraph::Ints(pool, "strides", {2, 2});
+  TestGraph::Ints(pool, "pads", {1, 1, 1, 1});
+  g.Conv("a1", "pool", "a1_c", 16, 16, 3, 1, 1);
+  g.Node("Relu", "a1_relu", {"a1_c"}, "a1_r");
+  g.Conv("a2", "a1_r", "a2_c", 16, 16, 3, 1, 1);
+  g.Node("Add", "a_add", {"a2_c", "pool"}, "a_sum");
+  g.Node("Relu", "a_relu", {"a_sum"}, "a");
+  g.Conv("dw", "a", "dw_c", 16, 16, 3, 1, 1, /*group=*/16);
+  g.Conv("down", "dw_c", "down_c", 16, 32, 1, 2, 0);
+  ::onnx::NodeProto* average = g.Node("AveragePool", "avg", {"down_c"}, "avg");
+  TestGraph::Ints(average, "kernel_shape", {2, 2});
+  TestGraph::Ints(average, "strides", {1, 1});
+  g.Node("GlobalAveragePool", "gap", {"avg"}, "gap");
+  g.Node("Flatten", "flatten", {"gap"}, "flat");
+  g.Weight("fc_w", {10, 32});
+  g.Weight("fc_b", {10});
+  ::onnx::NodeProto* fc = g.Node("Gemm", "fc", {"flat", "fc_w", "fc_b"}, "logits");
   ::onnx::AttributeProto* trans_b = fc->add_attribute();
   trans_b->set_name("transB");
   trans_b->set_type(::onnx::AttributeProto::INT);
   trans_b->set_i(1);
-  value(graph->add_output(), "logits", {1, 10});
-  return model.SerializeAsString();
+  g.Output("logits", {1, 10});
+  return g.Bytes();
 }
 
 // A channel-vectorized conv schedule (output channels in the vector lanes) reads its weights
@@ -1039,70 +1062,19 @@ TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
 /// two readers pad differently), y = Relu(b + d), out = Conv3x3 s2 p1 (y) [32] (strided: f32) +
 /// Conv1x1 s2 (y) [32] (the conv of y subsampled).
 std::string Bf16x3ConvModel() {
-  ::onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
-  ::onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("bf16x3_convs");
-  auto value = [](::onnx::ValueInfoProto* info, const std::string& name,
-                  const std::vector<int64_t>& dims) {
-    info->set_name(name);
-    auto* tensor_type = info->mutable_type()->mutable_tensor_type();
-    tensor_type->set_elem_type(::onnx::TensorProto::FLOAT);
-    for (int64_t dim : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(dim);
-  };
-  int seed = 0;
-  auto weight = [&](const std::string& name, const std::vector<int64_t>& dims) {
-    ::onnx::TensorProto* tensor = graph->add_initializer();
-    tensor->set_name(name);
-    tensor->set_data_type(::onnx::TensorProto::FLOAT);
-    int64_t count = 1;
-    for (int64_t dim : dims) {
-      tensor->add_dims(dim);
-      count *= dim;
-    }
-    const double scale = 1.0 / std::sqrt(static_cast<double>(count / dims[0]));
-    ++seed;
-    for (int64_t i = 0; i < count; ++i) {
-      tensor->add_float_data(static_cast<float>(scale * std::sin(0.7 * i + seed)));
-    }
-  };
-  auto node = [&](const std::string& op, const std::string& name,
-                  const std::vector<std::string>& inputs, const std::string& output) {
-    ::onnx::NodeProto* n = graph->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const std::string& input : inputs) n->add_input(input);
-    n->add_output(output);
-    return n;
-  };
-  auto conv = [&](const std::string& name, const std::string& x, const std::string& y,
-                  int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad) {
-    weight(name + "_w", {out, in, kernel, kernel});
-    weight(name + "_b", {out});
-    ::onnx::NodeProto* n = node("Conv", name, {x, name + "_w", name + "_b"}, y);
-    for (const auto& [attr, values] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {"kernel_shape", {kernel, kernel}},
-             {"strides", {stride, stride}},
-             {"pads", {pad, pad, pad, pad}}}) {
-      ::onnx::AttributeProto* attribute = n->add_attribute();
-      attribute->set_name(attr);
-      attribute->set_type(::onnx::AttributeProto::INTS);
-      for (int64_t v : values) attribute->add_ints(v);
-    }
-  };
-  value(graph->add_input(), "x", {1, 32, 10, 9});
-  conv("a", "x", "a_c", 32, 32, 3, 1, 1);
-  node("Relu", "a_relu", {"a_c"}, "a");
-  conv("b", "a", "b", 32, 64, 1, 1, 0);
-  conv("d", "x", "d", 32, 64, 1, 1, 0);
-  node("Add", "bd", {"b", "d"}, "bd");
-  node("Relu", "y_relu", {"bd"}, "y");
-  conv("e", "y", "e", 64, 32, 3, 2, 1);
-  conv("s", "y", "s", 64, 32, 1, 2, 0);
-  node("Add", "es", {"e", "s"}, "out");
-  value(graph->add_output(), "out", {1, 32, 5, 5});
-  return model.SerializeAsString();
+  TestGraph g("bf16x3_convs");
+  g.Input("x", {1, 32, 10, 9});
+  g.Conv("a", "x", "a_c", 32, 32, 3, 1, 1);
+  g.Node("Relu", "a_relu", {"a_c"}, "a");
+  g.Conv("b", "a", "b", 32, 64, 1, 1, 0);
+  g.Conv("d", "x", "d", 32, 64, 1, 1, 0);
+  g.Node("Add", "bd", {"b", "d"}, "bd");
+  g.Node("Relu", "y_relu", {"bd"}, "y");
+  g.Conv("e", "y", "e", 64, 32, 3, 2, 1);
+  g.Conv("s", "y", "s", 64, 32, 1, 2, 0);
+  g.Node("Add", "es", {"e", "s"}, "out");
+  g.Output("out", {1, 32, 5, 5});
+  return g.Bytes();
 }
 
 // --precision bf16x3 on convolutions: each unit-stride conv's input split once per (tensor,

@@ -17,6 +17,7 @@
 #include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/target/target.h"
+#include "tests/unit/kernels/conv_test_workloads.h"
 
 namespace gtco::kernels {
 namespace {
@@ -25,15 +26,11 @@ using ir::DType;
 using schedule::KnobValues;
 using schedule::Trace;
 
+/// A conv of bf16 X in the pair layout and bf16 W (testing::ConvShape, unit strides; pads top,
+/// left, bottom, right).
 ir::Workload PairsConv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
                        int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right) {
-  ir::ConvParams p;
-  p.batch = n;
-  p.in_channels = c;
-  p.in_h = h;
-  p.in_w = w;
-  p.out_channels = k;
-  p.kernel_h = p.kernel_w = r;
+  ir::ConvParams p = testing::ConvShape(n, c, h, w, k, r, r, /*stride=*/1, /*pad=*/0);
   p.pad_top = pad_top;
   p.pad_left = pad_left;
   p.pad_bottom = pad_bottom;
@@ -43,18 +40,6 @@ ir::Workload PairsConv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, in
   work.inputs[0].dtype = DType::kBF16;
   work.inputs[1].dtype = DType::kBF16;
   return work;
-}
-
-/// Adds a per-channel bias, a residual of the output's shape and a ReLU.
-ir::Workload WithBiasResidualRelu(ir::Workload w) {
-  using K = ir::Operand::Kind;
-  const int bias = static_cast<int>(w.inputs.size());
-  w.inputs.push_back({DType::kF32, {w.conv.out_channels, 1, 1}});
-  w.inputs.push_back({DType::kF32, w.output.shape});
-  w.epilogue.push_back({ir::EwOp::kAdd, {{K::kAcc, 0, 0}, {K::kInput, bias, 0}}});
-  w.epilogue.push_back({ir::EwOp::kAdd, {{K::kValue, 0, 0}, {K::kInput, bias + 1, 0}}});
-  w.epilogue.push_back({ir::EwOp::kRelu, {{K::kValue, 1, 0}}});
-  return w;
 }
 
 TEST(ConvPairsTest, TheLayoutRoundTripsAndKeepsItsPaddingZero) {
@@ -236,7 +221,8 @@ TEST_F(ConvAmxJitTest, KernelsMatchTheReference) {
   CheckAllKernels(PairsConv(1, 64, 9, 11, 32, 3, 1, 1, 1, 1), 1);
   CheckAllKernels(PairsConv(1, 96, 10, 10, 48, 1, 0, 0, 0, 0), 2);
   CheckAllKernels(PairsConv(2, 32, 5, 6, 16, 3, 0, 2, 1, 0), 3);
-  CheckAllKernels(WithBiasResidualRelu(PairsConv(1, 64, 7, 7, 64, 3, 1, 1, 1, 1)), 4);
+  CheckAllKernels(
+      testing::WithResidualRelu(testing::WithBias(PairsConv(1, 64, 7, 7, 64, 3, 1, 1, 1, 1))), 4);
 }
 
 }  // namespace
