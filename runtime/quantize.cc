@@ -113,26 +113,33 @@ GTCO_VECTOR_CLONES void CastFromBf16Range(const uint16_t* __restrict x, int64_t 
   }
 }
 
+/// hi (the value rounded to bf16) and lo (the rest rounded to bf16, +0 where hi is not finite)
+/// of one value: the bf16x3 split.
+inline void SplitValue(float value, uint32_t* high, uint32_t* low) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  *high = Bf16Bits(bits);
+  const uint32_t high_bits = *high << 16;
+  float high_value;
+  std::memcpy(&high_value, &high_bits, 4);
+  const uint32_t finite = 0u - static_cast<uint32_t>((*high & 0x7f80u) != 0x7f80u);
+  const float rest = value - high_value;
+  uint32_t rest_bits;
+  std::memcpy(&rest_bits, &rest, 4);
+  *low = Bf16Bits(rest_bits & finite);
+}
+
 /// SplitF32ToBf16x3 of rows [begin, end): branch-free per value, so that each clone's loop over a
 /// row is vectorized.
+
 GTCO_VECTOR_CLONES void SplitBf16x3Rows(const float* __restrict x, int64_t begin, int64_t end,
                                         int64_t k, uint16_t* __restrict y) {
   for (int64_t row = begin; row < end; ++row) {
     const float* in = x + row * k;
     uint16_t* out = y + row * 3 * k;
     for (int64_t i = 0; i < k; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, in + i, 4);
-      const uint32_t high = Bf16Bits(bits);
-      const uint32_t high_bits = high << 16;
-      float high_value;
-      std::memcpy(&high_value, &high_bits, 4);
-      const uint32_t finite = 0u - static_cast<uint32_t>((high & 0x7f80u) != 0x7f80u);
-      const float rest = in[i] - high_value;
-      uint32_t rest_bits;
-      std::memcpy(&rest_bits, &rest, 4);
-      rest_bits &= finite;  // where the high part is not finite the low part is +0
-      const uint32_t low = Bf16Bits(rest_bits);
+      uint32_t high, low;
+      SplitValue(in[i], &high, &low);
       out[i] = static_cast<uint16_t>(high);
       out[k + i] = static_cast<uint16_t>(low);
       out[2 * k + i] = static_cast<uint16_t>(high);
@@ -308,24 +315,6 @@ void CastBf16ToF32(const uint16_t* x, int64_t count, float* y) {
                  [&](int64_t, int64_t begin, int64_t end) { CastFromBf16Range(x, begin, end, y); });
 }
 
-namespace {
-
-/// hi and lo (SplitBf16x3Rows' parts) of one value.
-inline void SplitValue(float value, uint32_t* high, uint32_t* low) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  *high = Bf16Bits(bits);
-  const uint32_t high_bits = *high << 16;
-  float high_value;
-  std::memcpy(&high_value, &high_bits, 4);
-  const uint32_t finite = 0u - static_cast<uint32_t>((*high & 0x7f80u) != 0x7f80u);
-  const float rest = value - high_value;
-  uint32_t rest_bits;
-  std::memcpy(&rest_bits, &rest, 4);
-  *low = Bf16Bits(rest_bits & finite);
-}
-
-}  // namespace
 
 /// One image row of two channels (a, b) as pair words: hi (a | b << 16) into `high_a` and
 /// `high_b`, lo into `low`.

@@ -226,10 +226,9 @@ bool ConvIsPointwise(const ConvParams& p) {
          p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 
-void ConvReference(const ConvParams& p, const std::vector<float>& x_in, const std::vector<float>& w,
+void ConvReference(const ConvParams& p, const std::vector<float>& x, const std::vector<float>& w,
                    int64_t plane_begin, int64_t plane_end, float* out) {
-  const std::vector<float> image = p.x_pairs ? ConvPairsToImage(p, x_in) : std::vector<float>();
-  const std::vector<float>& x = p.x_pairs ? image : x_in;
+  GTCO_CHECK(!p.x_pairs, "ConvReference takes the image; convert a pair layout first");
   const int64_t oh_count = ConvOutH(p), ow_count = ConvOutW(p);
   const int64_t cg = p.in_channels / p.groups, kg = p.out_channels / p.groups;
   GTCO_CHECK(static_cast<int64_t>(x.size()) == p.batch * p.in_channels * p.in_h * p.in_w);

@@ -73,8 +73,8 @@ MatMulParams ConvGemmView(const ConvParams& p);
 /// the stored [C/groups, H*W] channel planes of each (image, group).
 bool ConvIsPointwise(const ConvParams& p);
 
-/// Plain evaluation of `p` (sums in double) on X and W in their layouts (X's canonical or pair
-/// layout), for the
+/// Plain evaluation of `p` (sums in double) on X and W in their canonical layouts (not the pair
+/// layout: ConvPairsToImage first), for the
 /// output planes [plane_begin, plane_end) of the N*K planes (plane = n*K + k): writes
 /// out[plane * OH*OW + oh*OW + ow] (the [N, K, OH, OW] output, row-major, before any epilogue).
 /// GTCO_CHECKs the input sizes.

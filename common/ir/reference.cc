@@ -130,10 +130,15 @@ std::vector<float> AnchorValues(const Workload& w, const std::vector<std::vector
     return result;
   }
   if (w.anchor == AnchorKind::kConv) {
-    const ConvParams& p = w.conv;
+    // An X in the pair layout is read as its image, converted once.
+    ConvParams p = w.conv;
+    const std::vector<float> image =
+        p.x_pairs ? ConvPairsToImage(p, inputs[0]) : std::vector<float>();
+    const std::vector<float>& x = p.x_pairs ? image : inputs[0];
+    p.x_pairs = false;
     ForRowBlocks(p.batch * p.out_channels, static_cast<double>(ConvFlops(p)) / 2,
                  [&](int64_t plane_begin, int64_t plane_end) {
-                   ConvReference(p, inputs[0], inputs[1], plane_begin, plane_end, result.data());
+                   ConvReference(p, x, inputs[1], plane_begin, plane_end, result.data());
                  });
     return result;
   }

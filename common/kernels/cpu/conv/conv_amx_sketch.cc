@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/ir/conv.h"
 #include "common/kernels/cpu/conv/conv_amx.h"
+#include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
 #include "common/schedule/epilogue.h"
@@ -43,7 +44,6 @@ using ir::Stmt;
 Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLt, a, b); }
 
 constexpr int64_t kTile = 16;  ///< rows of an AMX tile; pixels (4-byte words) per tile row
-constexpr int64_t kPackBPrepacked = 2;
 
 enum KnobIdx { kMr, kNr, kOrder, kTasks, kPackB };
 
@@ -103,7 +103,7 @@ absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& va
 
 /// The tile blocks of one task, each a TileMatMul over every tap and channel then the write-back
 /// of its C block (in `cbuf`, mr x 16 rows by block_cols f32) through the epilogue.
-Stmt LowerPlan(const ir::Workload& w, const AmxConvPlan& plan,
+Stmt LowerPlan(const AmxConvPlan& plan,
                const schedule::EpilogueBuilder& epilogue) {
   const ir::ConvParams& p = plan.p;
   const Expr task = ir::MakeVar("task"), item = ir::MakeVar("item");
@@ -234,7 +234,7 @@ class AmxConvSketch final : public LoopSketch {
     GTCO_ASSIGN_OR_RETURN(const schedule::EpilogueBuilder epilogue, schedule::ConvEpilogue(w));
     std::vector<ir::BufferParam> params = KernelParams(w);  // X and W hold bf16
     params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
-    return ir::LoweredFunc{func_name, params, LowerPlan(w, plan, epilogue)};
+    return ir::LoweredFunc{func_name, params, LowerPlan(plan, epilogue)};
   }
 };
 
