@@ -42,7 +42,7 @@ constexpr const char* kUsage =
     "                              --precision bf16: the MatMuls with constant weights run in bf16\n"
     "                              (weights stored in bf16, f32 sums and epilogues); bf16x3: as\n"
     "                              three bf16 products of split operands, near f32 accuracy, and\n"
-    "                              the unit-stride convs too (AMX hosts only); give the same flag\n"
+    "                              the convs of 32+ channels too (AMX hosts only); give the same flag\n"
     "                              to query and export\n"
     "  watch JOB [--json]          follow a job until it ends\n"
     "  status JOB [--explain] [--json]   --explain: trials, best and pruning per task and\n"

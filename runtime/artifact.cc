@@ -183,17 +183,26 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     return absl::OkStatus();
   }
   if (s.op == "split_bf16x3_pairs") {
-    const bool shaped =
-        s.inputs.size() == 1 && s.params.size() == 4 && in.shape.size() == 4 &&
-        out.shape.size() == 4 && in.shape[1] % 2 == 0 && out.shape[0] == in.shape[0] &&
-        out.shape[1] * 2 == 3 * in.shape[1] && out.shape[3] == 2 &&
-        std::all_of(s.params.begin(), s.params.end(),
-                    [](int64_t pad) { return pad >= 0 && pad <= (int64_t{1} << 20); }) &&
-        out.shape[2] >= (in.shape[2] + s.params[0] + s.params[2]) *
-                           (in.shape[3] + s.params[1] + s.params[3]);
+    // params: pads {top, left, bottom, right}, then strides {h, w} when the planes hold phases.
+    const bool strided = s.params.size() == 6;
+    bool shaped = s.inputs.size() == 1 && (s.params.size() == 4 || strided) &&
+                  in.shape.size() == 4 && out.shape.size() == 4 && in.shape[1] % 2 == 0 &&
+                  out.shape[0] == in.shape[0] && out.shape[1] * 2 == 3 * in.shape[1] &&
+                  out.shape[3] == 2;
+    for (size_t i = 0; shaped && i < s.params.size(); ++i) {
+      shaped = i < 4 ? s.params[i] >= 0 && s.params[i] <= (int64_t{1} << 20)
+                     : s.params[i] >= 1 && s.params[i] <= 4;
+    }
+    if (shaped) {
+      const int64_t sh = strided ? s.params[4] : 1, sw = strided ? s.params[5] : 1;
+      const int64_t phase_h = (in.shape[2] + s.params[0] + s.params[2] + sh - 1) / sh;
+      const int64_t phase_w = (in.shape[3] + s.params[1] + s.params[3] + sw - 1) / sw;
+      shaped = out.shape[2] >= sh * sw * phase_h * phase_w;
+    }
     if (!shaped || in.dtype != ElemType::kF32 || out.dtype != ElemType::kBF16) {
-      return bad("needs one f32 image [N, C, H, W] (C even), four pads and a bf16 output [N, "
-                 "3C/2, P, 2] whose planes P hold the padded image");
+      return bad("needs one f32 image [N, C, H, W] (C even), four pads (then two strides of 1 "
+                 "to 4) and a bf16 output [N, 3C/2, P, 2] whose planes P hold the padded image "
+                 "(as its stride phases)");
     }
     return absl::OkStatus();
   }

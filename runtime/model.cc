@@ -625,8 +625,10 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                        k > 0 ? in.NumElements() / k : 0, k, reinterpret_cast<uint16_t*>(out_data));
     } else if (step.op == "split_bf16x3_pairs") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
+      const int64_t unit[2] = {1, 1};  // params: pads, then strides when not 1
       SplitF32ToBf16x3Pairs(reinterpret_cast<const float*>(data(step.inputs[0])), in.shape[0],
                             in.shape[1], in.shape[2], in.shape[3], step.params.data(),
+                            step.params.size() == 6 ? step.params.data() + 4 : unit,
                             out.shape[2], reinterpret_cast<uint16_t*>(out_data));
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];

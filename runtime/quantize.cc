@@ -332,12 +332,51 @@ GTCO_VECTOR_CLONES void SplitPairRow(const float* __restrict a, const float* __r
   }
 }
 
+/// The stride phases of one channel pair's split image (`staged`: its three h x w planes of
+/// words, SplitPairRow's output) into the pair's three planes: phase (p, q) of the padded image
+/// holds padded pixels (sh * i + p, sw * j + q), i < phase_h, j < phase_w; pixels outside the
+/// image zero. Writes sh * sw * phase_h * phase_w words a plane, each once, with no call per row
+/// (ResNet's phase rows hold 4 to 29 pixels).
+GTCO_VECTOR_CLONES void WritePairPhases(const uint32_t* __restrict staged, int64_t h, int64_t w,
+                                        int64_t top, int64_t left, int64_t sh, int64_t sw,
+                                        int64_t phase_h, int64_t phase_w,
+                                        uint32_t* __restrict high_a, uint32_t* __restrict low,
+                                        uint32_t* __restrict high_b) {
+  const uint32_t* high = staged;
+  const uint32_t* rest = staged + h * w;
+  int64_t at = 0;  // the phase row's first pixel in the planes
+  for (int64_t p = 0; p < sh; ++p) {
+    for (int64_t q = 0; q < sw; ++q) {
+      for (int64_t i = 0; i < phase_h; ++i, at += phase_w) {
+        const int64_t row = sh * i + p - top;
+        if (row < 0 || row >= h) {
+          for (int64_t j = 0; j < phase_w; ++j) high_a[at + j] = low[at + j] = high_b[at + j] = 0;
+          continue;
+        }
+        const int64_t first = row * w + q - left;  // staged index of the row's pixel j = 0
+        for (int64_t j = 0; j < phase_w; ++j) {
+          const int64_t column = sw * j + q - left;
+          const bool inside = column >= 0 && column < w;
+          const uint32_t hi = inside ? high[first + sw * j] : 0;
+          high_a[at + j] = hi;
+          high_b[at + j] = hi;
+          low[at + j] = inside ? rest[first + sw * j] : 0;
+        }
+      }
+    }
+  }
+}
+
 void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int64_t w,
-                           const int64_t* pads, int64_t plane, uint16_t* y) {
+                           const int64_t* pads, const int64_t* strides, int64_t plane,
+                           uint16_t* y) {
   // The bottom pad (pads[2]) is part of the zeros after the last image row.
   const int64_t top = pads[0], left = pads[1], right = pads[3];
+  const int64_t sh = strides[0], sw = strides[1];
   const int64_t padded_w = w + left + right, pairs = c / 2, image = h * w;
   if (n <= 0 || pairs <= 0 || image <= 0) return;
+  const int64_t phase_h = (h + top + pads[2] + sh - 1) / sh, phase_w = (padded_w + sw - 1) / sw;
+  const bool phased = sh != 1 || sw != 1;
   uint32_t* words = reinterpret_cast<uint32_t*>(y);
   // Chunks of elements, each taken as the source pairs that start in it (as SplitF32ToBf16x3's
   // rows): a pair (image i, channels 2q and 2q + 1) writes planes q (hi), pairs + q (lo) and
@@ -356,23 +395,32 @@ void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
       auto zero = [&](int64_t from, int64_t count) {
         for (uint32_t* out : planes) std::memset(out + from, 0, 4 * count);
       };
-      zero(0, top * padded_w + left);
-      if (left == 0 && right == 0) {  // the image's rows are contiguous in the plane too
+      if (!phased && left == 0 && right == 0) {  // the image's rows are contiguous in the plane
+        zero(0, top * padded_w);
         SplitPairRow(a, b, image, planes[0] + top * w, planes[1] + top * w, planes[2] + top * w);
-      } else {
-        // Split the whole image at once (one long vectorized loop; rows of 7-56 pixels would
-        // run mostly in the loop's scalar remainder), then copy its rows between the pads.
-        thread_local std::vector<uint32_t> staged;
-        staged.resize(static_cast<size_t>(3 * image));
-        SplitPairRow(a, b, image, staged.data(), staged.data() + image,
-                     staged.data() + 2 * image);
-        for (int64_t row = 0; row < h; ++row) {
-          const int64_t at = (top + row) * padded_w + left;
-          for (int part = 0; part < 3; ++part) {
-            std::memcpy(planes[part] + at, staged.data() + part * image + row * w, 4 * w);
-          }
-          if (row + 1 < h) zero(at + w, right + left);
+        zero((top + h) * w, plane - (top + h) * w);
+        continue;
+      }
+      // Split the whole image at once (one long vectorized loop; rows of 7-56 pixels would run
+      // mostly in the loop's scalar remainder), then place its rows between the pads (or its
+      // pixels in their stride phases).
+      thread_local std::vector<uint32_t> staged;
+      staged.resize(static_cast<size_t>(3 * image));
+      SplitPairRow(a, b, image, staged.data(), staged.data() + image, staged.data() + 2 * image);
+      if (phased) {
+        WritePairPhases(staged.data(), h, w, top, left, sh, sw, phase_h, phase_w, planes[0],
+                        planes[1], planes[2]);
+        const int64_t written = sh * sw * phase_h * phase_w;
+        zero(written, plane - written);
+        continue;
+      }
+      zero(0, top * padded_w + left);
+      for (int64_t row = 0; row < h; ++row) {
+        const int64_t at = (top + row) * padded_w + left;
+        for (int part = 0; part < 3; ++part) {
+          std::memcpy(planes[part] + at, staged.data() + part * image + row * w, 4 * w);
         }
+        if (row + 1 < h) zero(at + w, right + left);
       }
       const int64_t written = (top + h - 1) * padded_w + left + w;
       zero(written, plane - written);

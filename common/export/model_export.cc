@@ -214,7 +214,12 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     step.spec.op = "split_bf16x3";
     if (node.HasAttr(graph::kPairPadsAttr)) {  // the pair layout of the Convs that read it
       step.spec.op = "split_bf16x3_pairs";
-      step.spec.params = node.IntsAttr(graph::kPairPadsAttr);
+      step.spec.params = node.IntsAttr(graph::kPairPadsAttr);  // then the strides, if not 1
+      if (node.HasAttr(graph::kPairStridesAttr)) {
+        for (int64_t stride : node.IntsAttr(graph::kPairStridesAttr)) {
+          step.spec.params.push_back(stride);
+        }
+      }
     }
   } else if (op == "Transpose") {
     GTCO_ASSIGN_OR_RETURN(std::vector<int64_t> perm, graph::TransposePerm(node, rank));

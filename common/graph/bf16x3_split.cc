@@ -14,12 +14,13 @@ namespace gtco::graph {
 namespace {
 
 /// True when every reader of `split` (X' [N, 3C, H, W]) is a bias-free Conv of X' that the pair
-/// layout suits (unit strides and dilations, one group, explicit pads, all the same, a bf16
-/// weight, 3C even, S <= ir::kConvPairMaxKernelW): their node indices in `convs`, the pads
-/// (top, left, bottom, right) in `pads`.
+/// layout suits (unit dilations, strides of at most ir::kConvPairMaxStride, one group, explicit
+/// pads, pads and strides all the same, a bf16 weight, 3C even, S <= ir::kConvPairMaxKernelW):
+/// their node indices in `convs`, the pads (top, left, bottom, right) in `pads`, the strides in
+/// `strides`.
 bool PairConvReaders(const Graph& graph, const std::map<std::string, std::vector<int>>& consumers,
-                     const std::string& split, std::vector<int>* convs,
-                     std::vector<int64_t>* pads) {
+                     const std::string& split, std::vector<int>* convs, std::vector<int64_t>* pads,
+                     std::vector<int64_t>* strides) {
   auto found = consumers.find(split);
   if (found == consumers.end() || found->second.empty()) return false;
   for (const std::string& output : graph.outputs) {
@@ -31,10 +32,14 @@ bool PairConvReaders(const Graph& graph, const std::map<std::string, std::vector
         conv.inputs[0] != split || conv.IntAttr("group", 1) != 1) {
       return false;
     }
-    for (const char* name : {"strides", "dilations"}) {
-      for (int64_t value : conv.IntsAttr(name)) {
-        if (value != 1) return false;
-      }
+    for (int64_t value : conv.IntsAttr("dilations")) {
+      if (value != 1) return false;
+    }
+    std::vector<int64_t> conv_strides = conv.IntsAttr("strides");
+    if (conv_strides.empty()) conv_strides = {1, 1};
+    if (conv_strides.size() != 2) return false;
+    for (int64_t value : conv_strides) {
+      if (value < 1 || value > ir::kConvPairMaxStride) return false;
     }
     if (auto pad = conv.attributes.find("auto_pad");
         pad != conv.attributes.end() && pad->second.s != "NOTSET") {
@@ -49,8 +54,9 @@ bool PairConvReaders(const Graph& graph, const std::map<std::string, std::vector
     if (conv_pads.empty()) conv_pads = {0, 0, 0, 0};
     if (conv_pads.size() != 4) return false;
     // ONNX orders pads [top, left, bottom, right] (begins, then ends).
-    if (!convs->empty() && conv_pads != *pads) return false;
+    if (!convs->empty() && (conv_pads != *pads || conv_strides != *strides)) return false;
     *pads = conv_pads;
+    *strides = conv_strides;
     convs->push_back(index);
   }
   return true;
@@ -111,10 +117,11 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
     const int64_t rank = static_cast<int64_t>(x->shape.size());
     const int64_t axis = concat.IntAttr("axis", 0);
     // Along the channels of an image read only by Convs: the pair layout of their AMX kernel.
-    std::vector<int64_t> pads;
+    std::vector<int64_t> pads, strides;
     std::vector<int> convs;
     const bool channels = rank == 4 && (axis == 1 || axis == -3);
-    if (channels && !PairConvReaders(graph, consumers, concat.outputs[0], &convs, &pads)) {
+    if (channels &&
+        !PairConvReaders(graph, consumers, concat.outputs[0], &convs, &pads, &strides)) {
       continue;
     }
     if (!channels && axis != -1 && axis != rank - 1) continue;
@@ -133,7 +140,7 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
     concat.inputs = {high->inputs[0]};
     concat.attributes.clear();
     if (channels) {
-      ir::ConvParams p;  // the image and the pads: what the pair layout's shape depends on
+      ir::ConvParams p;  // the image, pads and strides: what the pair layout's shape depends on
       p.batch = x->shape[0];
       p.in_channels = 3 * x->shape[1];
       p.in_h = x->shape[2];
@@ -142,11 +149,19 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
       p.pad_left = pads[1];
       p.pad_bottom = pads[2];
       p.pad_right = pads[3];
+      p.stride_h = strides[0];
+      p.stride_w = strides[1];
       p.x_pairs = true;
       Attribute pads_attr;
       pads_attr.kind = Attribute::Kind::kInts;
       pads_attr.ints = pads;
       concat.attributes[kPairPadsAttr] = pads_attr;
+      if (p.stride_h != 1 || p.stride_w != 1) {
+        Attribute strides_attr;
+        strides_attr.kind = Attribute::Kind::kInts;
+        strides_attr.ints = strides;
+        concat.attributes[kPairStridesAttr] = strides_attr;
+      }
       Attribute image;
       image.kind = Attribute::Kind::kInts;
       image.ints = {p.batch, p.in_channels, p.in_h, p.in_w};

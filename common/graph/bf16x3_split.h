@@ -18,6 +18,9 @@ inline constexpr char kBf16x3SplitOp[] = "Bf16x3Split";
 /// their pads [top, left, bottom, right]. Its output tensor then has the layout's shape [N,
 /// 3C/2, ConvPairPlane, 2].
 inline constexpr char kPairPadsAttr[] = "gtco_pair_pads";
+/// With kPairPadsAttr, when the Convs are strided: their strides [h, w] (the layout's planes then
+/// hold the padded image's stride phases, ir/conv.h).
+inline constexpr char kPairStridesAttr[] = "gtco_pair_strides";
 /// The attribute of each Conv reading a split in the pair layout: the image it convolves [N, 3C,
 /// H, W] (its input tensor holds the layout's shape).
 inline constexpr char kPairImageAttr[] = "gtco_pair_image";
@@ -28,10 +31,10 @@ inline constexpr char kPairImageAttr[] = "gtco_pair_image";
 /// pass over X instead of three casts, an element-wise kernel and a copy. It computes what the
 /// nodes compute save where hi is not finite (the literal graph's lo is then NaN, the split's 0:
 /// an inf stays an inf in the product). The same along the channels (axis 1) of a 4-D X read
-/// only by bias-free bf16 Convs with unit strides and dilations, one group and the same pads
-/// (--precision bf16x3's convs): the split writes their pair layout (kPairPadsAttr) and they
-/// read it (kPairImageAttr); such a split of other readers stays unfused (and the bf16 Conv is
-/// then refused by CheckSupportedOps). Run after shape inference, constant folding and
+/// only by bias-free bf16 Convs with unit dilations, one group and the same pads and strides
+/// (--precision bf16x3's convs): the split writes their pair layout (kPairPadsAttr,
+/// kPairStridesAttr) and they read it (kPairImageAttr); such a split of other readers stays
+/// unfused (and the bf16 Conv is then refused by CheckSupportedOps). Run after shape inference, constant folding and
 /// FoldIntegerMatMulOutputs.
 absl::Status FuseBf16x3Splits(Graph& graph);
 

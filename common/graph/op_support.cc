@@ -111,8 +111,8 @@ absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
     return DtypeUnimplemented(
         node, graph.tensor(node.inputs.at(0)),
         "a bf16 Conv runs only as --precision bf16x3 writes it: a bias-free Conv of the bf16x3 "
-        "split of an f32 image along its channels, with unit strides and dilations, one group "
-        "and the same pads as every other Conv reading that split");
+        "split of an f32 image along its channels, with unit dilations, strides of at most 4, "
+        "one group and the same pads and strides as every other Conv reading that split");
   }
   auto check = [&](const std::string& name) -> absl::Status {
     const Tensor& tensor = graph.tensor(name);

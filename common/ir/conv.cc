@@ -1,6 +1,7 @@
 // Convolution workloads: shapes, canonical params line, validation, flops and reference.
 #include "common/ir/conv.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -31,6 +32,11 @@ absl::Status ExpectShape(const TensorDesc& tensor, const std::vector<int64_t>& e
 /// Each conv size is at most 2^20 (so every product below stays far inside int64).
 constexpr int64_t kMaxConvDim = int64_t{1} << 20;
 
+/// Phases of `size` pixels taken every `stride`-th: ceil(size / stride).
+int64_t PhaseCeil(int64_t size, int64_t stride) {
+  return (std::max<int64_t>(size, 0) + stride - 1) / stride;
+}
+
 }  // namespace
 
 int64_t ConvOutH(const ConvParams& p) {
@@ -45,15 +51,27 @@ int64_t ConvOutW(const ConvParams& p) {
   return span < 0 ? 0 : span / p.stride_w + 1;
 }
 
+int64_t ConvPairPhaseH(const ConvParams& p) {
+  return PhaseCeil(p.in_h + p.pad_top + p.pad_bottom, std::max<int64_t>(p.stride_h, 1));
+}
+
+int64_t ConvPairPhaseW(const ConvParams& p) {
+  return PhaseCeil(p.in_w + p.pad_left + p.pad_right, std::max<int64_t>(p.stride_w, 1));
+}
+
 int64_t ConvPairPlane(const ConvParams& p) {
-  return (p.in_h + p.pad_top + p.pad_bottom) * (p.in_w + p.pad_left + p.pad_right) +
+  return std::max<int64_t>(p.stride_h, 1) * std::max<int64_t>(p.stride_w, 1) *
+             ConvPairPhaseH(p) * ConvPairPhaseW(p) +
          kConvPairTail;
 }
 
 int64_t ConvPairIndex(const ConvParams& p, int64_t n, int64_t c, int64_t h, int64_t w) {
-  const int64_t padded_w = p.in_w + p.pad_left + p.pad_right;
-  return ((n * (p.in_channels / 2) + c / 2) * ConvPairPlane(p) + (h + p.pad_top) * padded_w + w +
-          p.pad_left) * 2 + c % 2;
+  const int64_t sh = std::max<int64_t>(p.stride_h, 1), sw = std::max<int64_t>(p.stride_w, 1);
+  const int64_t row = h + p.pad_top, column = w + p.pad_left;
+  const int64_t phase = (row % sh) * sw + column % sw;
+  const int64_t phase_w = ConvPairPhaseW(p);
+  const int64_t pixel = phase * ConvPairPhaseH(p) * phase_w + (row / sh) * phase_w + column / sw;
+  return ((n * (p.in_channels / 2) + c / 2) * ConvPairPlane(p) + pixel) * 2 + c % 2;
 }
 
 std::vector<float> ConvPairsToImage(const ConvParams& p, const std::vector<float>& x) {
@@ -187,12 +205,13 @@ absl::Status ValidateConvShapes(const Workload& w) {
     return absl::InvalidArgumentError(absl::StrCat(
         "workload conv kernel does not fit the padded image: ", ConvParamsLine(p)));
   }
-  if (p.x_pairs && (p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 ||
-                    p.dilation_w != 1 || p.groups != 1 || p.in_channels % 2 != 0 ||
-                    p.kernel_w > kConvPairMaxKernelW)) {
+  if (p.x_pairs && (p.stride_h > kConvPairMaxStride || p.stride_w > kConvPairMaxStride ||
+                    p.dilation_h != 1 || p.dilation_w != 1 || p.groups != 1 ||
+                    p.in_channels % 2 != 0 || p.kernel_w > kConvPairMaxKernelW)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "workload conv in the pair layout needs unit strides and dilations, one group, an "
-        "even channel count and a kernel at most ", kConvPairMaxKernelW, " wide: ",
+        "workload conv in the pair layout needs unit dilations, strides of at most ",
+        kConvPairMaxStride, ", one group, an even channel count and a kernel at most ",
+        kConvPairMaxKernelW, " wide: ",
         ConvParamsLine(p)));
   }
   const MatMulParams g = ConvGemmView(p);

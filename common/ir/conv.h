@@ -21,12 +21,23 @@ int64_t ConvOutW(const ConvParams& p);
 /// for kernels up to kConvPairMaxKernelW wide.
 inline constexpr int64_t kConvPairTail = 80;
 inline constexpr int64_t kConvPairMaxKernelW = 33;
-/// Pixels (pairs) of one plane of the pair layout (x_pairs): the zero-padded image, (H + pad_top
-/// + pad_bottom) x (W + pad_left + pad_right), then kConvPairTail zero pixels.
+inline constexpr int64_t kConvPairMaxStride = 4;
+/// The pair layout of a strided conv holds its padded image as stride_h * stride_w phases: phase
+/// (a, b) the padded pixels (stride_h * i + a, stride_w * j + b), i < ConvPairPhaseH, j <
+/// ConvPairPhaseW (the phase's grid; one phase, the padded image, for unit strides). For tap
+/// (r, s) output pixel (oh, ow) reads pixel (oh + r / stride_h, ow + s / stride_w) of phase
+/// (r % stride_h, s % stride_w): every tap is a shift within one phase, as in a unit-stride conv.
+int64_t ConvPairPhaseH(const ConvParams& p);  ///< ceil((H + pad_top + pad_bottom) / stride_h)
+int64_t ConvPairPhaseW(const ConvParams& p);  ///< ceil((W + pad_left + pad_right) / stride_w)
+/// Pixels (pairs) of one plane of the pair layout (x_pairs): the phases of the zero-padded image
+/// one after the other, stride_h * stride_w * ConvPairPhaseH * ConvPairPhaseW pixels (for unit
+/// strides the padded image, (H + pad_top + pad_bottom) x (W + pad_left + pad_right)), then
+/// kConvPairTail zero pixels.
 int64_t ConvPairPlane(const ConvParams& p);
-/// Where element (n, c, h, w) of the image lives in the pair layout: pair c / 2 of image n,
-/// padded pixel (h + pad_top) * (W + pad_left + pad_right) + w + pad_left, value c % 2 of the
-/// pair. Every element that is no image element is zero.
+/// Where element (n, c, h, w) of the image lives in the pair layout: pair c / 2 of image n, the
+/// phase and pixel of padded pixel (h + pad_top, w + pad_left) (for unit strides (h + pad_top) *
+/// (W + pad_left + pad_right) + w + pad_left), value c % 2 of the pair. Every element that is no
+/// image element is zero.
 int64_t ConvPairIndex(const ConvParams& p, int64_t n, int64_t c, int64_t h, int64_t w);
 /// The image [N, C, H, W] of an X in the pair layout (the padding dropped).
 std::vector<float> ConvPairsToImage(const ConvParams& p, const std::vector<float>& x);
@@ -57,8 +68,8 @@ std::string ConvSummary(const Workload& w);
 
 /// Anchor checks: positive sizes, groups dividing C and K, non-negative pads smaller than the
 /// dilated kernel, an output of at least 1x1, the X, W and output shapes; with the pair layout
-/// unit strides and dilations, one group, an even C and S <= kConvPairMaxKernelW. INVALID_ARGUMENT naming
-/// what is wrong.
+/// unit dilations, strides of at most kConvPairMaxStride, one group, an even C and S <=
+/// kConvPairMaxKernelW. INVALID_ARGUMENT naming what is wrong.
 absl::Status ValidateConvShapes(const Workload& w);
 
 /// Anchor flops: 2 * N * K * OH * OW * (C / groups) * R * S.

@@ -161,7 +161,8 @@ struct ConvParams {
   /// X is bf16 in the zero-padded pair layout (ConvPairIndex in conv.h: [N, C/2, plane, 2],
   /// each pair of channels interleaved, each plane the padded image plus a zero tail), W bf16
   /// [K, C, R, S], the output f32: what the AMX conv reads with tiles in place (no gather).
-  /// Only with unit strides and dilations, one group and an even C.
+  /// Only with unit dilations, one group and an even C; a strided conv's planes hold the padded
+  /// image's stride phases (ConvPairPhaseH in conv.h), so each tap reads one phase in place.
   bool x_pairs = false;
 };
 

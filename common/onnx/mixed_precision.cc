@@ -368,13 +368,14 @@ class Bf16Rewriter {
         strides[1] < 1) {
       return false;
     }
-    // A strided conv is taken only when it is a 1x1 without padding (ResNet's downsampling
-    // shortcut): the conv of the image's subsampled pixels (a Slice with steps), unit strides.
-    const bool strided = strides[0] != 1 || strides[1] != 1;
-    if (strided && (w.dims(2) != 1 || w.dims(3) != 1 ||
-                    std::any_of(pads.begin(), pads.end(), [](int64_t pad) { return pad != 0; }))) {
-      return false;
-    }
+    // A strided 1x1 without padding (ResNet's downsampling shortcut) is the conv of the image's
+    // subsampled pixels (a Slice with steps), unit strides: its split then holds only the pixels
+    // it reads. Other strided convs keep their strides (up to 4: the split's pair layout holds
+    // the padded image's stride phases).
+    if (strides[0] > 4 || strides[1] > 4) return false;
+    const bool subsample =
+        (strides[0] != 1 || strides[1] != 1) && w.dims(2) == 1 && w.dims(3) == 1 &&
+        std::all_of(pads.begin(), pads.end(), [](int64_t pad) { return pad == 0; });
     // A bias may reach the Conv through Identity nodes (torch writes one for each reader of a
     // deduplicated initializer: ResNet's folded biases).
     std::string bias = node.input_size() == 3 ? node.input(2) : "";
@@ -401,8 +402,11 @@ class Bf16Rewriter {
       bias_k11 = bias_k11_[bias] = shaped.name();
       added_.push_back(std::move(shaped));
     }
-    const std::string x = strided ? Subsampled(node.input(0), strides) : node.input(0);
-    const std::string key = absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","));
+    const std::string x = subsample ? Subsampled(node.input(0), strides) : node.input(0);
+    // One split per image, pads and strides (the pair layout depends on all three).
+    const std::string key =
+        absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","), "|strides=",
+                     subsample ? "1,1" : absl::StrJoin(strides, ","));
     if (!bf16_activation_.count(key)) bf16_activation_[key] = SplitActivation(x, node.name(), 1);
     // Conv on bf16 (its attributes as they were, strides 1 after a subsampling), the Cast of its
     // output back to f32 under the old name (or a fresh one that the Add of the bias reads).
@@ -410,7 +414,7 @@ class Bf16Rewriter {
     NodeProto conv = MakeNode("Conv", node.name(), {bf16_activation_[key], weight}, product);
     *conv.mutable_attribute() = node.attribute();
     for (::onnx::AttributeProto& attribute : *conv.mutable_attribute()) {
-      if (attribute.name() != "strides") continue;
+      if (attribute.name() != "strides" || !subsample) continue;
       for (int i = 0; i < attribute.ints_size(); ++i) attribute.set_ints(i, 1);
     }
     nodes_.push_back(std::move(conv));
@@ -486,7 +490,7 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
   if (result.matmuls + result.convs == 0) {
     return absl::FailedPreconditionError(
         precision == Bf16Precision::kBf16x3
-            ? "no MatMul or plain Gemm with a 2-D f32 weight initializer, nor a unit-stride Conv "
+            ? "no MatMul or plain Gemm with a 2-D f32 weight initializer, nor an ungrouped Conv "
               "with C a multiple of 32 and K of 16, to compute in bf16x3; nothing to rewrite"
             : "no MatMul or plain Gemm with a 2-D f32 weight initializer to compute in bf16 "
               "(convolutions and MatMuls of two computed tensors stay f32); nothing to rewrite");

@@ -55,13 +55,14 @@ struct Bf16Rewrite {
 /// goes through its split instead of one Cast (shared the same way). bf16x3 also rewrites each
 /// Conv that the AMX conv (a bf16 conv whose input is the split in GTCO's pair layout) computes:
 /// a computed X, a 4-D f32 weight initializer W [K, C, R, S] with C a multiple of 32, K of 16
-/// and S <= 33, unit strides and dilations, one group, explicit pads, and a bias that is an f32
-/// initializer [K] (possibly through Identity nodes) or none. X goes through the split along its channels, X' = [X_hi, X_lo,
-/// X_hi] (one split per X and pads), W is stored [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]),
-/// and Conv(X', W') is cast back to f32 under its old name, the bias added after that ([K, 1,
-/// 1]). A strided 1x1 conv without padding (ResNet's downsampling shortcut) is taken the same
-/// way as the unit-stride conv of its subsampled image (a Slice with steps before the split);
-/// other strided and grouped convolutions (ResNet's stem and strided 3x3s) stay f32. FAILED_PRECONDITION, with bf16x3, when no MatMul, Gemm or Conv qualifies.
+/// and S <= 33, unit dilations, strides of at most 4, one group, explicit pads, and a bias that
+/// is an f32 initializer [K] (possibly through Identity nodes) or none. X goes through the split
+/// along its channels, X' = [X_hi, X_lo, X_hi] (one split per X, pads and strides), W is stored
+/// [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]), and Conv(X', W') is cast back to f32 under its
+/// old name, the bias added after that ([K, 1, 1]). A strided 1x1 conv without padding
+/// (ResNet's downsampling shortcut) is taken as the unit-stride conv of its subsampled image (a
+/// Slice with steps before the split); grouped convolutions and those of few channels (ResNet's
+/// stem) stay f32. FAILED_PRECONDITION, with bf16x3, when no MatMul, Gemm or Conv qualifies.
 absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(
     std::string_view model_bytes, Bf16Precision precision = Bf16Precision::kBf16);
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/codegen/cuda/nvrtc.h"
 #include "common/codegen/llvm/aot.h"
 #include "common/codegen/llvm/llvm_codegen.h"
@@ -1059,8 +1060,8 @@ TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
 
 /// A bottleneck-like model for --precision bf16x3's convs (opset 17): x [1, 32, 10, 9]; a =
 /// Relu(Conv3x3 p1 (x) + bias), b = Conv1x1 (a) [64], d = Conv1x1 (x) [64] (x split twice: its
-/// two readers pad differently), y = Relu(b + d), out = Conv3x3 s2 p1 (y) [32] (strided: f32) +
-/// Conv1x1 s2 (y) [32] (the conv of y subsampled).
+/// two readers pad differently), y = Relu(b + d), out = Conv3x3 s2 p1 (y) [32] (strided: y split
+/// as its four stride phases) + Conv1x1 s2 (y) [32] (the conv of y subsampled).
 std::string Bf16x3ConvModel() {
   TestGraph g("bf16x3_convs");
   g.Input("x", {1, 32, 10, 9});
@@ -1077,17 +1078,17 @@ std::string Bf16x3ConvModel() {
   return g.Bytes();
 }
 
-// --precision bf16x3 on convolutions: each unit-stride conv's input split once per (tensor,
-// pads) straight into the AMX conv's pair layout, the convs on AMX tiles with their bias, residual
-// and ReLU fused, the strided 1x1 on the subsampled image, the strided 3x3 in f32; the output
-// within 3e-5 of the f32 export's largest.
+// --precision bf16x3 on convolutions: each conv's input split once per (tensor, pads, strides)
+// straight into the AMX conv's pair layout, the convs on AMX tiles with their bias, residual and
+// ReLU fused, the strided 1x1 on the subsampled image, the strided 3x3 on y's stride phases; the
+// output within 3e-5 of the f32 export's largest.
 // Where the host has no AMX the export says the convs need it.
 TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
   const std::string bytes = Bf16x3ConvModel();
   absl::StatusOr<onnx::Bf16Rewrite> rewritten =
       onnx::RewriteMatMulsToBf16(bytes, onnx::Bf16Precision::kBf16x3);
   ASSERT_TRUE(rewritten.ok()) << rewritten.status();
-  EXPECT_EQ(rewritten->convs, 4) << "a, b, d and s; e is a strided 3x3";
+  EXPECT_EQ(rewritten->convs, 5) << "a, b, d, e and s";
   EXPECT_EQ(rewritten->matmuls, 0);
   absl::StatusOr<ExportResult> split =
       ExportModel(rewritten->model_bytes, {}, HostOptions(), kNoRecords);
@@ -1106,9 +1107,13 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
       runtime::Model::Load(WriteTemp("convs_bf16x3.gtco", split->artifact));
   ASSERT_TRUE(reference.ok() && model.ok()) << reference.status() << model.status();
   const runtime::Manifest& m = (*model)->manifest();
-  int pair_splits = 0, amx_convs = 0, f32_convs = 0, casts = 0, slices = 0;
+  int pair_splits = 0, phase_splits = 0, amx_convs = 0, f32_convs = 0, casts = 0, slices = 0;
   for (const runtime::StepSpec& step : m.steps) {
     pair_splits += step.op == "split_bf16x3_pairs";
+    if (step.op == "split_bf16x3_pairs" && step.params.size() == 6) {
+      ++phase_splits;
+      EXPECT_EQ(step.params, (std::vector<int64_t>{1, 1, 1, 1, 2, 2})) << "pads, then strides";
+    }
     casts += step.op == "cast";
     slices += step.op == "slice";
   }
@@ -1124,11 +1129,13 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
       ++f32_convs;
     }
   }
-  EXPECT_EQ(pair_splits, 4) << "x for a (pads 1) and for d (pads 0), a for b, y subsampled";
+  EXPECT_EQ(pair_splits, 5)
+      << "x for a (pads 1) and for d (pads 0), a for b, y for e (phases), y subsampled for s";
+  EXPECT_EQ(phase_splits, 1);
   EXPECT_EQ(slices, 1) << "y subsampled for s";
   EXPECT_EQ(casts, 0);
-  EXPECT_EQ(amx_convs, 4);
-  EXPECT_EQ(f32_convs, 1);
+  EXPECT_EQ(amx_convs, 5);
+  EXPECT_EQ(f32_convs, 0);
   const auto values = Inputs(m);
   absl::StatusOr<std::vector<runtime::OutputTensor>> want =
       (*reference)->Run(Host((*reference)->manifest(), values));
@@ -1145,68 +1152,84 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
   }
   EXPECT_GT(largest, 0.0);
   EXPECT_LE(worst, 3e-5 * largest);
-  // A corrupt artifact whose pair split's planes cannot hold the padded image: refused at load.
+  // A corrupt artifact whose pair split's planes cannot hold the padded image, or whose stride is
+  // out of range: refused at load.
   absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(split->artifact);
   ASSERT_TRUE(view.ok()) << view.status();
-  runtime::Manifest manifest = view->manifest;
-  for (runtime::StepSpec& step : manifest.steps) {
-    if (step.op == "split_bf16x3_pairs") {
-      step.params[0] = 1000;
-      break;
+  for (size_t param : {size_t{0}, size_t{4}}) {
+    runtime::Manifest manifest = view->manifest;
+    for (runtime::StepSpec& step : manifest.steps) {
+      if (step.op == "split_bf16x3_pairs" && step.params.size() > param) {
+        step.params[param] = param == 0 ? 1000 : 9;
+        break;
+      }
     }
+    absl::StatusOr<std::unique_ptr<runtime::Model>> bad = runtime::Model::Load(WriteTemp(
+        "convs_bad_split.gtco", runtime::WriteArtifact(manifest, std::string(view->code),
+                                                       std::string(view->weights))));
+    ASSERT_FALSE(bad.ok()) << "param " << param;
+    EXPECT_NE(bad.status().message().find("split_bf16x3_pairs): needs one f32 image"),
+              std::string::npos)
+        << bad.status();
   }
-  absl::StatusOr<std::unique_ptr<runtime::Model>> bad = runtime::Model::Load(
-      WriteTemp("convs_bad_split.gtco", runtime::WriteArtifact(manifest, std::string(view->code),
-                                                               std::string(view->weights))));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("split_bf16x3_pairs): needs one f32 image"),
-            std::string::npos)
-      << bad.status();
 }
 
 // The runtime's split into the pair layout: each value's hi and lo as the row split computes
 // them, channel pairs interleaved, [hi, lo, hi] along the channels, the padding and the tails
-// zero even over a buffer that held other values; threads split it as one thread does.
+// zero even over a buffer that held other values; threads split it as one thread does. With
+// pads or none, unit strides and the stride phases of strided convs (odd and even sizes).
 TEST(ModelExportTest, SplitToBf16x3PairsWritesThePaddedPairLayout) {
-  ir::ConvParams p;
-  p.batch = 2;
-  p.in_channels = 3 * 4;  // the split's channels
-  p.in_h = 5;
-  p.in_w = 7;
-  p.pad_top = 1;
-  p.pad_left = 2;
-  p.pad_bottom = 0;
-  p.pad_right = 1;
-  p.kernel_h = p.kernel_w = 3;
-  p.x_pairs = true;
-  const int64_t c = 4, image = p.in_h * p.in_w;
-  std::vector<float> x(p.batch * c * image);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
-  const int64_t plane = ir::ConvPairPlane(p);
-  const int64_t pads[4] = {p.pad_top, p.pad_left, p.pad_bottom, p.pad_right};
-  std::vector<uint16_t> one(p.batch * 3 * c * plane, 0xbeef), two(one.size(), 0x1234);
-  runtime::SetParallelThreads(1);
-  runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, pads, plane, one.data());
-  runtime::SetParallelThreads(2);
-  runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, pads, plane, two.data());
-  runtime::SetParallelThreads(0);
-  EXPECT_EQ(one, two);
-  // The expected layout: the row split of each image's pixels, placed by ir::ConvPairIndex.
-  std::vector<uint16_t> want(one.size(), 0);
-  for (int64_t n = 0; n < p.batch; ++n) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t pixel = 0; pixel < image; ++pixel) {
-        const float value = x[(n * c + ch) * image + pixel];
-        uint16_t parts[3];
-        runtime::SplitF32ToBf16x3(&value, 1, 1, parts);
-        for (int part = 0; part < 3; ++part) {
-          want[ir::ConvPairIndex(p, n, part * c + ch, pixel / p.in_w, pixel % p.in_w)] =
-              parts[part];
+  struct Case {
+    int64_t h, w, pads[4], strides[2];
+  };
+  for (const Case& layout : {Case{5, 7, {1, 2, 0, 1}, {1, 1}}, Case{4, 6, {0, 0, 0, 0}, {1, 1}},
+                             Case{6, 6, {1, 1, 1, 1}, {2, 2}}, Case{5, 7, {1, 2, 0, 1}, {2, 3}},
+                             Case{7, 5, {0, 0, 0, 0}, {2, 2}}}) {
+    SCOPED_TRACE(absl::StrCat(layout.h, "x", layout.w, " pads ", absl::StrJoin(layout.pads, ","),
+                              " strides ", absl::StrJoin(layout.strides, ",")));
+    ir::ConvParams p;
+    p.batch = 2;
+    p.in_channels = 3 * 4;  // the split's channels
+    p.in_h = layout.h;
+    p.in_w = layout.w;
+    p.pad_top = layout.pads[0];
+    p.pad_left = layout.pads[1];
+    p.pad_bottom = layout.pads[2];
+    p.pad_right = layout.pads[3];
+    p.stride_h = layout.strides[0];
+    p.stride_w = layout.strides[1];
+    p.kernel_h = p.kernel_w = 3;
+    p.x_pairs = true;
+    const int64_t c = 4, image = p.in_h * p.in_w;
+    std::vector<float> x(p.batch * c * image);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+    const int64_t plane = ir::ConvPairPlane(p);
+    std::vector<uint16_t> one(p.batch * 3 * c * plane, 0xbeef), two(one.size(), 0x1234);
+    runtime::SetParallelThreads(1);
+    runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
+                                   layout.strides, plane, one.data());
+    runtime::SetParallelThreads(2);
+    runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
+                                   layout.strides, plane, two.data());
+    runtime::SetParallelThreads(0);
+    EXPECT_EQ(one, two);
+    // The expected layout: the row split of each image's pixels, placed by ir::ConvPairIndex.
+    std::vector<uint16_t> want(one.size(), 0);
+    for (int64_t n = 0; n < p.batch; ++n) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t pixel = 0; pixel < image; ++pixel) {
+          const float value = x[(n * c + ch) * image + pixel];
+          uint16_t parts[3];
+          runtime::SplitF32ToBf16x3(&value, 1, 1, parts);
+          for (int part = 0; part < 3; ++part) {
+            want[ir::ConvPairIndex(p, n, part * c + ch, pixel / p.in_w, pixel % p.in_w)] =
+                parts[part];
+          }
         }
       }
     }
+    EXPECT_EQ(one, want);
   }
-  EXPECT_EQ(one, want);
 }
 
 // The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand

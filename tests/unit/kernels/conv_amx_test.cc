@@ -26,11 +26,12 @@ using ir::DType;
 using schedule::KnobValues;
 using schedule::Trace;
 
-/// A conv of bf16 X in the pair layout and bf16 W (testing::ConvShape, unit strides; pads top,
-/// left, bottom, right).
+/// A conv of bf16 X in the pair layout and bf16 W (testing::ConvShape; pads top, left, bottom,
+/// right).
 ir::Workload PairsConv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
-                       int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right) {
-  ir::ConvParams p = testing::ConvShape(n, c, h, w, k, r, r, /*stride=*/1, /*pad=*/0);
+                       int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+                       int64_t stride = 1) {
+  ir::ConvParams p = testing::ConvShape(n, c, h, w, k, r, r, stride, /*pad=*/0);
   p.pad_top = pad_top;
   p.pad_left = pad_left;
   p.pad_bottom = pad_bottom;
@@ -76,13 +77,40 @@ TEST(ConvPairsTest, TheLayoutRoundTripsAndKeepsItsPaddingZero) {
   EXPECT_NE(plain.Key(), w.Key());
 }
 
+// A strided conv's planes hold the padded image's stride phases: every pixel once, in the phase
+// of its row and column parities, the layout's padding and tails zero.
+TEST(ConvPairsTest, AStridedConvsPlanesHoldTheImagesPhases) {
+  const ir::Workload w = PairsConv(1, 4, 7, 8, 16, 3, 1, 1, 1, 0, /*stride=*/2);
+  ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+  const ir::ConvParams& p = w.conv;
+  // Padded 9 x 9: phases of ceil(9 / 2) = 5 rows and columns, four of them, then the tail.
+  EXPECT_EQ(ir::ConvPairPhaseH(p), 5);
+  EXPECT_EQ(ir::ConvPairPhaseW(p), 5);
+  EXPECT_EQ(ir::ConvPairPlane(p), 4 * 25 + ir::kConvPairTail);
+  // Channel 2 pixel (2, 4): padded (3, 5), phase (1, 1) = 3, its pixel (1, 2).
+  EXPECT_EQ(ir::ConvPairIndex(p, 0, 2, 2, 4), ((1 * ir::ConvPairPlane(p)) + 3 * 25 + 1 * 5 + 2) * 2);
+  std::vector<float> image(4 * 7 * 8);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
+  const std::vector<float> pairs = ir::ConvImageToPairs(p, image);
+  EXPECT_EQ(ir::ConvPairsToImage(p, pairs), image);
+  int64_t nonzero = 0;
+  for (float value : pairs) nonzero += value != 0.0f;
+  EXPECT_EQ(nonzero, static_cast<int64_t>(image.size()));
+  const std::vector<std::vector<float>> random = ir::RandomInputs(w, 5);
+  EXPECT_EQ(random[0], ir::ConvImageToPairs(p, ir::ConvPairsToImage(p, random[0])));
+  ir::Workload unit = PairsConv(1, 4, 7, 8, 16, 3, 1, 1, 1, 0);
+  EXPECT_NE(unit.Key(), w.Key());
+}
+
 TEST(ConvPairsTest, ThePairLayoutIsRefusedWhereItCannotHold) {
-  ir::Workload strided = PairsConv(1, 32, 8, 8, 16, 3, 1, 1, 1, 1);
-  strided.conv.stride_h = strided.conv.stride_w = 2;
-  strided.inputs[0].shape = ir::ConvXShape(strided.conv);
-  strided.output.shape = ir::ConvOutShape(strided.conv);
-  EXPECT_NE(strided.Validate().message().find("unit strides"), std::string::npos)
+  ir::Workload strided = PairsConv(1, 32, 12, 12, 16, 3, 1, 1, 1, 1, /*stride=*/5);
+  EXPECT_NE(strided.Validate().message().find("strides of at most 4"), std::string::npos)
       << strided.Validate();
+  ir::Workload dilated = PairsConv(1, 32, 12, 12, 16, 3, 1, 1, 1, 1);
+  dilated.conv.dilation_h = 2;
+  dilated.output.shape = ir::ConvOutShape(dilated.conv);
+  EXPECT_NE(dilated.Validate().message().find("unit dilations"), std::string::npos)
+      << dilated.Validate();
   ir::Workload f32 = PairsConv(1, 32, 8, 8, 16, 3, 1, 1, 1, 1);
   f32.inputs[0].dtype = DType::kF32;
   EXPECT_NE(f32.Validate().message().find("bf16 X and W"), std::string::npos) << f32.Validate();
@@ -116,6 +144,14 @@ TEST(ConvPairsTest, OneTileMatMulWalksEveryTapFromThePairLayout) {
   absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
   ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
   EXPECT_NE(llvm_ir->find("tdpbf16ps"), std::string::npos);
+  // Stride 2 on a padded 10 x 10: four 5 x 5 phases; tap (r, s) in phase (r % 2, s % 2) at
+  // pixel (r / 2, s / 2) of it.
+  const ir::Workload strided = PairsConv(1, 64, 8, 8, 32, 3, 1, 1, 1, 1, /*stride=*/2);
+  absl::StatusOr<ir::LoweredFunc> strided_func = LowerSchedule(strided, trace, "kernel");
+  ASSERT_TRUE(strided_func.ok()) << strided_func.status();
+  EXPECT_NE(ir::ToString(strided_func->body).find("b_taps={0, 100, 4, 200, 300, 204, 20, 120, 24}"),
+            std::string::npos)
+      << ir::ToString(strided_func->body);
   // Weights only pre-packed.
   const Trace unpacked{internal::kAmxConvSketchName,
                        {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 1}}};
@@ -217,12 +253,19 @@ target::HardwareInfo* ConvAmxJitTest::hw_ = nullptr;
 TEST_F(ConvAmxJitTest, KernelsMatchTheReference) {
   if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_bf16): " << hw_->Summary();
   // A 3x3 with ResNet's padding on a plane whose grid ends mid-block; a 1x1; asymmetric pads
-  // and two images; an epilogue (bias, residual, ReLU) on a 7 x 7 plane (63-pixel grid).
+  // and two images; an epilogue (bias, residual, ReLU) on a 7 x 7 plane (63-pixel grid); stride
+  // 2 (ResNet's downsampling 3x3s) on odd and even sizes, a strided 1x1, stride 3 with
+  // asymmetric pads.
   CheckAllKernels(PairsConv(1, 64, 9, 11, 32, 3, 1, 1, 1, 1), 1);
   CheckAllKernels(PairsConv(1, 96, 10, 10, 48, 1, 0, 0, 0, 0), 2);
   CheckAllKernels(PairsConv(2, 32, 5, 6, 16, 3, 0, 2, 1, 0), 3);
   CheckAllKernels(
       testing::WithResidualRelu(testing::WithBias(PairsConv(1, 64, 7, 7, 64, 3, 1, 1, 1, 1))), 4);
+  CheckAllKernels(PairsConv(1, 64, 14, 14, 32, 3, 1, 1, 1, 1, /*stride=*/2), 5);
+  CheckAllKernels(
+      testing::WithBias(PairsConv(2, 32, 9, 11, 16, 3, 1, 1, 1, 1, /*stride=*/2)), 6);
+  CheckAllKernels(PairsConv(1, 32, 9, 8, 32, 1, 0, 0, 0, 0, /*stride=*/2), 7);
+  CheckAllKernels(PairsConv(1, 32, 10, 11, 16, 3, 0, 2, 1, 0, /*stride=*/3), 8);
 }
 
 }  // namespace

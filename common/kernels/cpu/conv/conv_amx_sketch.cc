@@ -7,12 +7,15 @@
 // width; the columns ow >= OW of that grid are computed and dropped). For tap (r, s) the input
 // pixel of q is q + r * Wp + s of the padded plane, so 16 consecutive grid pixels of 16 channel
 // pairs are one B tile read in place from the pair layout: 16 rows (pairs) a plane apart, each
-// 64 contiguous bytes. One TileMatMul per tile block walks every tap (its B tap offsets) and
-// every channel (the K steps), A being the weights stored pre-packed [K, R, S, C] (the exporter
-// packs the constant, the worker its random weights: kernels::PackInputsForTrace), so a row of
-// an A tile is 32 channels of one tap and the taps follow each other along K. The C block
-// (mr x 16 output channels by nr x 16 grid pixels) goes to the NCHW output through the conv
-// epilogue, a masked vector run per output row it covers.
+// 64 contiguous bytes. A strided conv's plane holds the padded image's stride phases (ir/conv.h),
+// each Wq = ceil(Wp / stride_w) wide: the grid is OH x Wq and tap (r, s) reads pixel q + (r /
+// stride_h) * Wq + s / stride_w of phase (r % stride_h, s % stride_w), again in place. One
+// TileMatMul per tile block walks every tap (its B tap offsets) and every channel (the K steps),
+// A being the weights stored pre-packed [K, R, S, C] (the exporter packs the constant, the
+// worker its random weights: kernels::PackInputsForTrace), so a row of an A tile is 32 channels
+// of one tap and the taps follow each other along K. The C block (mr x 16 output channels by nr
+// x 16 grid pixels) goes to the NCHW output through the conv epilogue, a masked vector run per
+// output row it covers.
 //
 // Knobs: mr (A tiles: 16-channel row tiles per block), nr (B tiles: 16-pixel column tiles),
 // order (0: a task's blocks walk the output channels innermost, reusing the image's tiles from
@@ -52,10 +55,10 @@ struct AmxConvPlan {
   ir::ConvParams p;
   int64_t mr = 1, nr = 1, order = 0, tasks = 1;
   int64_t taps = 1;        ///< R * S
-  int64_t padded_w = 1;    ///< Wp
+  int64_t grid_w = 1;      ///< Wq: the padded width, per stride phase
   int64_t plane = 1;       ///< ConvPairPlane: elements of a pair plane (in words)
   int64_t out_h = 1, out_w = 1;
-  int64_t grid = 1;        ///< OH * Wp: pixels of the padded output grid
+  int64_t grid = 1;        ///< OH * Wq: pixels of the padded output grid
   int64_t block_cols = 16, row_blocks = 1, col_blocks = 1, items = 1, per_task = 1;
   int64_t k_steps = 1;     ///< C / 32: 64-byte steps along the channels of one tap
 };
@@ -80,11 +83,11 @@ absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& va
   plan.nr = values[kNr];
   plan.order = values[kOrder];
   plan.taps = p.kernel_h * p.kernel_w;
-  plan.padded_w = p.in_w + p.pad_left + p.pad_right;
+  plan.grid_w = ir::ConvPairPhaseW(p);
   plan.plane = ir::ConvPairPlane(p);
   plan.out_h = ir::ConvOutH(p);
   plan.out_w = ir::ConvOutW(p);
-  plan.grid = plan.out_h * plan.padded_w;
+  plan.grid = plan.out_h * plan.grid_w;
   plan.block_cols = kTile * plan.nr;
   if ((p.out_channels / kTile) % plan.mr != 0) {
     return absl::InvalidArgumentError(
@@ -136,9 +139,12 @@ Stmt LowerPlan(const AmxConvPlan& plan,
   args.b_col_stride = kTile * 4;
   args.b_row_stride = plan.plane * 4;
   if (plan.taps > 1) {
+    const int64_t phase_pixels = ir::ConvPairPhaseH(p) * plan.grid_w;
     for (int64_t r = 0; r < p.kernel_h; ++r) {
       for (int64_t s = 0; s < p.kernel_w; ++s) {
-        args.b_taps.push_back((r * plan.padded_w + s) * 4);
+        const int64_t phase = (r % p.stride_h) * p.stride_w + s % p.stride_w;
+        args.b_taps.push_back(
+            (phase * phase_pixels + (r / p.stride_h) * plan.grid_w + s / p.stride_w) * 4);
       }
     }
   }
@@ -147,11 +153,11 @@ Stmt LowerPlan(const AmxConvPlan& plan,
   // Write-back: per output channel of the block, per output row the block's pixels cover, the
   // run [begin, end) of grid pixels inside the row's OW columns as one masked vector range.
   const Expr i = ir::MakeVar("wi"), row = ir::MakeVar("wrow"), lane = ir::MakeVar("wl");
-  const Expr first_oh = q0 / MakeInt(plan.padded_w);
-  const Expr last_oh = ir::Min((q0 + MakeInt(plan.block_cols - 1)) / MakeInt(plan.padded_w),
+  const Expr first_oh = q0 / MakeInt(plan.grid_w);
+  const Expr last_oh = ir::Min((q0 + MakeInt(plan.block_cols - 1)) / MakeInt(plan.grid_w),
                                MakeInt(plan.out_h - 1));
   const Expr oh = first_oh + row;
-  const Expr row_start = oh * MakeInt(plan.padded_w);
+  const Expr row_start = oh * MakeInt(plan.grid_w);
   const Expr begin = ir::Max(q0, row_start);
   const Expr end =
       ir::Min(q0 + MakeInt(plan.block_cols), row_start + MakeInt(plan.out_w));
@@ -194,7 +200,7 @@ class AmxConvSketch final : public LoopSketch {
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const ir::ConvParams& p = w.conv;
     const int64_t row_tiles = std::max<int64_t>(p.out_channels / kTile, 1);
-    const int64_t grid = ir::ConvOutH(p) * (p.in_w + p.pad_left + p.pad_right);
+    const int64_t grid = ir::ConvOutH(p) * ir::ConvPairPhaseW(p);
     // 2 x 2 tiles (four C tiles, two A and two B: 8 registers) first, the widest register
     // block; 1 x 3 and the others after.
     std::vector<int64_t> mr = row_tiles % 2 == 0 ? std::vector<int64_t>{2, 1}
@@ -222,7 +228,7 @@ class AmxConvSketch final : public LoopSketch {
     // Tiles of 16 * nr grid pixels, at most the grid (a 7 x 7 image's 63-pixel grid takes
     // column blocks of up to 48).
     const ir::ConvParams& p = w.conv;
-    const int64_t grid = ir::ConvOutH(p) * (p.in_w + p.pad_left + p.pad_right);
+    const int64_t grid = ir::ConvOutH(p) * ir::ConvPairPhaseW(p);
     const int64_t mr = values[kMr], nr = values[kNr];
     return mr * nr + mr + nr <= 8 && (nr == 1 || kTile * nr <= grid);
   }
