@@ -7,11 +7,12 @@
 // default trace (what an untuned export runs) instead of tuning; --trace T measures T (and
 // GTCO_DUMP_IR=FILE writes its LLVM IR there). --residual adds the bottleneck block's residual
 // (an input of the output's shape added before the ReLU). --interleave N compares the --trace
-// programs against each other on a host whose speed drifts (a VM): each is compiled once, then
-// run in turn, N rounds of one timed call each (warm caches, after a warm-up round), and the
-// table gives each one's median and the median over rounds of its time over the first trace's
-// in the same round. The kernels' threads are pinned to cores, as the worker pins them.
-// --bf16x3 adds, for each unit-stride conv, the conv as `--precision bf16x3` runs it: the bf16
+// programs (of the bf16x3 form with --bf16x3) against each other on a host whose speed drifts
+// (a VM): each is compiled once, then run in turn, N rounds of one timed call each (warm caches,
+// after a warm-up round), and the table gives each one's median and the median over rounds of
+// its time over the first trace's in the same round. The kernels' threads are pinned to cores,
+// as the worker pins them.
+// --bf16x3 adds, for each conv of 32+ channels, the conv as `--precision bf16x3` runs it: the bf16
 // conv of the split input ([hi, lo, hi], 3C channels in the pair layout) and the split weights
 // on AMX (mapping amx_bf16, where the host has it), its GFLOP/s counted on the f32 conv's
 // flops (a third of what the tiles compute); --mapping NAME tunes that mapping only.
@@ -219,7 +220,10 @@ int Main(int argc, char** argv) {
     if (!only.empty() && only.count(shape.name) == 0) continue;
     const ir::Workload w = ConvBiasRelu(shape, residual);
     if (interleave > 0) {
-      if (Interleave(shape, w, traces, interleave) != 0) return 1;
+      // With --bf16x3 the traces are of the conv as bf16x3 computes it (AMX, pair layout).
+      if (Interleave(shape, bf16x3 ? Bf16x3Pairs(shape, residual) : w, traces, interleave) != 0) {
+        return 1;
+      }
       continue;
     }
     const double gflop = static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9;
@@ -267,7 +271,7 @@ int Main(int argc, char** argv) {
     if (!to_measure.empty()) continue;
     std::vector<std::pair<ir::Workload, schedule::SearchSpace>> tuned;
     for (const schedule::SearchSpace& space : *spaces) tuned.push_back({w, space});
-    if (bf16x3 && shape.stride == 1) {
+    if (bf16x3 && shape.c % 32 == 0) {
       const ir::Workload split = Bf16x3Pairs(shape, residual);
       absl::StatusOr<std::vector<schedule::SearchSpace>> split_spaces =
           kernels::CreateMappingSpaces(split, hw);

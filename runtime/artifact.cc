@@ -183,11 +183,13 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     return absl::OkStatus();
   }
   if (s.op == "split_bf16x3_pairs") {
+    constexpr int64_t kMaxTailPlanes = 80;  // ir::ConvPairTailPlanes: 80 pixels at most
     // params: pads {top, left, bottom, right}, then strides {h, w} when the planes hold phases.
     const bool strided = s.params.size() == 6;
     bool shaped = s.inputs.size() == 1 && (s.params.size() == 4 || strided) &&
                   in.shape.size() == 4 && out.shape.size() == 4 && in.shape[1] % 2 == 0 &&
-                  out.shape[0] == in.shape[0] && out.shape[1] * 2 == 3 * in.shape[1] &&
+                  out.shape[0] == in.shape[0] && out.shape[1] * 2 >= 3 * in.shape[1] &&
+                  out.shape[1] <= 3 * in.shape[1] / 2 + kMaxTailPlanes &&
                   out.shape[3] == 2;
     for (size_t i = 0; shaped && i < s.params.size(); ++i) {
       shaped = i < 4 ? s.params[i] >= 0 && s.params[i] <= (int64_t{1} << 20)
@@ -201,8 +203,8 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     if (!shaped || in.dtype != ElemType::kF32 || out.dtype != ElemType::kBF16) {
       return bad("needs one f32 image [N, C, H, W] (C even), four pads (then two strides of 1 "
-                 "to 4) and a bf16 output [N, 3C/2, P, 2] whose planes P hold the padded image "
-                 "(as its stride phases)");
+                 "to 4) and a bf16 output [N, 3C/2 + T, P, 2] (T <= 80 zero planes) whose "
+                 "planes P hold the padded image (as its stride phases)");
     }
     return absl::OkStatus();
   }

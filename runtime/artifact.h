@@ -63,10 +63,11 @@ struct StorageSpec {
 ///               rounded to bf16, lo: the rest rounded to bf16; --precision bf16x3's operands)
 ///   "split_bf16x3_pairs"  the same split of an image f32 [N, C, H, W] along its channels, [hi,
 ///               lo, hi] (3C channels), written in the AMX conv's zero-padded pair layout
-///               (ir/conv.h): bf16 [N, 3C/2, P, 2], each pair of channels interleaved, each plane
-///               the image padded by params = {top, left, bottom, right} zero pixels ((H + top +
-///               bottom) x (W + left + right) <= P), zeros after it; params {top, left, bottom,
-///               right, stride_h, stride_w} store the padded image as its stride phases
+///               (ir/conv.h): bf16 [N, 3C/2 + T, P, 2], each pair of channels interleaved, each
+///               plane the image padded by params = {top, left, bottom, right} zero pixels ((H +
+///               top + bottom) x (W + left + right) <= P), zeros after it, then T zero planes;
+///               params {top, left, bottom, right, stride_h, stride_w} store the padded image
+///               as its stride phases
 ///   "dynamic_quantize"  ONNX DynamicQuantizeLinear: inputs {x (f32)}, outputs {y (u8), scale
 ///               (f32, one element), zero point (u8, one element)}
 ///   "dequantize" ONNX DequantizeLinear: inputs {x (u8, i8 or i32), scale (f32)[, zero point (x's

@@ -629,7 +629,7 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
       SplitF32ToBf16x3Pairs(reinterpret_cast<const float*>(data(step.inputs[0])), in.shape[0],
                             in.shape[1], in.shape[2], in.shape[3], step.params.data(),
                             step.params.size() == 6 ? step.params.data() + 4 : unit,
-                            out.shape[2], reinterpret_cast<uint16_t*>(out_data));
+                            out.shape[1], out.shape[2], reinterpret_cast<uint16_t*>(out_data));
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);

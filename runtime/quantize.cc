@@ -368,8 +368,8 @@ GTCO_VECTOR_CLONES void WritePairPhases(const uint32_t* __restrict staged, int64
 }
 
 void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int64_t w,
-                           const int64_t* pads, const int64_t* strides, int64_t plane,
-                           uint16_t* y) {
+                           const int64_t* pads, const int64_t* strides, int64_t planes_per_image,
+                           int64_t plane, uint16_t* y) {
   // The bottom pad (pads[2]) is part of the zeros after the last image row.
   const int64_t top = pads[0], left = pads[1], right = pads[3];
   const int64_t sh = strides[0], sw = strides[1];
@@ -380,7 +380,7 @@ void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
   uint32_t* words = reinterpret_cast<uint32_t*>(y);
   // Chunks of elements, each taken as the source pairs that start in it (as SplitF32ToBf16x3's
   // rows): a pair (image i, channels 2q and 2q + 1) writes planes q (hi), pairs + q (lo) and
-  // 2 * pairs + q (hi) of image i.
+  // 2 * pairs + q (hi) of image i, the last pair also the image's zero planes after those.
   const int64_t per_pair = 2 * image;
   ParallelChunks(n * pairs * per_pair, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t source = (begin + per_pair - 1) / per_pair;
@@ -390,7 +390,11 @@ void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
       const float* b = a + image;
       uint32_t* planes[3];
       for (int part = 0; part < 3; ++part) {
-        planes[part] = words + (i * 3 * pairs + part * pairs + q) * plane;
+        planes[part] = words + (i * planes_per_image + part * pairs + q) * plane;
+      }
+      if (q == pairs - 1) {  // the image's zero planes after its last pair
+        std::memset(words + (i * planes_per_image + 3 * pairs) * plane, 0,
+                    4 * (planes_per_image - 3 * pairs) * plane);
       }
       auto zero = [&](int64_t from, int64_t count) {
         for (uint32_t* out : planes) std::memset(out + from, 0, 4 * count);

@@ -16,7 +16,7 @@ inline constexpr char kBf16x3SplitOp[] = "Bf16x3Split";
 
 /// The split's attribute when it writes the pair layout (ir::ConvParams::x_pairs) for Convs:
 /// their pads [top, left, bottom, right]. Its output tensor then has the layout's shape [N,
-/// 3C/2, ConvPairPlane, 2].
+/// 3C/2 + ConvPairTailPlanes, ConvPairPlane, 2] (ir::ConvXShape).
 inline constexpr char kPairPadsAttr[] = "gtco_pair_pads";
 /// With kPairPadsAttr, when the Convs are strided: their strides [h, w] (the layout's planes then
 /// hold the padded image's stride phases, ir/conv.h).

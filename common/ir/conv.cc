@@ -61,8 +61,11 @@ int64_t ConvPairPhaseW(const ConvParams& p) {
 
 int64_t ConvPairPlane(const ConvParams& p) {
   return std::max<int64_t>(p.stride_h, 1) * std::max<int64_t>(p.stride_w, 1) *
-             ConvPairPhaseH(p) * ConvPairPhaseW(p) +
-         kConvPairTail;
+         ConvPairPhaseH(p) * ConvPairPhaseW(p);
+}
+
+int64_t ConvPairTailPlanes(const ConvParams& p) {
+  return PhaseCeil(kConvPairTail, std::max<int64_t>(ConvPairPlane(p), 1));
 }
 
 int64_t ConvPairIndex(const ConvParams& p, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -71,11 +74,14 @@ int64_t ConvPairIndex(const ConvParams& p, int64_t n, int64_t c, int64_t h, int6
   const int64_t phase = (row % sh) * sw + column % sw;
   const int64_t phase_w = ConvPairPhaseW(p);
   const int64_t pixel = phase * ConvPairPhaseH(p) * phase_w + (row / sh) * phase_w + column / sw;
-  return ((n * (p.in_channels / 2) + c / 2) * ConvPairPlane(p) + pixel) * 2 + c % 2;
+  return ((n * (p.in_channels / 2 + ConvPairTailPlanes(p)) + c / 2) * ConvPairPlane(p) + pixel) *
+             2 +
+         c % 2;
 }
 
 std::vector<float> ConvPairsToImage(const ConvParams& p, const std::vector<float>& x) {
-  GTCO_CHECK(static_cast<int64_t>(x.size()) == p.batch * p.in_channels * ConvPairPlane(p),
+  GTCO_CHECK(static_cast<int64_t>(x.size()) ==
+                 p.batch * (p.in_channels + 2 * ConvPairTailPlanes(p)) * ConvPairPlane(p),
              "conv pairs: wrong size");
   std::vector<float> image(p.batch * p.in_channels * p.in_h * p.in_w);
   int64_t flat = 0;
@@ -92,7 +98,8 @@ std::vector<float> ConvPairsToImage(const ConvParams& p, const std::vector<float
 std::vector<float> ConvImageToPairs(const ConvParams& p, const std::vector<float>& image) {
   GTCO_CHECK(static_cast<int64_t>(image.size()) == p.batch * p.in_channels * p.in_h * p.in_w,
              "conv pairs: wrong image size");
-  std::vector<float> x(p.batch * p.in_channels * ConvPairPlane(p), 0.0f);
+  std::vector<float> x(p.batch * (p.in_channels + 2 * ConvPairTailPlanes(p)) * ConvPairPlane(p),
+                       0.0f);
   int64_t flat = 0;
   for (int64_t n = 0; n < p.batch; ++n) {
     for (int64_t c = 0; c < p.in_channels; ++c) {
@@ -105,7 +112,9 @@ std::vector<float> ConvImageToPairs(const ConvParams& p, const std::vector<float
 }
 
 std::vector<int64_t> ConvXShape(const ConvParams& p) {
-  if (p.x_pairs) return {p.batch, p.in_channels / 2, ConvPairPlane(p), 2};
+  if (p.x_pairs) {
+    return {p.batch, p.in_channels / 2 + ConvPairTailPlanes(p), ConvPairPlane(p), 2};
+  }
   return {p.batch, p.in_channels, p.in_h, p.in_w};
 }
 

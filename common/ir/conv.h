@@ -16,9 +16,10 @@ namespace gtco::ir {
 int64_t ConvOutH(const ConvParams& p);
 int64_t ConvOutW(const ConvParams& p);
 
-/// Pixels of zeros after the padded image in each plane of the pair layout: a block of up to 48
-/// output pixels of the padded grid that runs past its last row still reads inside the plane
-/// for kernels up to kConvPairMaxKernelW wide.
+/// Pixels of zeros after the last plane of each image in the pair layout: a block of up to 48
+/// output pixels of the padded grid that runs past the grid's last row still reads inside the
+/// tensor for kernels up to kConvPairMaxKernelW wide (reads past any other plane land in the
+/// next one and feed only the grid's dropped columns).
 inline constexpr int64_t kConvPairTail = 80;
 inline constexpr int64_t kConvPairMaxKernelW = 33;
 inline constexpr int64_t kConvPairMaxStride = 4;
@@ -31,10 +32,12 @@ int64_t ConvPairPhaseH(const ConvParams& p);  ///< ceil((H + pad_top + pad_botto
 int64_t ConvPairPhaseW(const ConvParams& p);  ///< ceil((W + pad_left + pad_right) / stride_w)
 /// Pixels (pairs) of one plane of the pair layout (x_pairs): the phases of the zero-padded image
 /// one after the other, stride_h * stride_w * ConvPairPhaseH * ConvPairPhaseW pixels (for unit
-/// strides the padded image, (H + pad_top + pad_bottom) x (W + pad_left + pad_right)), then
-/// kConvPairTail zero pixels.
+/// strides the padded image, (H + pad_top + pad_bottom) x (W + pad_left + pad_right)).
 int64_t ConvPairPlane(const ConvParams& p);
-/// Where element (n, c, h, w) of the image lives in the pair layout: pair c / 2 of image n, the
+/// Zero planes after the C/2 pair planes of each image: at least kConvPairTail pixels.
+int64_t ConvPairTailPlanes(const ConvParams& p);
+/// Where element (n, c, h, w) of the image lives in the pair layout [N, C/2 +
+/// ConvPairTailPlanes, ConvPairPlane, 2]: pair c / 2 of image n, the
 /// phase and pixel of padded pixel (h + pad_top, w + pad_left) (for unit strides (h + pad_top) *
 /// (W + pad_left + pad_right) + w + pad_left), value c % 2 of the pair. Every element that is no
 /// image element is zero.
@@ -44,7 +47,8 @@ std::vector<float> ConvPairsToImage(const ConvParams& p, const std::vector<float
 /// The pair layout of an image [N, C, H, W] (padding and tails zero).
 std::vector<float> ConvImageToPairs(const ConvParams& p, const std::vector<float>& image);
 
-/// Canonical shapes: X [N, C, H, W] (pair layout: [N, C/2, ConvPairPlane, 2]), W [K, C/groups,
+/// Canonical shapes: X [N, C, H, W] (pair layout: [N, C/2 + ConvPairTailPlanes, ConvPairPlane,
+/// 2]), W [K, C/groups,
 /// R, S], out [N, K, OH, OW].
 std::vector<int64_t> ConvXShape(const ConvParams& p);
 std::vector<int64_t> ConvWShape(const ConvParams& p);

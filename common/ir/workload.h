@@ -158,8 +158,9 @@ struct ConvParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;                     ///< divides C and K
-  /// X is bf16 in the zero-padded pair layout (ConvPairIndex in conv.h: [N, C/2, plane, 2],
-  /// each pair of channels interleaved, each plane the padded image plus a zero tail), W bf16
+  /// X is bf16 in the zero-padded pair layout (ConvPairIndex in conv.h: [N, C/2 + tail, plane,
+  /// 2], each pair of channels interleaved, each plane the padded image, zero planes after each
+  /// image's), W bf16
   /// [K, C, R, S], the output f32: what the AMX conv reads with tiles in place (no gather).
   /// Only with unit dilations, one group and an even C; a strided conv's planes hold the padded
   /// image's stride phases (ConvPairPhaseH in conv.h), so each tap reads one phase in place.

@@ -14,7 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "common/onnx/tensor_proto.h"
 #include "common/util/status.h"
+#include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
 
 namespace gtco::onnx {
 namespace {
@@ -112,11 +114,45 @@ NodeProto CastNode(const std::string& name, const std::string& input, const std:
   return cast;
 }
 
+/// The rows of each computed tensor whose shape ONNX's shape inference gives statically: the
+/// product of its dims but the last (what a MatMul reading it as A has as M). Inference runs
+/// lenient on a copy; a tensor it cannot size is left out.
+std::map<std::string, int64_t> StaticRows(const ::onnx::ModelProto& model) {
+  ::onnx::ModelProto copy = model;
+  try {
+    ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode=*/0,
+                                          /*data_prop=*/true);
+    ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception&) {
+    return {};  // no sizes: every MatMul is rewritten as without them
+  }
+  std::map<std::string, int64_t> rows;
+  auto add = [&](const ::onnx::ValueInfoProto& info) {
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return;
+    const auto& shape = info.type().tensor_type().shape();
+    int64_t product = 1;
+    for (int d = 0; d + 1 < shape.dim_size(); ++d) {
+      if (!shape.dim(d).has_dim_value() || shape.dim(d).dim_value() < 0) return;
+      product *= std::min<int64_t>(shape.dim(d).dim_value(), int64_t{1} << 20);
+      product = std::min<int64_t>(product, int64_t{1} << 40);
+    }
+    if (shape.dim_size() >= 1) rows[info.name()] = product;
+  };
+  for (const auto& info : copy.graph().value_info()) add(info);
+  for (const auto& info : copy.graph().input()) add(info);
+  return rows;
+}
+
+/// bf16x3 leaves a MatMul whose A has fewer rows than this in f32 (ResNet's and ViT's
+/// classifiers, BERT's pooler at batch 1): such a product streams its weight once, and the f32
+/// weight is 2/3 of the split's bytes.
+constexpr int64_t kMinBf16x3Rows = 16;
+
 /// The rewrite's state over one graph: fresh names, the bf16 copies made so far.
 class Bf16Rewriter {
  public:
-  Bf16Rewriter(GraphProto* graph, Bf16Precision precision)
-      : graph_(graph), precision_(precision) {
+  Bf16Rewriter(GraphProto* graph, Bf16Precision precision, std::map<std::string, int64_t> rows)
+      : graph_(graph), precision_(precision), rows_(std::move(rows)) {
     for (int i = 0; i < graph->initializer_size(); ++i) {
       initializer_index_[graph->initializer(i).name()] = i;
       used_.insert(graph->initializer(i).name());
@@ -216,6 +252,10 @@ class Bf16Rewriter {
         !initializer_index_.count(node.input(1)) || graph_inputs_.count(node.input(1)) ||
         initializer_index_.count(node.input(0))) {
       return false;
+    }
+    if (split()) {
+      auto rows = rows_.find(node.input(0));
+      if (rows != rows_.end() && rows->second < kMinBf16x3Rows) return false;
     }
     const std::string weight = Bf16Weight(node.input(1), gemm && GemmTransB(node));
     if (weight.empty()) return false;
@@ -452,6 +492,8 @@ class Bf16Rewriter {
 
   GraphProto* graph_;
   Bf16Precision precision_;
+  /// computed tensor -> its rows (StaticRows; bf16x3 only)
+  std::map<std::string, int64_t> rows_;
   std::map<std::string, int> initializer_index_;
   std::set<std::string> graph_inputs_;
   std::set<std::string> used_;  ///< names taken, so that the added ones are fresh
@@ -486,7 +528,9 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
         "the model has subgraphs (If, Loop or Scan), which the bf16 rewrite does not handle");
   }
   Bf16Rewrite result;
-  Bf16Rewriter(model.mutable_graph(), precision).Run(&result);
+  std::map<std::string, int64_t> rows;
+  if (precision == Bf16Precision::kBf16x3) rows = StaticRows(model);
+  Bf16Rewriter(model.mutable_graph(), precision, std::move(rows)).Run(&result);
   if (result.matmuls + result.convs == 0) {
     return absl::FailedPreconditionError(
         precision == Bf16Precision::kBf16x3

@@ -52,8 +52,10 @@ struct Bf16Rewrite {
 /// FAILED_PRECONDITION when no MatMul or Gemm qualifies (nothing would change), the model's
 /// opset is below 13, or it has subgraphs (If, Loop, Scan: their bodies may read the weights).
 /// With Bf16Precision::kBf16x3 the weight is stored split ([3K, N], see there) and the activation
-/// goes through its split instead of one Cast (shared the same way). bf16x3 also rewrites each
-/// Conv that the AMX conv (a bf16 conv whose input is the split in GTCO's pair layout) computes:
+/// goes through its split instead of one Cast (shared the same way), save where ONNX's shape
+/// inference gives A fewer than 16 rows (a classifier or pooler at batch 1): that MatMul stays
+/// f32, as it streams its weight once and the f32 weight is 2/3 of the split's bytes. bf16x3
+/// also rewrites each Conv that the AMX conv (a bf16 conv whose input is the split in GTCO's pair layout) computes:
 /// a computed X, a 4-D f32 weight initializer W [K, C, R, S] with C a multiple of 32, K of 16
 /// and S <= 33, unit dilations, strides of at most 4, one group, explicit pads, and a bias that
 /// is an f32 initializer [K] (possibly through Identity nodes) or none. X goes through the split

@@ -1203,14 +1203,15 @@ TEST(ModelExportTest, SplitToBf16x3PairsWritesThePaddedPairLayout) {
     const int64_t c = 4, image = p.in_h * p.in_w;
     std::vector<float> x(p.batch * c * image);
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
-    const int64_t plane = ir::ConvPairPlane(p);
-    std::vector<uint16_t> one(p.batch * 3 * c * plane, 0xbeef), two(one.size(), 0x1234);
+    const std::vector<int64_t> shape = ir::ConvXShape(p);
+    const int64_t planes = shape[1], plane = shape[2];
+    std::vector<uint16_t> one(p.batch * planes * plane * 2, 0xbeef), two(one.size(), 0x1234);
     runtime::SetParallelThreads(1);
     runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
-                                   layout.strides, plane, one.data());
+                                   layout.strides, planes, plane, one.data());
     runtime::SetParallelThreads(2);
     runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
-                                   layout.strides, plane, two.data());
+                                   layout.strides, planes, plane, two.data());
     runtime::SetParallelThreads(0);
     EXPECT_EQ(one, two);
     // The expected layout: the row split of each image's pixels, placed by ir::ConvPairIndex.

@@ -47,11 +47,13 @@ TEST(ConvPairsTest, TheLayoutRoundTripsAndKeepsItsPaddingZero) {
   const ir::Workload w = PairsConv(2, 4, 3, 5, 16, 3, 1, 2, 0, 1);
   ASSERT_TRUE(w.Validate().ok()) << w.Validate();
   const ir::ConvParams& p = w.conv;
-  // (3 + 1 + 0) x (5 + 2 + 1) padded pixels and the tail.
-  EXPECT_EQ(ir::ConvPairPlane(p), 4 * 8 + ir::kConvPairTail);
-  EXPECT_EQ(w.inputs[0].shape, (std::vector<int64_t>{2, 2, ir::ConvPairPlane(p), 2}));
+  // (3 + 1 + 0) x (5 + 2 + 1) padded pixels; after each image's two pairs, three zero planes (the
+  // 80-pixel tail).
+  EXPECT_EQ(ir::ConvPairPlane(p), 4 * 8);
+  EXPECT_EQ(ir::ConvPairTailPlanes(p), 3);
+  EXPECT_EQ(w.inputs[0].shape, (std::vector<int64_t>{2, 2 + 3, 32, 2}));
   // Channel 3 of image 1, pixel (2, 4): pair 1, padded pixel (3, 6).
-  EXPECT_EQ(ir::ConvPairIndex(p, 1, 3, 2, 4), ((1 * 2 + 1) * ir::ConvPairPlane(p) + 3 * 8 + 6) * 2 + 1);
+  EXPECT_EQ(ir::ConvPairIndex(p, 1, 3, 2, 4), ((1 * 5 + 1) * 32 + 3 * 8 + 6) * 2 + 1);
   std::vector<float> image(2 * 4 * 3 * 5);
   for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
   const std::vector<float> pairs = ir::ConvImageToPairs(p, image);
@@ -86,9 +88,10 @@ TEST(ConvPairsTest, AStridedConvsPlanesHoldTheImagesPhases) {
   // Padded 9 x 9: phases of ceil(9 / 2) = 5 rows and columns, four of them, then the tail.
   EXPECT_EQ(ir::ConvPairPhaseH(p), 5);
   EXPECT_EQ(ir::ConvPairPhaseW(p), 5);
-  EXPECT_EQ(ir::ConvPairPlane(p), 4 * 25 + ir::kConvPairTail);
+  EXPECT_EQ(ir::ConvPairPlane(p), 4 * 25);
+  EXPECT_EQ(ir::ConvPairTailPlanes(p), 1);
   // Channel 2 pixel (2, 4): padded (3, 5), phase (1, 1) = 3, its pixel (1, 2).
-  EXPECT_EQ(ir::ConvPairIndex(p, 0, 2, 2, 4), ((1 * ir::ConvPairPlane(p)) + 3 * 25 + 1 * 5 + 2) * 2);
+  EXPECT_EQ(ir::ConvPairIndex(p, 0, 2, 2, 4), (1 * 100 + 3 * 25 + 1 * 5 + 2) * 2);
   std::vector<float> image(4 * 7 * 8);
   for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
   const std::vector<float> pairs = ir::ConvImageToPairs(p, image);

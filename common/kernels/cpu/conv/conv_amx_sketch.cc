@@ -125,9 +125,10 @@ Stmt LowerPlan(const AmxConvPlan& plan,
   args.instruction = "tdpbf16ps";
   args.c = ir::MakeTypedLoad(cbuf, MakeInt(0), ScalarType::kF32);
   // Pair 0 of image n, grid pixel q0, in bf16 elements (two per word).
-  args.b = ir::MakeTypedLoad(
-      InputName(0), (n * MakeInt(p.in_channels / 2 * plan.plane) + q0) * MakeInt(2),
-      ScalarType::kBF16);
+  const int64_t image_planes = p.in_channels / 2 + ir::ConvPairTailPlanes(p);
+  args.b = ir::MakeTypedLoad(InputName(0),
+                             (n * MakeInt(image_planes * plan.plane) + q0) * MakeInt(2),
+                             ScalarType::kBF16);
   const int64_t a_row = plan.taps * p.in_channels;  // bf16 elements of one output channel
   for (int64_t t = 0; t < plan.mr; ++t) {
     args.a.push_back(ir::MakeTypedLoad(
@@ -209,7 +210,8 @@ class AmxConvSketch final : public LoopSketch {
     // Weights larger than the image's tiles are reused from the cache with the pixels
     // innermost (order 1): ResNet's last stages; the image's otherwise (its first stages).
     const int64_t weight_bytes = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w * 2;
-    const int64_t image_bytes = p.batch * p.in_channels * ir::ConvPairPlane(p) * 2;
+    const int64_t image_bytes =
+        p.batch * (p.in_channels + 2 * ir::ConvPairTailPlanes(p)) * ir::ConvPairPlane(p) * 2;
     std::vector<int64_t> order =
         weight_bytes > image_bytes ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
     const int64_t cores = std::max(hw.cores, 1);
