@@ -1,7 +1,7 @@
-// The AMX conv of inputs in the pair layout ("conv_amx_bf16/v1"): the workload's layout and
-// reference, the mapping's verdicts, the TileMatMul taps in the IR, and JIT-compiled kernels
-// (every knob value, 1x1 and 3x3, asymmetric pads, two images, an epilogue) against the
-// reference where the host has AMX.
+// The AMX conv of inputs in the pair layout ("conv_amx_bf16/v2"): the workload's layout and
+// reference, the mapping's verdicts, the TileMatMul taps and K passes in the IR, and
+// JIT-compiled kernels (every knob value, kc's passes included, 1x1 and 3x3, strided,
+// asymmetric pads, two images, an epilogue) against the reference where the host has AMX.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -134,7 +134,7 @@ TEST(ConvPairsTest, ThePairLayoutIsRefusedWhereItCannotHold) {
 TEST(ConvPairsTest, OneTileMatMulWalksEveryTapFromThePairLayout) {
   const ir::Workload w = PairsConv(1, 64, 6, 7, 32, 3, 1, 1, 1, 1);
   const Trace trace{internal::kAmxConvSketchName,
-                    {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 2}}};
+                    {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 2}, {"kc", 0}}};
   absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, trace, "kernel");
   ASSERT_TRUE(func.ok()) << func.status();
   const std::string text = ir::ToString(func->body);
@@ -155,9 +155,28 @@ TEST(ConvPairsTest, OneTileMatMulWalksEveryTapFromThePairLayout) {
   EXPECT_NE(ir::ToString(strided_func->body).find("b_taps={0, 100, 4, 200, 300, 204, 20, 120, 24}"),
             std::string::npos)
       << ir::ToString(strided_func->body);
+  // A "/v1" trace (no kc) still lowers: the same program as kc 0.
+  const Trace v1{internal::kAmxConvSketchNameV1,
+                 {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 2}}};
+  absl::StatusOr<ir::LoweredFunc> v1_func = LowerSchedule(w, v1, "kernel");
+  ASSERT_TRUE(v1_func.ok()) << v1_func.status();
+  EXPECT_EQ(ir::ToString(v1_func->body), text);
+  // kc 2: K in passes of 2 steps (64 channels: 2 steps a tap, so one pass a tap), the first from
+  // zero, the others accumulating, per column block of the group, no taps inside a TileMatMul.
+  Trace passes = trace;
+  passes.decisions.back().second = 2;
+  absl::StatusOr<ir::LoweredFunc> passes_func = LowerSchedule(w, passes, "kernel");
+  ASSERT_TRUE(passes_func.ok()) << passes_func.status();
+  const std::string passes_text = ir::ToString(passes_func->body);
+  EXPECT_NE(passes_text.find("k_steps=2, nr=1"), std::string::npos) << passes_text;
+  EXPECT_NE(passes_text.find(", accumulate"), std::string::npos);
+  EXPECT_EQ(passes_text.find("b_taps="), std::string::npos);
+  EXPECT_NE(passes_text.find("serial for (pass, 1, 8)"), std::string::npos) << passes_text;
+  passes.decisions.back().second = 3;  // does not divide the 2 steps of a tap
+  EXPECT_FALSE(LowerSchedule(w, passes, "kernel").ok());
   // Weights only pre-packed.
   const Trace unpacked{internal::kAmxConvSketchName,
-                       {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 1}}};
+                       {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 1}, {"kc", 0}}};
   EXPECT_FALSE(LowerSchedule(w, unpacked, "kernel").ok());
   // The weights' packing: [K, C, R, S] -> [K, R, S, C].
   std::vector<float> weights(32 * 64 * 9);

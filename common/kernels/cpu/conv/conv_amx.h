@@ -1,4 +1,4 @@
-// Internal to the kernels: the AMX conv of inputs in the pair layout ("conv_amx_bf16/v1",
+// Internal to the kernels: the AMX conv of inputs in the pair layout ("conv_amx_bf16/v2",
 // conv_amx_sketch.cc), what the registry, the weight packing and tests need of it.
 #pragma once
 
@@ -14,12 +14,15 @@
 
 namespace gtco::kernels {
 
-/// "conv_amx_bf16/v1": knobs mr, nr, order, tasks, pack_b (see conv_amx_sketch.cc).
+/// "conv_amx_bf16/v2": knobs mr, nr, order, tasks, pack_b, kc (see conv_amx_sketch.cc).
 const schedule::Sketch& ConvAmxBf16Sketch();
+/// "conv_amx_bf16/v1": the same without kc (one pass); replay only.
+const schedule::Sketch& ConvAmxBf16SketchV1();
 
 namespace internal {
 
-inline constexpr char kAmxConvSketchName[] = "conv_amx_bf16/v1";
+inline constexpr char kAmxConvSketchName[] = "conv_amx_bf16/v2";
+inline constexpr char kAmxConvSketchNameV1[] = "conv_amx_bf16/v1";
 
 /// Empty when `w` is a conv the AMX conv computes (pair layout, bf16 X and W, f32 output, C a
 /// multiple of 32, K of 16); otherwise why not.

@@ -1,4 +1,4 @@
-// "conv_amx_bf16/v1": a bf16 convolution whose input arrives in the zero-padded pair layout
+// "conv_amx_bf16/v2" (and "/v1", without the kc knob): a bf16 convolution whose input arrives in the zero-padded pair layout
 // (ConvParams::x_pairs, ir/conv.h: per image, C/2 planes of channel pairs, each pixel of the
 // padded image one 4-byte word of two bf16 values) on Intel AMX tiles, with no gather and no
 // packing of the image at run time.
@@ -21,7 +21,13 @@
 // order (0: a task's blocks walk the output channels innermost, reusing the image's tiles from
 // the cache; 1: the pixels innermost, reusing the weights'), tasks (the blocks split into that
 // many parallel tasks of consecutive blocks), pack_b (2: the weights pre-packed; the only
-// value: their [K, C, R, S] layout has no tile rows).
+// value: their [K, C, R, S] layout has no tile rows), and in "/v2" kc: 0, every tap and channel
+// of a block in one TileMatMul (as "/v1", kept so that its stored traces replay); else K in
+// passes of kc 64-byte steps within one tap: per task's row block (mr x 16 output channels) and
+// its group of column blocks, each pass runs over every column block of the group, accumulating
+// into the group's C blocks (f32, in a buffer), so that the pass's A tiles (mr x kc KiB of
+// weights) stay in L1 across the column blocks instead of streaming from L2 once per block;
+// the write-back follows the last pass. Tasks then split (image, row block, column group).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -47,8 +53,9 @@ using ir::Stmt;
 Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLt, a, b); }
 
 constexpr int64_t kTile = 16;  ///< rows of an AMX tile; pixels (4-byte words) per tile row
+constexpr int64_t kMaxPassBytes = 256 << 10;  ///< kc > 0: C blocks of one column group
 
-enum KnobIdx { kMr, kNr, kOrder, kTasks, kPackB };
+enum KnobIdx { kMr, kNr, kOrder, kTasks, kPackB, kKc };
 
 /// Every size of one (workload, decisions) pair.
 struct AmxConvPlan {
@@ -61,10 +68,17 @@ struct AmxConvPlan {
   int64_t grid = 1;        ///< OH * Wq: pixels of the padded output grid
   int64_t block_cols = 16, row_blocks = 1, col_blocks = 1, items = 1, per_task = 1;
   int64_t k_steps = 1;     ///< C / 32: 64-byte steps along the channels of one tap
+  int64_t kc = 0;          ///< steps per pass (0: one pass of every tap and step)
+  int64_t col_groups = 1;  ///< with kc: column groups per (image, row block)
+  int64_t group_blocks = 1;  ///< with kc: column blocks per group (the last may hold fewer)
 };
 
-absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& values) {
-  if (values.size() != 5) return absl::InvalidArgumentError("conv_amx_bf16 takes 5 knobs");
+absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& values,
+                                     bool passes) {
+  if (values.size() != (passes ? 6u : 5u)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv_amx_bf16 takes ", passes ? 6 : 5, " knobs"));
+  }
   if (const std::string why = AmxConvMismatch(w); !why.empty()) {
     return absl::InvalidArgumentError(why);
   }
@@ -96,18 +110,97 @@ absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& va
   }
   plan.row_blocks = p.out_channels / (kTile * plan.mr);
   plan.col_blocks = CeilDiv(plan.grid, plan.block_cols);
-  plan.items = p.batch * plan.row_blocks * plan.col_blocks;
+  plan.k_steps = p.in_channels / 32;
+  plan.kc = passes ? values[kKc] : 0;
+  if (plan.kc < 0 || (plan.kc > 0 && plan.k_steps % plan.kc != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kc ", plan.kc, " must be 0 or divide the ", plan.k_steps, " K steps of a tap"));
+  }
+  if (plan.kc == 0) {
+    plan.items = p.batch * plan.row_blocks * plan.col_blocks;
+  } else {
+    // Enough column groups per (image, row block) for the tasks asked for.
+    const int64_t rows = p.batch * plan.row_blocks;
+    plan.col_groups = std::clamp<int64_t>(CeilDiv(values[kTasks], rows), 1, plan.col_blocks);
+    // A group's C blocks (a task's stack buffer) at most kMaxPassBytes.
+    const int64_t block_bytes = kTile * plan.mr * plan.block_cols * 4;
+    plan.group_blocks = std::min(CeilDiv(plan.col_blocks, plan.col_groups),
+                                 std::max<int64_t>(1, kMaxPassBytes / block_bytes));
+    plan.col_groups = CeilDiv(plan.col_blocks, plan.group_blocks);
+    plan.items = rows * plan.col_groups;
+  }
   plan.tasks = std::min(values[kTasks], plan.items);
   plan.per_task = CeilDiv(plan.items, plan.tasks);
   plan.tasks = CeilDiv(plan.items, plan.per_task);
-  plan.k_steps = p.in_channels / 32;
   return plan;
 }
 
-/// The tile blocks of one task, each a TileMatMul over every tap and channel then the write-back
-/// of its C block (in `cbuf`, mr x 16 rows by block_cols f32) through the epilogue.
-Stmt LowerPlan(const AmxConvPlan& plan,
-               const schedule::EpilogueBuilder& epilogue) {
+/// Byte offset in B of tap (r, s): its phase (strided convs) and its shift in the grid.
+int64_t TapBytes(const AmxConvPlan& plan, int64_t r, int64_t s) {
+  const ir::ConvParams& p = plan.p;
+  const int64_t phase = (r % p.stride_h) * p.stride_w + s % p.stride_w;
+  return (phase * ir::ConvPairPhaseH(p) * plan.grid_w + (r / p.stride_h) * plan.grid_w +
+          s / p.stride_w) *
+         4;
+}
+
+/// The same for tap number `tap` (r * S + s) as an IR expression.
+Expr TapBytesExpr(const AmxConvPlan& plan, const Expr& tap) {
+  const ir::ConvParams& p = plan.p;
+  const Expr r = tap / MakeInt(p.kernel_w), s = tap % MakeInt(p.kernel_w);
+  const Expr phase = (r % MakeInt(p.stride_h)) * MakeInt(p.stride_w) + s % MakeInt(p.stride_w);
+  return (phase * MakeInt(ir::ConvPairPhaseH(p) * plan.grid_w) +
+          (r / MakeInt(p.stride_h)) * MakeInt(plan.grid_w) + s / MakeInt(p.stride_w)) *
+         MakeInt(4);
+}
+
+/// The write-back of one C block (mr x 16 rows by block_cols f32 in `cbuf` from float
+/// `c_base`): per output channel of the block, per output row the block's pixels (grid pixels
+/// from q0) cover, the run [begin, end) of grid pixels inside the row's OW columns as one
+/// masked vector range through the epilogue.
+Stmt WriteBack(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilogue,
+               const std::string& cbuf, const Expr& c_base, const Expr& n, const Expr& co0,
+               const Expr& q0) {
+  const ir::ConvParams& p = plan.p;
+  const Expr i = ir::MakeVar("wi"), row = ir::MakeVar("wrow"), lane = ir::MakeVar("wl");
+  const Expr first_oh = q0 / MakeInt(plan.grid_w);
+  const Expr last_oh = ir::Min((q0 + MakeInt(plan.block_cols - 1)) / MakeInt(plan.grid_w),
+                               MakeInt(plan.out_h - 1));
+  const Expr oh = first_oh + row;
+  const Expr row_start = oh * MakeInt(plan.grid_w);
+  const Expr begin = ir::Max(q0, row_start);
+  const Expr end =
+      ir::Min(q0 + MakeInt(plan.block_cols), row_start + MakeInt(plan.out_w));
+  const Expr q = begin + lane;
+  const Expr plane = n * MakeInt(p.out_channels) + co0 + i;
+  const Expr column = oh * MakeInt(plan.out_w) + (q - row_start);
+  const Expr acc = ir::MakeTypedLoad(
+      cbuf, c_base + i * MakeInt(plan.block_cols) + (q - q0), ScalarType::kF32);
+  const Stmt store =
+      ir::MakeStore(kOutputName, plane * MakeInt(plan.out_h * plan.out_w) + column,
+                    epilogue.Apply(acc, plane, column));
+  const int64_t lanes = PowerOfTwoCeil(std::min(plan.block_cols, plan.out_w));
+  const Stmt runs = ir::MakeFor(
+      "wrow", MakeInt(0), last_oh - first_oh + MakeInt(1), ir::ForKind::kSerial,
+      ir::MakeFor("wl", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                  ir::MakeIf(Lt(q, end), store)));
+  return ir::MakeFor("wi", MakeInt(0), MakeInt(kTile * plan.mr), ir::ForKind::kSerial, runs);
+}
+
+/// The TileMatMul arguments every block shares: the instruction, the A tiles' and B's strides.
+ir::TileMatMulArgs BaseArgs(const AmxConvPlan& plan) {
+  ir::TileMatMulArgs args;
+  args.instruction = "tdpbf16ps";
+  args.nr = plan.nr;
+  args.a_stride = plan.taps * plan.p.in_channels * 2;  // one output channel's weights
+  args.b_col_stride = kTile * 4;
+  args.b_row_stride = plan.plane * 4;
+  return args;
+}
+
+/// kc 0: the tile blocks of one task, each a TileMatMul over every tap and channel then the
+/// write-back of its C block (in `cbuf`, mr x 16 rows by block_cols f32).
+Stmt LowerOnePass(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilogue) {
   const ir::ConvParams& p = plan.p;
   const Expr task = ir::MakeVar("task"), item = ir::MakeVar("item");
   // The block's image, row block and column block from its item number.
@@ -121,8 +214,7 @@ Stmt LowerPlan(const AmxConvPlan& plan,
   const Expr co0 = rb * MakeInt(kTile * plan.mr);
   const std::string cbuf = "cblock";
 
-  ir::TileMatMulArgs args;
-  args.instruction = "tdpbf16ps";
+  ir::TileMatMulArgs args = BaseArgs(plan);
   args.c = ir::MakeTypedLoad(cbuf, MakeInt(0), ScalarType::kF32);
   // Pair 0 of image n, grid pixel q0, in bf16 elements (two per word).
   const int64_t image_planes = p.in_channels / 2 + ir::ConvPairTailPlanes(p);
@@ -135,48 +227,13 @@ Stmt LowerPlan(const AmxConvPlan& plan,
         InputName(1), (co0 + MakeInt(t * kTile)) * MakeInt(a_row), ScalarType::kBF16));
   }
   args.k_steps = plan.k_steps;
-  args.nr = plan.nr;
-  args.a_stride = a_row * 2;
-  args.b_col_stride = kTile * 4;
-  args.b_row_stride = plan.plane * 4;
   if (plan.taps > 1) {
-    const int64_t phase_pixels = ir::ConvPairPhaseH(p) * plan.grid_w;
     for (int64_t r = 0; r < p.kernel_h; ++r) {
-      for (int64_t s = 0; s < p.kernel_w; ++s) {
-        const int64_t phase = (r % p.stride_h) * p.stride_w + s % p.stride_w;
-        args.b_taps.push_back(
-            (phase * phase_pixels + (r / p.stride_h) * plan.grid_w + s / p.stride_w) * 4);
-      }
+      for (int64_t s = 0; s < p.kernel_w; ++s) args.b_taps.push_back(TapBytes(plan, r, s));
     }
   }
   const Stmt product = ir::MakeTileMatMul(args);
-
-  // Write-back: per output channel of the block, per output row the block's pixels cover, the
-  // run [begin, end) of grid pixels inside the row's OW columns as one masked vector range.
-  const Expr i = ir::MakeVar("wi"), row = ir::MakeVar("wrow"), lane = ir::MakeVar("wl");
-  const Expr first_oh = q0 / MakeInt(plan.grid_w);
-  const Expr last_oh = ir::Min((q0 + MakeInt(plan.block_cols - 1)) / MakeInt(plan.grid_w),
-                               MakeInt(plan.out_h - 1));
-  const Expr oh = first_oh + row;
-  const Expr row_start = oh * MakeInt(plan.grid_w);
-  const Expr begin = ir::Max(q0, row_start);
-  const Expr end =
-      ir::Min(q0 + MakeInt(plan.block_cols), row_start + MakeInt(plan.out_w));
-  const Expr q = begin + lane;
-  const Expr plane = n * MakeInt(p.out_channels) + co0 + i;
-  const Expr column = oh * MakeInt(plan.out_w) + (q - row_start);
-  const Expr acc = ir::MakeTypedLoad(cbuf, i * MakeInt(plan.block_cols) + (q - q0),
-                                     ScalarType::kF32);
-  const Stmt store =
-      ir::MakeStore(kOutputName, plane * MakeInt(plan.out_h * plan.out_w) + column,
-                    epilogue.Apply(acc, plane, column));
-  const int64_t lanes = PowerOfTwoCeil(std::min(plan.block_cols, plan.out_w));
-  const Stmt runs = ir::MakeFor(
-      "wrow", MakeInt(0), last_oh - first_oh + MakeInt(1), ir::ForKind::kSerial,
-      ir::MakeFor("wl", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
-                  ir::MakeIf(Lt(q, end), store)));
-  const Stmt write_back =
-      ir::MakeFor("wi", MakeInt(0), MakeInt(kTile * plan.mr), ir::ForKind::kSerial, runs);
+  const Stmt write_back = WriteBack(plan, epilogue, cbuf, MakeInt(0), n, co0, q0);
 
   const Expr first = task * MakeInt(plan.per_task);
   const Stmt blocks = ir::MakeFor(
@@ -188,10 +245,84 @@ Stmt LowerPlan(const AmxConvPlan& plan,
       ir::MakeTypedAllocate(cbuf, kTile * plan.mr * plan.block_cols, ScalarType::kF32, blocks));
 }
 
+/// kc > 0: per task's items (image, row block, column group), K in passes of kc steps within
+/// one tap (pass = tap * chunks + chunk), each over every column block of the group into its C
+/// block in `cbuf` (the first pass from zero, the others accumulating), then the write-backs.
+Stmt LowerPasses(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilogue) {
+  const ir::ConvParams& p = plan.p;
+  const Expr task = ir::MakeVar("task"), item = ir::MakeVar("item");
+  const Expr pass = ir::MakeVar("pass"), block = ir::MakeVar("cbl");
+  const Expr groups_per_image = MakeInt(plan.row_blocks * plan.col_groups);
+  const Expr n = item / groups_per_image, in_image = item % groups_per_image;
+  const Expr rb = plan.order == 0 ? in_image % MakeInt(plan.row_blocks)
+                                  : in_image / MakeInt(plan.col_groups);
+  const Expr group = plan.order == 0 ? in_image / MakeInt(plan.row_blocks)
+                                     : in_image % MakeInt(plan.col_groups);
+  const Expr first_block = group * MakeInt(plan.group_blocks);
+  const Expr blocks_here =
+      ir::Min(MakeInt(plan.group_blocks), MakeInt(plan.col_blocks) - first_block);
+  const Expr q0 = (first_block + block) * MakeInt(plan.block_cols);
+  const Expr co0 = rb * MakeInt(kTile * plan.mr);
+  const int64_t block_floats = kTile * plan.mr * plan.block_cols;
+  const Expr c_base = block * MakeInt(block_floats);
+  const std::string cbuf = "cblocks";
+  const int64_t chunks = plan.k_steps / plan.kc;
+  const int64_t image_planes = p.in_channels / 2 + ir::ConvPairTailPlanes(p);
+  const int64_t a_row = plan.taps * p.in_channels;
+
+  // The TileMatMul of pass `at` (an expression) on column block `block` of the group.
+  auto product = [&](const Expr& at, bool accumulate) {
+    const Expr tap = at / MakeInt(chunks), chunk = at % MakeInt(chunks);
+    ir::TileMatMulArgs args = BaseArgs(plan);
+    args.c = ir::MakeTypedLoad(cbuf, c_base, ScalarType::kF32);
+    // Pair chunk * kc * 16 of image n at grid pixel q0, shifted by the tap, in bf16 elements.
+    args.b = ir::MakeTypedLoad(
+        InputName(0),
+        (n * MakeInt(image_planes * plan.plane) + q0 +
+         chunk * MakeInt(plan.kc * kTile * plan.plane)) * MakeInt(2) +
+            TapBytesExpr(plan, tap) / MakeInt(2),
+        ScalarType::kBF16);
+    for (int64_t t = 0; t < plan.mr; ++t) {
+      args.a.push_back(ir::MakeTypedLoad(
+          InputName(1),
+          (co0 + MakeInt(t * kTile)) * MakeInt(a_row) +
+              (tap * MakeInt(plan.k_steps) + chunk * MakeInt(plan.kc)) * MakeInt(32),
+          ScalarType::kBF16));
+    }
+    args.k_steps = plan.kc;
+    args.accumulate = accumulate;
+    return ir::MakeFor("cbl", MakeInt(0), blocks_here, ir::ForKind::kSerial,
+                       ir::MakeTileMatMul(args));
+  };
+  const Stmt first_pass = product(MakeInt(0), false);
+  const Stmt other_passes = ir::MakeFor("pass", MakeInt(1), MakeInt(plan.taps * chunks - 1),
+                                        ir::ForKind::kSerial, product(pass, true));
+  const Stmt write_backs =
+      ir::MakeFor("cbl", MakeInt(0), blocks_here, ir::ForKind::kSerial,
+                  WriteBack(plan, epilogue, cbuf, c_base, n, co0, q0));
+  std::vector<Stmt> body = {first_pass};
+  if (plan.taps * chunks > 1) body.push_back(other_passes);
+  body.push_back(write_backs);
+
+  const Expr first = task * MakeInt(plan.per_task);
+  const Stmt items = ir::MakeFor(
+      "item", first, ir::Min(MakeInt(plan.per_task), MakeInt(plan.items) - first),
+      ir::ForKind::kSerial, ir::MakeBlock(body));
+  return ir::MakeFor(
+      "task", MakeInt(0), MakeInt(plan.tasks),
+      plan.tasks > 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial,
+      ir::MakeTypedAllocate(cbuf, plan.group_blocks * block_floats, ScalarType::kF32, items));
+}
+
 class AmxConvSketch final : public LoopSketch {
  public:
-  const char* Name() const override { return kAmxConvSketchName; }
+  /// `passes`: "/v2" with the kc knob (else "/v1", one pass; kept so that its traces replay).
+  explicit AmxConvSketch(bool passes) : passes_(passes) {}
+  const char* Name() const override {
+    return passes_ ? kAmxConvSketchName : kAmxConvSketchNameV1;
+  }
   std::vector<std::string> KnobNames() const override {
+    if (passes_) return {"mr", "nr", "order", "tasks", "pack_b", "kc"};
     return {"mr", "nr", "order", "tasks", "pack_b"};
   }
   bool AppliesTo(const ir::Workload& w) const override {
@@ -221,8 +352,26 @@ class AmxConvSketch final : public LoopSketch {
       const int64_t value = std::min(cores * per_core, most);
       if (std::find(tasks.begin(), tasks.end(), value) == tasks.end()) tasks.push_back(value);
     }
-    return {{"mr", mr}, {"nr", nr}, {"order", order}, {"tasks", tasks},
-            {"pack_b", {kPackBPrepacked}}};
+    std::vector<Knob> knobs = {{"mr", mr}, {"nr", nr}, {"order", order}, {"tasks", tasks},
+                               {"pack_b", {kPackBPrepacked}}};
+    if (passes_) {
+      // Passes of about 2 to 16 steps (2 to 16 KiB of weights per A tile: L1-resident beside
+      // the image's tiles; which wins varies with the shape), then one pass of everything; each
+      // a divisor of a tap's steps.
+      const int64_t k_steps = p.in_channels / 32;
+      std::vector<int64_t> kc;
+      for (int64_t target : {4, 8, 2, 16}) {
+        int64_t value = std::min(target, k_steps);
+        while (value > 1 && k_steps % value != 0) --value;
+        const bool whole = value == k_steps && p.kernel_h * p.kernel_w == 1;  // = one pass
+        if (value >= 1 && !whole && std::find(kc.begin(), kc.end(), value) == kc.end()) {
+          kc.push_back(value);
+        }
+      }
+      kc.push_back(0);
+      knobs.push_back({"kc", kc});
+    }
+    return knobs;
   }
 
   bool Admits(const ir::Workload& w, const target::HardwareInfo&,
@@ -238,16 +387,26 @@ class AmxConvSketch final : public LoopSketch {
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
                                         const std::string& func_name) const override {
     GTCO_RETURN_IF_ERROR(w.Validate());
-    GTCO_ASSIGN_OR_RETURN(const AmxConvPlan plan, MakePlan(w, values));
+    GTCO_ASSIGN_OR_RETURN(const AmxConvPlan plan, MakePlan(w, values, passes_));
     GTCO_ASSIGN_OR_RETURN(const schedule::EpilogueBuilder epilogue, schedule::ConvEpilogue(w));
     std::vector<ir::BufferParam> params = KernelParams(w);  // X and W hold bf16
     params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
-    return ir::LoweredFunc{func_name, params, LowerPlan(plan, epilogue)};
+    return ir::LoweredFunc{func_name, params,
+                           plan.kc > 0 ? LowerPasses(plan, epilogue)
+                                       : LowerOnePass(plan, epilogue)};
   }
+
+ private:
+  bool passes_;
 };
 
 const AmxConvSketch& Sketch() {
-  static const AmxConvSketch* const sketch = new AmxConvSketch();
+  static const AmxConvSketch* const sketch = new AmxConvSketch(/*passes=*/true);
+  return *sketch;
+}
+
+const AmxConvSketch& SketchV1() {
+  static const AmxConvSketch* const sketch = new AmxConvSketch(/*passes=*/false);
   return *sketch;
 }
 
@@ -296,7 +455,9 @@ std::string AmxConvMismatch(const ir::Workload& w) {
 
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackAmxConvWeights(
     const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights) {
-  if (t.sketch != kAmxConvSketchName) return std::optional<PrepackedOperand>();
+  if (t.sketch != kAmxConvSketchName && t.sketch != kAmxConvSketchNameV1) {
+    return std::optional<PrepackedOperand>();
+  }
   GTCO_RETURN_IF_ERROR(w.Validate());
   const ir::ConvParams& p = w.conv;
   const int64_t taps = p.kernel_h * p.kernel_w;
@@ -323,6 +484,8 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackAmxConvWeights(
 }  // namespace internal
 
 const schedule::Sketch& ConvAmxBf16Sketch() { return internal::Sketch(); }
+
+const schedule::Sketch& ConvAmxBf16SketchV1() { return internal::SketchV1(); }
 
 const MappingSketch& AmxBf16ConvMapping() {
   static const internal::AmxConvMapping* const mapping = new internal::AmxConvMapping();
