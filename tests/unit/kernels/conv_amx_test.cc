@@ -43,6 +43,25 @@ ir::Workload PairsConv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, in
   return work;
 }
 
+/// An image of nonzero values through the pair layout of `w` and back: every value once in the
+/// layout, everything else zero; random inputs keep the layout's padding zero too (the kernels
+/// read it as the padding).
+void ExpectTheLayoutRoundTrips(const ir::Workload& w) {
+  const ir::ConvParams& p = w.conv;
+  std::vector<float> image(p.batch * p.in_channels * p.in_h * p.in_w);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
+  const std::vector<float> pairs = ir::ConvImageToPairs(p, image);
+  EXPECT_EQ(ir::ConvPairsToImage(p, pairs), image);
+  int64_t nonzero = 0;
+  for (float value : pairs) nonzero += value != 0.0f;
+  EXPECT_EQ(nonzero, static_cast<int64_t>(image.size()));
+  const std::vector<std::vector<float>> random = ir::RandomInputs(w, 5);
+  nonzero = 0;
+  for (float value : random[0]) nonzero += value != 0.0f;
+  EXPECT_LE(nonzero, static_cast<int64_t>(image.size()));
+  EXPECT_EQ(random[0], ir::ConvImageToPairs(p, ir::ConvPairsToImage(p, random[0])));
+}
+
 TEST(ConvPairsTest, TheLayoutRoundTripsAndKeepsItsPaddingZero) {
   const ir::Workload w = PairsConv(2, 4, 3, 5, 16, 3, 1, 2, 0, 1);
   ASSERT_TRUE(w.Validate().ok()) << w.Validate();
@@ -54,19 +73,7 @@ TEST(ConvPairsTest, TheLayoutRoundTripsAndKeepsItsPaddingZero) {
   EXPECT_EQ(w.inputs[0].shape, (std::vector<int64_t>{2, 2 + 3, 32, 2}));
   // Channel 3 of image 1, pixel (2, 4): pair 1, padded pixel (3, 6).
   EXPECT_EQ(ir::ConvPairIndex(p, 1, 3, 2, 4), ((1 * 5 + 1) * 32 + 3 * 8 + 6) * 2 + 1);
-  std::vector<float> image(2 * 4 * 3 * 5);
-  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
-  const std::vector<float> pairs = ir::ConvImageToPairs(p, image);
-  EXPECT_EQ(ir::ConvPairsToImage(p, pairs), image);
-  int64_t nonzero = 0;
-  for (float value : pairs) nonzero += value != 0.0f;
-  EXPECT_EQ(nonzero, static_cast<int64_t>(image.size()));
-  // Random inputs keep the padding zero too (the kernels read it as the padding).
-  const std::vector<std::vector<float>> random = ir::RandomInputs(w, 5);
-  nonzero = 0;
-  for (float value : random[0]) nonzero += value != 0.0f;
-  EXPECT_LE(nonzero, static_cast<int64_t>(image.size()));
-  EXPECT_EQ(random[0], ir::ConvImageToPairs(p, ir::ConvPairsToImage(p, random[0])));
+  ExpectTheLayoutRoundTrips(w);
   // The canonical text names the layout and parses back.
   EXPECT_NE(w.CanonicalString().find("layout=pairs"), std::string::npos);
   absl::StatusOr<ir::Workload> parsed = ir::ParseWorkload(w.CanonicalString());
@@ -92,15 +99,7 @@ TEST(ConvPairsTest, AStridedConvsPlanesHoldTheImagesPhases) {
   EXPECT_EQ(ir::ConvPairTailPlanes(p), 1);
   // Channel 2 pixel (2, 4): padded (3, 5), phase (1, 1) = 3, its pixel (1, 2).
   EXPECT_EQ(ir::ConvPairIndex(p, 0, 2, 2, 4), (1 * 100 + 3 * 25 + 1 * 5 + 2) * 2);
-  std::vector<float> image(4 * 7 * 8);
-  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
-  const std::vector<float> pairs = ir::ConvImageToPairs(p, image);
-  EXPECT_EQ(ir::ConvPairsToImage(p, pairs), image);
-  int64_t nonzero = 0;
-  for (float value : pairs) nonzero += value != 0.0f;
-  EXPECT_EQ(nonzero, static_cast<int64_t>(image.size()));
-  const std::vector<std::vector<float>> random = ir::RandomInputs(w, 5);
-  EXPECT_EQ(random[0], ir::ConvImageToPairs(p, ir::ConvPairsToImage(p, random[0])));
+  ExpectTheLayoutRoundTrips(w);
   ir::Workload unit = PairsConv(1, 4, 7, 8, 16, 3, 1, 1, 1, 0);
   EXPECT_NE(unit.Key(), w.Key());
 }

@@ -198,20 +198,43 @@ ir::TileMatMulArgs BaseArgs(const AmxConvPlan& plan) {
   return args;
 }
 
+/// Where item `item` of a task's range lies: its image, row block and column unit (a column
+/// block, or a group of them with kc), from `columns` units per row block; order 0 walks the
+/// row blocks innermost.
+struct ItemCoords {
+  Expr n, rb, column;
+};
+ItemCoords ItemAt(const AmxConvPlan& plan, const Expr& item, int64_t columns) {
+  const Expr per_image = MakeInt(plan.row_blocks * columns);
+  const Expr in_image = item % per_image;
+  if (plan.order == 0) {
+    return {item / per_image, in_image % MakeInt(plan.row_blocks),
+            in_image / MakeInt(plan.row_blocks)};
+  }
+  return {item / per_image, in_image / MakeInt(columns), in_image % MakeInt(columns)};
+}
+
+/// The tasks (parallel when more than one), each over its consecutive items with `body`, and
+/// `cbuf` (`floats` f32) allocated per task.
+Stmt TaskLoop(const AmxConvPlan& plan, const std::string& cbuf, int64_t floats, Stmt body) {
+  const Expr task = ir::MakeVar("task");
+  const Expr first = task * MakeInt(plan.per_task);
+  const Stmt items = ir::MakeFor(
+      "item", first, ir::Min(MakeInt(plan.per_task), MakeInt(plan.items) - first),
+      ir::ForKind::kSerial, std::move(body));
+  return ir::MakeFor("task", MakeInt(0), MakeInt(plan.tasks),
+                     plan.tasks > 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial,
+                     ir::MakeTypedAllocate(cbuf, floats, ScalarType::kF32, items));
+}
+
 /// kc 0: the tile blocks of one task, each a TileMatMul over every tap and channel then the
 /// write-back of its C block (in `cbuf`, mr x 16 rows by block_cols f32).
 Stmt LowerOnePass(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilogue) {
   const ir::ConvParams& p = plan.p;
-  const Expr task = ir::MakeVar("task"), item = ir::MakeVar("item");
-  // The block's image, row block and column block from its item number.
-  const Expr blocks_per_image = MakeInt(plan.row_blocks * plan.col_blocks);
-  const Expr n = item / blocks_per_image, in_image = item % blocks_per_image;
-  const Expr rb = plan.order == 0 ? in_image % MakeInt(plan.row_blocks)
-                                  : in_image / MakeInt(plan.col_blocks);
-  const Expr cb = plan.order == 0 ? in_image / MakeInt(plan.row_blocks)
-                                  : in_image % MakeInt(plan.col_blocks);
-  const Expr q0 = cb * MakeInt(plan.block_cols);
-  const Expr co0 = rb * MakeInt(kTile * plan.mr);
+  const ItemCoords at = ItemAt(plan, ir::MakeVar("item"), plan.col_blocks);
+  const Expr& n = at.n;
+  const Expr q0 = at.column * MakeInt(plan.block_cols);
+  const Expr co0 = at.rb * MakeInt(kTile * plan.mr);
   const std::string cbuf = "cblock";
 
   ir::TileMatMulArgs args = BaseArgs(plan);
@@ -234,15 +257,8 @@ Stmt LowerOnePass(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epil
   }
   const Stmt product = ir::MakeTileMatMul(args);
   const Stmt write_back = WriteBack(plan, epilogue, cbuf, MakeInt(0), n, co0, q0);
-
-  const Expr first = task * MakeInt(plan.per_task);
-  const Stmt blocks = ir::MakeFor(
-      "item", first, ir::Min(MakeInt(plan.per_task), MakeInt(plan.items) - first),
-      ir::ForKind::kSerial, ir::MakeBlock({product, write_back}));
-  return ir::MakeFor(
-      "task", MakeInt(0), MakeInt(plan.tasks),
-      plan.tasks > 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial,
-      ir::MakeTypedAllocate(cbuf, kTile * plan.mr * plan.block_cols, ScalarType::kF32, blocks));
+  return TaskLoop(plan, cbuf, kTile * plan.mr * plan.block_cols,
+                  ir::MakeBlock({product, write_back}));
 }
 
 /// kc > 0: per task's items (image, row block, column group), K in passes of kc steps within
@@ -250,15 +266,10 @@ Stmt LowerOnePass(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epil
 /// block in `cbuf` (the first pass from zero, the others accumulating), then the write-backs.
 Stmt LowerPasses(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilogue) {
   const ir::ConvParams& p = plan.p;
-  const Expr task = ir::MakeVar("task"), item = ir::MakeVar("item");
   const Expr pass = ir::MakeVar("pass"), block = ir::MakeVar("cbl");
-  const Expr groups_per_image = MakeInt(plan.row_blocks * plan.col_groups);
-  const Expr n = item / groups_per_image, in_image = item % groups_per_image;
-  const Expr rb = plan.order == 0 ? in_image % MakeInt(plan.row_blocks)
-                                  : in_image / MakeInt(plan.col_groups);
-  const Expr group = plan.order == 0 ? in_image / MakeInt(plan.row_blocks)
-                                     : in_image % MakeInt(plan.col_groups);
-  const Expr first_block = group * MakeInt(plan.group_blocks);
+  const ItemCoords at = ItemAt(plan, ir::MakeVar("item"), plan.col_groups);
+  const Expr &n = at.n, &rb = at.rb;
+  const Expr first_block = at.column * MakeInt(plan.group_blocks);
   const Expr blocks_here =
       ir::Min(MakeInt(plan.group_blocks), MakeInt(plan.col_blocks) - first_block);
   const Expr q0 = (first_block + block) * MakeInt(plan.block_cols);
@@ -303,15 +314,7 @@ Stmt LowerPasses(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilo
   std::vector<Stmt> body = {first_pass};
   if (plan.taps * chunks > 1) body.push_back(other_passes);
   body.push_back(write_backs);
-
-  const Expr first = task * MakeInt(plan.per_task);
-  const Stmt items = ir::MakeFor(
-      "item", first, ir::Min(MakeInt(plan.per_task), MakeInt(plan.items) - first),
-      ir::ForKind::kSerial, ir::MakeBlock(body));
-  return ir::MakeFor(
-      "task", MakeInt(0), MakeInt(plan.tasks),
-      plan.tasks > 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial,
-      ir::MakeTypedAllocate(cbuf, plan.group_blocks * block_floats, ScalarType::kF32, items));
+  return TaskLoop(plan, cbuf, plan.group_blocks * block_floats, ir::MakeBlock(body));
 }
 
 class AmxConvSketch final : public LoopSketch {
