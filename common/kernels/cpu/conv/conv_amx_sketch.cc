@@ -367,7 +367,7 @@ class AmxConvSketch final : public LoopSketch {
         int64_t value = std::min(target, k_steps);
         while (value > 1 && k_steps % value != 0) --value;
         const bool whole = value == k_steps && p.kernel_h * p.kernel_w == 1;  // = one pass
-        if (value >= 1 && !whole && std::find(kc.begin(), kc.end(), value) == kc.end()) {
+        if (!whole && std::find(kc.begin(), kc.end(), value) == kc.end()) {
           kc.push_back(value);
         }
       }
