@@ -16,7 +16,9 @@ packages=(build-essential cmake pkg-config git python3
   python3-pip libtcmalloc-minimal4 prometheus-cpp-dev nlohmann-json3-dev)
 targets=(--target gtco-server gtco-worker gtco-client gtco-run)
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(prometheus postgresql libdnnl-dev python3-matplotlib openssl clang-14
+  # ocl-icd-opencl-dev: Debian's oneDNN CMake config requires OpenCL (only Recommended by
+  # libdnnl-dev, so --no-install-recommends left it out and the oneDNN benchmarks unbuilt).
+  packages+=(prometheus postgresql libdnnl-dev ocl-icd-opencl-dev python3-matplotlib openssl clang-14
     libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv
     python3-yaml python3-requests python3-packaging python3-typing-extensions
     python3-grpcio python3-protobuf python3-pybind11  # the gtco Python package, built offline
