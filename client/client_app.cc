@@ -54,10 +54,14 @@ constexpr const char* kUsage =
     "  query --workload KEY [--target cpu] [--limit N] [--json]\n"
     "  export MODEL.onnx -o|--output OUT.gtco [--target cpu] [--shape ...] [--precision f32|bf16|bf16x3]\n"
     "                    [--isa host|x86-64-v2|x86-64-v3|\n"
-    "                    x86-64-v4] [--require-tuned] [--json]   the model with its best records,\n"
+    "                    x86-64-v4] [--require-tuned] [--no-verify] [--verify-input NAME=FILE.npy]...\n"
+    "                    [--json]   the model with its best records,\n"
     "                              compiled for this host's CPU (or --isa) into one artifact\n"
     "                              that gtco-run and the runtime library run (scheduled for\n"
-    "                              this CPU when the server's is the same model)\n"
+    "                              this CPU when the server's is the same model); checked\n"
+    "                              first against a reference interpreter of the ONNX graph on\n"
+    "                              random inputs (and those of --verify-input): a mismatch\n"
+    "                              writes nothing and names the first diverging node\n"
     "  export MODEL.onnx -o OUT.gtco --target cuda [--arch sm_80|sm_86|sm_89|sm_90] ...\n"
     "                              cubins compiled by NVRTC for the GPU architecture (default:\n"
     "                              that of the farm's CUDA workers); gtco-run runs it on a GPU\n"
@@ -362,7 +366,9 @@ class Client {
     if (summary.tuned() > 0) {
       std::cout << "; tuned kernels sum to " << summary.estimated_latency_seconds() * 1e3 << " ms";
     }
-    std::cout << "\nrun it: gtco-run " << output << " --random-inputs --bench 50\n" << std::flush;
+    std::cout << "\n" << FormatVerification(summary) << "run it: gtco-run " << output
+              << " --random-inputs --bench 50\n"
+              << std::flush;
     return kExitOk;
   }
 
@@ -590,8 +596,10 @@ bool AddShapes(const std::vector<std::string>& specs, gtco::v1::SubmitHeader* he
 
 int RunClientApp(int argc, char** argv) {
   util::FlagSpec spec{{"server", "timeout", "target", "budget", "team", "shape", "state", "model",
-                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa", "arch", "precision"},
-                      {"watch", "json", "help", "explain", "require-tuned", "include-failed"}};
+                       "workload", "limit", "rounds", "scheduler", "token", "tls-ca", "output", "isa", "arch", "precision",
+                       "verify-input"},
+                      {"watch", "json", "help", "explain", "require-tuned", "include-failed",
+                       "no-verify"}};
   std::vector<std::string> raw(argv + 1, argv + argc);
   for (std::string& arg : raw) {
     if (arg == "-o") arg = "--output";  // export -o OUT.gtco
@@ -710,6 +718,23 @@ int RunClientApp(int argc, char** argv) {
       export_spec->set_isa(isa);
     }
     export_spec->set_require_tuned(args->Has("require-tuned"));
+    export_spec->set_no_verify(args->Has("no-verify"));
+    for (const std::string& item : args->GetAll("verify-input")) {
+      const size_t equals = item.find('=');
+      if (equals == std::string::npos || equals == 0 || equals + 1 == item.size()) {
+        return Usage("--verify-input takes INPUT=FILE.npy, not '" + item + "'");
+      }
+      gtco::v1::NamedArray* array = export_spec->add_verify_inputs();
+      array->set_name(item.substr(0, equals));
+      std::ifstream file(item.substr(equals + 1), std::ios::binary);
+      if (!file) return Usage("--verify-input: cannot read '" + item.substr(equals + 1) + "'");
+      std::ostringstream npy;
+      npy << file.rdbuf();
+      array->set_npy(npy.str());
+    }
+    if (args->Has("no-verify") && !export_spec->verify_inputs().empty()) {
+      return Usage("--verify-input and --no-verify exclude each other");
+    }
     return client.Export(path, header, args->Get("output"));
   }
   if (command == "records") {

@@ -122,6 +122,14 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
                             })));
     }
   }
+  if (job.fallbacks_size() > 0) {
+    absl::StrAppend(&text, "fallback steps (no kernel family: run by the reference op library, "
+                           "not tuned; an export measures their share of the run):\n");
+  }
+  for (const auto& fallback : job.fallbacks()) {
+    absl::StrAppend(&text, "  ", fallback.op_type(), " at '", fallback.node(), "': ",
+                    fallback.reason(), "\n");
+  }
   if (job.decisions_size() > 0) absl::StrAppend(&text, "latest scheduler decisions:\n");
   for (const auto& decision : job.decisions()) absl::StrAppend(&text, "  ", decision, "\n");
   return text;
@@ -167,6 +175,49 @@ std::string ToJson(const google::protobuf::Message& message) {
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
   return json;
+}
+
+std::string FormatVerification(const gtco::v1::ExportSummary& summary) {
+  const gtco::v1::Verification& check = summary.verification();
+  std::string text;
+  if (check.status() == "passed") {
+    double worst = 0;
+    std::string worst_name;
+    for (const auto& output : check.outputs()) {
+      if (worst_name.empty() || output.max_error() > worst) {
+        worst = output.max_error();
+        worst_name = output.name();
+      }
+    }
+    text = absl::StrCat("verified against the reference interpreter of the ONNX graph: ",
+                        check.outputs_size(), " output", check.outputs_size() == 1 ? "" : "s",
+                        " on ", check.input_sets(), " input set",
+                        check.input_sets() == 1 ? "" : "s", " (seed ", check.seed(),
+                        "), worst relative error ", absl::StrFormat("%.2g", worst), " ('",
+                        worst_name, "')\n");
+  } else if (check.status() == "skipped") {
+    text = absl::StrCat("not verified: ", check.reason(), "\n");
+  }
+  if (summary.fallbacks_size() > 0) {
+    double seconds = 0;
+    for (const auto& fallback : summary.fallbacks()) seconds += fallback.seconds();
+    absl::StrAppend(&text, summary.fallbacks_size(), " node",
+                    summary.fallbacks_size() == 1 ? " runs" : "s run",
+                    " as fallback steps (no kernel family: not tuned)");
+    if (summary.run_seconds() > 0) {
+      absl::StrAppend(&text, absl::StrFormat(", %.1f%% of the run's %s",
+                                             100 * seconds / summary.run_seconds(),
+                                             FormatSeconds(summary.run_seconds())));
+    }
+    absl::StrAppend(&text, ":\n");
+    for (const auto& fallback : summary.fallbacks()) {
+      absl::StrAppend(&text, "  ", fallback.op_type(), " at '", fallback.node(), "'",
+                      fallback.seconds() > 0 ? absl::StrCat(" ", FormatSeconds(fallback.seconds()))
+                                             : "",
+                      ": ", fallback.reason(), "\n");
+    }
+  }
+  return text;
 }
 
 }  // namespace gtco::client

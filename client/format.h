@@ -17,6 +17,10 @@ std::string FormatExplain(const gtco::v1::JobStatus& job);
 std::string FormatJobLine(const gtco::v1::JobStatus& job);
 /// One line per record.
 std::string FormatQuery(const gtco::v1::QueryReply& reply, bool model_query);
+/// An export's whole-model check and its fallback steps: "verified against the reference
+/// interpreter: ..." (or why it was skipped), then one line per fallback step with its share of
+/// the run.
+std::string FormatVerification(const gtco::v1::ExportSummary& summary);
 /// The message as one JSON document (field names as in the proto, every field printed).
 std::string ToJson(const google::protobuf::Message& message);
 

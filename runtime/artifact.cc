@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "runtime/reference_ops.h"
 
 namespace gtco::runtime {
 namespace {
@@ -100,6 +101,15 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     return Bad(absl::StrCat("step '", s.node, "' (", s.op, "): ", why));
   };
   if (s.op == "kernel") return absl::OkStatus();
+  if (s.op == "reference") {
+    absl::StatusOr<reference::Node> node = reference::NodeFromJson(s.reference);
+    if (!node.ok()) return bad(std::string(node.status().message()));
+    if (!reference::Supports(node->domain, node->op_type)) {
+      return bad(absl::StrCat("ONNX op '", node->op_type, "' is not one this runtime's reference "
+                              "steps run (made by a newer GTCO? use its gtco-run)"));
+    }
+    return absl::OkStatus();
+  }
   if (s.inputs.empty()) return bad("no input");
   const TensorSpec& in = m.tensors[s.inputs[0]];
   const TensorSpec& out = m.tensors[s.outputs[0]];
@@ -376,6 +386,7 @@ std::string ManifestToJson(const Manifest& m) {
     json entry = {{"op", s.op}, {"node", s.node}, {"inputs", s.inputs}, {"outputs", s.outputs}};
     if (s.kernel >= 0) entry["kernel"] = s.kernel;
     if (!s.params.empty()) entry["params"] = s.params;
+    if (!s.reference.empty()) entry["reference"] = s.reference;
     steps.push_back(entry);
   }
   json kernels = json::array();
@@ -419,6 +430,16 @@ std::string ManifestToJson(const Manifest& m) {
     root["cuda_arch"] = m.cuda_arch;
     root["data_cubin"] = {m.data_cubin_offset, m.data_cubin_bytes};
   }
+  if (!m.verification.status.empty()) {
+    const VerificationSpec& v = m.verification;
+    json outputs = json::array();
+    for (const VerificationSpec::Output& o : v.outputs) {
+      outputs.push_back({{"name", o.name}, {"max_error", o.max_error}, {"tolerance", o.tolerance}});
+    }
+    root["verification"] = {{"status", v.status}, {"reason", v.reason},
+                            {"seed", v.seed},     {"input_sets", v.input_sets},
+                            {"rule", v.rule},     {"outputs", outputs}};
+  }
   return root.dump(1);
 }
 
@@ -445,6 +466,19 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
     m.outputs = Indices(root.at("outputs"), "outputs");
     m.arena_bytes = Int(root.at("arena_bytes"), "arena_bytes", 0, kMaxBytes);
     m.warnings = root.at("warnings").get<std::vector<std::string>>();
+    if (root.contains("verification")) {
+      const json& v = root.at("verification");
+      m.verification.status = v.at("status").get<std::string>();
+      m.verification.reason = v.at("reason").get<std::string>();
+      m.verification.seed = v.at("seed").get<uint64_t>();
+      m.verification.input_sets = static_cast<int>(Int(v.at("input_sets"), "input_sets", 0, 1 << 20));
+      m.verification.rule = v.at("rule").get<std::string>();
+      for (const json& o : v.at("outputs")) {
+        m.verification.outputs.push_back({o.at("name").get<std::string>(),
+                                          o.at("max_error").get<double>(),
+                                          o.at("tolerance").get<double>()});
+      }
+    }
     m.code_sha256 = root.at("code_sha256").get<std::string>();
     m.code_bytes = Int(root.at("code_bytes"), "code_bytes", 0, kMaxBytes);
     m.weights_sha256 = root.at("weights_sha256").get<std::string>();
@@ -524,7 +558,10 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       StepSpec s;
       s.op = entry.at("op").get<std::string>();
       s.node = entry.at("node").get<std::string>();
-      s.inputs = Indices(entry.at("inputs"), "a step's inputs");
+      // -1: an omitted optional input of a "reference" step (checked below)
+      for (int64_t index : Ints(entry.at("inputs"), "a step's inputs", -1, INT32_MAX)) {
+        s.inputs.push_back(static_cast<int>(index));
+      }
       s.outputs = Indices(entry.at("outputs"), "a step's outputs");
       if (entry.contains("kernel")) {
         s.kernel = static_cast<int>(Int(entry.at("kernel"), "kernel", 0, INT32_MAX));
@@ -532,6 +569,7 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       if (entry.contains("params")) {
         s.params = Ints(entry.at("params"), "a step's params", -kMaxBytes, kMaxBytes);
       }
+      if (entry.contains("reference")) s.reference = entry.at("reference").get<std::string>();
       m.steps.push_back(std::move(s));
     }
   } catch (const json::exception& error) {
@@ -557,6 +595,7 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
   for (const StepSpec& s : m.steps) {
     for (const std::vector<int>* list : {&s.inputs, &s.outputs}) {
       for (int index : *list) {
+        if (index == -1 && list == &s.inputs && s.op == "reference") continue;
         if (index < 0 || index >= num_tensors) {
           return Bad(absl::StrCat("step '", s.node, "' refers to tensor ", index));
         }

@@ -80,6 +80,9 @@ struct StorageSpec {
 ///   "quantize"  ONNX QuantizeLinear: inputs {x (f32), scale (f32)[, zero point (u8 or i8, the
 ///               output's type)]}, params = {axis} as "dequantize"; out = saturate(round-half-even(
 ///               x / scale) + zero point)
+///   "reference" a fallback step: the ONNX node in `reference` (an op without a kernel family)
+///               run by the reference op library (runtime/reference_ops.h) on its inputs (an
+///               empty optional input has index -1), writing every output
 struct StepSpec {
   std::string op;
   std::string node;  ///< the graph node(s) it computes, for errors and profiles
@@ -87,6 +90,7 @@ struct StepSpec {
   std::vector<int> outputs;
   int kernel = -1;
   std::vector<int64_t> params;
+  std::string reference;  ///< "reference" steps: the node, as reference::NodeToJson writes it
 };
 
 /// One compiled kernel and where its schedule came from.
@@ -111,6 +115,22 @@ struct KernelSpec {
   int64_t shared_bytes = 0;                ///< dynamic shared memory per block
 };
 
+/// The whole-model check the exporter ran before it wrote the artifact: the artifact and the
+/// reference interpreter of the original ONNX graph on the same inputs.
+struct VerificationSpec {
+  std::string status;  ///< "passed" or "skipped" ("" in artifacts written before the check)
+  std::string reason;  ///< why it was skipped
+  uint64_t seed = 0;   ///< of the random inputs
+  int input_sets = 0;  ///< random sets plus those the user gave
+  std::string rule;    ///< the tolerance rule, in words
+  struct Output {
+    std::string name;
+    double max_error = 0;  ///< max |artifact - reference| / max |reference|, worst input set
+    double tolerance = 0;
+  };
+  std::vector<Output> outputs;
+};
+
 struct Manifest {
   std::string format = "gtco-artifact/1";
   std::string model;
@@ -128,6 +148,7 @@ struct Manifest {
   std::vector<StepSpec> steps;
   std::vector<KernelSpec> kernels;
   std::vector<std::string> warnings;  ///< e.g. workloads exported untuned
+  VerificationSpec verification;
   std::string code_sha256, weights_sha256;
   int64_t code_bytes = 0, weights_bytes = 0;
 };

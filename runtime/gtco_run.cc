@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "runtime/model.h"
+#include "runtime/reference_ops.h"
 #include "runtime/npy.h"
 #include "runtime/parallel.h"
 
@@ -150,9 +151,25 @@ int Main(int argc, char** argv) {
                          {"mapping", k.mapping}, {"tuned", k.tuned}, {"hardware", k.hardware},
                          {"median_seconds", k.median_seconds}, {"trace", k.trace}});
     }
+    nlohmann::json fallbacks = nlohmann::json::array();
+    for (const StepSpec& step : m.steps) {
+      if (step.op != "reference") continue;
+      absl::StatusOr<reference::Node> node = reference::NodeFromJson(step.reference);
+      fallbacks.push_back({{"node", step.node}, {"op_type", node.ok() ? node->op_type : "?"}});
+    }
+    const VerificationSpec& check = m.verification;
+    nlohmann::json checked = nlohmann::json::array();
+    for (const VerificationSpec::Output& o : check.outputs) {
+      checked.push_back({{"name", o.name}, {"max_error", o.max_error}, {"tolerance", o.tolerance}});
+    }
     report["inputs"] = inputs;
     report["outputs"] = outputs;
     report["kernels"] = kernels;
+    report["fallback_steps"] = fallbacks;
+    report["verification"] = {{"status", check.status.empty() ? "not recorded" : check.status},
+                              {"reason", check.reason}, {"seed", check.seed},
+                              {"input_sets", check.input_sets}, {"rule", check.rule},
+                              {"outputs", checked}};
     report["warnings"] = m.warnings;
     if (!json) {
       if (m.target == "cuda") {
@@ -177,6 +194,24 @@ int Main(int argc, char** argv) {
                                              k.median_seconds * 1e6, " us")
                               : std::string("untuned (default schedule)"))
                   << "\n";
+      }
+      for (const nlohmann::json& fallback : fallbacks) {
+        std::cout << "  fallback " << fallback["op_type"].get<std::string>() << " at '"
+                  << fallback["node"].get<std::string>()
+                  << "' (reference step: no kernel family, not tuned)\n";
+      }
+      if (check.status == "passed") {
+        std::cout << "  verified at export against the reference interpreter of the ONNX graph ("
+                  << check.input_sets << " input set" << (check.input_sets == 1 ? "" : "s")
+                  << ", seed " << check.seed << "; " << check.rule << "):\n";
+        for (const VerificationSpec::Output& o : check.outputs) {
+          std::cout << "    " << o.name << " max error " << o.max_error << " (tolerance "
+                    << o.tolerance << ")\n";
+        }
+      } else if (check.status == "skipped") {
+        std::cout << "  not verified at export: " << check.reason << "\n";
+      } else {
+        std::cout << "  no verification recorded (an artifact from before the check)\n";
       }
       for (const std::string& warning : m.warnings) std::cout << "  warning: " << warning << "\n";
     }

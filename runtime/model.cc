@@ -20,6 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "runtime/parallel.h"
 #include "runtime/quantize.h"
+#include "runtime/reference_ops.h"
+#include "runtime/reference_step.h"
 #ifdef GTCO_RUNTIME_HAS_CUDA
 #include "runtime/cuda_model.h"
 #endif
@@ -211,42 +213,6 @@ void ForEachBroadcast(const std::vector<int64_t>& out_shape,
   }
 }
 
-double LoadAsDouble(const char* data, ElemType type, int64_t index) {
-  switch (type) {
-    case ElemType::kF32: {
-      float value;
-      std::memcpy(&value, data + index * 4, 4);
-      return value;
-    }
-    case ElemType::kBF16: {
-      uint16_t half;
-      std::memcpy(&half, data + index * 2, 2);
-      uint32_t bits = static_cast<uint32_t>(half) << 16;
-      float value;
-      std::memcpy(&value, &bits, 4);
-      return value;
-    }
-    case ElemType::kI32: {
-      int32_t value;
-      std::memcpy(&value, data + index * 4, 4);
-      return value;
-    }
-    case ElemType::kI64: {
-      int64_t value;
-      std::memcpy(&value, data + index * 8, 8);
-      return static_cast<double>(value);
-    }
-    case ElemType::kI8:
-      return static_cast<int8_t>(data[index]);
-    case ElemType::kU8:
-    case ElemType::kBool:
-      return static_cast<uint8_t>(data[index]);
-    case ElemType::kF16:
-      return 0.0;  // not produced by exports
-  }
-  return 0.0;
-}
-
 }  // namespace
 
 struct Model::Mapping {
@@ -366,6 +332,15 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
 #endif
   }
   model->CopyWeights(view->weights);
+  model->reference_nodes_.resize(m.steps.size());
+  for (size_t index = 0; index < m.steps.size(); ++index) {
+    if (m.steps[index].op != "reference") continue;
+    absl::StatusOr<reference::Node> node = reference::NodeFromJson(m.steps[index].reference);
+    if (!node.ok()) {  // ManifestFromJson checked it already
+      return absl::DataLossError(absl::StrCat(path, ": ", node.status().message()));
+    }
+    model->reference_nodes_[index] = std::make_unique<reference::Node>(std::move(*node));
+  }
   const std::vector<std::string> host = HostCpuFeatures();
   std::vector<std::string> missing;
   for (const std::string& feature : m.features) {
@@ -450,6 +425,26 @@ absl::StatusOr<std::vector<OutputTensor>> Model::Run(const std::vector<HostTenso
 absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                             const std::vector<void*>& outputs,
                             std::vector<StepTime>* profile) const {
+  return RunSteps(inputs, outputs, profile, nullptr);
+}
+
+absl::StatusOr<std::vector<OutputTensor>> Model::RunObserved(const std::vector<HostTensor>& inputs,
+                                                             const StepObserver& observer) const {
+  std::vector<OutputTensor> outputs;
+  std::vector<void*> buffers;
+  for (int index : manifest_.outputs) {
+    const TensorSpec& t = manifest_.tensors[index];
+    outputs.push_back(OutputTensor{t.name, t.dtype, t.shape, std::vector<char>(t.Bytes())});
+  }
+  for (OutputTensor& output : outputs) buffers.push_back(output.bytes.data());
+  absl::Status status = RunSteps(inputs, buffers, nullptr, &observer);
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
+                             const std::vector<void*>& outputs, std::vector<StepTime>* profile,
+                             const StepObserver* observer) const {
   const Manifest& m = manifest_;
   if (inputs.size() != m.inputs.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the model takes ", m.inputs.size(),
@@ -491,7 +486,9 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
     std::memcpy(data(m.inputs[i]), inputs[i].data, t.Bytes());
   }
   std::vector<void*> args;
-  for (const StepSpec& step : m.steps) {
+  std::vector<const char*> observed;
+  for (size_t step_index = 0; step_index < m.steps.size(); ++step_index) {
+    const StepSpec& step = m.steps[step_index];
     const auto start = std::chrono::steady_clock::now();
     const TensorSpec& out = m.tensors[step.outputs[0]];
     char* out_data = data(step.outputs[0]);
@@ -641,7 +638,7 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                       reinterpret_cast<float*>(out_data));
       } else if (out.dtype == ElemType::kF32) {
         for (int64_t i = 0; i < count; ++i) {
-          const float value = static_cast<float>(LoadAsDouble(src, in.dtype, i));
+          const float value = static_cast<float>(LoadElement(src, in.dtype, i));
           std::memcpy(out_data + 4 * i, &value, 4);
         }
       } else if (out.dtype == ElemType::kBF16 && in.dtype == ElemType::kF32) {
@@ -652,6 +649,21 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
                                                 ElemTypeName(in.dtype), " to ",
                                                 ElemTypeName(out.dtype)));
       }
+    } else if (step.op == "reference") {
+      std::vector<const TensorSpec*> in_specs, out_specs;
+      std::vector<const char*> in_data;
+      std::vector<char*> out_data_list;
+      for (int input : step.inputs) {
+        in_specs.push_back(input < 0 ? nullptr : &m.tensors[input]);
+        in_data.push_back(input < 0 ? nullptr : data(input));
+      }
+      for (int output : step.outputs) {
+        out_specs.push_back(&m.tensors[output]);
+        out_data_list.push_back(data(output));
+      }
+      absl::Status status = RunReferenceStep(*reference_nodes_[step_index], in_specs, in_data,
+                                             out_specs, out_data_list);
+      if (!status.ok()) return status;
     } else {
       return absl::InternalError(absl::StrCat("step '", step.node, "' has unknown op '",
                                               step.op, "'"));
@@ -659,6 +671,11 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
     if (profile != nullptr) {
       const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
       profile->push_back(StepTimeOf(m, step, seconds.count()));
+    }
+    if (observer != nullptr) {
+      observed.clear();
+      for (int output : step.outputs) observed.push_back(data(output));
+      (*observer)(static_cast<int>(step_index), observed);
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +42,13 @@ struct StepTime {
 StepTime StepTimeOf(const Manifest& m, const StepSpec& step, double seconds);
 
 class CudaExecutor;
+namespace reference {
+struct Node;
+}
+
+/// Called after each step of a CPU run with the step's index in Manifest::steps; `outputs[i]`
+/// holds the step's output i (StepSpec::outputs[i]) and is valid only during the call.
+using StepObserver = std::function<void(int step, const std::vector<const char*>& outputs)>;
 
 class Model {
  public:
@@ -68,6 +76,10 @@ class Model {
   /// size).
   absl::Status RunInto(const std::vector<HostTensor>& inputs, const std::vector<void*>& outputs,
                        std::vector<StepTime>* profile = nullptr) const;
+  /// Run, calling `observer` after every step (CPU artifacts; a CUDA artifact runs without
+  /// calling it): the exporter's whole-model check compares intermediate tensors this way.
+  absl::StatusOr<std::vector<OutputTensor>> RunObserved(const std::vector<HostTensor>& inputs,
+                                                        const StepObserver& observer) const;
 
  private:
   Model() = default;
@@ -89,6 +101,10 @@ class Model {
   /// handle, the first model's kernels).
   int code_fd_ = -1;
   std::vector<void (*)(void**)> entries_;
+  /// Per step: the node of a "reference" (fallback) step, parsed once at load; null otherwise.
+  std::vector<std::unique_ptr<reference::Node>> reference_nodes_;
+  absl::Status RunSteps(const std::vector<HostTensor>& inputs, const std::vector<void*>& outputs,
+                        std::vector<StepTime>* profile, const StepObserver* observer) const;
   /// CUDA artifacts: runs every step on the GPU (shared_ptr: complete only where built).
   std::shared_ptr<CudaExecutor> cuda_;
 

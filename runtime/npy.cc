@@ -47,7 +47,10 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   if (!file) return Bad(path, "cannot open");
   std::stringstream buffer;
   buffer << file.rdbuf();
-  const std::string bytes = buffer.str();
+  return ParseNpy(buffer.str(), path);
+}
+
+absl::StatusOr<NpyArray> ParseNpy(const std::string& bytes, const std::string& path) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) {
     return Bad(path, "not a .npy file (numpy.save writes them)");
   }

@@ -20,6 +20,8 @@ struct NpyArray {
 /// INVALID_ARGUMENT naming the file for an unreadable or unsupported array (Fortran order,
 /// big-endian, or a dtype other than f4, i8, i4, i1, u1, b1).
 absl::StatusOr<NpyArray> ReadNpy(const std::string& path);
+/// The same for the bytes of a .npy file; `what` names it in errors.
+absl::StatusOr<NpyArray> ParseNpy(const std::string& bytes, const std::string& what);
 absl::Status WriteNpy(const std::string& path, const NpyArray& array);
 
 }  // namespace gtco::runtime

@@ -321,10 +321,15 @@ std::string PlanJson(const JobInfo& job, const std::vector<TaskHistory>& history
                            {"instances", choice.instances},
                            {"alternatives", alternatives}});
   }
+  Json fallbacks = Json::array();
+  for (const graph::FallbackNode& node : job.fallbacks) {
+    fallbacks.push_back(Json{{"op_type", node.op_type}, {"node", node.node}, {"reason", node.reason}});
+  }
   return Dump(Json{{"job_id", job.job_id},
                    {"model_name", job.model_name},
                    {"target", target::TargetName(job.target)},
                    {"choices", choices},
+                   {"fallbacks", fallbacks},
                    {"total_flops", total_flops},
                    {"estimated_latency_seconds", PositiveOrNull(job.estimated_latency_seconds)},
                    {"subgraphs", subgraphs}});

@@ -314,6 +314,7 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
   job_options.scheduler = SchedulerKindName(scheduler_kind);
   job_options.shapes = spec.shapes;
   job_options.plan = analysis.plan_choices;
+  job_options.fallbacks = analysis.fallbacks;
   job_row.options = EncodeJobOptions(job_options);
 
   std::vector<db::TaskRow> task_rows;
@@ -656,6 +657,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   }
   const onnx::PlanCost plan_cost = PlanCostLocked(job);
   info.estimated_latency_seconds = plan_cost.latency_seconds;
+  info.fallbacks = job.options.fallbacks;
   for (size_t c = 0; c < job.options.plan.size(); ++c) {
     const onnx::PlanChoice& choice = job.options.plan[c];
     PlanChoiceInfo out{choice.description, choice.instances, {}};

@@ -8,6 +8,8 @@
 #include "server/farm_core.h"
 #ifdef GTCO_HAVE_EXPORT
 #include "common/export/model_export.h"
+#include "runtime/npy.h"
+#include "runtime/reference_step.h"
 #endif
 
 namespace gtco::server {
@@ -68,6 +70,23 @@ absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
                           export_target.cpu_model == host_cpu_model;
   options.require_tuned = export_target.require_tuned;
   options.progress = progress;
+  options.verify = export_target.verify;
+  if (!export_target.verify_inputs.empty()) {
+    verify::ValueMap set;
+    for (const auto& [name, npy] : export_target.verify_inputs) {
+      absl::StatusOr<runtime::NpyArray> array =
+          runtime::ParseNpy(npy, absl::StrCat("--verify-input ", name));
+      if (!array.ok()) return array.status();
+      runtime::TensorSpec spec{name, array->dtype, array->shape};
+      if (static_cast<int64_t>(array->data.size()) != spec.Bytes()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--verify-input ", name, ": the file holds ", array->data.size(),
+                         " bytes of data for ", spec.Bytes()));
+      }
+      set[name] = runtime::ValueFromBytes(spec, array->data.data());
+    }
+    options.verify_options.user_sets.push_back(std::move(set));
+  }
   GTCO_ASSIGN_OR_RETURN(const target::HardwareInfo hw, exporter::ExportHardware(options));
   // CPU: the same CPU first; CUDA: a GPU of the same architecture first ("(sm_90, ..." in the
   // hardware summary of the records' workers).
@@ -118,6 +137,15 @@ absl::StatusOr<ExportOutcome> FarmCore::ExportModel(
   outcome.cpu = result.cpu;
   outcome.tune_cpu = result.tune_cpu;
   outcome.estimated_latency_seconds = result.estimated_seconds;
+  outcome.verification = result.verification.spec;
+  outcome.run_seconds = result.verification.run_seconds;
+  for (const graph::FallbackNode& node : result.fallbacks) {
+    ExportedFallback fallback{node.op_type, node.node, node.reason, 0};
+    for (const verify::FallbackTime& time : result.verification.fallbacks) {
+      if (time.node == node.node) fallback.seconds = time.seconds;
+    }
+    outcome.fallbacks.push_back(std::move(fallback));
+  }
   return outcome;
 #endif
 }

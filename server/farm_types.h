@@ -5,13 +5,16 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/db/database.h"
 #include "common/db/states.h"
+#include "common/graph/fallback.h"
 #include "common/onnx/onnx_import.h"
 #include "common/schedule/cuda_sketch.h"
 #include "common/target/target.h"
+#include "runtime/artifact.h"
 
 namespace gtco::server {
 
@@ -95,6 +98,8 @@ struct JobInfo {
   double estimated_latency_seconds = 0;
   std::vector<TaskInfo> tasks;
   std::vector<PlanChoiceInfo> plan;  ///< regions the plan may compute in more than one way
+  /// Nodes that run as fallback steps (not tuned): op, node, why.
+  std::vector<graph::FallbackNode> fallbacks;
   std::string scheduler;
   int round_size = 0;
   std::vector<std::string> decisions;  ///< the scheduler's latest decisions, newest last
@@ -131,6 +136,15 @@ struct ExportTarget {
   std::string isa;
   bool require_tuned = false;
   std::string cuda_arch;  ///< CUDA: "sm_90", ...; "" = that of the farm's CUDA workers
+  bool verify = true;     ///< the whole-model check (ExportOptions::verify)
+  /// The user's check inputs: graph input name -> .npy bytes.
+  std::vector<std::pair<std::string, std::string>> verify_inputs;
+};
+
+/// A node of an export that runs as a fallback step, and its time in the check's profiled run.
+struct ExportedFallback {
+  std::string op_type, node, reason;
+  double seconds = 0;
 };
 
 /// An exported artifact and what went into it.
@@ -141,6 +155,9 @@ struct ExportOutcome {
   std::string cpu;
   std::string tune_cpu;  ///< the CPU the code is scheduled for ("": the level's generic tuning)
   double estimated_latency_seconds = 0;
+  runtime::VerificationSpec verification;
+  std::vector<ExportedFallback> fallbacks;
+  double run_seconds = 0;  ///< the artifact's run in the check (0: not timed)
 };
 
 /// The hardware class of a worker: its target and hardware summary (CPU model, cores, vector

@@ -141,6 +141,15 @@ std::string EncodeJobOptions(const JobOptions& options) {
       }
     }
   }
+  if (!options.fallbacks.empty()) {
+    ListValue& fallbacks = *fields["fallbacks"].mutable_list_value();
+    for (const graph::FallbackNode& node : options.fallbacks) {
+      auto& entry = *fallbacks.add_values()->mutable_struct_value()->mutable_fields();
+      entry["opType"].set_string_value(node.op_type);
+      entry["node"].set_string_value(node.node);
+      entry["reason"].set_string_value(node.reason);
+    }
+  }
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(object, &json);
   return json;
@@ -195,6 +204,28 @@ absl::StatusOr<JobOptions> DecodeJobOptions(const std::string& json) {
   }
   if (const Value* plan = Field(object, "plan")) {
     GTCO_ASSIGN_OR_RETURN(options.plan, DecodePlan(*plan));
+  }
+  if (const Value* fallbacks = Field(object, "fallbacks")) {
+    if (fallbacks->kind_case() != Value::kListValue) {
+      return absl::InvalidArgumentError("job options: fallbacks is not a list");
+    }
+    for (const Value& entry : fallbacks->list_value().values()) {
+      if (entry.kind_case() != Value::kStructValue) {
+        return absl::InvalidArgumentError("job options: a fallback is not an object");
+      }
+      graph::FallbackNode node;
+      for (auto [key, out] : {std::pair<const char*, std::string*>{"opType", &node.op_type},
+                              {"node", &node.node},
+                              {"reason", &node.reason}}) {
+        const Value* field = Field(entry.struct_value(), key);
+        if (field == nullptr || field->kind_case() != Value::kStringValue) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("job options: a fallback's ", key, " is not a string"));
+        }
+        *out = field->string_value();
+      }
+      options.fallbacks.push_back(std::move(node));
+    }
   }
   return options;
 }

@@ -18,6 +18,8 @@ struct JobOptions {
   onnx::ShapeOverrides shapes;
   /// The model's plan choices (`status --explain` costs them as the tasks are measured).
   std::vector<onnx::PlanChoice> plan;
+  /// The nodes that run as fallback steps (graph::MarkFallbacks), for `status --explain`.
+  std::vector<graph::FallbackNode> fallbacks;
 };
 
 /// The options as stored JSON text.

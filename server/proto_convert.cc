@@ -164,6 +164,12 @@ gtco::v1::JobStatus ToProto(const JobInfo& job) {
   status.set_scheduler(job.scheduler);
   status.set_round_size(job.round_size);
   for (const std::string& decision : job.decisions) status.add_decisions(decision);
+  for (const graph::FallbackNode& node : job.fallbacks) {
+    gtco::v1::FallbackStep& out = *status.add_fallbacks();
+    out.set_op_type(node.op_type);
+    out.set_node(node.node);
+    out.set_reason(node.reason);
+  }
   for (const PlanChoiceInfo& choice : job.plan) {
     gtco::v1::PlanChoice& out = *status.add_plan();
     out.set_description(choice.description);

@@ -170,6 +170,10 @@ grpc::Status ClientServiceImpl::Export(
   export_target.isa = wanted.isa();
   export_target.require_tuned = wanted.require_tuned();
   export_target.cuda_arch = wanted.cuda_arch();
+  export_target.verify = !wanted.no_verify();
+  for (const gtco::v1::NamedArray& array : wanted.verify_inputs()) {
+    export_target.verify_inputs.emplace_back(array.name(), array.npy());
+  }
   absl::StatusOr<ExportOutcome> outcome = core_->ExportModel(
       *spec, export_target, bytes, [stream](const std::string& line) {
         gtco::v1::ExportReply reply;
@@ -186,6 +190,27 @@ grpc::Status ClientServiceImpl::Export(
   fields->set_tune_cpu(outcome->tune_cpu);
   fields->set_artifact_bytes(static_cast<int64_t>(outcome->artifact.size()));
   fields->set_estimated_latency_seconds(outcome->estimated_latency_seconds);
+  const runtime::VerificationSpec& check = outcome->verification;
+  gtco::v1::Verification* verification = fields->mutable_verification();
+  verification->set_status(check.status);
+  verification->set_reason(check.reason);
+  verification->set_seed(check.seed);
+  verification->set_input_sets(check.input_sets);
+  verification->set_rule(check.rule);
+  for (const runtime::VerificationSpec::Output& output : check.outputs) {
+    gtco::v1::Verification::Output* entry = verification->add_outputs();
+    entry->set_name(output.name);
+    entry->set_max_error(output.max_error);
+    entry->set_tolerance(output.tolerance);
+  }
+  for (const ExportedFallback& fallback : outcome->fallbacks) {
+    gtco::v1::FallbackStep* entry = fields->add_fallbacks();
+    entry->set_op_type(fallback.op_type);
+    entry->set_node(fallback.node);
+    entry->set_reason(fallback.reason);
+    entry->set_seconds(fallback.seconds);
+  }
+  fields->set_run_seconds(outcome->run_seconds);
   if (!stream->Write(summary)) return grpc::Status(grpc::StatusCode::CANCELLED, "client left");
   constexpr size_t kChunk = 1 << 20;
   for (size_t at = 0; at < outcome->artifact.size(); at += kChunk) {

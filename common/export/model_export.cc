@@ -24,6 +24,8 @@
 #include "common/kernels/registry.h"
 #include "common/onnx/model_analysis.h"
 #include "common/util/status.h"
+#include "common/verify/model_verification.h"
+#include "runtime/reference_ops.h"
 #include "runtime/artifact.h"
 #include "runtime/cuda_arch.h"
 #include "runtime/cuda_steps.h"
@@ -131,6 +133,10 @@ class Exporter {
     return it == alias_of_.end() ? name : Root(it->second);
   }
   absl::Status AddDataStep(const Node& node);
+  /// A "reference" step running `node` (marked by graph::MarkFallbacks) through the runtime's
+  /// reference op library. UNIMPLEMENTED for CUDA artifacts and for an unnamed output before a
+  /// named one.
+  absl::Status AddFallbackStep(const Node& node);
   /// Pairs QuantizeLinear -> DequantizeLinear of the same scale and zero point (a QDQ model's
   /// "fake quantization" of an f32 tensor): such a DequantizeLinear becomes one fake_quantize
   /// step from the QuantizeLinear's input, and a QuantizeLinear all of whose readers are such
@@ -285,6 +291,36 @@ absl::Status Exporter::AddDataStep(const Node& node) {
   } else {
     return unimplemented("has no runtime step yet");
   }
+  steps_.push_back(std::move(step));
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::AddFallbackStep(const Node& node) {
+  if (cuda()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "export: ONNX op '", node.op_type, "' at node '", node.name,
+        "' runs as a fallback step on CPU, and CUDA artifacts have none: export with --target cpu"));
+  }
+  Node plain = node;
+  plain.attributes.erase(graph::kFallbackAttr);
+  GTCO_ASSIGN_OR_RETURN(runtime::reference::Node reference,
+                        verify::ReferenceNode(plain, graph_.opset));
+  PendingStep step;
+  step.spec.op = "reference";
+  step.spec.node = node.name;
+  step.spec.reference = runtime::reference::NodeToJson(reference);
+  step.inputs = node.inputs;  // "" for an omitted optional input
+  size_t used = node.outputs.size();
+  while (used > 0 && node.outputs[used - 1].empty()) --used;
+  for (size_t i = 0; i < used; ++i) {
+    if (node.outputs[i].empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "export: fallback node '", node.name, "' (", node.op_type, ") leaves output ", i,
+          " unnamed before a named one"));
+    }
+    step.outputs.push_back(node.outputs[i]);
+  }
+  if (step.outputs.empty()) return absl::OkStatus();  // nothing reads it
   steps_.push_back(std::move(step));
   return absl::OkStatus();
 }
@@ -547,7 +583,9 @@ absl::StatusOr<std::vector<PendingStep>> Exporter::Ordered() const {
       if (done[index]) continue;
       const bool inputs_ready =
           std::all_of(steps_[index].inputs.begin(), steps_[index].inputs.end(),
-                      [&](const std::string& name) { return ready.count(Root(name)) > 0; });
+                      [&](const std::string& name) {
+                        return name.empty() || ready.count(Root(name)) > 0;
+                      });
       if (!inputs_ready) continue;
       ordered.push_back(steps_[index]);
       ready.insert(steps_[index].outputs.begin(), steps_[index].outputs.end());
@@ -638,6 +676,10 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
     const PendingStep& step = steps[step_index];
     runtime::StepSpec spec = step.spec;
     for (const std::string& input : step.inputs) {
+      if (input.empty()) {  // an omitted optional input of a fallback step
+        spec.inputs.push_back(-1);
+        continue;
+      }
       GTCO_ASSIGN_OR_RETURN(int index, tensor_index(input));
       spec.inputs.push_back(index);
       touch(index, step_index);
@@ -799,7 +841,10 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   }
   if (!cuda()) FindFakeQuantization();
   for (const Node& node : graph_.nodes) {
-    if (in_workloads.count(node.name) || graph::RoleOf(node) != graph::OpRole::kData) continue;
+    if (in_workloads.count(node.name)) continue;
+    const graph::OpRole role = graph::RoleOf(node);
+    if (role == graph::OpRole::kFallback) GTCO_RETURN_IF_ERROR(AddFallbackStep(node));
+    if (role != graph::OpRole::kData) continue;
     GTCO_RETURN_IF_ERROR(AddDataStep(node));
   }
   GTCO_RETURN_IF_ERROR(AddKernels(planned));
@@ -827,6 +872,35 @@ absl::StatusOr<ExportResult> Exporter::Run(const std::vector<graph::PlannedWorkl
   result.estimated_seconds = estimated_seconds_;
   result.artifact = runtime::WriteArtifact(manifest_, code, weights_);
   return result;
+}
+
+/// The whole-model check of `result`'s artifact (ExportOptions::verify), recorded in its
+/// manifest; FAILED_PRECONDITION on a mismatch.
+absl::Status VerifyExport(std::string_view model_bytes, const onnx::ShapeOverrides& overrides,
+                          const ExportOptions& options, ExportResult* result) {
+  verify::VerifyReport& report = result->verification;
+  if (options.verify) {
+    if (options.progress) {
+      options.progress("verifying the artifact against the reference interpreter of the ONNX graph");
+    }
+    GTCO_ASSIGN_OR_RETURN(report, verify::VerifyArtifact(model_bytes, overrides, result->artifact,
+                                                         options.verify_options));
+    if (!report.passed) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "export: the artifact does not compute what the ONNX graph does: ", report.failure,
+          ". No artifact was written. This is a GTCO bug (a graph rewrite, data step or kernel "
+          "gone wrong): please report it with the model; --no-verify exports it unchecked"));
+    }
+  } else {
+    report.spec.status = "skipped";
+    report.spec.reason = "--no-verify";
+    report.passed = true;
+  }
+  GTCO_ASSIGN_OR_RETURN(runtime::ArtifactView view, runtime::ReadArtifact(result->artifact));
+  runtime::Manifest manifest = view.manifest;
+  manifest.verification = report.spec;
+  result->artifact = runtime::WriteArtifact(std::move(manifest), view.code, view.weights);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -904,7 +978,11 @@ absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
     options.progress(absl::StrCat("plan: ", plan.regions.size(),
                                   " regions with alternatives, by measured cost: ", counts));
   }
-  return Exporter(graph, options, lookup).Run(graph::SelectPlan(graph, plan, choice));
+  GTCO_ASSIGN_OR_RETURN(ExportResult result,
+                        Exporter(graph, options, lookup).Run(graph::SelectPlan(graph, plan, choice)));
+  result.fallbacks = graph::FallbackNodes(graph);
+  GTCO_RETURN_IF_ERROR(VerifyExport(model_bytes, overrides, options, &result));
+  return result;
 }
 
 }  // namespace gtco::exporter

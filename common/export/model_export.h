@@ -14,7 +14,9 @@
 #include "common/ir/workload.h"
 #include "common/onnx/onnx_import.h"
 #include "common/schedule/trace.h"
+#include "common/graph/fallback.h"
 #include "common/target/target.h"
+#include "common/verify/model_verification.h"
 
 namespace gtco::exporter {
 
@@ -52,6 +54,11 @@ struct ExportOptions {
   /// measured them (AMD Zen 3, 2 threads; bench/results/tune_cpu_avx2.md).
   bool tune_for_host = false;
   bool require_tuned = false;
+  /// Runs the artifact and the reference interpreter of the ONNX graph on the same inputs before
+  /// returning it (common/verify/model_verification.h); a mismatch fails the export. false:
+  /// the manifest records the check as skipped at the user's request.
+  bool verify = true;
+  verify::VerifyOptions verify_options;
   /// Progress messages ("compiling 18 kernels"), may be empty.
   std::function<void(const std::string&)> progress;
 };
@@ -63,6 +70,11 @@ struct ExportResult {
   std::vector<std::string> warnings;  ///< untuned workloads, by description and key
   std::string cpu;                    ///< the x86-64 level compiled for (CUDA: the sm_ arch)
   std::string tune_cpu;  ///< CPU: what the code is scheduled for (tune_for_host), else ""
+  /// The whole-model check (also in the artifact's manifest), and the fallback steps' measured
+  /// times (empty when it was skipped).
+  verify::VerifyReport verification;
+  /// The nodes that run as fallback steps, and why.
+  std::vector<graph::FallbackNode> fallbacks;
 };
 
 /// The hardware the export compiles for: the features of the x86-64 level `options` select
@@ -77,7 +89,10 @@ absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options
 
 /// Exports `model_bytes` (with `overrides` as at submit). Errors: those of the import and the
 /// planner; UNIMPLEMENTED naming the node for a data op the runtime cannot run;
-/// FAILED_PRECONDITION naming every untuned workload when `require_tuned`; the lookup's errors.
+/// FAILED_PRECONDITION naming every untuned workload when `require_tuned`; the lookup's errors;
+/// with `verify`, FAILED_PRECONDITION when the artifact's outputs differ from the reference
+/// interpreter's, naming the output and the first node whose value diverges (no artifact is
+/// returned), and the errors of the check itself (an op the reference cannot run).
 absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
                                          const onnx::ShapeOverrides& overrides,
                                          const ExportOptions& options,

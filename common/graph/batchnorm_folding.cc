@@ -1,6 +1,7 @@
 // BatchNormalization folding: into the producing Conv, or into a per-channel Mul + Add.
 #include "common/graph/batchnorm_folding.h"
 
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -9,7 +10,10 @@
 #include "common/util/status.h"
 
 namespace gtco::graph {
+
 namespace {
+
+std::atomic<bool> broken_for_testing{false};
 
 absl::Status BnError(absl::StatusCode code, const Node& node, const std::string& why) {
   return absl::Status(code, absl::StrCat("ONNX op 'BatchNormalization' at node '", node.name,
@@ -93,6 +97,8 @@ bool FoldIntoConv(Graph& graph, int bn_index, const std::vector<double>& a,
 
 }  // namespace
 
+void BreakBatchNormFoldingForTesting(bool broken) { broken_for_testing = broken; }
+
 absl::Status FoldBatchNorm(Graph& graph) {
   for (size_t index = 0; index < graph.nodes.size(); ++index) {
     if (graph.nodes[index].op_type != "BatchNormalization" || !graph.nodes[index].domain.empty()) {
@@ -140,6 +146,7 @@ absl::Status FoldBatchNorm(Graph& graph) {
     for (int64_t c = 0; c < channels; ++c) {
       a[c] = params[0]->ValueAsDouble(c) / std::sqrt(params[3]->ValueAsDouble(c) + epsilon);
       b[c] = params[1]->ValueAsDouble(c) - params[2]->ValueAsDouble(c) * a[c];
+      if (broken_for_testing.load()) a[c] *= 1.5;
     }
     if (FoldIntoConv(graph, static_cast<int>(index), a, b, consumers)) {
       --index;  // the node at `index` was erased

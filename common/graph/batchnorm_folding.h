@@ -18,4 +18,8 @@ namespace gtco::graph {
 /// running-mean/variance output; INVALID_ARGUMENT for parameters of the wrong size.
 absl::Status FoldBatchNorm(Graph& graph);
 
+/// Test only: while set, FoldBatchNorm scales every folded channel by 1.5 too many, a broken
+/// rewrite that the exporter's whole-model check must catch and name. Off by default.
+void BreakBatchNormFoldingForTesting(bool broken);
+
 }  // namespace gtco::graph

@@ -281,6 +281,7 @@ OpRole RoleOf(const Node& node) {
       "Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze", "Slice",
       "Concat",    "Gather",  "Cast",     "Equal",   "Where",   "Expand",
       "DynamicQuantizeLinear", "DequantizeLinear", "QuantizeLinear"};
+  if (node.HasAttr(kFallbackAttr)) return OpRole::kFallback;
   if (node.domain == kGtcoInternalDomain && node.op_type == kBf16x3SplitOp) return OpRole::kData;
   if (!node.domain.empty()) return OpRole::kUnsupported;
   if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
@@ -291,8 +292,14 @@ OpRole RoleOf(const Node& node) {
 }
 
 absl::Status CheckSupportedOps(const Graph& graph) {
-  for (const Node& node : graph.nodes) {
+  for (const Node& node : graph.nodes) GTCO_RETURN_IF_ERROR(CheckNodeSupported(node, graph));
+  return absl::OkStatus();
+}
+
+absl::Status CheckNodeSupported(const Node& node, const Graph& graph) {
+  {
     OpRole role = RoleOf(node);
+    if (role == OpRole::kFallback) return CheckStaticShapes(node, graph);
     if (role == OpRole::kUnsupported) {
       return absl::UnimplementedError(
           absl::StrCat("unsupported ONNX op '", OpLabel(node), "' at node '", node.name, "'"));

@@ -19,8 +19,12 @@ enum class OpRole {
                  ///< around low-precision matmuls: bf16 <-> f32, i32 -> f32),
                  ///< DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear
   kFoldOnly,     ///< shape arithmetic that must have been constant-folded
+  kFallback,     ///< marked by MarkFallbacks (fallback.h): runs as a reference step, not tuned
   kUnsupported,
 };
+
+/// The attribute MarkFallbacks sets on a node that runs as a fallback step (its value says why).
+inline constexpr char kFallbackAttr[] = "gtco_fallback";
 
 /// The role of `node` by op type and domain (only the default ONNX domain is supported).
 OpRole RoleOf(const Node& node);
@@ -36,6 +40,9 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type);
 /// zero points, B's constant);
 /// UNIMPLEMENTED when a tensor has no static shape.
 absl::Status CheckSupportedOps(const Graph& graph);
+
+/// CheckSupportedOps for one node; a fallback node needs static shapes only.
+absl::Status CheckNodeSupported(const Node& node, const Graph& graph);
 
 /// True when `zero_point` holds one value: a single element, or a constant whose elements are all
 /// equal (quantize_dynamic(per_channel=True) writes B's zero points per column, all 0 for s8).

@@ -10,8 +10,10 @@
 #include "common/graph/constant_folding.h"
 #include "common/graph/data_movement.h"
 #include "common/graph/decompose.h"
+#include "common/graph/fallback.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/integer_matmul_folding.h"
+#include "common/graph/kernel_rewrites.h"
 #include "common/graph/op_support.h"
 #include "common/util/status.h"
 
@@ -29,12 +31,14 @@ absl::Status RunGraphPasses(Graph& graph) {
   GTCO_RETURN_IF_ERROR(FuseQdqMatMuls(graph));
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldBatchNorm(graph));
+  GTCO_RETURN_IF_ERROR(RewriteForKernels(graph));
   GTCO_RETURN_IF_ERROR(DecomposeOps(graph));
   // A Split of a constant became Slices of it: those fold too.
   GTCO_RETURN_IF_ERROR(FoldConstants(graph));
   GTCO_RETURN_IF_ERROR(FoldIntegerMatMulOutputs(graph));
   GTCO_RETURN_IF_ERROR(FuseBf16x3Splits(graph));
   if (!graph::KeepCopies()) GTCO_RETURN_IF_ERROR(SimplifyDataMovement(graph));
+  GTCO_RETURN_IF_ERROR(MarkFallbacks(graph));
   return CheckSupportedOps(graph);
 }
 
@@ -56,6 +60,15 @@ absl::StatusOr<ModelAnalysis> AnalyzeOnnxModel(std::string_view model_bytes,
   analysis.num_nodes = static_cast<int>(graph.nodes.size());
   GTCO_RETURN_IF_ERROR(RunGraphPasses(graph));
   analysis.num_data_ops = CountDataOps(graph);
+  analysis.fallbacks = graph::FallbackNodes(graph);
+  if (options.target == target::Target::kCuda && !analysis.fallbacks.empty()) {
+    const graph::FallbackNode& first = analysis.fallbacks.front();
+    return absl::UnimplementedError(absl::StrCat(
+        "ONNX op '", first.op_type, "' at node '", first.node, "' has no CUDA kernel (", first.reason,
+        "); on CPU it runs as a fallback step, which CUDA artifacts do not have: submit with "
+        "--target cpu (", analysis.fallbacks.size(), " such node",
+        analysis.fallbacks.size() == 1 ? "" : "s", ")"));
+  }
   GTCO_ASSIGN_OR_RETURN(graph::ModelPlan plan, PlanAlternatives(graph, options));
   // Copies absorbed into a workload (a fused attention's Transpose of K) are tuned with it.
   std::set<std::string> data_nodes;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/graph/fallback.h"
 #include "common/graph/fusion_planner.h"
 #include "common/ir/workload.h"
 #include "common/onnx/onnx_import.h"
@@ -71,6 +72,9 @@ struct ModelAnalysis {
   std::string model_name;        ///< the ONNX graph's name ("model" when empty)
   int num_nodes = 0;             ///< nodes in the imported graph, before folding
   int num_data_ops = 0;          ///< copy-only nodes left after folding and planning (not tuned)
+  /// Nodes that run as fallback steps (graph::MarkFallbacks): not tuned, run by the reference op
+  /// library. CPU only: a CUDA plan with any is refused.
+  std::vector<graph::FallbackNode> fallbacks;
   /// Deduplicated by key, in first-occurrence order: every alternative's workloads (a task's
   /// weight counts its occurrences in all of them).
   std::vector<ModelTask> tasks;

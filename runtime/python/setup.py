@@ -132,7 +132,11 @@ class BuildPyWithStubs(build_py):
 
 
 libraries, extra_link = pkg_config_libs("absl_status", "absl_statusor", "absl_strings")
-sources = [os.path.join("runtime", name) for name in ("artifact.cc", "model.cc", "parallel.cc", "quantize.cc")]
+sources = [os.path.join("runtime", name)
+           for name in ("artifact.cc", "model.cc", "parallel.cc", "quantize.cc", "reference_step.cc")]
+# The reference op library (fallback steps), one file per op family.
+sources += sorted(os.path.relpath(path, ROOT)
+                  for path in glob.glob(os.path.join(ROOT, "runtime", "reference_ops*.cc")))
 # setuptools wants sources relative to setup.py's directory: build from the repository root.
 module = Pybind11Extension(
     "gtco._runtime",

@@ -479,8 +479,18 @@
                                                                      : seconds(alternative.seconds)),
                 h("td", {class: "mono"}, alternative.tasks.map(
                   (task) => `${task.task_id} x${task.count}`).join(", ")))))))];
+      const fallbacks = (data.fallbacks || []).length === 0 ? [] : [
+          h("p", {class: "muted"}, `${data.fallbacks.length} node(s) have no kernel family and ` +
+            "run as fallback steps (the reference op library, not tuned); an export measures " +
+            "their share of the run."),
+          h("table", {id: "fallback-steps"},
+            h("thead", {}, h("tr", {}, h("th", {}, "Op"), h("th", {}, "Node"), h("th", {}, "Why"))),
+            h("tbody", {}, data.fallbacks.map((fallback) => h("tr", {},
+              h("td", {}, fallback.op_type), h("td", {class: "mono"}, fallback.node),
+              h("td", {}, fallback.reason)))))];
       plan.replaceChildren(
           ...choices,
+          ...fallbacks,
           h("p", {class: "muted"}, `The fusion planner split ${data.model_name} into ` +
             `${data.subgraphs.length} fused subgraphs (${si(data.total_flops)}FLOP a run in the ` +
             "chosen plan); each is one task, tuned once whatever model it comes from."),

@@ -119,8 +119,8 @@ def export(model, example, path, dynamic_axes=None):
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
-def make_unsupported_op(path):
-    """MatMul followed by TopK (not in GTCO's op list), node named 'topk_1'."""
+def make_fallback_op(path):
+    """MatMul followed by TopK (no kernel family: it runs as a fallback step), node 'topk_1'."""
     weight = oh.make_tensor("weight", onnx.TensorProto.FLOAT, [8, 8], [0.01 * i for i in range(64)])
     k = oh.make_tensor("k", onnx.TensorProto.INT64, [1], [3])
     nodes = [
@@ -128,11 +128,30 @@ def make_unsupported_op(path):
         oh.make_node("TopK", ["scores", "k"], ["values", "indices"], name="topk_1", axis=-1),
     ]
     graph = oh.make_graph(
-        nodes, "unsupported_op",
+        nodes, "fallback_op",
         [oh.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [2, 8])],
         [oh.make_tensor_value_info("values", onnx.TensorProto.FLOAT, [2, 3]),
          oh.make_tensor_value_info("indices", onnx.TensorProto.INT64, [2, 3])],
         initializer=[weight, k])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
+def make_unsupported_op(path):
+    """MatMul followed by LpPool, which neither a kernel family nor the reference interpreter
+    (so no fallback step) runs, node named 'lppool_1'."""
+    weight = oh.make_tensor("weight", onnx.TensorProto.FLOAT, [8, 8], [0.01 * i for i in range(64)])
+    nodes = [
+        oh.make_node("MatMul", ["input", "weight"], ["scores"], name="matmul_1"),
+        oh.make_node("LpPool", ["scores"], ["pooled"], name="lppool_1", kernel_shape=[2], p=2),
+    ]
+    graph = oh.make_graph(
+        nodes, "unsupported_op",
+        [oh.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [1, 2, 8])],
+        [oh.make_tensor_value_info("pooled", onnx.TensorProto.FLOAT, [1, 2, 7])],
+        initializer=[weight])
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", OPSET)])
     onnx.checker.check_model(model)
     onnx.save(model, path)
@@ -199,6 +218,7 @@ def main():
     export(patch_vit, torch.randn(2, 4, 192), os.path.join(out, "patch_vit.onnx"),
            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
     make_unsupported_op(os.path.join(out, "unsupported_op.onnx"))
+    make_fallback_op(os.path.join(out, "fallback_op.onnx"))
     make_external_data(os.path.join(out, "external_data.onnx"))
 
 

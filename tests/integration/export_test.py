@@ -350,6 +350,84 @@ class ExportTest(unittest.TestCase):
         self.assertFalse(os.path.exists(artifact + ".2"))
         self.assertFalse(os.path.exists(artifact + ".2.partial"))
 
+    def fallback_model(self):
+        """Conv -> Resize (nearest, x2) -> ReduceMax over the channels -> Sigmoid -> Log -> Conv:
+        Resize, ReduceMax and Log have no kernel family and run as fallback steps."""
+        from onnx import TensorProto, helper, numpy_helper
+        rng = np.random.default_rng(3)
+        weights = [
+            numpy_helper.from_array(rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w1"),
+            numpy_helper.from_array(rng.standard_normal((4, 1, 1, 1)).astype(np.float32), "w2"),
+            numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+        max_node = helper.make_node("ReduceMax", ["up"], ["peak"], name="peak", axes=[1],
+                                    keepdims=1)
+        nodes = [helper.make_node("Conv", ["image", "w1"], ["c1"], name="conv1", pads=[1] * 4),
+                 helper.make_node("Resize", ["c1", "", "scales"], ["up"], name="upsample",
+                                  mode="nearest"),
+                 max_node,
+                 helper.make_node("Sigmoid", ["peak"], ["gate"], name="gate"),
+                 helper.make_node("Log", ["gate"], ["log"], name="log"),
+                 helper.make_node("Conv", ["log", "w2"], ["out"], name="conv2")]
+        graph = helper.make_graph(
+            nodes, "fallbacks",
+            [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 4, 10, 10])],
+            [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 20, 20])], weights)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        path = os.path.join(self.dir, "fallbacks.onnx")
+        with open(path, "wb") as out:
+            out.write(model.SerializeToString())
+        return path
+
+    def test_fallback_ops_run_checked_and_listed(self):
+        model = self.fallback_model()
+        job = self.farm.client_json("submit", model, "--budget", "6", "--watch")
+        self.assertEqual(job["state"], "done", job)
+        fallbacks = {entry["node"]: entry["op_type"] for entry in job.get("fallbacks", [])}
+        self.assertEqual(fallbacks, {"upsample": "Resize", "peak": "ReduceMax", "log": "Log"})
+        explained = self.farm.client("status", job["job_id"], "--explain").stdout
+        self.assertIn("fallback steps", explained)
+        self.assertIn("Resize at 'upsample'", explained)
+        # The user's own inputs are checked beside the random ones.
+        image = os.path.join(self.dir, "image.npy")
+        np.save(image, np.linspace(-2, 2, 400, dtype=np.float32).reshape(1, 4, 10, 10))
+        artifact = os.path.join(self.dir, "fallbacks.gtco")
+        summary = self.farm.client_json("export", model, "-o", artifact,
+                                        "--verify-input", f"image={image}")
+        check = summary["verification"]
+        self.assertEqual(check["status"], "passed", summary)
+        self.assertEqual(int(check["input_sets"]), 2)
+        self.assertLessEqual(check["outputs"][0]["max_error"], check["outputs"][0]["tolerance"])
+        self.assertEqual({entry["op_type"] for entry in summary["fallbacks"]},
+                         {"Resize", "ReduceMax", "Log"})
+        self.assertTrue(all(entry["seconds"] > 0 for entry in summary["fallbacks"]), summary)
+        text = self.farm.client("export", model, "-o", artifact + ".text").stdout
+        self.assertIn("verified against the reference interpreter", text)
+        self.assertIn("3 nodes run as fallback steps", text)
+        described = json.loads(subprocess.run([RUN, artifact, "--describe", "--json"],
+                                              capture_output=True, text=True, check=True).stdout)
+        self.assertEqual(described["verification"]["status"], "passed")
+        self.assertEqual(len(described["fallback_steps"]), 3)
+        self.run_and_compare(model, artifact)
+        # --no-verify: written unchecked, and the artifact says so.
+        skipped = self.farm.client_json("export", model, "-o", artifact + ".2", "--no-verify")
+        self.assertEqual(skipped["verification"]["status"], "skipped")
+        self.assertIn("not verified at export: --no-verify", subprocess.run(
+            [RUN, artifact + ".2", "--describe"], capture_output=True, text=True,
+            check=True).stdout)
+        # A check input of the wrong shape is refused, naming it; nothing is written.
+        np.save(image, np.zeros((1, 4, 8, 8), np.float32))
+        refused = self.farm.client("export", model, "-o", artifact + ".3", "--verify-input",
+                                   f"image={image}", check=False)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("INVALID_ARGUMENT", refused.stderr)
+        self.assertIn("'image'", refused.stderr)
+        self.assertFalse(os.path.exists(artifact + ".3"))
+        # A CUDA job cannot take fallback steps: refused at submit, naming the first node.
+        cuda = self.farm.client("submit", model, "--target", "cuda", "--budget", "4",
+                                check=False)
+        self.assertNotEqual(cuda.returncode, 0)
+        self.assertIn("--target cpu", cuda.stderr)
+
     def test_python_binding_runs_the_artifact_with_numpy(self):
         """pip install ./runtime/python into a venv, then numpy in, numpy out, errors as exceptions."""
         model = os.path.join(DATA, "transformer_block.onnx")
@@ -417,7 +495,7 @@ print(json.dumps({"input": spec, "output": name, "errors": errors,
         unsupported = self.farm.client("export", os.path.join(DATA, "unsupported_op.onnx"), "-o",
                                        os.path.join(self.dir, "x.gtco"), check=False)
         self.assertEqual(unsupported.returncode, 3)
-        self.assertIn("unsupported ONNX op 'TopK' at node 'topk_1'", unsupported.stderr)
+        self.assertIn("unsupported ONNX op 'LpPool' at node 'lppool_1'", unsupported.stderr)
         bad_isa = self.farm.client("export", os.path.join(DATA, "mlp.onnx"), "-o",
                                    os.path.join(self.dir, "x.gtco"), "--isa", "riscv", check=False)
         self.assertEqual(bad_isa.returncode, 3)

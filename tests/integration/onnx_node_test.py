@@ -196,19 +196,21 @@ class OnnxNodeCasesTest(unittest.TestCase):
         cases = sorted(c for c in os.listdir(NODE_DIR) if FAMILIES.match(c) and "expanded" not in c)
         for case in CLAIMED:
             self.assertIn(case, cases, f"{case} is missing from the ONNX node cases")
-        failures, wrong, refused = {}, {}, 0
+        failures, wrong, refused, beyond = {}, {}, 0, 0
         for case in cases:
             why = self.run_case(case)
             if case in CLAIMED and why is not None:
                 failures[case] = why
+            elif why is None and case not in CLAIMED:
+                beyond += 1  # a form no kernel takes, run as a fallback step: right all the same
             elif why is not None:
                 refused += 1
                 # A refusal says what is unsupported; a mismatch is a wrong answer.
                 if why.startswith("output") or not re.search(
                         r"UNIMPLEMENTED|INVALID_ARGUMENT|not supported|cannot write", why):
                     wrong[case] = why
-        print(f"{len(CLAIMED)} claimed cases pass; {refused} other cases of the same ops are "
-              "refused with a reason")
+        print(f"{len(CLAIMED)} claimed cases pass, {beyond} other cases of the same ops pass "
+              f"(fallback steps); {refused} are refused with a reason")
         self.assertEqual(failures, {}, "\n".join(f"{k}: {v}" for k, v in failures.items()))
         self.assertEqual(wrong, {}, "\n".join(f"{k}: {v}" for k, v in wrong.items()))
 

@@ -262,7 +262,7 @@ class PythonClientTest(unittest.TestCase):
         error = self.assert_refused(
             gtco.Unimplemented, "UNIMPLEMENTED",
             lambda: self.client.submit(os.path.join(DATA, "unsupported_op.onnx"), "cpu", 10))
-        self.assertIn("unsupported ONNX op 'TopK'", error.details)
+        self.assertIn("unsupported ONNX op 'LpPool'", error.details)
         self.assert_refused(gtco.InvalidArgument, "INVALID_ARGUMENT",
                             lambda: self.client.jobs(state="finished"))
         # Nobody listening; plaintext to the TLS port: Unavailable.

@@ -350,6 +350,8 @@ class Client:
     def export(self, model: Model, output: Union[str, "os.PathLike[str]"], *,
                target: str = "cpu", isa: str = "host", arch: str = "",
                require_tuned: bool = False, shapes: Optional[Shapes] = None,
+               verify: bool = True,
+               verify_inputs: Optional[Dict[str, Union[str, "os.PathLike[str]"]]] = None,
                on_progress: Optional[Callable[[str], None]] = None) -> "pb.ExportSummary":
         """Compiles the model with its best records into one artifact and writes it to `output`
         (through OUTPUT.partial, renamed only once complete: `output` is never half-written).
@@ -361,12 +363,23 @@ class Client:
         of the farm's CUDA workers).
         require_tuned: refuse (FailedPrecondition, naming them) when a workload has no record,
         instead of compiling its default schedule (listed in the summary's `warnings`).
+        verify: before the artifact is sent, the server runs it and a reference interpreter of
+        the ONNX graph on random inputs and compares every output; a mismatch raises
+        FailedPrecondition naming the first diverging node and nothing is written. False skips
+        the check (the summary's and the artifact's verification say so).
+        verify_inputs: graph input name -> .npy file, checked beside the random inputs.
         on_progress: called with each progress line of the server.
         Returns the summary: kernels, tuned, warnings, cpu, artifact_bytes,
-        estimated_latency_seconds.
+        estimated_latency_seconds, verification, fallbacks (nodes run as fallback steps, with
+        their measured seconds), run_seconds.
         """
         data, model_name = _read_model(model, None)
-        spec = pb.ExportSpec(require_tuned=require_tuned)
+        spec = pb.ExportSpec(require_tuned=require_tuned, no_verify=not verify)
+        if verify_inputs and not verify:
+            raise ValueError("verify_inputs need verify=True")
+        for name, path in (verify_inputs or {}).items():
+            with open(path, "rb") as npy:
+                spec.verify_inputs.add(name=name, npy=npy.read())
         if target == "cuda":
             spec.cuda_arch = arch
         elif arch:

@@ -164,14 +164,16 @@ TEST(LowpPlanningTest, F16ModelBecomesOneF16MatMulWorkload) {
   EXPECT_TRUE(w.Validate().ok()) << w.Validate();
 }
 
-TEST(LowpPlanningTest, UnsupportedLowPrecisionModelsAreUnimplemented) {
+TEST(LowpPlanningTest, LowPrecisionFormsNoKernelTakesRunAsFallbackSteps) {
   absl::StatusOr<ModelAnalysis> per_row =
       AnalyzeOnnxModel(ReadModel("matmul_integer_per_row.onnx"), {});
-  ASSERT_EQ(per_row.status().code(), absl::StatusCode::kUnimplemented) << per_row.status();
-  EXPECT_NE(per_row.status().message().find(
+  ASSERT_TRUE(per_row.ok()) << per_row.status();
+  ASSERT_EQ(per_row->fallbacks.size(), 1u);
+  EXPECT_EQ(per_row->fallbacks[0].op_type, "MatMulInteger");
+  EXPECT_NE(per_row->fallbacks[0].reason.find(
                 "node 'matmul_integer': zero point 'a_zero_point' must be a per-tensor scalar"),
             std::string::npos)
-      << per_row.status();
+      << per_row->fallbacks[0].reason;
 }
 
 /// A graph with one node `op` reading `inputs` and writing `output`.

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/unit/onnx/test_models.h"
 
@@ -183,7 +184,28 @@ TEST(ModelAnalysisTest, UnsupportedOpNamesOpAndNode) {
   auto analysis = AnalyzeOnnxModel(ReadModel("unsupported_op.onnx"), {});
   ASSERT_FALSE(analysis.ok());
   EXPECT_EQ(analysis.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(analysis.status().message(), "unsupported ONNX op 'TopK' at node 'topk_1'");
+  EXPECT_EQ(analysis.status().message(),
+            "unsupported ONNX op 'LpPool' at node 'lppool_1'; the reference interpreter does not "
+            "run it either, so it cannot run as a fallback step");
+}
+
+TEST(ModelAnalysisTest, AnOpWithoutAKernelFamilyIsAFallbackStepNotARefusal) {
+  auto analysis = AnalyzeOnnxModel(ReadModel("fallback_op.onnx"), {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  ASSERT_EQ(analysis->fallbacks.size(), 1u);
+  EXPECT_EQ(analysis->fallbacks[0].op_type, "TopK");
+  EXPECT_EQ(analysis->fallbacks[0].node, "topk_1");
+  EXPECT_EQ(analysis->fallbacks[0].reason, "unsupported ONNX op 'TopK' at node 'topk_1'");
+  ASSERT_EQ(analysis->tasks.size(), 1u);  // the MatMul is tuned
+  // A CUDA plan has no fallback steps: refused, naming the node and the way out.
+  graph::PlanOptions cuda;
+  cuda.target = target::Target::kCuda;
+  auto refused = AnalyzeOnnxModel(ReadModel("fallback_op.onnx"), {}, cuda);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "at node 'topk_1'"))
+      << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "--target cpu")) << refused.status();
 }
 
 TEST(ModelAnalysisTest, VitWithConvPatchEmbeddingPlansAConvOnCpuAndCuda) {

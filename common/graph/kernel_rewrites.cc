@@ -1,0 +1,313 @@
+// Rewrites of common ops into ops the tuned kernels run (see kernel_rewrites.h).
+#include "common/graph/kernel_rewrites.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace gtco::graph {
+namespace {
+
+/// Builds the replacement nodes of one node.
+class Rewriter {
+ public:
+  Rewriter(Graph& graph, std::vector<Node>* out) : graph_(graph), out_(out) {}
+
+  /// A node `op` reading `inputs` into a new activation of `shape` (or into `output` when
+  /// given); returns the output's name.
+  std::string Emit(const std::string& op, const std::string& base,
+                   const std::vector<std::string>& inputs, const std::vector<int64_t>& shape,
+                   const std::string& output = "") {
+    Node node;
+    node.op_type = op;
+    node.name = graph_.FreshName(base);
+    node.inputs = inputs;
+    node.outputs = {output.empty() ? graph_.AddActivation(base, ElemType::kFloat32, shape)
+                                   : output};
+    out_->push_back(node);
+    return node.outputs[0];
+  }
+  /// A Reshape of `x` to `shape`.
+  std::string Reshape(const std::string& x, const std::string& base,
+                      const std::vector<int64_t>& shape, const std::string& output = "") {
+    const std::string dims = graph_.AddIntConstant(base + "_shape", ElemType::kInt64,
+                                                   {static_cast<int64_t>(shape.size())}, shape);
+    return Emit("Reshape", base, {x, dims}, shape, output);
+  }
+  std::string Scalar(const std::string& base, double value) {
+    return graph_.AddFloatConstant(base, ElemType::kFloat32, {}, {value});
+  }
+  Node& Last() { return out_->back(); }
+
+ private:
+  Graph& graph_;
+  std::vector<Node>* out_;
+};
+
+const Tensor* StaticF32(const Graph& graph, const std::string& name) {
+  const Tensor* tensor = graph.FindTensor(name);
+  if (tensor == nullptr || !tensor->has_shape || tensor->type != ElemType::kFloat32) return nullptr;
+  return tensor;
+}
+
+bool HardActivation(const Node& node, Graph& graph, std::vector<Node>* out) {
+  if (node.op_type != "HardSigmoid" && node.op_type != "HardSwish") return false;
+  const Tensor* x = StaticF32(graph, node.inputs.at(0));
+  if (x == nullptr || node.outputs.empty()) return false;
+  const bool swish = node.op_type == "HardSwish";
+  const double alpha = swish ? 1.0 / 6.0 : node.FloatAttr("alpha", 0.2f);
+  const double beta = swish ? 0.5 : node.FloatAttr("beta", 0.5f);
+  Rewriter r(graph, out);
+  const std::string& in = node.inputs[0];
+  const std::string base = node.name;
+  std::string v = r.Emit("Mul", base + "_scaled", {in, r.Scalar(base + "_alpha", alpha)}, x->shape);
+  v = r.Emit("Add", base + "_shifted", {v, r.Scalar(base + "_beta", beta)}, x->shape);
+  v = r.Emit("Max", base + "_floor", {v, r.Scalar(base + "_zero", 0.0)}, x->shape);
+  if (swish) {
+    v = r.Emit("Min", base + "_gate", {v, r.Scalar(base + "_one", 1.0)}, x->shape);
+    r.Emit("Mul", base, {in, v}, x->shape, node.outputs[0]);
+  } else {
+    r.Emit("Min", base, {v, r.Scalar(base + "_one", 1.0)}, x->shape, node.outputs[0]);
+  }
+  return true;
+}
+
+/// The constant axes of a reduction (attribute, or input 1 from opset 18), normalized and
+/// sorted; false when they are not constant or the node reduces nothing or everything by
+/// default.
+bool ReduceAxes(const Node& node, const Graph& graph, int64_t rank, std::vector<int64_t>* axes) {
+  axes->clear();
+  if (node.HasAttr("axes")) {
+    *axes = node.IntsAttr("axes");
+  } else if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
+    const Tensor& tensor = graph.tensor(node.inputs[1]);
+    if (!tensor.is_constant) return false;
+    for (int64_t i = 0; i < tensor.NumElements(); ++i) axes->push_back(tensor.ValueAsInt(i));
+  }
+  if (axes->empty()) {
+    if (node.IntAttr("noop_with_empty_axes", 0) != 0) return false;
+    for (int64_t d = 0; d < rank; ++d) axes->push_back(d);
+  }
+  for (int64_t& axis : *axes) {
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+  }
+  std::sort(axes->begin(), axes->end());
+  axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
+  return true;
+}
+
+bool TrailingReduction(const Node& node, Graph& graph, std::vector<Node>* out) {
+  if (node.op_type != "ReduceMean" && node.op_type != "ReduceSum") return false;
+  const Tensor* x = StaticF32(graph, node.inputs.at(0));
+  const Tensor* y = node.outputs.empty() ? nullptr : StaticF32(graph, node.outputs[0]);
+  if (x == nullptr || y == nullptr || x->shape.empty()) return false;
+  const int64_t rank = static_cast<int64_t>(x->shape.size());
+  std::vector<int64_t> axes;
+  if (!ReduceAxes(node, graph, rank, &axes)) return false;
+  // A trailing block: axes = [rank - count, rank).
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) return false;
+  }
+  const bool keepdims = node.IntAttr("keepdims", 1) != 0;
+  if (node.op_type == "ReduceMean" && axes.size() == 1 && keepdims) return false;  // an anchor
+  std::vector<int64_t> outer(x->shape.begin(), x->shape.end() - axes.size());
+  int64_t block = 1;
+  for (int64_t axis : axes) block *= x->shape[axis];
+  if (block == 0) return false;
+  Rewriter r(graph, out);
+  std::vector<int64_t> rows = outer;
+  rows.push_back(block);
+  std::vector<int64_t> reduced = outer;
+  reduced.push_back(1);
+  std::string v = r.Reshape(node.inputs[0], node.name + "_rows", rows);
+  std::vector<std::string> mean_inputs = {v};
+  if (graph.opset >= 18) {  // axes as an input
+    mean_inputs.push_back(graph.AddIntConstant(node.name + "_last", ElemType::kInt64, {1}, {-1}));
+  }
+  v = r.Emit("ReduceMean", node.name + "_mean", mean_inputs, reduced);
+  if (graph.opset < 18) {
+    Attribute axes_attr;
+    axes_attr.kind = Attribute::Kind::kInts;
+    axes_attr.ints = {-1};
+    r.Last().attributes["axes"] = axes_attr;
+  }
+  if (node.op_type == "ReduceSum") {
+    v = r.Emit("Mul", node.name + "_sum", {v, r.Scalar(node.name + "_count", block)}, reduced);
+  }
+  r.Reshape(v, node.name, y->shape, node.outputs[0]);
+  return true;
+}
+
+bool InstanceNorm(const Node& node, Graph& graph, std::vector<Node>* out) {
+  if (node.op_type != "InstanceNormalization" || node.inputs.size() < 3) return false;
+  const Tensor* x = StaticF32(graph, node.inputs[0]);
+  const Tensor* scale = StaticF32(graph, node.inputs[1]);
+  const Tensor* bias = StaticF32(graph, node.inputs[2]);
+  if (x == nullptr || scale == nullptr || bias == nullptr || x->shape.size() < 3 ||
+      !scale->is_constant || !bias->is_constant || node.outputs.empty()) {
+    return false;
+  }
+  const int64_t n = x->shape[0], c = x->shape[1];
+  int64_t s = 1;
+  for (size_t d = 2; d < x->shape.size(); ++d) s *= x->shape[d];
+  if (scale->NumElements() != c || bias->NumElements() != c || s == 0) return false;
+  Rewriter r(graph, out);
+  const std::string base = node.name;
+  std::string v = r.Reshape(node.inputs[0], base + "_rows", {n, c, s});
+  const std::string ones = graph.AddFloatConstant(base + "_unit_scale", ElemType::kFloat32, {s},
+                                                  std::vector<double>(s, 1.0));
+  const std::string zeros = graph.AddFloatConstant(base + "_zero_bias", ElemType::kFloat32, {s},
+                                                   std::vector<double>(s, 0.0));
+  v = r.Emit("LayerNormalization", base + "_normalized", {v, ones, zeros}, {n, c, s});
+  Attribute axis;
+  axis.kind = Attribute::Kind::kInt;
+  axis.i = -1;
+  Attribute epsilon;
+  epsilon.kind = Attribute::Kind::kFloat;
+  epsilon.f = node.FloatAttr("epsilon", 1e-5f);
+  r.Last().attributes["axis"] = axis;
+  r.Last().attributes["epsilon"] = epsilon;
+  v = r.Reshape(v, base + "_image", x->shape);
+  std::vector<int64_t> per_channel(x->shape.size() - 1, 1);
+  per_channel[0] = c;
+  std::vector<double> scale_values(c), bias_values(c);
+  for (int64_t i = 0; i < c; ++i) {
+    scale_values[i] = scale->ValueAsDouble(i);
+    bias_values[i] = bias->ValueAsDouble(i);
+  }
+  const std::string scale_c =
+      graph.AddFloatConstant(base + "_scale", ElemType::kFloat32, per_channel, scale_values);
+  const std::string bias_c =
+      graph.AddFloatConstant(base + "_bias", ElemType::kFloat32, per_channel, bias_values);
+  v = r.Emit("Mul", base + "_scaled", {v, scale_c}, x->shape);
+  r.Emit("Add", base, {v, bias_c}, x->shape, node.outputs[0]);
+  return true;
+}
+
+bool Conv1d(const Node& node, Graph& graph, std::vector<Node>* out) {
+  if (node.op_type != "Conv" || node.inputs.size() < 2) return false;
+  const Tensor* x = StaticF32(graph, node.inputs[0]);
+  const Tensor* w = StaticF32(graph, node.inputs[1]);
+  const Tensor* y = node.outputs.empty() ? nullptr : StaticF32(graph, node.outputs[0]);
+  if (x == nullptr || w == nullptr || y == nullptr || x->shape.size() != 3 ||
+      w->shape.size() != 3 || y->shape.size() != 3 || !w->is_constant) {
+    return false;
+  }
+  if (node.HasAttr("auto_pad") && node.attributes.at("auto_pad").s != "NOTSET") return false;
+  Rewriter r(graph, out);
+  const std::string base = node.name;
+  const std::string image =
+      r.Reshape(node.inputs[0], base + "_image", {x->shape[0], x->shape[1], 1, x->shape[2]});
+  Tensor weight = *w;
+  weight.name = graph.FreshName(w->name + "_2d");
+  weight.shape = {w->shape[0], w->shape[1], 1, w->shape[2]};
+  const std::string weight_name = weight.name;
+  graph.SetTensor(std::move(weight));
+  Node conv = node;
+  conv.name = graph.FreshName(base + "_2d");
+  conv.inputs[0] = image;
+  conv.inputs[1] = weight_name;
+  auto ints = [&](const char* name, std::vector<int64_t> values) {
+    Attribute attr;
+    attr.kind = Attribute::Kind::kInts;
+    attr.ints = std::move(values);
+    conv.attributes[name] = attr;
+  };
+  const std::vector<int64_t> kernel = node.IntsAttr("kernel_shape");
+  ints("kernel_shape", {1, kernel.empty() ? w->shape[2] : kernel[0]});
+  const std::vector<int64_t> strides = node.IntsAttr("strides");
+  ints("strides", {1, strides.empty() ? 1 : strides[0]});
+  const std::vector<int64_t> dilations = node.IntsAttr("dilations");
+  ints("dilations", {1, dilations.empty() ? 1 : dilations[0]});
+  const std::vector<int64_t> pads = node.IntsAttr("pads");
+  ints("pads", {0, pads.size() == 2 ? pads[0] : 0, 0, pads.size() == 2 ? pads[1] : 0});
+  const std::vector<int64_t> image_out = {y->shape[0], y->shape[1], 1, y->shape[2]};
+  conv.outputs = {graph.AddActivation(base + "_2d", ElemType::kFloat32, image_out)};
+  out->push_back(conv);
+  r.Reshape(conv.outputs[0], base, y->shape, node.outputs[0]);
+  return true;
+}
+
+/// Index of the only node reading `tensor`, -1 when none or several do (or it is an output).
+int OnlyReader(const Graph& graph, const std::map<std::string, std::vector<int>>& readers,
+               const std::string& tensor) {
+  if (std::find(graph.outputs.begin(), graph.outputs.end(), tensor) != graph.outputs.end()) {
+    return -1;
+  }
+  auto found = readers.find(tensor);
+  if (found == readers.end() || found->second.size() != 1) return -1;
+  return found->second[0];
+}
+
+/// Zero constant Pads of H and W folded into the Conv that alone reads them.
+void FoldPadsIntoConvs(Graph& graph) {
+  const std::map<std::string, std::vector<int>> readers = graph.ConsumerMap();
+  std::vector<bool> drop(graph.nodes.size(), false);
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    const Node& pad = graph.nodes[index];
+    if (pad.op_type != "Pad" || !pad.domain.empty() || pad.outputs.empty()) continue;
+    const std::string mode = pad.HasAttr("mode") ? pad.attributes.at("mode").s : "constant";
+    const Tensor* x = StaticF32(graph, pad.inputs.at(0));
+    if (mode != "constant" || x == nullptr || x->shape.size() != 4) continue;
+    std::vector<int64_t> amounts = pad.IntsAttr("pads");  // opset < 11
+    if (pad.inputs.size() > 1 && !pad.inputs[1].empty()) {
+      const Tensor& tensor = graph.tensor(pad.inputs[1]);
+      if (!tensor.is_constant) continue;
+      amounts.clear();
+      for (int64_t i = 0; i < tensor.NumElements(); ++i) amounts.push_back(tensor.ValueAsInt(i));
+    }
+    if (pad.inputs.size() > 2 && !pad.inputs[2].empty()) {
+      const Tensor& value = graph.tensor(pad.inputs[2]);
+      if (!value.is_constant || value.NumElements() != 1 || value.ValueAsDouble(0) != 0.0) continue;
+    }
+    if (pad.inputs.size() > 3 && !pad.inputs[3].empty()) continue;  // axes (opset 18)
+    if (amounts.size() != 8 || amounts[0] || amounts[1] || amounts[4] || amounts[5]) continue;
+    if (std::any_of(amounts.begin(), amounts.end(), [](int64_t a) { return a < 0; })) continue;
+    const int reader = OnlyReader(graph, readers, pad.outputs[0]);
+    if (reader < 0) continue;
+    Node& conv = graph.nodes[reader];
+    if (conv.op_type != "Conv" || conv.inputs.at(0) != pad.outputs[0]) continue;
+    if (conv.HasAttr("auto_pad") && conv.attributes.at("auto_pad").s != "NOTSET") continue;
+    std::vector<int64_t> pads = conv.IntsAttr("pads");
+    if (pads.empty()) pads.assign(4, 0);
+    if (pads.size() != 4) continue;
+    pads[0] += amounts[2];  // top
+    pads[1] += amounts[3];  // left
+    pads[2] += amounts[6];  // bottom
+    pads[3] += amounts[7];  // right
+    Attribute attr;
+    attr.kind = Attribute::Kind::kInts;
+    attr.ints = pads;
+    conv.attributes["pads"] = attr;
+    conv.inputs[0] = pad.inputs[0];
+    drop[index] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    if (!drop[index]) kept.push_back(std::move(graph.nodes[index]));
+  }
+  graph.nodes = std::move(kept);
+}
+
+}  // namespace
+
+absl::Status RewriteForKernels(Graph& graph) {
+  FoldPadsIntoConvs(graph);
+  std::vector<Node> rewritten;
+  rewritten.reserve(graph.nodes.size());
+  for (const Node& node : graph.nodes) {
+    if (!node.domain.empty() ||
+        !(HardActivation(node, graph, &rewritten) || TrailingReduction(node, graph, &rewritten) ||
+          InstanceNorm(node, graph, &rewritten) || Conv1d(node, graph, &rewritten))) {
+      rewritten.push_back(node);
+    }
+  }
+  graph.nodes = std::move(rewritten);
+  return absl::OkStatus();
+}
+
+}  // namespace gtco::graph

@@ -1,0 +1,27 @@
+// Graph pass: ops common models bring that no kernel family runs as they are, rewritten into
+// ops that the tuned kernels run (element-wise epilogues, row reductions, layer norms, 2-D
+// convolutions), so that they are tuned and fused instead of running as fallback steps.
+#pragma once
+
+#include "absl/status/status.h"
+#include "common/graph/graph.h"
+
+namespace gtco::graph {
+
+/// On f32 tensors with static shapes (anything else is left as it is, for MarkFallbacks):
+///  - HardSigmoid(x) -> Min(Max(x * alpha + beta, 0), 1); HardSwish(x) -> x * HardSigmoid(x)
+///    with alpha 1/6, beta 1/2 (element-wise ops the planner fuses as epilogues);
+///  - ReduceMean / ReduceSum over constant axes that form a trailing block of the input's dims
+///    (global pooling of NCHW over H and W, say) -> Reshape to [outer..., block] ->
+///    ReduceMean over the last axis (keepdims) [-> Mul by the block's size] -> Reshape to the
+///    output's shape;
+///  - InstanceNormalization(x [N, C, ...], scale, bias) with constant scale and bias ->
+///    Reshape [N, C, S] -> LayerNormalization over S (unit scale, zero bias) -> Reshape ->
+///    Mul(scale [C, 1, ...]) -> Add(bias [C, 1, ...]);
+///  - a zero constant Pad of the spatial dims of a 4-D tensor read only by a Conv (explicit
+///    pads) -> the Conv's pads grown by it;
+///  - a 1-D Conv (3-D X and W, constant W) -> Reshape X [N, C, 1, L] -> the 2-D Conv of kernel
+///    [1, k] -> Reshape [N, K, L'].
+absl::Status RewriteForKernels(Graph& graph);
+
+}  // namespace gtco::graph

@@ -1,0 +1,171 @@
+// The reference interpreter: graph nodes through the reference op library, in graph order.
+#include "common/verify/reference_interpreter.h"
+
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/util/status.h"
+
+namespace gtco::verify {
+
+namespace reference = runtime::reference;
+
+absl::StatusOr<runtime::ElemType> RuntimeElemType(graph::ElemType type) {
+  switch (type) {
+    case graph::ElemType::kFloat32:
+      return runtime::ElemType::kF32;
+    case graph::ElemType::kFloat16:
+      return runtime::ElemType::kF16;
+    case graph::ElemType::kBFloat16:
+      return runtime::ElemType::kBF16;
+    case graph::ElemType::kInt8:
+      return runtime::ElemType::kI8;
+    case graph::ElemType::kUInt8:
+      return runtime::ElemType::kU8;
+    case graph::ElemType::kInt32:
+      return runtime::ElemType::kI32;
+    case graph::ElemType::kInt64:
+      return runtime::ElemType::kI64;
+    case graph::ElemType::kBool:
+      return runtime::ElemType::kBool;
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("element type ", graph::ElemTypeName(type), " is not one GTCO runs"));
+  }
+}
+
+absl::StatusOr<Value> ConstantValue(const graph::Tensor& tensor) {
+  Value value;
+  GTCO_ASSIGN_OR_RETURN(value.dtype, RuntimeElemType(tensor.type));
+  value.shape = tensor.shape;
+  const int64_t count = tensor.NumElements();
+  value.data.resize(count);
+  for (int64_t i = 0; i < count; ++i) value.data[i] = tensor.ValueAsDouble(i);
+  return value;
+}
+
+absl::StatusOr<reference::Node> ReferenceNode(const graph::Node& node, int opset) {
+  reference::Node out;
+  out.op_type = node.op_type;
+  out.domain = node.domain;
+  out.name = node.name;
+  out.opset = opset;
+  for (const auto& [name, attr] : node.attributes) {
+    reference::Attr converted;
+    switch (attr.kind) {
+      case graph::Attribute::Kind::kInt:
+        converted.kind = reference::Attr::Kind::kInt;
+        converted.i = attr.i;
+        break;
+      case graph::Attribute::Kind::kFloat:
+        converted.kind = reference::Attr::Kind::kFloat;
+        converted.f = attr.f;
+        break;
+      case graph::Attribute::Kind::kString:
+        converted.kind = reference::Attr::Kind::kString;
+        converted.s = attr.s;
+        break;
+      case graph::Attribute::Kind::kInts:
+        converted.kind = reference::Attr::Kind::kInts;
+        converted.ints = attr.ints;
+        break;
+      case graph::Attribute::Kind::kFloats:
+        converted.kind = reference::Attr::Kind::kFloats;
+        converted.floats.assign(attr.floats.begin(), attr.floats.end());
+        break;
+      case graph::Attribute::Kind::kTensor: {
+        converted.kind = reference::Attr::Kind::kTensor;
+        absl::StatusOr<Value> value = ConstantValue(attr.tensor.at(0));
+        if (!value.ok()) {
+          return absl::UnimplementedError(absl::StrCat("node '", node.name, "' attribute '", name,
+                                                       "': ", value.status().message()));
+        }
+        converted.tensor.push_back(std::move(*value));
+        break;
+      }
+      case graph::Attribute::Kind::kOther:
+        continue;  // graphs and lists of strings: no op the reference runs reads them
+    }
+    out.attrs[name] = std::move(converted);
+  }
+  return out;
+}
+
+absl::StatusOr<ValueMap> Interpret(const graph::Graph& graph, const ValueMap& inputs,
+                                   bool keep_all) {
+  ValueMap values;
+  for (const std::string& name : graph.inputs) {
+    auto found = inputs.find(name);
+    if (found == inputs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("reference: no value for input '", name, "'"));
+    }
+    const graph::Tensor& tensor = graph.tensor(name);
+    if (tensor.has_shape && found->second.shape != tensor.shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reference: input '", name, "' must be ", graph::ShapeString(tensor.shape)));
+    }
+    values[name] = found->second;
+  }
+  // The last node reading each tensor, so that values no later node reads are freed.
+  std::map<std::string, size_t> last_reader;
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    for (const std::string& input : graph.nodes[index].inputs) last_reader[input] = index;
+  }
+  std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    const graph::Node& node = graph.nodes[index];
+    std::vector<Value> constants;
+    constants.reserve(node.inputs.size());
+    std::vector<const Value*> args;
+    for (const std::string& input : node.inputs) {
+      if (input.empty()) {
+        args.push_back(nullptr);
+        continue;
+      }
+      auto found = values.find(input);
+      if (found != values.end()) {
+        args.push_back(&found->second);
+        continue;
+      }
+      const graph::Tensor* tensor = graph.FindTensor(input);
+      if (tensor == nullptr || !tensor->is_constant) {
+        return absl::InvalidArgumentError(absl::StrCat("reference: node '", node.name, "' reads '",
+                                                       input, "', which no earlier node computes"));
+      }
+      GTCO_ASSIGN_OR_RETURN(Value constant, ConstantValue(*tensor));
+      constants.push_back(std::move(constant));
+      args.push_back(&constants.back());
+    }
+    GTCO_ASSIGN_OR_RETURN(reference::Node ref_node, ReferenceNode(node, graph.opset));
+    GTCO_ASSIGN_OR_RETURN(std::vector<Value> results,
+                          reference::RunOp(ref_node, args, static_cast<int>(node.outputs.size())));
+    for (size_t i = 0; i < node.outputs.size() && i < results.size(); ++i) {
+      if (node.outputs[i].empty()) continue;
+      values[node.outputs[i]] = std::move(results[i]);
+    }
+    if (keep_all) continue;
+    for (const std::string& input : node.inputs) {
+      auto last = last_reader.find(input);
+      if (last != last_reader.end() && last->second == index && !outputs.count(input)) {
+        values.erase(input);
+      }
+    }
+  }
+  if (keep_all) return values;
+  ValueMap result;
+  for (const std::string& name : graph.outputs) {
+    auto found = values.find(name);
+    if (found != values.end()) {
+      result[name] = std::move(found->second);
+    } else if (graph.IsConstant(name)) {
+      GTCO_ASSIGN_OR_RETURN(result[name], ConstantValue(graph.tensor(name)));
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reference: no node computes graph output '", name, "'"));
+    }
+  }
+  return result;
+}
+
+}  // namespace gtco::verify

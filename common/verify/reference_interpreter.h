@@ -1,0 +1,38 @@
+// The reference interpreter: an ONNX graph as imported (before any graph pass) evaluated node by
+// node with the reference op library (runtime/reference_ops.h), which shares nothing with the
+// tuned kernels, the graph passes or the exporter. It is what an exported artifact is checked
+// against, and it turns graph nodes into the nodes of an artifact's fallback steps.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/graph/graph.h"
+#include "runtime/artifact.h"
+#include "runtime/reference_ops.h"
+
+namespace gtco::verify {
+
+using Value = runtime::reference::Value;
+/// Tensor name -> value.
+using ValueMap = std::map<std::string, Value>;
+
+/// The runtime's element type of `type`; UNIMPLEMENTED for f64 and other types artifacts lack.
+absl::StatusOr<runtime::ElemType> RuntimeElemType(graph::ElemType type);
+
+/// The values of constant `tensor`. The errors of RuntimeElemType.
+absl::StatusOr<Value> ConstantValue(const graph::Tensor& tensor);
+
+/// `node` (of a graph whose default-domain opset is `opset`) as the reference library's node.
+/// UNIMPLEMENTED for a tensor attribute of a type artifacts lack.
+absl::StatusOr<runtime::reference::Node> ReferenceNode(const graph::Node& node, int opset);
+
+/// Evaluates every node of `graph` on `inputs` (a value per graph input, of its dtype and
+/// shape). Returns the graph outputs' values and, with `keep_all`, every tensor's (constants
+/// excepted); without it each value is freed after its last reader. Errors: INVALID_ARGUMENT for
+/// a missing or mis-shaped input; the op library's, naming the node.
+absl::StatusOr<ValueMap> Interpret(const graph::Graph& graph, const ValueMap& inputs,
+                                   bool keep_all);
+
+}  // namespace gtco::verify

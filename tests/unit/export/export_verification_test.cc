@@ -1,0 +1,196 @@
+// The whole-model check at export and the fallback steps: an artifact is compared with the
+// reference interpreter of its ONNX graph before it is handed back; a broken graph rewrite is
+// caught and its node named; ops without a kernel family run as fallback steps and are checked
+// like the rest.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "common/export/model_export.h"
+#include "common/graph/batchnorm_folding.h"
+#include "common/target/target.h"
+#include "runtime/artifact.h"
+#include "runtime/model.h"
+#include "tests/unit/export/test_graph.h"
+#include "tests/unit/scratch_dir.h"
+
+namespace gtco::exporter {
+namespace {
+
+using gtco::testing::TestGraph;
+
+ExportOptions HostOptions() {
+  ExportOptions options;
+  const target::HardwareInfo host = target::DetectHostCpu();
+  options.cpu_features = host.cpu_features;
+  options.cores = host.cores;
+  return options;
+}
+
+const ScheduleLookup kNoRecords =
+    [](const ir::Workload&, const std::string&) -> absl::StatusOr<std::optional<ChosenSchedule>> {
+  return std::nullopt;
+};
+
+/// Conv (3 -> 8 channels, 3x3) -> BatchNormalization -> Relu -> Conv (8 -> 4, 1x1): the first
+/// BatchNormalization folds into the conv before it.
+std::string ConvBatchNormModel() {
+  TestGraph g("conv_bn");
+  g.Input("image", {1, 3, 12, 12});
+  g.Conv("conv1", "image", "c1", 3, 8, 3, 1, 1);
+  g.WeightValues("bn_scale", {8}, {1.0f, 0.5f, 2.0f, 1.5f, 0.8f, 1.2f, 0.9f, 1.1f});
+  g.WeightValues("bn_bias", {8}, {0.1f, -0.2f, 0.3f, 0.0f, 0.05f, -0.1f, 0.2f, 0.4f});
+  g.WeightValues("bn_mean", {8}, {0.01f, 0.02f, -0.03f, 0.0f, 0.1f, -0.1f, 0.05f, 0.0f});
+  g.WeightValues("bn_var", {8}, {1.0f, 0.9f, 1.1f, 1.2f, 0.8f, 1.0f, 1.3f, 0.7f});
+  g.Node("BatchNormalization", "bn1", {"c1", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, "b1");
+  g.Node("Relu", "relu1", {"b1"}, "r1");
+  g.Conv("conv2", "r1", "out", 8, 4, 1, 1, 0);
+  g.Output("out", {1, 4, 12, 12});
+  return g.Bytes();
+}
+
+/// Ops no kernel family runs as they are, between tuned convs: HardSwish and a ReduceMean over
+/// the spatial axes (keepdims 0), which are rewritten into kernels' ops; a reflect Pad, Resize
+/// (nearest, x2) and Log of a Sigmoid, which run as fallback steps.
+std::string FallbackModel() {
+  TestGraph g("fallbacks");
+  g.Input("image", {1, 4, 8, 8});
+  g.Conv("conv1", "image", "c1", 4, 8, 3, 1, 1);
+  g.Node("HardSwish", "hswish", {"c1"}, "h1");
+  g.IntValues("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  ::onnx::NodeProto* pad = g.Node("Pad", "pad", {"h1", "pads"}, "p1");
+  TestGraph::String(pad, "mode", "reflect");
+  g.Conv("conv2", "p1", "c2", 8, 8, 3, 1, 0);
+  g.WeightValues("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+  ::onnx::NodeProto* resize = g.Node("Resize", "resize", {"c2", "", "scales"}, "up");
+  TestGraph::String(resize, "mode", "nearest");
+  g.Node("Sigmoid", "sigmoid", {"up"}, "s1");
+  g.Node("Log", "log", {"s1"}, "l1");
+  ::onnx::NodeProto* mean = g.Node("ReduceMean", "mean", {"l1"}, "pooled");
+  TestGraph::Ints(mean, "axes", {2, 3});
+  TestGraph::Int(mean, "keepdims", 0);
+  g.Output("pooled", {1, 8});
+  return g.Bytes();
+}
+
+TEST(ExportVerificationTest, APassingCheckIsRecordedInTheManifest) {
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ConvBatchNormModel(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  const runtime::VerificationSpec& check = view->manifest.verification;
+  EXPECT_EQ(check.status, "passed");
+  EXPECT_EQ(check.seed, verify::kDefaultSeed);
+  EXPECT_EQ(check.input_sets, 1);
+  ASSERT_EQ(check.outputs.size(), 1u);
+  EXPECT_EQ(check.outputs[0].name, "out");
+  EXPECT_LE(check.outputs[0].max_error, 1e-5);
+  EXPECT_EQ(check.outputs[0].tolerance, 1e-4);
+  EXPECT_TRUE(absl::StrContains(check.rule, "1e-4"));
+}
+
+// The acceptance check of the check itself: a graph rewrite broken on purpose (the batch-norm
+// folding scales its channels wrongly) must stop the export and name the node that diverges.
+TEST(ExportVerificationTest, ABrokenRewriteStopsTheExportAndNamesTheNode) {
+  graph::BreakBatchNormFoldingForTesting(true);
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ConvBatchNormModel(), {}, HostOptions(), kNoRecords);
+  graph::BreakBatchNormFoldingForTesting(false);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
+  const std::string message(result.status().message());
+  EXPECT_TRUE(absl::StrContains(message, "output 'out'")) << message;
+  // The conv the batch norm folded into (with the Relu fused after it) is the first to diverge.
+  EXPECT_TRUE(absl::StrContains(message, "the first node whose value diverges is 'conv1"))
+      << message;
+  EXPECT_TRUE(absl::StrContains(message, "No artifact was written")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "--no-verify")) << message;
+}
+
+TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {
+  ExportOptions options = HostOptions();
+  options.verify = false;
+  graph::BreakBatchNormFoldingForTesting(true);
+  absl::StatusOr<ExportResult> result = ExportModel(ConvBatchNormModel(), {}, options, kNoRecords);
+  graph::BreakBatchNormFoldingForTesting(false);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->manifest.verification.status, "skipped");
+  EXPECT_EQ(view->manifest.verification.reason, "--no-verify");
+}
+
+TEST(ExportVerificationTest, UserInputsAreCheckedBesideRandomOnes) {
+  ExportOptions options = HostOptions();
+  verify::Value image;
+  image.dtype = runtime::ElemType::kF32;
+  image.shape = {1, 3, 12, 12};
+  image.data.assign(3 * 12 * 12, 0.25);
+  options.verify_options.user_sets.push_back({{"image", image}});
+  absl::StatusOr<ExportResult> result = ExportModel(ConvBatchNormModel(), {}, options, kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->verification.spec.input_sets, 2);
+  // A user input of the wrong shape is the user's error, named.
+  image.shape = {1, 3, 10, 10};
+  image.data.assign(300, 0.25);
+  options.verify_options.user_sets = {{{"image", image}}};
+  result = ExportModel(ConvBatchNormModel(), {}, options, kNoRecords);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << result.status();
+  EXPECT_TRUE(absl::StrContains(result.status().message(), "'image'")) << result.status();
+}
+
+TEST(ExportVerificationTest, OpsWithoutAKernelFamilyRunAsCheckedFallbackSteps) {
+  absl::StatusOr<ExportResult> result = ExportModel(FallbackModel(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::set<std::string> fallback_ops;
+  for (const graph::FallbackNode& node : result->fallbacks) {
+    fallback_ops.insert(node.op_type);
+    EXPECT_FALSE(node.reason.empty()) << node.node;
+  }
+  for (const char* op : {"Pad", "Resize", "Log"}) {
+    EXPECT_TRUE(fallback_ops.count(op)) << op << " should run as a fallback step";
+  }
+  // HardSwish becomes a fused epilogue and the spatial ReduceMean a row reduction: tuned kernels.
+  for (const char* op : {"Conv", "HardSwish", "ReduceMean"}) {
+    EXPECT_FALSE(fallback_ops.count(op)) << op << " should run as a tuned kernel";
+  }
+  EXPECT_EQ(result->verification.spec.status, "passed");
+  ASSERT_EQ(result->verification.fallbacks.size(), result->fallbacks.size());
+  EXPECT_GT(result->verification.run_seconds, 0);
+  const std::string path = gtco::testing::ScratchPath("fallbacks.gtco");
+  std::ofstream(path, std::ios::binary) << result->artifact;
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  int reference_steps = 0;
+  for (const runtime::StepSpec& step : (*model)->manifest().steps) {
+    reference_steps += step.op == "reference" ? 1 : 0;
+  }
+  EXPECT_EQ(reference_steps, static_cast<int>(result->fallbacks.size()));
+  std::vector<float> image(4 * 64, 0.5f);
+  absl::StatusOr<std::vector<runtime::OutputTensor>> outputs =
+      (*model)->Run({{runtime::ElemType::kF32, {1, 4, 8, 8}, image.data()}});
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 1u);
+  const float* pooled = reinterpret_cast<const float*>((*outputs)[0].bytes.data());
+  for (int c = 0; c < 8; ++c) {
+    EXPECT_TRUE(std::isfinite(pooled[c]));
+    EXPECT_LT(pooled[c], 0.0f);  // the mean of logs of sigmoids
+  }
+}
+
+TEST(ExportVerificationTest, CudaExportsRefuseFallbackStepsNamingTheNode) {
+  ExportOptions options;
+  options.target = target::Target::kCuda;
+  absl::StatusOr<ExportResult> result = ExportModel(FallbackModel(), {}, options, kNoRecords);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnimplemented) << result.status();
+  EXPECT_TRUE(absl::StrContains(result.status().message(), "--target cpu")) << result.status();
+  EXPECT_TRUE(absl::StrContains(result.status().message(), "at node '")) << result.status();
+}
+
+}  // namespace
+}  // namespace gtco::exporter
