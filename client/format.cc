@@ -122,6 +122,7 @@ std::string FormatExplain(const gtco::v1::JobStatus& job) {
                             })));
     }
   }
+  if (!job.graph_check().empty()) absl::StrAppend(&text, job.graph_check(), "\n");
   if (job.fallbacks_size() > 0) {
     absl::StrAppend(&text, "fallback steps (no kernel family: run by the reference op library, "
                            "not tuned; an export measures their share of the run):\n");

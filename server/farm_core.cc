@@ -6,10 +6,12 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/kernels/build_program.h"
 #include "common/kernels/registry.h"
 #include "common/onnx/model_analysis.h"
+#include "common/verify/graph_check.h"
 #include "common/schedule/space.h"
 #include "common/target/target.h"
 #include "common/util/hash.h"
@@ -296,6 +298,9 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
     return absl::InvalidArgumentError("the model has no compute operations to tune");
   }
   GTCO_RETURN_IF_ERROR(CheckTargetCovers(analysis, target));
+  // A wrong graph rewrite is caught here, before any trial is spent on its plan.
+  GTCO_ASSIGN_OR_RETURN(const verify::GraphCheck graph_check,
+                        verify::CheckGraphPasses(model_bytes, spec.shapes));
 
   std::lock_guard<std::mutex> lock(mutex_);
   GTCO_RETURN_IF_ERROR(CheckTeamQuotaLocked(spec.team.empty() ? "default" : spec.team));
@@ -315,6 +320,13 @@ absl::StatusOr<JobInfo> FarmCore::Submit(const JobSpec& spec, const std::string&
   job_options.shapes = spec.shapes;
   job_options.plan = analysis.plan_choices;
   job_options.fallbacks = analysis.fallbacks;
+  job_options.graph_check =
+      graph_check.checked
+          ? absl::StrCat("the graph after GTCO's passes matches the ONNX graph on random inputs "
+                         "(reference interpreter; worst output ",
+                         absl::StrFormat("%.1e", graph_check.max_error), " off)")
+          : absl::StrCat("the graph after GTCO's passes was not checked at submit: ",
+                         graph_check.reason);
   job_row.options = EncodeJobOptions(job_options);
 
   std::vector<db::TaskRow> task_rows;
@@ -658,6 +670,7 @@ JobInfo FarmCore::JobInfoLocked(const Job& job) const {
   const onnx::PlanCost plan_cost = PlanCostLocked(job);
   info.estimated_latency_seconds = plan_cost.latency_seconds;
   info.fallbacks = job.options.fallbacks;
+  info.graph_check = job.options.graph_check;
   for (size_t c = 0; c < job.options.plan.size(); ++c) {
     const onnx::PlanChoice& choice = job.options.plan[c];
     PlanChoiceInfo out{choice.description, choice.instances, {}};

@@ -100,6 +100,7 @@ struct JobInfo {
   std::vector<PlanChoiceInfo> plan;  ///< regions the plan may compute in more than one way
   /// Nodes that run as fallback steps (not tuned): op, node, why.
   std::vector<graph::FallbackNode> fallbacks;
+  std::string graph_check;  ///< the check of the graph passes at submit, in words
   std::string scheduler;
   int round_size = 0;
   std::vector<std::string> decisions;  ///< the scheduler's latest decisions, newest last

@@ -141,6 +141,7 @@ std::string EncodeJobOptions(const JobOptions& options) {
       }
     }
   }
+  if (!options.graph_check.empty()) fields["graphCheck"].set_string_value(options.graph_check);
   if (!options.fallbacks.empty()) {
     ListValue& fallbacks = *fields["fallbacks"].mutable_list_value();
     for (const graph::FallbackNode& node : options.fallbacks) {
@@ -204,6 +205,12 @@ absl::StatusOr<JobOptions> DecodeJobOptions(const std::string& json) {
   }
   if (const Value* plan = Field(object, "plan")) {
     GTCO_ASSIGN_OR_RETURN(options.plan, DecodePlan(*plan));
+  }
+  if (const Value* graph_check = Field(object, "graphCheck")) {
+    if (graph_check->kind_case() != Value::kStringValue) {
+      return absl::InvalidArgumentError("job options: graphCheck is not a string");
+    }
+    options.graph_check = graph_check->string_value();
   }
   if (const Value* fallbacks = Field(object, "fallbacks")) {
     if (fallbacks->kind_case() != Value::kListValue) {

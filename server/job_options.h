@@ -20,6 +20,8 @@ struct JobOptions {
   std::vector<onnx::PlanChoice> plan;
   /// The nodes that run as fallback steps (graph::MarkFallbacks), for `status --explain`.
   std::vector<graph::FallbackNode> fallbacks;
+  /// What the check of the graph passes at submit found (verify::CheckGraphPasses), in words.
+  std::string graph_check;
 };
 
 /// The options as stored JSON text.

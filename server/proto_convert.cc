@@ -164,6 +164,7 @@ gtco::v1::JobStatus ToProto(const JobInfo& job) {
   status.set_scheduler(job.scheduler);
   status.set_round_size(job.round_size);
   for (const std::string& decision : job.decisions) status.add_decisions(decision);
+  status.set_graph_check(job.graph_check);
   for (const graph::FallbackNode& node : job.fallbacks) {
     gtco::v1::FallbackStep& out = *status.add_fallbacks();
     out.set_op_type(node.op_type);

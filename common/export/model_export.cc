@@ -20,6 +20,7 @@
 #include "common/graph/data_movement.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
+#include "common/graph/reference_node.h"
 #include "common/graph/shape_inference.h"
 #include "common/kernels/registry.h"
 #include "common/onnx/model_analysis.h"
@@ -304,7 +305,7 @@ absl::Status Exporter::AddFallbackStep(const Node& node) {
   Node plain = node;
   plain.attributes.erase(graph::kFallbackAttr);
   GTCO_ASSIGN_OR_RETURN(runtime::reference::Node reference,
-                        verify::ReferenceNode(plain, graph_.opset));
+                        graph::ReferenceNode(plain, graph_.opset));
   PendingStep step;
   step.spec.op = "reference";
   step.spec.node = node.name;

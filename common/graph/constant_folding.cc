@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/graph/const_eval.h"
+#include "common/graph/reference_node.h"
 #include "common/graph/shape_inference.h"
 #include "common/util/status.h"
 
@@ -37,11 +38,22 @@ void CompleteOutputShape(const Node& node, Graph& graph) {
     }
   }
   Tensor& output = graph.mutable_tensor(node.outputs[0]);
-  if (output.has_shape) return;
-  absl::StatusOr<std::vector<int64_t>> shape = InferOutputShape(node, graph);
-  if (!shape.ok()) return;
-  output.shape = *shape;
-  output.has_shape = true;
+  if (!output.has_shape) {
+    absl::StatusOr<std::vector<int64_t>> shape = InferOutputShape(node, graph);
+    if (shape.ok()) {
+      output.shape = *shape;
+      output.has_shape = true;
+    } else if (shape.status().code() != absl::StatusCode::kUnimplemented) {
+      return;  // a shape function of GTCO's refused the node: the support check names it
+    }
+  }
+  // Ops without a shape function of GTCO's (most run as fallback steps): the reference op
+  // library computes the shapes where no computed input sets them.
+  for (const std::string& name : node.outputs) {
+    if (name.empty() || !graph.HasTensor(name) || graph.tensor(name).has_shape) continue;
+    (void)InferShapesByReference(node, graph);
+    break;
+  }
 }
 
 /// An element-wise node whose inputs' shapes do not give its recorded output shape: ONNX shape

@@ -198,6 +198,18 @@ std::map<std::string, std::optional<std::vector<int64_t>>> ShapeSettingInputs(
 
 }  // namespace
 
+std::optional<std::string> FillShapeInputs(const graph::Graph& graph, ValueMap* values,
+                                           const ValueMap* given) {
+  for (const auto& [name, value] : ShapeSettingInputs(graph)) {
+    if (given != nullptr && given->count(name)) continue;
+    if (!value.has_value()) return name;
+    Value& input = (*values)[name];
+    if (input.NumElements() != static_cast<int64_t>(value->size())) return name;
+    input.data.assign(value->begin(), value->end());
+  }
+  return std::nullopt;
+}
+
 double ToleranceFor(const graph::Graph& graph, ElemType output_type) {
   if (!IsFloat(output_type)) return 0.01;
   if (Quantizes(graph)) return 6e-2;
@@ -338,21 +350,14 @@ absl::StatusOr<VerifyReport> VerifyArtifact(std::string_view model_bytes,
   const runtime::Manifest& m = model.manifest();
   // Inputs that set shapes take the values the artifact's static shapes imply; one whose value
   // cannot be told must come from the user, or the check cannot run.
-  const auto shape_inputs = ShapeSettingInputs(graph);
   std::vector<ValueMap> sets;
   auto complete = [&](ValueMap set, const ValueMap* user) -> std::optional<std::string> {
-    for (const auto& [name, value] : shape_inputs) {
-      if (user != nullptr && user->count(name)) continue;
-      if (!value.has_value()) return name;
-      Value& input = set[name];
-      if (input.NumElements() != static_cast<int64_t>(value->size())) return name;
-      input.data.assign(value->begin(), value->end());
-    }
     if (user != nullptr) {
       for (const auto& [name, value] : *user) set[name] = value;
     }
-    sets.push_back(std::move(set));
-    return std::nullopt;
+    std::optional<std::string> unknown = FillShapeInputs(graph, &set, user);
+    if (!unknown.has_value()) sets.push_back(std::move(set));
+    return unknown;
   };
   std::optional<std::string> unknown;
   for (size_t i = 0; i < options.user_sets.size() && !unknown; ++i) {

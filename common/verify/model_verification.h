@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,13 @@ double RelativeError(const Value& artifact, const Value& reference);
 /// integers that index a Gather (directly or through casts and reshapes) in [0, the gathered
 /// extent), other integers 1 (attention masks); bool random.
 ValueMap RandomInputs(const graph::Graph& graph, uint64_t seed);
+
+/// Sets the integer inputs of `graph` in `values` that set shapes (a Reshape's shape, Unsqueeze's
+/// axes...), which an artifact fixes at export, to what the graph's static shapes imply (a
+/// Reshape's or Expand's shape: its output's shape), except those in `given` (may be null).
+/// Returns the name of one whose value cannot be told from the shapes, nullopt when none.
+std::optional<std::string> FillShapeInputs(const graph::Graph& graph, ValueMap* values,
+                                           const ValueMap* given);
 
 /// Checks `artifact` (the .gtco bytes exported from `model_bytes` with `overrides`). Skipped
 /// (spec.status "skipped", a reason) when this host cannot run it (another instruction set, a

@@ -5,92 +5,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/graph/reference_node.h"
 #include "common/util/status.h"
 
 namespace gtco::verify {
 
 namespace reference = runtime::reference;
-
-absl::StatusOr<runtime::ElemType> RuntimeElemType(graph::ElemType type) {
-  switch (type) {
-    case graph::ElemType::kFloat32:
-      return runtime::ElemType::kF32;
-    case graph::ElemType::kFloat16:
-      return runtime::ElemType::kF16;
-    case graph::ElemType::kBFloat16:
-      return runtime::ElemType::kBF16;
-    case graph::ElemType::kInt8:
-      return runtime::ElemType::kI8;
-    case graph::ElemType::kUInt8:
-      return runtime::ElemType::kU8;
-    case graph::ElemType::kInt32:
-      return runtime::ElemType::kI32;
-    case graph::ElemType::kInt64:
-      return runtime::ElemType::kI64;
-    case graph::ElemType::kBool:
-      return runtime::ElemType::kBool;
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat("element type ", graph::ElemTypeName(type), " is not one GTCO runs"));
-  }
-}
-
-absl::StatusOr<Value> ConstantValue(const graph::Tensor& tensor) {
-  Value value;
-  GTCO_ASSIGN_OR_RETURN(value.dtype, RuntimeElemType(tensor.type));
-  value.shape = tensor.shape;
-  const int64_t count = tensor.NumElements();
-  value.data.resize(count);
-  for (int64_t i = 0; i < count; ++i) value.data[i] = tensor.ValueAsDouble(i);
-  return value;
-}
-
-absl::StatusOr<reference::Node> ReferenceNode(const graph::Node& node, int opset) {
-  reference::Node out;
-  out.op_type = node.op_type;
-  out.domain = node.domain;
-  out.name = node.name;
-  out.opset = opset;
-  for (const auto& [name, attr] : node.attributes) {
-    reference::Attr converted;
-    switch (attr.kind) {
-      case graph::Attribute::Kind::kInt:
-        converted.kind = reference::Attr::Kind::kInt;
-        converted.i = attr.i;
-        break;
-      case graph::Attribute::Kind::kFloat:
-        converted.kind = reference::Attr::Kind::kFloat;
-        converted.f = attr.f;
-        break;
-      case graph::Attribute::Kind::kString:
-        converted.kind = reference::Attr::Kind::kString;
-        converted.s = attr.s;
-        break;
-      case graph::Attribute::Kind::kInts:
-        converted.kind = reference::Attr::Kind::kInts;
-        converted.ints = attr.ints;
-        break;
-      case graph::Attribute::Kind::kFloats:
-        converted.kind = reference::Attr::Kind::kFloats;
-        converted.floats.assign(attr.floats.begin(), attr.floats.end());
-        break;
-      case graph::Attribute::Kind::kTensor: {
-        converted.kind = reference::Attr::Kind::kTensor;
-        absl::StatusOr<Value> value = ConstantValue(attr.tensor.at(0));
-        if (!value.ok()) {
-          return absl::UnimplementedError(absl::StrCat("node '", node.name, "' attribute '", name,
-                                                       "': ", value.status().message()));
-        }
-        converted.tensor.push_back(std::move(*value));
-        break;
-      }
-      case graph::Attribute::Kind::kOther:
-        continue;  // graphs and lists of strings: no op the reference runs reads them
-    }
-    out.attrs[name] = std::move(converted);
-  }
-  return out;
-}
+using graph::ConstantValue;
+using graph::ReferenceNode;
 
 absl::StatusOr<ValueMap> Interpret(const graph::Graph& graph, const ValueMap& inputs,
                                    bool keep_all) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
+#include "common/graph/reference_node.h"
 #include "runtime/artifact.h"
 #include "runtime/reference_ops.h"
 
@@ -18,15 +19,9 @@ using Value = runtime::reference::Value;
 /// Tensor name -> value.
 using ValueMap = std::map<std::string, Value>;
 
-/// The runtime's element type of `type`; UNIMPLEMENTED for f64 and other types artifacts lack.
-absl::StatusOr<runtime::ElemType> RuntimeElemType(graph::ElemType type);
-
-/// The values of constant `tensor`. The errors of RuntimeElemType.
-absl::StatusOr<Value> ConstantValue(const graph::Tensor& tensor);
-
-/// `node` (of a graph whose default-domain opset is `opset`) as the reference library's node.
-/// UNIMPLEMENTED for a tensor attribute of a type artifacts lack.
-absl::StatusOr<runtime::reference::Node> ReferenceNode(const graph::Node& node, int opset);
+using graph::ConstantValue;
+using graph::ReferenceNode;
+using graph::RuntimeElemType;
 
 /// Evaluates every node of `graph` on `inputs` (a value per graph input, of its dtype and
 /// shape). Returns the graph outputs' values and, with `keep_all`, every tensor's (constants

@@ -387,6 +387,8 @@ class ExportTest(unittest.TestCase):
         explained = self.farm.client("status", job["job_id"], "--explain").stdout
         self.assertIn("fallback steps", explained)
         self.assertIn("Resize at 'upsample'", explained)
+        # The graph after the passes was checked against the ONNX graph at submit.
+        self.assertIn("the graph after GTCO's passes matches the ONNX graph", explained)
         # The user's own inputs are checked beside the random ones.
         image = os.path.join(self.dir, "image.npy")
         np.save(image, np.linspace(-2, 2, 400, dtype=np.float32).reshape(1, 4, 10, 10))

@@ -11,6 +11,7 @@
 #include "common/export/model_export.h"
 #include "common/graph/batchnorm_folding.h"
 #include "common/target/target.h"
+#include "common/verify/graph_check.h"
 #include "runtime/artifact.h"
 #include "runtime/model.h"
 #include "tests/unit/export/test_graph.h"
@@ -108,6 +109,24 @@ TEST(ExportVerificationTest, ABrokenRewriteStopsTheExportAndNamesTheNode) {
       << message;
   EXPECT_TRUE(absl::StrContains(message, "No artifact was written")) << message;
   EXPECT_TRUE(absl::StrContains(message, "--no-verify")) << message;
+}
+
+// At submit the graph after the passes is checked against the original (both interpreted, no
+// kernel compiled), so a broken rewrite is caught before any trial is spent on its plan.
+TEST(ExportVerificationTest, TheCheckAtSubmitCatchesABrokenRewriteBeforeTuning) {
+  absl::StatusOr<verify::GraphCheck> sound = verify::CheckGraphPasses(ConvBatchNormModel(), {});
+  ASSERT_TRUE(sound.ok()) << sound.status();
+  EXPECT_TRUE(sound->checked) << sound->reason;
+  EXPECT_LE(sound->max_error, 1e-6);
+  graph::BreakBatchNormFoldingForTesting(true);
+  absl::StatusOr<verify::GraphCheck> broken = verify::CheckGraphPasses(ConvBatchNormModel(), {});
+  graph::BreakBatchNormFoldingForTesting(false);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), absl::StatusCode::kFailedPrecondition) << broken.status();
+  const std::string message(broken.status().message());
+  EXPECT_TRUE(absl::StrContains(message, "output 'out'")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "the first node whose value diverges is 'conv1'"))
+      << message;
 }
 
 TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {
