@@ -410,16 +410,7 @@ StepTime StepTimeOf(const Manifest& m, const StepSpec& step, double seconds) {
 
 absl::StatusOr<std::vector<OutputTensor>> Model::Run(const std::vector<HostTensor>& inputs,
                                                      std::vector<StepTime>* profile) const {
-  std::vector<OutputTensor> outputs;
-  std::vector<void*> buffers;
-  for (int index : manifest_.outputs) {
-    const TensorSpec& t = manifest_.tensors[index];
-    outputs.push_back(OutputTensor{t.name, t.dtype, t.shape, std::vector<char>(t.Bytes())});
-  }
-  for (OutputTensor& output : outputs) buffers.push_back(output.bytes.data());
-  absl::Status status = RunInto(inputs, buffers, profile);
-  if (!status.ok()) return status;
-  return outputs;
+  return RunAllocating(inputs, profile, nullptr);
 }
 
 absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
@@ -430,6 +421,12 @@ absl::Status Model::RunInto(const std::vector<HostTensor>& inputs,
 
 absl::StatusOr<std::vector<OutputTensor>> Model::RunObserved(const std::vector<HostTensor>& inputs,
                                                              const StepObserver& observer) const {
+  return RunAllocating(inputs, nullptr, &observer);
+}
+
+absl::StatusOr<std::vector<OutputTensor>> Model::RunAllocating(
+    const std::vector<HostTensor>& inputs, std::vector<StepTime>* profile,
+    const StepObserver* observer) const {
   std::vector<OutputTensor> outputs;
   std::vector<void*> buffers;
   for (int index : manifest_.outputs) {
@@ -437,7 +434,7 @@ absl::StatusOr<std::vector<OutputTensor>> Model::RunObserved(const std::vector<H
     outputs.push_back(OutputTensor{t.name, t.dtype, t.shape, std::vector<char>(t.Bytes())});
   }
   for (OutputTensor& output : outputs) buffers.push_back(output.bytes.data());
-  absl::Status status = RunSteps(inputs, buffers, nullptr, &observer);
+  absl::Status status = RunSteps(inputs, buffers, profile, observer);
   if (!status.ok()) return status;
   return outputs;
 }

@@ -105,6 +105,10 @@ class Model {
   std::vector<std::unique_ptr<reference::Node>> reference_nodes_;
   absl::Status RunSteps(const std::vector<HostTensor>& inputs, const std::vector<void*>& outputs,
                         std::vector<StepTime>* profile, const StepObserver* observer) const;
+  /// RunSteps into output tensors allocated here.
+  absl::StatusOr<std::vector<OutputTensor>> RunAllocating(const std::vector<HostTensor>& inputs,
+                                                          std::vector<StepTime>* profile,
+                                                          const StepObserver* observer) const;
   /// CUDA artifacts: runs every step on the GPU (shared_ptr: complete only where built).
   std::shared_ptr<CudaExecutor> cuda_;
 

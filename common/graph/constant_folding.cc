@@ -83,6 +83,19 @@ absl::Status CheckElementwiseShape(const Node& node, const Graph& graph) {
   return absl::OkStatus();
 }
 
+/// Quantization ops on constant weights stay as they are: the integer passes and the exporter
+/// keep such weights in 8 bits.
+bool KeptQuantized(const std::string& op_type) {
+  static const std::set<std::string> kOps = {"QuantizeLinear", "DequantizeLinear",
+                                             "DynamicQuantizeLinear", "MatMulInteger",
+                                             "ConvInteger", "QLinearMatMul", "QLinearConv"};
+  return kOps.count(op_type) > 0;
+}
+
+/// The largest output the reference library folds (16 Mi values: masks and tables, not the
+/// products of weights a kernel should compute).
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+
 }  // namespace
 
 absl::Status FoldConstants(Graph& graph) {
@@ -90,6 +103,17 @@ absl::Status FoldConstants(Graph& graph) {
   for (Node& node : graph.nodes) {
     bool foldable = node.domain.empty() && IsFoldableOp(node.op_type) && node.outputs.size() == 1 &&
                     InputsReady(node, graph);
+    if (!foldable && node.domain.empty() && !IsShapeOnlyOp(node.op_type) &&
+        !KeptQuantized(node.op_type) && InputsReady(node, graph)) {
+      // Ops const_eval does not fold (ScatterND building Swin-T's window masks, say), on
+      // constants: the reference op library evaluates them once, here.
+      GTCO_ASSIGN_OR_RETURN(std::optional<std::vector<Tensor>> folded,
+                            EvaluateByReference(node, graph, kMaxFoldedElements));
+      if (folded.has_value()) {
+        for (Tensor& output : *folded) graph.SetTensor(std::move(output));
+        continue;
+      }
+    }
     if (!foldable) {
       CompleteOutputShape(node, graph);
       GTCO_RETURN_IF_ERROR(CheckElementwiseShape(node, graph));

@@ -232,6 +232,31 @@ bool Conv1d(const Node& node, Graph& graph, std::vector<Node>* out) {
   return true;
 }
 
+/// Dropout in inference mode (no training_mode input, or a constant false one) whose mask nobody
+/// reads -> Identity.
+bool InferenceDropout(const Node& node, Graph& graph, std::vector<Node>* out) {
+  if (node.op_type != "Dropout" || node.outputs.empty() || node.inputs.empty()) return false;
+  if (node.outputs.size() > 1 && !node.outputs[1].empty()) {
+    const auto readers = graph.ConsumerMap();
+    const bool output = std::find(graph.outputs.begin(), graph.outputs.end(), node.outputs[1]) !=
+                        graph.outputs.end();
+    if (readers.count(node.outputs[1]) || output) return false;
+  }
+  if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    const Tensor& training = graph.tensor(node.inputs[2]);
+    if (!training.is_constant || training.NumElements() != 1 || training.ValueAsInt(0) != 0) {
+      return false;
+    }
+  }
+  Node identity;
+  identity.op_type = "Identity";
+  identity.name = node.name;
+  identity.inputs = {node.inputs[0]};
+  identity.outputs = {node.outputs[0]};
+  out->push_back(std::move(identity));
+  return true;
+}
+
 /// Index of the only node reading `tensor`, -1 when none or several do (or it is an output).
 int OnlyReader(const Graph& graph, const std::map<std::string, std::vector<int>>& readers,
                const std::string& tensor) {
@@ -302,7 +327,8 @@ absl::Status RewriteForKernels(Graph& graph) {
   for (const Node& node : graph.nodes) {
     if (!node.domain.empty() ||
         !(HardActivation(node, graph, &rewritten) || TrailingReduction(node, graph, &rewritten) ||
-          InstanceNorm(node, graph, &rewritten) || Conv1d(node, graph, &rewritten))) {
+          InstanceNorm(node, graph, &rewritten) || Conv1d(node, graph, &rewritten) ||
+          InferenceDropout(node, graph, &rewritten))) {
       rewritten.push_back(node);
     }
   }

@@ -21,7 +21,8 @@ namespace gtco::graph {
 ///  - a zero constant Pad of the spatial dims of a 4-D tensor read only by a Conv (explicit
 ///    pads) -> the Conv's pads grown by it;
 ///  - a 1-D Conv (3-D X and W, constant W) -> Reshape X [N, C, 1, L] -> the 2-D Conv of kernel
-///    [1, k] -> Reshape [N, K, L'].
+///    [1, k] -> Reshape [N, K, L'];
+///  - Dropout in inference mode whose mask nobody reads -> Identity.
 absl::Status RewriteForKernels(Graph& graph);
 
 }  // namespace gtco::graph

@@ -93,6 +93,52 @@ absl::StatusOr<reference::Node> ReferenceNode(const Node& node, int opset) {
   return out;
 }
 
+absl::StatusOr<std::optional<std::vector<Tensor>>> EvaluateByReference(const Node& node,
+                                                                       const Graph& graph,
+                                                                       int64_t max_elements) {
+  if (!reference::Supports(node.domain, node.op_type)) return std::nullopt;
+  std::vector<reference::Value> values;
+  values.reserve(node.inputs.size());
+  std::vector<const reference::Value*> args;
+  for (const std::string& input : node.inputs) {
+    if (input.empty()) {
+      args.push_back(nullptr);
+      continue;
+    }
+    const Tensor* tensor = graph.FindTensor(input);
+    if (tensor == nullptr || !tensor->is_constant) return std::nullopt;
+    absl::StatusOr<reference::Value> value = ConstantValue(*tensor);
+    if (!value.ok()) return std::nullopt;  // a type artifacts lack: left to the support check
+    values.push_back(std::move(*value));
+    args.push_back(&values.back());
+  }
+  GTCO_ASSIGN_OR_RETURN(reference::Node ref_node, ReferenceNode(node, graph.opset));
+  GTCO_ASSIGN_OR_RETURN(std::vector<reference::Value> results,
+                        reference::RunOp(ref_node, args, static_cast<int>(node.outputs.size())));
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < node.outputs.size() && i < results.size(); ++i) {
+    if (node.outputs[i].empty()) continue;
+    const reference::Value& result = results[i];
+    if (result.NumElements() > max_elements) return std::nullopt;
+    Tensor tensor;
+    tensor.name = node.outputs[i];
+    tensor.type = graph.HasTensor(tensor.name) ? graph.tensor(tensor.name).type : ElemType::kOther;
+    absl::StatusOr<runtime::ElemType> declared = RuntimeElemType(tensor.type);
+    if (!declared.ok() || *declared != result.dtype) return std::nullopt;
+    tensor.has_shape = true;
+    tensor.shape = result.shape;
+    tensor.is_constant = true;
+    if (IsFloating(tensor.type)) {
+      tensor.float_data = result.data;
+    } else {
+      tensor.int_data.reserve(result.data.size());
+      for (double v : result.data) tensor.int_data.push_back(static_cast<int64_t>(v));
+    }
+    tensors.push_back(std::move(tensor));
+  }
+  return std::optional<std::vector<Tensor>>(std::move(tensors));
+}
+
 bool SetsShape(const std::string& op_type, size_t index) {
   static const std::set<std::pair<std::string, size_t>> kShapeInputs = {{"Reshape", 1},
                                                                         {"Expand", 1},

@@ -3,6 +3,9 @@
 // shape function of GTCO's own or ONNX's shape inference gives them.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
 #include "runtime/artifact.h"
@@ -27,6 +30,14 @@ absl::StatusOr<runtime::reference::Node> ReferenceNode(const Node& node, int ops
 /// not one whose shape follows its data (NonZero, Compress, Unique). FAILED_PRECONDITION when
 /// that does not hold or an input has no static shape; the library's errors.
 absl::Status InferShapesByReference(const Node& node, Graph& graph);
+
+/// The outputs of `node`, all of whose inputs are constant, evaluated by the reference op library
+/// as constant tensors (named as its outputs; unnamed optional outputs left out); nullopt when
+/// the library does not run the op or an output would hold more than `max_elements` values.
+/// The library's errors (naming the node) for inputs the op cannot take.
+absl::StatusOr<std::optional<std::vector<Tensor>>> EvaluateByReference(const Node& node,
+                                                                       const Graph& graph,
+                                                                       int64_t max_elements);
 
 /// Whether input `index` of an `op_type` node sets its output's shape, axes or sizes by value.
 bool SetsShape(const std::string& op_type, size_t index);

@@ -64,7 +64,18 @@ absl::StatusOr<ValueMap> Interpret(const graph::Graph& graph, const ValueMap& in
                           reference::RunOp(ref_node, args, static_cast<int>(node.outputs.size())));
     for (size_t i = 0; i < node.outputs.size() && i < results.size(); ++i) {
       if (node.outputs[i].empty()) continue;
-      values[node.outputs[i]] = std::move(results[i]);
+      Value& result = results[i];
+      // A graph after GTCO's passes may declare another type than the op's (a MatMulInteger that
+      // took in the Cast after it writes f32): the value is converted, as that Cast did.
+      const graph::Tensor* declared = graph.FindTensor(node.outputs[i]);
+      if (declared != nullptr) {
+        absl::StatusOr<runtime::ElemType> type = RuntimeElemType(declared->type);
+        if (type.ok() && *type != result.dtype) {
+          for (double& element : result.data) element = runtime::reference::RoundTo(*type, element);
+          result.dtype = *type;
+        }
+      }
+      values[node.outputs[i]] = std::move(result);
     }
     if (keep_all) continue;
     for (const std::string& input : node.inputs) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "common/export/model_export.h"
@@ -14,6 +15,7 @@
 #include "common/verify/graph_check.h"
 #include "runtime/artifact.h"
 #include "runtime/model.h"
+#include "tests/unit/export/export_test_util.h"
 #include "tests/unit/export/test_graph.h"
 #include "tests/unit/scratch_dir.h"
 
@@ -21,19 +23,6 @@ namespace gtco::exporter {
 namespace {
 
 using gtco::testing::TestGraph;
-
-ExportOptions HostOptions() {
-  ExportOptions options;
-  const target::HardwareInfo host = target::DetectHostCpu();
-  options.cpu_features = host.cpu_features;
-  options.cores = host.cores;
-  return options;
-}
-
-const ScheduleLookup kNoRecords =
-    [](const ir::Workload&, const std::string&) -> absl::StatusOr<std::optional<ChosenSchedule>> {
-  return std::nullopt;
-};
 
 /// Conv (3 -> 8 channels, 3x3) -> BatchNormalization -> Relu -> Conv (8 -> 4, 1x1): the first
 /// BatchNormalization folds into the conv before it.
@@ -127,6 +116,22 @@ TEST(ExportVerificationTest, TheCheckAtSubmitCatchesABrokenRewriteBeforeTuning) 
   EXPECT_TRUE(absl::StrContains(message, "output 'out'")) << message;
   EXPECT_TRUE(absl::StrContains(message, "the first node whose value diverges is 'conv1'"))
       << message;
+}
+
+// The bundled models pass the check at submit, GTCO's own forms included (an integer MatMul
+// that took in the Cast after it writes f32; fused QDQ MatMuls).
+TEST(ExportVerificationTest, TheBundledModelsPassTheCheckAtSubmit) {
+  for (const char* name : {"bert_tiny_int8.onnx", "bert_tiny_qdq.onnx", "bert_tiny_fp32.onnx",
+                           "transformer_block.onnx", "vit_tiny.onnx", "patch_embed_int8.onnx",
+                           "fallback_op.onnx"}) {
+    SCOPED_TRACE(name);
+    std::ifstream file(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
+    std::stringstream bytes;
+    bytes << file.rdbuf();
+    absl::StatusOr<verify::GraphCheck> check = verify::CheckGraphPasses(bytes.str(), {});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->checked) << check->reason;
+  }
 }
 
 TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {

@@ -30,6 +30,7 @@
 #include "runtime/npy.h"
 #include "runtime/parallel.h"
 #include "runtime/quantize.h"
+#include "tests/unit/export/export_test_util.h"
 #include "tests/unit/export/test_graph.h"
 #include "tests/unit/scratch_dir.h"
 
@@ -44,17 +45,6 @@ std::string ReadModel(const std::string& name) {
   buffer << file.rdbuf();
   return buffer.str();
 }
-
-ExportOptions HostOptions() {
-  ExportOptions options;
-  const target::HardwareInfo host = target::DetectHostCpu();
-  options.cpu_features = host.cpu_features;
-  options.cores = host.cores;
-  return options;
-}
-
-const ScheduleLookup kNoRecords = [](const ir::Workload&, const std::string&)
-    -> absl::StatusOr<std::optional<ChosenSchedule>> { return std::nullopt; };
 
 std::string WriteTemp(const std::string& name, const std::string& bytes) {
   const std::string path = gtco::testing::ScratchPath(name);
