@@ -255,7 +255,7 @@ def cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows, args, command, started):
+def markdown(rows, args, command, started, built_from):
     timed = [r for r in rows if r.get("gtco_seconds") and r.get("ort_seconds")]
     ratios = [(r["ort_seconds"] / r["gtco_seconds"], r["name"]) for r in timed]
     count = {s: sum(1 for r in rows if r["status"] == s)
@@ -273,7 +273,8 @@ def markdown(rows, args, command, started):
     lines = [
         "# Model zoo: GTCO artifacts vs ONNX Runtime",
         "",
-        f"Machine: {machine()}. Date: {started:%Y-%m-%d %H:%M} UTC. Commit: {commit()}.",
+        f"Machine: {machine()}. Date: {started:%Y-%m-%d %H:%M} UTC. Commit: {built_from} (at the "
+        "start of the run; the binaries are the build's).",
         f"Command: `{command}` ({args.trials} trials per model, {args.runs} timed runs in "
         f"{args.rounds} rounds).",
         "",
@@ -360,6 +361,7 @@ def main():
         if not os.path.exists(binary):
             parser.error(f"{binary} is missing: build GTCO first (scripts/setup.sh)")
     started = datetime.datetime.utcnow()
+    built_from = commit()
     command = "bench/zoo/run_zoo.py " + " ".join(sys.argv[1:])
     os.makedirs(args.models_dir, exist_ok=True)
     # ONNX Runtime (.deps/python) for the timing processes, as for the exports.
@@ -441,7 +443,7 @@ def main():
             continue
         log(f"{name}: GTCO {row['gtco_seconds'] * 1e3:.2f} ms, ORT "
             f"{row['ort_seconds'] * 1e3:.2f} ms, {row['ort_seconds'] / row['gtco_seconds']:.2f}x")
-    text, summary = markdown(rows, args, command, started)
+    text, summary = markdown(rows, args, command, started, built_from)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as out:
         out.write(text)

@@ -41,6 +41,12 @@ absl::StatusOr<reference::Value> ConstantValue(const Tensor& tensor) {
   GTCO_ASSIGN_OR_RETURN(value.dtype, RuntimeElemType(tensor.type));
   value.shape = tensor.shape;
   const int64_t count = tensor.NumElements();
+  const size_t held = IsFloating(tensor.type) ? tensor.float_data.size() : tensor.int_data.size();
+  if (!tensor.has_shape || held != static_cast<size_t>(count)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constant '", tensor.name, "' holds ", held, " values for ",
+                     tensor.has_shape ? ShapeString(tensor.shape) : "an unknown shape"));
+  }
   value.data.resize(count);
   for (int64_t i = 0; i < count; ++i) value.data[i] = tensor.ValueAsDouble(i);
   return value;
