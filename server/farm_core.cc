@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -543,9 +544,25 @@ void FarmCore::UpdateTaskCompletionLocked(Job& job, Task& task) {
 void FarmCore::UpdateJobCompletionLocked(Job& job) {
   if (job.row.state != db::JobState::kRunning) return;
   for (auto& task : job.tasks) UpdateTaskCompletionLocked(job, *task);
+  // Workloads of plan alternatives (attention fused or not): one no mapping can schedule on any
+  // class leaves its region to the other alternative instead of failing the job.
+  std::set<std::string> alternative_keys;
+  for (const onnx::PlanChoice& choice : job.options.plan) {
+    for (const onnx::PlanChoice::Alternative& alternative : choice.alternatives) {
+      for (const auto& [key, count] : alternative.workloads) alternative_keys.insert(key);
+    }
+  }
+  auto unschedulable = [](const Task& task) {
+    if (task.classes.empty() || task.trials_done > 0) return false;
+    for (const auto& [key, task_class] : task.classes) {
+      if (!task_class.mappings.empty()) return false;
+    }
+    return true;
+  };
   std::string failed_tasks;
   for (const auto& task : job.tasks) {
     if (!task->Finished()) return;
+    if (alternative_keys.count(task->row.workload_key) && unschedulable(*task)) continue;
     if (task->row.state == db::TaskState::kDone && task->best_seconds == 0) {
       absl::StrAppend(&failed_tasks, failed_tasks.empty() ? "" : "; ", task->row.task_id, " (",
                       task->description, "): ",

@@ -69,8 +69,19 @@ absl::StatusOr<TaskClass*> FarmCore::SpacesForLocked(Task& task, const Worker& w
     // A mapping that applies but admits no schedule on this class (its caches, its cores) is
     // left out and says so in its verdict; the others tune the task.
     std::vector<schedule::MappingVerdict> unusable;
-    GTCO_ASSIGN_OR_RETURN(spaces, kernels::CreateMappingSpaces(task.workload, worker.hardware,
-                                                               &unusable));
+    absl::StatusOr<std::vector<schedule::SearchSpace>> created =
+        kernels::CreateMappingSpaces(task.workload, worker.hardware, &unusable);
+    if (created.ok()) {
+      spaces = std::move(*created);
+    } else {
+      // Every mapping that applies admits no schedule here: as for a class none applies to, the
+      // task is exhausted on it (retrying would stall the job; status --explain says why).
+      for (schedule::MappingVerdict& verdict : verdicts) {
+        if (!verdict.applies) continue;
+        verdict.applies = false;
+        verdict.reason = std::string(created.status().message());
+      }
+    }
     for (const schedule::MappingVerdict& left_out : unusable) {
       for (schedule::MappingVerdict& verdict : verdicts) {
         if (verdict.mapping == left_out.mapping) verdict = left_out;
