@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <stdexcept>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -190,7 +191,30 @@ Shape Strides(const Shape& shape) {
   return strides;
 }
 
+namespace {
+thread_local int64_t element_limit = std::numeric_limits<int64_t>::max();
+}  // namespace
+
+int64_t SetElementLimit(int64_t limit) {
+  const int64_t previous = element_limit;
+  element_limit = limit;
+  return previous;
+}
+
+void CheckElementCount(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0 || (dim > 0 && count > element_limit / dim)) {
+      throw std::length_error(absl::StrCat("a value of shape ", ShapeText(shape),
+                                           " exceeds the reference's limit of ", element_limit,
+                                           " elements"));
+    }
+    count *= dim;
+  }
+}
+
 Value MakeValue(ElemType dtype, Shape shape) {
+  CheckElementCount(shape);
   Value value;
   value.dtype = dtype;
   value.data.assign(NumElements(shape), 0.0);
@@ -347,6 +371,7 @@ std::vector<double> StridedGather(const std::vector<double>& data, int64_t base,
 
 std::vector<double> BroadcastData(const Value& value, const Shape& shape) {
   if (value.shape == shape) return value.data;
+  CheckElementCount(shape);
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t offset = rank - static_cast<int64_t>(value.shape.size());
   const Shape in_strides = Strides(value.shape);
@@ -373,4 +398,9 @@ Value TransposeValue(const Value& value, const std::vector<int64_t>& perm) {
 }
 
 }  // namespace internal
+ElementLimit::ElementLimit(int64_t max_elements)
+    : previous_(internal::SetElementLimit(max_elements)) {}
+
+ElementLimit::~ElementLimit() { internal::SetElementLimit(previous_); }
+
 }  // namespace gtco::runtime::reference

@@ -56,6 +56,20 @@ struct Node {
   int opset = 17;
 };
 
+/// While alive, RunOp on this thread fails (naming the node) rather than make a value of more than
+/// `max_elements` elements: graph passes that evaluate nodes on constants bound what a model file
+/// can make them allocate. Unlimited by default.
+class ElementLimit {
+ public:
+  explicit ElementLimit(int64_t max_elements);
+  ~ElementLimit();
+  ElementLimit(const ElementLimit&) = delete;
+  ElementLimit& operator=(const ElementLimit&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
 /// True when RunOp implements (domain, op_type).
 bool Supports(const std::string& domain, const std::string& op_type);
 

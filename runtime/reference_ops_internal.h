@@ -40,7 +40,14 @@ int64_t NumElements(const Shape& shape);
 /// Row-major element strides of `shape`.
 Shape Strides(const Shape& shape);
 
-/// A zero-filled value of `dtype` and `shape`.
+/// Throws std::length_error (RunOp turns it into an error naming the node) when `shape` has a
+/// negative dim or more elements than the calling thread's ElementLimit allows.
+void CheckElementCount(const Shape& shape);
+
+/// Sets the calling thread's element limit (ElementLimit); returns the previous one.
+int64_t SetElementLimit(int64_t limit);
+
+/// A zero-filled value of `dtype` and `shape` (CheckElementCount first).
 Value MakeValue(ElemType dtype, Shape shape);
 
 /// True for f32, bf16 and f16.

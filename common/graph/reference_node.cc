@@ -12,6 +12,11 @@ namespace gtco::graph {
 
 namespace reference = runtime::reference;
 
+namespace {
+/// The largest value the shape probe (InferShapesByReference) makes: 64 Mi elements.
+constexpr int64_t kMaxShapeProbeElements = int64_t{1} << 26;
+}  // namespace
+
 absl::StatusOr<runtime::ElemType> RuntimeElemType(ElemType type) {
   switch (type) {
     case ElemType::kFloat32:
@@ -118,13 +123,18 @@ absl::StatusOr<std::optional<std::vector<Tensor>>> EvaluateByReference(const Nod
     values.push_back(std::move(*value));
     args.push_back(&values.back());
   }
-  GTCO_ASSIGN_OR_RETURN(reference::Node ref_node, ReferenceNode(node, graph.opset));
-  GTCO_ASSIGN_OR_RETURN(std::vector<reference::Value> results,
-                        reference::RunOp(ref_node, args, static_cast<int>(node.outputs.size())));
+  absl::StatusOr<reference::Node> ref_node = ReferenceNode(node, graph.opset);
+  if (!ref_node.ok()) return std::nullopt;
+  const reference::ElementLimit limit(max_elements);
+  // An op the library refuses on these constants is left in place: the support check or the
+  // fallback step reports it, naming the node.
+  absl::StatusOr<std::vector<reference::Value>> results =
+      reference::RunOp(*ref_node, args, static_cast<int>(node.outputs.size()));
+  if (!results.ok()) return std::nullopt;
   std::vector<Tensor> tensors;
-  for (size_t i = 0; i < node.outputs.size() && i < results.size(); ++i) {
+  for (size_t i = 0; i < node.outputs.size() && i < results->size(); ++i) {
     if (node.outputs[i].empty()) continue;
-    const reference::Value& result = results[i];
+    const reference::Value& result = (*results)[i];
     if (result.NumElements() > max_elements) return std::nullopt;
     Tensor tensor;
     tensor.name = node.outputs[i];
@@ -210,12 +220,14 @@ absl::Status InferShapesByReference(const Node& node, Graph& graph) {
       reference::Value zeros;
       GTCO_ASSIGN_OR_RETURN(zeros.dtype, RuntimeElemType(tensor->type));
       zeros.shape = tensor->shape;
+      if (tensor->NumElements() > kMaxShapeProbeElements) return refuse("an input is too large");
       zeros.data.assign(tensor->NumElements(), 0.0);
       values.push_back(std::move(zeros));
     }
     args.push_back(&values.back());
   }
   GTCO_ASSIGN_OR_RETURN(reference::Node ref_node, ReferenceNode(node, graph.opset));
+  const reference::ElementLimit limit(kMaxShapeProbeElements);
   GTCO_ASSIGN_OR_RETURN(std::vector<reference::Value> results,
                         reference::RunOp(ref_node, args, static_cast<int>(node.outputs.size())));
   for (size_t i = 0; i < node.outputs.size() && i < results.size(); ++i) {

@@ -33,8 +33,8 @@ absl::Status InferShapesByReference(const Node& node, Graph& graph);
 
 /// The outputs of `node`, all of whose inputs are constant, evaluated by the reference op library
 /// as constant tensors (named as its outputs; unnamed optional outputs left out); nullopt when
-/// the library does not run the op or an output would hold more than `max_elements` values.
-/// The library's errors (naming the node) for inputs the op cannot take.
+/// the library does not run the op, refuses these inputs (the node stays, for the support check
+/// or a fallback step to report), or a value would hold more than `max_elements` elements.
 absl::StatusOr<std::optional<std::vector<Tensor>>> EvaluateByReference(const Node& node,
                                                                        const Graph& graph,
                                                                        int64_t max_elements);
