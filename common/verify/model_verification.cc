@@ -166,23 +166,12 @@ void ProfileFallbacks(const runtime::Model& model, const std::vector<runtime::Ho
 /// output's shape), or nullopt where no value can be told from the shapes.
 std::map<std::string, std::optional<std::vector<int64_t>>> ShapeSettingInputs(
     const graph::Graph& graph) {
-  // (op, input index) pairs whose value sets a shape, axes or sizes.
-  static const std::set<std::pair<std::string, size_t>> kShapeInputs = {
-      {"Reshape", 1},    {"Expand", 1},          {"Tile", 1},
-      {"Unsqueeze", 1},  {"Squeeze", 1},         {"Split", 1},
-      {"Slice", 1},      {"Slice", 2},           {"Slice", 3},
-      {"Slice", 4},      {"ConstantOfShape", 0}, {"Range", 0},
-      {"Range", 1},      {"Range", 2},           {"Pad", 1},
-      {"Pad", 3},        {"Resize", 2},          {"Resize", 3},
-      {"ReduceMean", 1}, {"ReduceSum", 1},       {"ReduceMax", 1},
-      {"ReduceMin", 1},  {"ReduceProd", 1},      {"TopK", 1},
-      {"OneHot", 1},     {"CumSum", 1}};
   std::set<std::string> inputs(graph.inputs.begin(), graph.inputs.end());
   std::map<std::string, std::optional<std::vector<int64_t>>> found;
   for (const graph::Node& node : graph.nodes) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const std::string& name = node.inputs[i];
-      if (!inputs.count(name) || !kShapeInputs.count({node.op_type, i})) continue;
+      if (!inputs.count(name) || !graph::SetsShape(node.op_type, i)) continue;
       std::optional<std::vector<int64_t>> value;
       const graph::Tensor* out = node.outputs.empty() ? nullptr : graph.FindTensor(node.outputs[0]);
       if ((node.op_type == "Reshape" || node.op_type == "Expand") && i == 1 && out != nullptr &&
