@@ -1,4 +1,4 @@
-// ResNet-50's convolutions (batch 1, each with its fused per-channel bias and ReLU) tuned under
+// ResNet-50's convolutions and the depthwise and grouped ones of MobileNetV2 and RegNetY (batch 1, each with its fused per-channel bias and ReLU) tuned under
 // each CPU conv mapping separately, at equal trials, side by side: where the pixel-vectorized
 // implicit GEMM (avx512_fma / avx2_fma) or the channel-vectorized one (*_channels: output
 // channels in the vector lanes, pre-packed weights) wins, and by how much. Every candidate is
@@ -48,6 +48,7 @@ namespace {
 struct ConvCase {
   const char* name;
   int64_t c, h, k, r, stride, pad;
+  int64_t groups = 1;
 };
 
 // ResNet-50 v1.5 (torchvision): the stem, each stage's 1x1 / 3x3 / 1x1 and the strided 3x3s.
@@ -60,6 +61,16 @@ const ConvCase kCases[] = {
     {"l3_1x1_1024to256", 1024, 14, 256, 1, 1, 0}, {"l3_1x1_256to1024", 256, 14, 1024, 1, 1, 0},
     {"l4_3x3_512", 512, 7, 512, 3, 1, 1},    {"l4_1x1_2048to512", 2048, 7, 512, 1, 1, 0},
     {"l4_1x1_512to2048", 512, 7, 2048, 1, 1, 0},
+    // Depthwise (MobileNetV2) and grouped (RegNetY-400MF, 8 channels per group) 3x3 convs.
+    {"dw_144x56", 144, 56, 144, 3, 1, 1, 144}, {"dw_96x112s2", 96, 112, 96, 3, 2, 1, 96},
+    {"dw_960x7", 960, 7, 960, 3, 1, 1, 960},   {"g8_104x28", 104, 28, 104, 3, 1, 1, 13},
+    {"g8_104x56s2", 104, 56, 104, 3, 2, 1, 13}, {"g8_440x7", 440, 7, 440, 3, 1, 1, 55},
+    {"1x1_440x7", 440, 7, 440, 1, 1, 0},
+    // MobileNetV2's pointwise convs.
+    {"mb_1x1_16to96x112", 16, 112, 96, 1, 1, 0}, {"mb_1x1_144to24x56", 144, 56, 24, 1, 1, 0},
+    {"mb_1x1_24to144x56", 24, 56, 144, 1, 1, 0}, {"mb_1x1_96to576x14", 96, 14, 576, 1, 1, 0},
+    {"mb_1x1_576to96x14", 576, 14, 96, 1, 1, 0}, {"mb_1x1_960to160x7", 960, 7, 160, 1, 1, 0},
+    {"mb_1x1_320to1280x7", 320, 7, 1280, 1, 1, 0},
 };
 
 ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {
@@ -70,6 +81,7 @@ ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {
   p.kernel_h = p.kernel_w = shape.r;
   p.stride_h = p.stride_w = shape.stride;
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = shape.pad;
+  p.groups = shape.groups;
   ir::Workload w = ir::MakeConvWorkload(p);
   using K = ir::Operand::Kind;
   const int bias = static_cast<int>(w.inputs.size());

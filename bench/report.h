@@ -13,7 +13,7 @@
 
 namespace gtco::bench {
 
-/// The minimum fraction of oneDNN's throughput each GEMM must reach (the acceptance).
+/// The minimum fraction of oneDNN's throughput each GEMM must reach (the benchmark's acceptance target).
 inline constexpr double kGemmTargetRatio = 0.9;
 
 /// One case: how it was tuned and the back-to-back latencies of every implementation.

@@ -4,8 +4,8 @@
 #   bench/run_gpu_bench.sh pack   here, no GPU needed: builds the CUDA-only binaries (no LLVM:
 #                                 gtco-server, gtco-worker, gtco-client, gtco-run, gpu_vs_vendor) in
 #                                 build-gpu/ and packs them with their non-system shared libraries
-#                                 into gpu-pack/gtco-gpu.tar.xz (well under the 64 MiB a device
-#                                 call may carry).
+#                                 into gpu-pack/gtco-gpu.tar.xz (well under the 64 MiB a run on the
+#                                 GPU machine may carry).
 #   bench/run_gpu_bench.sh run    on the GPU machine, from the repository root, with gpu-pack/:
 #                                 1. the integration test: a real gtco-server (SQLite) and a CUDA
 #                                    gtco-worker tune the bundled transformer block for target
@@ -22,7 +22,7 @@
 #                                 gpu-pack/gtco-gpu-tests.tar.xz; `run` then runs them first, with the
 #                                 source and build paths they were compiled with linked to the copy there.
 #
-# One device call does it all:  run(command="bench/run_gpu_bench.sh run", carry=["gpu-pack"])
+# One run on the GPU machine does it all: bench/run_gpu_bench.sh run, with gpu-pack/ copied there.
 # Environment: GPU_BUDGET (trials per benchmark workload, default 200), GPU_E2E_BUDGET (default 300).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +78,7 @@ pack_tests() {
     done
   # The tests find the repository and the worker by the absolute paths they were compiled with.
   echo "$ROOT" > gpu-pack/tests-stage/compiled_root
-  # With the CUDA-only pack and the repository this must stay under the 64 MiB a device call carries.
+  # With the CUDA-only pack and the repository this must stay under the 64 MiB a run on the GPU machine carries.
   tar -C gpu-pack/tests-stage -cf - . | xz -T"$(nproc)" -9e > gpu-pack/gtco-gpu-tests.tar.xz
   rm -rf gpu-pack/tests-stage
   du -h gpu-pack/gtco-gpu-tests.tar.xz

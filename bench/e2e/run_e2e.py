@@ -42,7 +42,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import where_time_goes  # noqa: E402
 from run_exported import ROOT, compare, cpu_name, scratch_dir  # noqa: E402
 
-BUILD = os.path.join(ROOT, "build")
+# GTCO_BENCH_BUILD: a build folder other than build/ (e.g. a copy of its binaries, so that a long
+# run is not disturbed by rebuilding build/).
+BUILD = os.environ.get("GTCO_BENCH_BUILD") or os.path.join(ROOT, "build")
 EXPORT_SCRIPT = r"""
 import sys, torch
 name, path = sys.argv[1], sys.argv[2]

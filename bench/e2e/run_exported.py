@@ -18,7 +18,8 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from farm import scratch_dir  # noqa: E402  (the tests' scratch folders, removed at exit)
-GTCO_RUN = os.path.join(ROOT, "build", "runtime", "gtco-run")
+GTCO_RUN = os.path.join(os.environ.get("GTCO_BENCH_BUILD") or os.path.join(ROOT, "build"),
+                        "runtime", "gtco-run")
 
 ORT_RUNNER = r"""
 import json, resource, sys, time

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""ViT-B/16 on the GPU machine, for gpu_farm.py's end-to-end run (the ONNX file is 330 MB, over what
-a device call carries, so it is exported there by that machine's PyTorch).
+"""ViT-B/16 on the GPU machine, for gpu_farm.py's end-to-end run (the ONNX file is 330 MB, over the
+64 MiB a run on the GPU machine carries, so it is exported there by that machine's PyTorch).
 
   vit_model.py export DIR [SKELETON]
                               torchvision's vit_b_16 (random weights, seed 0, batch 1), exported to
@@ -118,7 +118,7 @@ def time_torch(directory, json_path, compile_seconds_left):
         except Exception as error:  # noqa: BLE001 -- reported, not fatal
             results["compile_error"] = str(error)[-500:]
     else:
-        results["compile_tf32_ms"] = "skipped: too little time left in the device call"
+        results["compile_tf32_ms"] = "skipped: too little time left before the deadline"
     with open(json_path, "w") as file:
         json.dump(results, file, indent=2)
     print(json.dumps(results, indent=2))

@@ -2,6 +2,9 @@
 // sketch lookup by name, and loop-IR and CUDA-plan replay of traces.
 #include "common/kernels/registry.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/util/status.h"
@@ -28,15 +31,37 @@ const std::vector<const Sketch*>& ReplayOnlySketches() {
   return *sketches;
 }
 
-/// The first mapping in registry order that applies to (w, hw); INVALID_ARGUMENT listing every
-/// verdict otherwise.
-absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& w,
-                                                            const target::HardwareInfo& hw) {
-  std::vector<std::string> reasons;
+/// The mappings that apply to (w, hw), by MappingSketch::Rank (ties in registry order); the
+/// verdicts of those that consider w but do not apply go to `refused`.
+std::vector<const MappingSketch*> RankedMappings(const ir::Workload& w,
+                                                 const target::HardwareInfo& hw,
+                                                 std::vector<MappingVerdict>* refused) {
+  std::vector<std::pair<int, const MappingSketch*>> ranked;
   for (const MappingSketch* mapping : MappingRegistry()) {
     if (!schedule::MappingConsiders(*mapping, w, hw)) continue;
-    const MappingVerdict verdict = mapping->Explain(w, hw);
-    if (verdict.applies) return mapping;
+    MappingVerdict verdict = mapping->Explain(w, hw);
+    if (verdict.applies) {
+      ranked.emplace_back(mapping->Rank(w, hw), mapping);
+    } else if (refused != nullptr) {
+      refused->push_back(std::move(verdict));
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const MappingSketch*> mappings;
+  for (const auto& [rank, mapping] : ranked) mappings.push_back(mapping);
+  return mappings;
+}
+
+/// The best-ranked mapping that applies to (w, hw); INVALID_ARGUMENT listing every verdict
+/// otherwise.
+absl::StatusOr<const MappingSketch*> FirstApplicableMapping(const ir::Workload& w,
+                                                            const target::HardwareInfo& hw) {
+  std::vector<MappingVerdict> refused;
+  const std::vector<const MappingSketch*> ranked = RankedMappings(w, hw, &refused);
+  if (!ranked.empty()) return ranked.front();
+  std::vector<std::string> reasons;
+  for (const MappingVerdict& verdict : refused) {
     reasons.push_back(absl::StrCat(verdict.mapping, ": ", verdict.reason));
   }
   if (reasons.empty()) {
@@ -86,10 +111,7 @@ absl::StatusOr<std::vector<SearchSpace>> CreateMappingSpaces(
   GTCO_RETURN_IF_ERROR(FirstApplicableMapping(w, hw).status());
   std::vector<SearchSpace> spaces;
   std::vector<schedule::MappingVerdict> left_out;
-  for (const MappingSketch* mapping : MappingRegistry()) {
-    if (!schedule::MappingConsiders(*mapping, w, hw) || !mapping->Explain(w, hw).applies) {
-      continue;
-    }
+  for (const MappingSketch* mapping : RankedMappings(w, hw, nullptr)) {
     absl::StatusOr<SearchSpace> space = SearchSpace::CreateFromMapping(w, hw, *mapping);
     if (!space.ok()) {
       left_out.push_back({mapping->Name(), false,

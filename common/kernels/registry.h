@@ -29,12 +29,14 @@ const schedule::Sketch* SketchByName(const std::string& name);
 std::vector<schedule::MappingVerdict> ExplainMappings(const ir::Workload& w,
                                                       const target::HardwareInfo& hw);
 
-/// The space of the first applicable mapping in registry order (the best-expected one).
+/// The space of the best-ranked applicable mapping (MappingSketch::Rank, then registry order:
+/// the best-expected one).
 /// INVALID_ARGUMENT as CreateMappingSpaces.
 absl::StatusOr<schedule::SearchSpace> CreateSpace(const ir::Workload& w,
                                                   const target::HardwareInfo& hw);
 
-/// One search space per applicable mapping, in registry order (the best-expected first). A
+/// One search space per applicable mapping, by rank then registry order (the best-expected
+/// first). A
 /// mapping that applies but whose space cannot be made (every schedule pruned on hw's caches or
 /// cores, or its default trace failing to lower) is left out, and when `unusable` is given its
 /// verdict is appended there (applies false, the reason). INVALID_ARGUMENT when no mapping

@@ -87,6 +87,19 @@ std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
       proposals.push_back(best.trace);
     }
   }
+  // Then the space's default trace (the sketch's hand-picked start for this workload, what an
+  // export runs untuned), once, before anything else: a task given one or two trials measures
+  // its own default, not another task's best moved to the nearest values of this space (those
+  // carry over choices that suited the other shape: RegNetY's grouped 3x3 convs, given one
+  // trial each, ran the single-threaded tile of its 1x1 squeeze convs, 2-3x their default).
+  if (default_pending_ && static_cast<int>(proposals.size()) < count) {
+    default_pending_ = false;
+    schedule::Trace trace = space_.DefaultTrace();
+    if (Fresh(trace)) {
+      seen_.insert(trace.ToString());
+      proposals.push_back(std::move(trace));
+    }
+  }
   // Then suggestions, newest (from the best schedule so far) first, in at most half the slots
   // (one of one) so that the task's own search goes on; one observed meanwhile is dropped.
   const int max_suggested = std::max(1, count / 2);
@@ -99,16 +112,6 @@ std::vector<schedule::Trace> EvolutionarySearch::Propose(int count) {
     seen_.insert(trace.ToString());
     proposals.push_back(std::move(trace));
     ++suggestions;
-  }
-  // Then the space's default trace (the sketch's hand-picked start, what an export runs
-  // untuned), once: a task given few trials measures it before random samples.
-  if (default_pending_ && static_cast<int>(proposals.size()) < count) {
-    default_pending_ = false;
-    schedule::Trace trace = space_.DefaultTrace();
-    if (Fresh(trace)) {
-      seen_.insert(trace.ToString());
-      proposals.push_back(std::move(trace));
-    }
   }
   // Then the sketch's seeds (other hand-picked starts, e.g. other register-tile shapes), once
   // each, so that a mapping is not judged on its default alone.

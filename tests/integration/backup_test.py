@@ -1,5 +1,6 @@
-"""Back up and restore the schedule database, as the README tells an operator to: SQLite with the
-online backup of the sqlite3 shell while the server runs, PostgreSQL with pg_dump and pg_restore.
+"""Back up and restore the schedule database, as docs/operations.md tells an operator to: SQLite
+with the online backup of the sqlite3 shell while the server runs, PostgreSQL with pg_dump and
+pg_restore.
 A server started on the restored copy has every job and record: a finished job reads the same,
 `query` answers from the tuned records, and a job that was mid-flight resumes and finishes."""
 import os
@@ -66,7 +67,7 @@ class SqliteBackupTest(BackupChecks, unittest.TestCase):
     def test_online_backup_restores_every_job_and_record(self):
         finished, done, running = self.run_jobs()
         backup = os.path.join(scratch_dir("gtco-backup-"), "gtco-backup.db")
-        # The README's command, while the server writes.
+        # docs/operations.md's command, while the server writes.
         subprocess.run(["sqlite3", self.farm.db, f".backup '{backup}'"], check=True, timeout=120)
         self.farm.stop()
         integrity = subprocess.run(["sqlite3", backup, "PRAGMA integrity_check"], check=True,
@@ -100,7 +101,7 @@ class PostgresBackupTest(BackupChecks, unittest.TestCase):
     def test_pg_dump_restores_every_job_and_record(self):
         finished, done, running = self.run_jobs()
         dump = os.path.join(scratch_dir("gtco-backup-"), "gtco.dump")
-        # The README's commands: a consistent dump while the server runs, restored into a new
+        # docs/operations.md's commands: a consistent dump while the server runs, restored into a new
         # database.
         subprocess.run([self.tool("pg_dump"), "--format=custom", "--file", dump,
                         self.postgres.uri(self.database)], check=True, timeout=120)

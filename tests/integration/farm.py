@@ -91,7 +91,7 @@ class Farm:
         if getattr(self, "client_ca", None):
             args += ["--tls-client-ca", self.client_ca]
         if self.metrics_port:
-            # --http-port (the README's name; --metrics-port is its older alias, which
+            # --http-port (the documented name; --metrics-port is its older alias, which
             # scripts/run-local-farm.sh and deploy/k8s use).
             args += ["--http-port", str(self.metrics_port)]
         self.server = subprocess.Popen(self.server_wrapper + args, stdout=self._log("server.log"),

@@ -665,12 +665,17 @@ TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {
   const auto check = [](const SearchSpace& space, const ir::Workload& w, int samples,
                         uint64_t seed) { CheckSpace(space, w, samples, seed); };
   // MobileNetV2's depthwise 3x3 (stride 1 and 2), a channel multiplier of 2, an unpadded
-  // dilated one; each on the direct mapping and the implicit-GEMM ones.
+  // dilated one, EfficientNet's 5x5 stride 2, and images so narrow that no output column has
+  // every tap inside (the direct sketch's border columns only); each on the direct mapping and
+  // the implicit-GEMM ones.
   for (const ir::Workload& w :
        {Conv(1, 16, 14, 14, 16, 3, 3, 1, {1, 1, 1, 1}, 16),
         Conv(2, 8, 15, 15, 8, 3, 3, 2, {1, 1, 1, 1}, 8),
         Conv(1, 4, 9, 10, 8, 3, 3, 1, {1, 0, 2, 1}, 4),
-        Conv(1, 4, 13, 13, 4, 3, 3, 1, {0, 0, 0, 0}, 4, 2, 2)}) {
+        Conv(1, 4, 13, 13, 4, 3, 3, 1, {0, 0, 0, 0}, 4, 2, 2),
+        Conv(1, 6, 11, 11, 6, 5, 5, 2, {2, 2, 2, 2}, 6),
+        Conv(1, 4, 3, 2, 4, 3, 3, 1, {1, 1, 1, 1}, 4),
+        Conv(1, 3, 5, 3, 3, 5, 5, 1, {2, 2, 2, 2}, 3)}) {
     absl::StatusOr<std::vector<SearchSpace>> spaces =
         kernels::CreateMappingSpaces(w, target::DetectHostCpu());
     ASSERT_TRUE(spaces.ok()) << spaces.status();

@@ -142,6 +142,41 @@ TEST(CreateMappingSpacesTest, OneSpacePerApplicableMappingBestFirst) {
   EXPECT_EQ(sse->mapping(), "vector");
 }
 
+// Conv mappings by rank: output channels in the lanes first for convs with taps and 64+ output
+// channels and for pointwise ones on small planes; pixels in the lanes first for pointwise convs
+// on large planes and for few output channels; on AVX2 hosts alike.
+TEST(CreateMappingSpacesTest, ConvMappingsAreRankedByShape) {
+  const auto first = [](int64_t c, int64_t hw, int64_t k, int64_t r,
+                        const target::HardwareInfo& host) {
+    ir::ConvParams p;
+    p.in_channels = c;
+    p.in_h = p.in_w = hw;
+    p.out_channels = k;
+    p.kernel_h = p.kernel_w = r;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = r / 2;
+    absl::StatusOr<std::vector<SearchSpace>> spaces =
+        CreateMappingSpaces(ir::MakeConvWorkload(p), host);
+    EXPECT_TRUE(spaces.ok()) << spaces.status();
+    return spaces.ok() ? spaces->front().mapping() : std::string();
+  };
+  EXPECT_EQ(first(64, 56, 64, 3, Avx512Host()), "avx512_fma_channels");
+  EXPECT_EQ(first(512, 7, 512, 3, Avx512Host()), "avx512_fma_channels");
+  EXPECT_EQ(first(960, 7, 160, 1, Avx512Host()), "avx512_fma_channels");
+  EXPECT_EQ(first(64, 56, 256, 1, Avx512Host()), "avx512_fma");
+  EXPECT_EQ(first(16, 28, 16, 3, Avx512Host()), "avx512_fma");
+  EXPECT_EQ(first(64, 56, 64, 3, Avx2Host()), "avx2_fma_channels");
+  EXPECT_EQ(first(64, 56, 256, 1, Avx2Host()), "avx2_fma");
+  // CreateSpace (an untuned export's mapping) takes the same first one.
+  ir::ConvParams p;
+  p.in_channels = p.out_channels = 256;
+  p.in_h = p.in_w = 14;
+  p.kernel_h = p.kernel_w = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  absl::StatusOr<SearchSpace> space = kernels::CreateSpace(ir::MakeConvWorkload(p), Avx512Host());
+  ASSERT_TRUE(space.ok()) << space.status();
+  EXPECT_EQ(space->mapping(), "avx512_fma_channels");
+}
+
 TEST(CreateMappingSpacesTest, ErrorsNameTheVerdicts) {
   ir::Workload w = MatMul(1, 8, 8, 8);
   w.inputs[0].dtype = ir::DType::kF16;

@@ -47,7 +47,7 @@ TEST(EvolutionarySearchTest, NeverProposesATraceTwiceWithoutConfirmations) {
   }
 }
 
-TEST(EvolutionarySearchTest, TheDefaultTraceIsProposedOnceAfterSuggestions) {
+TEST(EvolutionarySearchTest, TheDefaultTraceIsProposedFirstAndOnce) {
   const schedule::SearchSpace space = GemmSpace();
   const schedule::Trace fallback = space.DefaultTrace();
   EvolutionaryOptions once;
@@ -230,7 +230,7 @@ TEST(EvolutionarySearchTest, ScorerRanksWarmupSamples) {
   EXPECT_GT(scored_near, 2 * plain_near);
 }
 
-TEST(EvolutionarySearchTest, SuggestionsOfASimilarWorkloadComeFirstInHalfTheSlots) {
+TEST(EvolutionarySearchTest, SuggestionsOfASimilarWorkloadFollowTheDefaultInHalfTheSlots) {
   // The best schedule of a sibling task (another matmul of the model) reaches this search.
   absl::StatusOr<schedule::SearchSpace> sibling =
       kernels::CreateSpace(schedule::testing::MatMul(1, 197, 3072, 768, false, false),
@@ -254,12 +254,14 @@ TEST(EvolutionarySearchTest, SuggestionsOfASimilarWorkloadComeFirstInHalfTheSlot
   // Another sketch's schedule is no suggestion.
   search.Suggest(schedule::Trace{"softmax_rows/v1", {{"vw", 4}, {"unroll", 1}, {"par", 0},
                                                     {"variant", 0}}});
-  // Newest first, at most half of a round; the rest of the round is the search's own.
+  // The task's own default first (a task given one trial measures its own default), then the
+  // suggestions, newest first, in at most half of a round; the rest of the round is the
+  // search's own.
   std::vector<schedule::Trace> first = search.Propose(4);
   ASSERT_EQ(first.size(), 4u);
-  EXPECT_EQ(first[0], suggested[2]);
-  EXPECT_EQ(first[1], suggested[1]);
-  EXPECT_NE(first[2], suggested[0]);
+  EXPECT_EQ(first[0], space.DefaultTrace());
+  EXPECT_EQ(first[1], suggested[2]);
+  EXPECT_EQ(first[2], suggested[1]);
   EXPECT_NE(first[3], suggested[0]);
   std::vector<schedule::Trace> second = search.Propose(1);
   ASSERT_EQ(second.size(), 1u);

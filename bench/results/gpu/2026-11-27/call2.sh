@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 2 of session 17: ViT-B/16 end to end (skeleton graph), then a wgmma schedule sweep.
+# A 2026-11-27 GPU run (bench/results/gpu/README.md): ViT-B/16 end to end (skeleton graph), then a wgmma schedule sweep.
 export GPU_SKIP_INTEGRATION=1 GPU_SKIP_BENCH=1 GPU_VIT_BUDGET=300 GPU_VIT_SKELETON=gpu-pack/vit_b_16.skeleton.onnx GPU_DEADLINE=280
 timeout 300 bench/run_gpu_bench.sh run
 mkdir -p /tmp/p && tar -C /tmp/p -xJf gpu-pack/gtco-gpu.tar.xz

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 3 of session 17: CUDA graphs in the runtime (export tests on the GPU, the
+# A 2026-11-27 GPU run (bench/results/gpu/README.md): CUDA graphs in the runtime (export tests on the GPU, the
 # transformer block, ViT-B/16 with and without graphs).
 set -u
 mkdir -p /tmp/p /tmp/t && tar -C /tmp/p -xJf gpu-pack/gtco-gpu.tar.xz && tar -C /tmp/t -xJf gpu-pack/gtco-gpu-tests.tar.xz

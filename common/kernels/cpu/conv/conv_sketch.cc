@@ -166,9 +166,17 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
 using schedule::ConvEpilogue;
 
 /// Depthwise: every group reads one input channel (C / groups == 1); K may be a multiple of C.
+/// (Computed directly, RegNetY's grouped 3x3s of 8 channels per group ran at 0.6-0.8x their
+/// implicit GEMM's default on AMD Zen 4, so the direct sketch stays with one channel.)
 bool IsDepthwise(const ir::Workload& w) {
   return w.anchor == ir::AnchorKind::kConv && w.conv.in_channels == w.conv.groups &&
          w.conv.kernel_h * w.conv.kernel_w <= kMaxDirectTaps;
+}
+
+/// Moves `value` to the front of the knob's values (its default) when it is among them.
+void Prefer(Knob& knob, int64_t value) {
+  auto found = std::find(knob.values.begin(), knob.values.end(), value);
+  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
 }
 
 class DirectDepthwiseSketch final : public LoopSketch {
@@ -181,7 +189,14 @@ class DirectDepthwiseSketch final : public LoopSketch {
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const bool parallel = hw.cores > 1 && w.conv.batch * w.conv.out_channels > 1;
-    return {{"vw", VectorWidths(hw.MaxFloatLanes())},
+    // The widest vector an output row fills first (an untuned export runs the first values).
+    Knob vw{"vw", VectorWidths(hw.MaxFloatLanes())};
+    int64_t widest = vw.values.front();
+    for (int64_t width : vw.values) {
+      if (width <= ir::ConvOutW(w.conv)) widest = std::max(widest, width);
+    }
+    Prefer(vw, widest);
+    return {vw,
             {"unroll", {1, 2}},
             {"par", parallel ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}}};
   }
@@ -199,7 +214,8 @@ class DirectDepthwiseSketch final : public LoopSketch {
     GTCO_RETURN_IF_ERROR(CheckRange("par", values[kPar], 0, 1));
     GTCO_RETURN_IF_ERROR(w.Validate());
     if (!IsDepthwise(w)) {
-      return absl::InvalidArgumentError("conv_dw_direct lowers depthwise convolutions only");
+      return absl::InvalidArgumentError(
+          "conv_dw_direct lowers depthwise convolutions only");
     }
     const ir::ConvParams& p = w.conv;
     GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, ConvEpilogue(w));
@@ -210,40 +226,75 @@ class DirectDepthwiseSketch final : public LoopSketch {
     const Expr in_plane = (plane / MakeInt(p.out_channels)) * MakeInt(p.in_channels) +
                           (plane % MakeInt(p.out_channels)) / MakeInt(multiplier);
     const Expr k = plane % MakeInt(p.out_channels);
-    const bool padded = p.pad_top > 0 || p.pad_left > 0 || p.pad_bottom > 0 || p.pad_right > 0;
-    auto columns = [&](const Expr& ow, const Expr&) {
-      Expr sum = ir::MakeFloat(0.0);
-      for (int64_t r = 0; r < p.kernel_h; ++r) {
-        const Expr ih = oh * MakeInt(p.stride_h) + MakeInt(r * p.dilation_h - p.pad_top);
-        for (int64_t s = 0; s < p.kernel_w; ++s) {
-          const Expr iw = ow * MakeInt(p.stride_w) + MakeInt(s * p.dilation_w - p.pad_left);
-          const Expr weight =
-              ir::MakeLoad(InputName(1), k * MakeInt(p.kernel_h * p.kernel_w) +
-                                             MakeInt(r * p.kernel_w + s));
-          Expr value;
-          if (padded) {
-            const Expr inside = And(And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h))),
-                                    And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w))));
-            const Expr address =
-                in_plane * MakeInt(p.in_h * p.in_w) +
-                ir::Max(MakeInt(0), ir::Min(ih, MakeInt(p.in_h - 1))) * MakeInt(p.in_w) +
-                ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1)));
-            value = ir::MakeSelect(inside, ir::MakeLoad(InputName(0), address),
-                                   ir::MakeFloat(0.0));
-          } else {
-            value = ir::MakeLoad(InputName(0),
-                                 in_plane * MakeInt(p.in_h * p.in_w) + ih * MakeInt(p.in_w) + iw);
+    const bool pad_rows = p.pad_top > 0 || p.pad_bottom > 0;
+    // Output columns whose every tap reads inside the image's width: [ow_lo, ow_hi). There the
+    // taps' columns are a ramp in the vector lanes (contiguous loads, or a span and a shuffle
+    // for stride 2); a row outside the image is a uniform test per (oh, r). The few border
+    // columns run scalar with both tests (clamping a vector of columns made every load a
+    // gather: 8 GFLOP/s on MobileNetV2's 3x3s on AMD Zen 4).
+    const int64_t ow_lo = std::min(out_w, (p.pad_left + p.stride_w - 1) / p.stride_w);
+    const int64_t last_start = p.in_w - 1 - (p.kernel_w - 1) * p.dilation_w + p.pad_left;
+    const int64_t ow_hi =
+        last_start < 0 ? ow_lo : std::clamp(last_start / p.stride_w + 1, ow_lo, out_w);
+    auto columns = [&](bool check_columns) {
+      return [&, check_columns](const Expr& ow, const Expr&) {
+        // Taps go round-robin to a few partial sums, so that the FMAs are not one dependent
+        // chain waiting on the FMA latency at each tap.
+        const int64_t taps = p.kernel_h * p.kernel_w;
+        std::vector<Expr> sums(std::min<int64_t>(taps, 4), ir::MakeFloat(0.0));
+        int64_t tap = 0;
+        for (int64_t r = 0; r < p.kernel_h; ++r) {
+          const Expr ih = oh * MakeInt(p.stride_h) + MakeInt(r * p.dilation_h - p.pad_top);
+          const Expr inside_h = And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h)));
+          const Expr row =
+              pad_rows ? ir::Max(MakeInt(0), ir::Min(ih, MakeInt(p.in_h - 1))) : ih;
+          for (int64_t s = 0; s < p.kernel_w; ++s, ++tap) {
+            const Expr iw = ow * MakeInt(p.stride_w) + MakeInt(s * p.dilation_w - p.pad_left);
+            const Expr weight =
+                ir::MakeLoad(InputName(1), k * MakeInt(taps) + MakeInt(r * p.kernel_w + s));
+            const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
+            const Expr column =
+                check_columns ? ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1))) : iw;
+            Expr value = ir::MakeLoad(InputName(0), in_plane * MakeInt(p.in_h * p.in_w) +
+                                                        row * MakeInt(p.in_w) + column);
+            Expr inside;
+            if (pad_rows) inside = inside_h;
+            if (check_columns) inside = inside ? And(inside, inside_w) : inside_w;
+            if (inside) value = ir::MakeSelect(inside, value, ir::MakeFloat(0.0));
+            Expr& sum = sums[tap % sums.size()];
+            sum = sum + value * weight;
           }
-          sum = sum + value * weight;
         }
-      }
-      const Expr column = oh * MakeInt(out_w) + ow;
-      return ir::MakeStore(kOutputName, plane * MakeInt(out_h * out_w) + column,
-                           epilogue.Apply(sum, plane, column));
+        while (sums.size() > 1) {  // pairwise
+          std::vector<Expr> halves;
+          for (size_t index = 0; index + 1 < sums.size(); index += 2) {
+            halves.push_back(sums[index] + sums[index + 1]);
+          }
+          if (sums.size() % 2 == 1) halves.push_back(sums.back());
+          sums = std::move(halves);
+        }
+        const Expr sum = sums.front();
+        const Expr column = oh * MakeInt(out_w) + ow;
+        return ir::MakeStore(kOutputName, plane * MakeInt(out_h * out_w) + column,
+                             epilogue.Apply(sum, plane, column));
+      };
     };
-    Stmt body = ir::MakeFor(
-        "oh", MakeInt(0), MakeInt(out_h), ir::ForKind::kSerial,
-        EmitVectorRange("d", MakeInt(0), MakeInt(out_w), values[kVw], values[kUnroll], columns));
+    std::vector<Stmt> row_parts;
+    if (ow_lo > 0) {
+      row_parts.push_back(ir::MakeFor("dl", MakeInt(0), MakeInt(ow_lo), ir::ForKind::kSerial,
+                                      columns(true)(ir::MakeVar("dl"), MakeInt(0))));
+    }
+    if (ow_hi > ow_lo) {
+      row_parts.push_back(EmitVectorRange("d", MakeInt(ow_lo), MakeInt(ow_hi - ow_lo),
+                                          values[kVw], values[kUnroll], columns(false)));
+    }
+    if (ow_hi < out_w) {
+      row_parts.push_back(ir::MakeFor("dr", MakeInt(ow_hi), MakeInt(out_w - ow_hi),
+                                      ir::ForKind::kSerial,
+                                      columns(true)(ir::MakeVar("dr"), MakeInt(0))));
+    }
+    Stmt body = ir::MakeFor("oh", MakeInt(0), MakeInt(out_h), ir::ForKind::kSerial,
+                            ir::MakeBlock(row_parts));
     body = ir::MakeFor("plane", MakeInt(0), MakeInt(p.batch * p.out_channels),
                        values[kPar] == 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial, body);
     return ir::LoweredFunc{func_name, KernelParams(w), body};
@@ -266,12 +317,6 @@ class DirectDepthwiseMapping final : public MappingSketch {
  private:
   DirectDepthwiseSketch sketch_;
 };
-
-/// Moves `value` to the front of the knob's values (its default) when it is among them.
-void Prefer(Knob& knob, int64_t value) {
-  auto found = std::find(knob.values.begin(), knob.values.end(), value);
-  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
-}
 
 int64_t NearestTo(const std::vector<int64_t>& values, int64_t target) {
   int64_t best = values.front();
@@ -739,6 +784,21 @@ class ChannelConvMapping final : public MappingSketch {
     return FmaVerdict(Name(), sketch_.spec(), w, hw,
                       absl::StrCat("implicit GEMM, output channels in ", sketch_.spec().vw,
                                    "-lane vectors, pixels in registers, weights pre-packed"));
+  }
+  /// Ahead of the pixel mappings where its default ran faster (bench/conv_mappings --defaults,
+  /// AMD Zen 4, AVX-512 and AVX2 alike): convs with taps and 64+ output channels (ResNet's 3x3s:
+  /// 1.3-1.6x), and pointwise ones of 32+ output channels on planes of at most 28x28 (7x7:
+  /// 1.2-1.8x). Pointwise convs on larger planes stay with pixels in the lanes (56x56: 1.1-1.5x
+  /// the other way), as do convs of few output channels (a tile's vectors would idle).
+  int Rank(const ir::Workload& w, const target::HardwareInfo&) const override {
+    if (w.anchor != ir::AnchorKind::kConv) return 0;
+    const ir::ConvParams& p = w.conv;
+    const bool pointwise = p.kernel_h * p.kernel_w == 1;
+    const int64_t pixels = ir::ConvOutH(p) * ir::ConvOutW(p);
+    return (!pointwise && p.out_channels >= 64) || (pointwise && p.out_channels >= 32 &&
+                                                    pixels <= 28 * 28)
+               ? -1
+               : 0;
   }
 
  private:
