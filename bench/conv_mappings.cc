@@ -49,6 +49,7 @@ struct ConvCase {
   const char* name;
   int64_t c, h, k, r, stride, pad;
   int64_t groups = 1;
+  int64_t dilation = 1;
 };
 
 // ResNet-50 v1.5 (torchvision): the stem, each stage's 1x1 / 3x3 / 1x1 and the strided 3x3s.
@@ -66,6 +67,8 @@ const ConvCase kCases[] = {
     {"dw_960x7", 960, 7, 960, 3, 1, 1, 960},   {"g8_104x28", 104, 28, 104, 3, 1, 1, 13},
     {"g8_104x56s2", 104, 56, 104, 3, 2, 1, 13}, {"g8_440x7", 440, 7, 440, 3, 1, 1, 55},
     {"1x1_440x7", 440, 7, 440, 1, 1, 0},
+    // MobileNetV3-Large's dilated 5x5 in LRASPP, EfficientNet's 5x5 stride 2.
+    {"dw5_960x14d2", 960, 14, 960, 5, 1, 4, 960, 2}, {"dw5_240x28s2", 240, 28, 240, 5, 2, 2, 240},
     // MobileNetV2's pointwise convs.
     {"mb_1x1_16to96x112", 16, 112, 96, 1, 1, 0}, {"mb_1x1_144to24x56", 144, 56, 24, 1, 1, 0},
     {"mb_1x1_24to144x56", 24, 56, 144, 1, 1, 0}, {"mb_1x1_96to576x14", 96, 14, 576, 1, 1, 0},
@@ -82,6 +85,7 @@ ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {
   p.stride_h = p.stride_w = shape.stride;
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = shape.pad;
   p.groups = shape.groups;
+  p.dilation_h = p.dilation_w = shape.dilation;
   ir::Workload w = ir::MakeConvWorkload(p);
   using K = ir::Operand::Kind;
   const int bias = static_cast<int>(w.inputs.size());

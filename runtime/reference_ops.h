@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,25 @@ std::vector<std::string> SupportedOps();
 /// for inputs that break the op's rules (shape mismatch, index out of range).
 absl::StatusOr<std::vector<Value>> RunOp(const Node& node, const std::vector<const Value*>& inputs,
                                          int num_outputs);
+
+/// One resized axis of a Resize or Upsample node: each output position's input positions and
+/// weights (one or two taps; a tap of weight 0 reads position 0).
+struct ResizeAxisTaps {
+  int64_t axis = 0;
+  int64_t in = 0, out = 0;
+  std::vector<int64_t> first, second;  ///< per output position
+  std::vector<double> first_weight, second_weight;
+};
+
+/// The plan RunOp computes a Resize or Upsample node by, on an input of shape `x_shape`, where it
+/// is separable with at most two taps per output position and axis (nearest, or linear without
+/// antialias; no tf_crop_and_resize): the resized axes, innermost first (an axis kept as it is
+/// is left out). `inputs` as RunOp's (the values of roi, scales and sizes; input 0 may be
+/// nullptr: only `x_shape` is read). nullopt for another form of the node (cubic, antialias,
+/// crop) or another op; errors as RunOp's. The runtime's fallback step computes such a node in
+/// float from it.
+absl::StatusOr<std::optional<std::vector<ResizeAxisTaps>>> SeparableResizeTaps(
+    const Node& node, const std::vector<const Value*>& inputs, const std::vector<int64_t>& x_shape);
 
 /// The node as JSON text (op_type, domain, name, opset, attrs; tensors included). Doubles
 /// round-trip exactly; non-finite ones are written as the strings "NaN", "Infinity" and

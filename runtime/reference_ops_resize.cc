@@ -168,22 +168,35 @@ Value ResizeAxis(const Value& value, int64_t axis, const AxisTaps& plan, double 
   return result;
 }
 
-/// Resizes `x` to `sizes` with per-axis `scales` (both of x's rank) and `roi` ([starts, ends]
-/// of x's rank, or empty).
-Value ResizeAll(const Value& x, const ResizeMode& m, const Shape& sizes,
-                const std::vector<double>& scales, const std::vector<double>& roi) {
-  Value current = x;
-  const int64_t rank = static_cast<int64_t>(x.shape.size());
+/// The taps of each axis `x_shape` is resized along to `sizes` with per-axis `scales` (both of
+/// x's rank) and `roi` ([starts, ends] of x's rank, or empty), innermost first; an axis whose
+/// taps copy it as it is is left out.
+std::vector<std::pair<int64_t, AxisTaps>> PlanAxes(const Shape& x_shape, const ResizeMode& m,
+                                                   const Shape& sizes,
+                                                   const std::vector<double>& scales,
+                                                   const std::vector<double>& roi) {
+  std::vector<std::pair<int64_t, AxisTaps>> axes;
+  const int64_t rank = static_cast<int64_t>(x_shape.size());
   for (int64_t axis = rank - 1; axis >= 0; --axis) {
     const double start = roi.empty() ? 0.0 : roi[axis];
     const double end = roi.empty() ? 1.0 : roi[rank + axis];
-    const AxisTaps plan = PlanAxis(m, x.shape[axis], sizes[axis], scales[axis], start, end);
-    bool identity = sizes[axis] == x.shape[axis];
+    AxisTaps plan = PlanAxis(m, x_shape[axis], sizes[axis], scales[axis], start, end);
+    bool identity = sizes[axis] == x_shape[axis];
     for (int64_t i = 0; identity && i < sizes[axis]; ++i) {
       identity = !plan.extrapolate[i] && plan.taps[i].size() == 1 && plan.taps[i][0].first == i &&
                  plan.taps[i][0].second == 1.0;
     }
-    if (!identity) current = ResizeAxis(current, axis, plan, m.extrapolation);
+    if (!identity) axes.emplace_back(axis, std::move(plan));
+  }
+  return axes;
+}
+
+/// Resizes `x` by PlanAxes' taps, one axis at a time.
+Value ResizeAll(const Value& x, const ResizeMode& m, const Shape& sizes,
+                const std::vector<double>& scales, const std::vector<double>& roi) {
+  Value current = x;
+  for (const auto& [axis, plan] : PlanAxes(x.shape, m, sizes, scales, roi)) {
+    current = ResizeAxis(current, axis, plan, m.extrapolation);
   }
   return current;
 }
@@ -224,15 +237,15 @@ absl::StatusOr<ResizeMode> ModeOf(const OpContext& ctx) {
 
 /// The output sizes and per-axis scales of Resize on `x` from its sizes or scales input (over
 /// the "axes" attribute's axes), applying keep_aspect_ratio_policy to sizes.
-absl::Status TargetOf(const OpContext& ctx, const Value& x, const std::vector<int64_t>& axes,
+absl::Status TargetOf(const OpContext& ctx, const Shape& x_shape, const std::vector<int64_t>& axes,
                       Shape* sizes, std::vector<double>* scales) {
   const Value* scales_value = ctx.input(ctx.opset() < 11 ? 1 : 2);
   const Value* sizes_value = ctx.opset() < 11 ? nullptr : ctx.input(3);
   if (scales_value != nullptr && scales_value->data.empty()) scales_value = nullptr;
   if (sizes_value != nullptr && sizes_value->data.empty()) sizes_value = nullptr;
   const size_t count = axes.size();
-  scales->assign(x.shape.size(), 1.0);
-  *sizes = x.shape;
+  scales->assign(x_shape.size(), 1.0);
+  *sizes = x_shape;
   if (sizes_value == nullptr) {
     if (scales_value == nullptr) return ctx.Invalid("needs scales or sizes");
     if (scales_value->data.size() != count) return ctx.Invalid("scales does not match the axes");
@@ -240,7 +253,7 @@ absl::Status TargetOf(const OpContext& ctx, const Value& x, const std::vector<in
       const double scale = scales_value->data[i];
       if (!(scale > 0)) return ctx.Invalid("scales must be positive");
       (*scales)[axes[i]] = scale;
-      (*sizes)[axes[i]] = static_cast<int64_t>(scale * static_cast<double>(x.shape[axes[i]]));
+      (*sizes)[axes[i]] = static_cast<int64_t>(scale * static_cast<double>(x_shape[axes[i]]));
     }
     return absl::OkStatus();
   }
@@ -249,7 +262,7 @@ absl::Status TargetOf(const OpContext& ctx, const Value& x, const std::vector<in
     if (sizes_value->data[i] < 0) return ctx.Invalid("sizes must not be negative");
     (*sizes)[axes[i]] = ToInt64(sizes_value->data[i]);
     (*scales)[axes[i]] =
-        static_cast<double>((*sizes)[axes[i]]) / static_cast<double>(x.shape[axes[i]]);
+        static_cast<double>((*sizes)[axes[i]]) / static_cast<double>(x_shape[axes[i]]);
   }
   const std::string policy = ctx.String("keep_aspect_ratio_policy", "stretch");
   if (policy == "stretch" || axes.empty()) return absl::OkStatus();
@@ -263,43 +276,54 @@ absl::Status TargetOf(const OpContext& ctx, const Value& x, const std::vector<in
   }
   for (int64_t axis : axes) {  // rounded half up
     (*scales)[axis] = scale;
-    (*sizes)[axis] = static_cast<int64_t>(scale * static_cast<double>(x.shape[axis]) + 0.5);
+    (*sizes)[axis] = static_cast<int64_t>(scale * static_cast<double>(x_shape[axis]) + 0.5);
   }
   return absl::OkStatus();
 }
 
-OpResult Resize(const OpContext& ctx) {
-  GTCO_REF_ASSIGN_OR_RETURN(const Value* x, ctx.Required(0));
-  GTCO_REF_ASSIGN_OR_RETURN(const ResizeMode m, ModeOf(ctx));
-  const int64_t rank = static_cast<int64_t>(x->shape.size());
+/// What Resize computes on an input of shape `x_shape`: mode, sizes, per-axis scales, roi.
+struct ResizeTarget {
+  ResizeMode mode;
+  Shape sizes;
+  std::vector<double> scales;
+  std::vector<double> roi;  ///< [starts, ends] over all axes, for tf_crop_and_resize
+};
+
+absl::StatusOr<ResizeTarget> ResizeTargetOf(const OpContext& ctx, const Shape& x_shape) {
+  ResizeTarget target;
+  GTCO_REF_ASSIGN_OR_RETURN(target.mode, ModeOf(ctx));
+  const int64_t rank = static_cast<int64_t>(x_shape.size());
   std::vector<int64_t> axes;
   for (int64_t dim = 0; dim < rank; ++dim) axes.push_back(dim);
   if (ctx.HasAttr("axes")) {
     GTCO_REF_ASSIGN_OR_RETURN(axes, ctx.Axes(ctx.Ints("axes"), rank));
   }
-  Shape sizes;
-  std::vector<double> scales;
-  GTCO_REF_RETURN_IF_ERROR(TargetOf(ctx, *x, axes, &sizes, &scales));
-  std::vector<double> roi;  // [starts, ends] over all axes, for tf_crop_and_resize
-  if (m.coordinates == "tf_crop_and_resize") {
+  GTCO_REF_RETURN_IF_ERROR(TargetOf(ctx, x_shape, axes, &target.sizes, &target.scales));
+  if (target.mode.coordinates == "tf_crop_and_resize") {
     const Value* roi_value = ctx.opset() < 11 ? nullptr : ctx.input(1);
     const size_t count = axes.size();
     if (roi_value == nullptr || roi_value->data.size() != 2 * count) {
       return ctx.Invalid("tf_crop_and_resize needs an roi of 2 values per axis");
     }
-    roi.assign(rank, 0.0);
-    roi.resize(2 * rank, 1.0);
+    target.roi.assign(rank, 0.0);
+    target.roi.resize(2 * rank, 1.0);
     for (size_t i = 0; i < count; ++i) {
-      roi[axes[i]] = roi_value->data[i];
-      roi[rank + axes[i]] = roi_value->data[count + i];
+      target.roi[axes[i]] = roi_value->data[i];
+      target.roi[rank + axes[i]] = roi_value->data[count + i];
     }
   }
-  return Single(ResizeAll(*x, m, sizes, scales, roi));
+  return target;
 }
 
-OpResult Upsample(const OpContext& ctx) {
+OpResult Resize(const OpContext& ctx) {
   GTCO_REF_ASSIGN_OR_RETURN(const Value* x, ctx.Required(0));
-  ResizeMode m;
+  GTCO_REF_ASSIGN_OR_RETURN(const ResizeTarget target, ResizeTargetOf(ctx, x->shape));
+  return Single(ResizeAll(*x, target.mode, target.sizes, target.scales, target.roi));
+}
+
+absl::StatusOr<ResizeTarget> UpsampleTargetOf(const OpContext& ctx, const Shape& x_shape) {
+  ResizeTarget target;
+  ResizeMode& m = target.mode;
   m.mode = ctx.String("mode", "nearest");
   if (m.mode == "bilinear") m.mode = "linear";
   if (m.mode != "nearest" && m.mode != "linear") {
@@ -307,18 +331,25 @@ OpResult Upsample(const OpContext& ctx) {
   }
   m.coordinates = "asymmetric";
   m.nearest = "simple";
-  std::vector<double> scales = ctx.Floats("scales");
+  target.scales = ctx.Floats("scales");
   if (ctx.opset() >= 9) {
     GTCO_REF_ASSIGN_OR_RETURN(const Value* scales_value, ctx.Required(1));
-    scales = scales_value->data;
+    target.scales = scales_value->data;
   }
-  if (scales.size() != x->shape.size()) return ctx.Invalid("scales does not match the rank");
-  Shape sizes = x->shape;
-  for (size_t dim = 0; dim < scales.size(); ++dim) {
-    if (!(scales[dim] > 0)) return ctx.Invalid("scales must be positive");
-    sizes[dim] = static_cast<int64_t>(scales[dim] * static_cast<double>(x->shape[dim]));
+  if (target.scales.size() != x_shape.size()) return ctx.Invalid("scales does not match the rank");
+  target.sizes = x_shape;
+  for (size_t dim = 0; dim < target.scales.size(); ++dim) {
+    if (!(target.scales[dim] > 0)) return ctx.Invalid("scales must be positive");
+    target.sizes[dim] =
+        static_cast<int64_t>(target.scales[dim] * static_cast<double>(x_shape[dim]));
   }
-  return Single(ResizeAll(*x, m, sizes, scales, {}));
+  return target;
+}
+
+OpResult Upsample(const OpContext& ctx) {
+  GTCO_REF_ASSIGN_OR_RETURN(const Value* x, ctx.Required(0));
+  GTCO_REF_ASSIGN_OR_RETURN(const ResizeTarget target, UpsampleTargetOf(ctx, x->shape));
+  return Single(ResizeAll(*x, target.mode, target.sizes, target.scales, target.roi));
 }
 
 }  // namespace
@@ -329,3 +360,39 @@ void AddResizeOps(OpTable* t) {
 }
 
 }  // namespace gtco::runtime::reference::internal
+
+namespace gtco::runtime::reference {
+
+absl::StatusOr<std::optional<std::vector<ResizeAxisTaps>>> SeparableResizeTaps(
+    const Node& node, const std::vector<const Value*>& inputs, const std::vector<int64_t>& x_shape) {
+  using Result = std::optional<std::vector<ResizeAxisTaps>>;
+  const bool upsample = node.op_type == "Upsample";
+  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+  if (!default_domain || (node.op_type != "Resize" && !upsample)) return Result();
+  const internal::OpContext ctx(node, inputs, 1);
+  absl::StatusOr<internal::ResizeTarget> target =
+      upsample ? internal::UpsampleTargetOf(ctx, x_shape) : internal::ResizeTargetOf(ctx, x_shape);
+  if (!target.ok()) return target.status();
+  const internal::ResizeMode& m = target->mode;
+  if (m.mode == "cubic" || m.antialias || m.coordinates == "tf_crop_and_resize") return Result();
+  std::vector<ResizeAxisTaps> axes;
+  for (const auto& [axis, plan] :
+       internal::PlanAxes(x_shape, m, target->sizes, target->scales, target->roi)) {
+    ResizeAxisTaps taps;
+    taps.axis = axis;
+    taps.in = x_shape[axis];
+    taps.out = static_cast<int64_t>(plan.taps.size());
+    for (int64_t x = 0; x < taps.out; ++x) {
+      const auto& at = plan.taps[x];
+      if (plan.extrapolate[x] || at.size() > 2) return Result();
+      taps.first.push_back(at.empty() ? 0 : at[0].first);
+      taps.first_weight.push_back(at.empty() ? 0.0 : at[0].second);
+      taps.second.push_back(at.size() < 2 ? 0 : at[1].first);
+      taps.second_weight.push_back(at.size() < 2 ? 0.0 : at[1].second);
+    }
+    axes.push_back(std::move(taps));
+  }
+  return Result(std::move(axes));
+}
+
+}  // namespace gtco::runtime::reference

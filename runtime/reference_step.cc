@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/parallel.h"
 
 namespace gtco::runtime {
 namespace {
@@ -137,11 +138,129 @@ reference::Value ValueFromBytes(const TensorSpec& spec, const char* data) {
   return value;
 }
 
+namespace {
+
+/// Elements of one resize pass below which it runs on the calling thread alone.
+constexpr int64_t kMinParallelResizeElements = 1 << 15;
+
+/// One pass of the separable f32 resize: `src` [outer, taps.in, inner] to `dst` [outer,
+/// taps.out, inner].
+struct ResizePass {
+  const reference::ResizeAxisTaps* taps;
+  const float* src;
+  float* dst;
+  int64_t inner;
+  std::vector<float> first_weight, second_weight;
+};
+
+void ResizeRows(int64_t o, void* closure) {
+  const ResizePass& pass = *static_cast<const ResizePass*>(closure);
+  const reference::ResizeAxisTaps& taps = *pass.taps;
+  const int64_t inner = pass.inner;
+  const float* src = pass.src + o * taps.in * inner;
+  float* dst = pass.dst + o * taps.out * inner;
+  for (int64_t x = 0; x < taps.out; ++x, dst += inner) {
+    const float w0 = pass.first_weight[x], w1 = pass.second_weight[x];
+    const float* a = src + taps.first[x] * inner;
+    const float* b = src + taps.second[x] * inner;
+    // A tap of weight 0 is not read (0 * inf would be NaN where the reference has none).
+    if (w1 == 0.0f) {
+      if (w0 == 1.0f) {
+        std::memcpy(dst, a, sizeof(float) * inner);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) dst[i] = w0 == 0.0f ? 0.0f : w0 * a[i];
+      }
+    } else {
+      for (int64_t i = 0; i < inner; ++i) dst[i] = w0 * a[i] + w1 * b[i];
+    }
+  }
+}
+
+/// Resize / Upsample of an f32 tensor by the reference's separable plan, in float, one pass
+/// per resized axis, each pass's rows spread over the runtime's threads. false where the node
+/// is of a form the plan does not cover (cubic, antialias, crop): the generic step computes it.
+absl::StatusOr<bool> RunSeparableResize(const reference::Node& node,
+                                        const std::vector<const TensorSpec*>& input_specs,
+                                        const std::vector<const char*>& inputs,
+                                        const TensorSpec& output_spec, char* output) {
+  if ((node.op_type != "Resize" && node.op_type != "Upsample") || input_specs.empty() ||
+      input_specs[0] == nullptr || input_specs[0]->dtype != ElemType::kF32 ||
+      output_spec.dtype != ElemType::kF32) {
+    return false;
+  }
+  std::vector<reference::Value> values;  // roi, scales, sizes: small
+  values.reserve(inputs.size());
+  std::vector<const reference::Value*> pointers = {nullptr};
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    if (input_specs[i] == nullptr) {
+      pointers.push_back(nullptr);
+      continue;
+    }
+    values.push_back(ValueFromBytes(*input_specs[i], inputs[i]));
+    pointers.push_back(&values.back());
+  }
+  absl::StatusOr<std::optional<std::vector<reference::ResizeAxisTaps>>> plan =
+      reference::SeparableResizeTaps(node, pointers, input_specs[0]->shape);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fallback step '", node.name, "': ", plan.status().message()));
+  }
+  if (!plan->has_value()) return false;
+  std::vector<int64_t> shape = input_specs[0]->shape;
+  for (const reference::ResizeAxisTaps& taps : **plan) shape[taps.axis] = taps.out;
+  if (shape != output_spec.shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fallback step '", node.name, "' (", node.op_type, ") computes ", ShapeText(shape),
+        " for '", output_spec.name, "', which the artifact holds as ",
+        ShapeText(output_spec.shape)));
+  }
+  shape = input_specs[0]->shape;
+  const float* current = reinterpret_cast<const float*>(inputs[0]);
+  std::vector<float> buffers[2];
+  const size_t passes = (*plan)->size();
+  if (passes == 0) {
+    std::memcpy(output, inputs[0], sizeof(float) * output_spec.NumElements());
+    return true;
+  }
+  for (size_t index = 0; index < passes; ++index) {
+    const reference::ResizeAxisTaps& taps = (**plan)[index];
+    int64_t outer = 1, inner = 1;
+    for (int64_t dim = 0; dim < taps.axis; ++dim) outer *= shape[dim];
+    for (size_t dim = taps.axis + 1; dim < shape.size(); ++dim) inner *= shape[dim];
+    shape[taps.axis] = taps.out;
+    float* dst = reinterpret_cast<float*>(output);
+    if (index + 1 < passes) {
+      buffers[index % 2].resize(static_cast<size_t>(outer * taps.out * inner));
+      dst = buffers[index % 2].data();
+    }
+    ResizePass pass{&taps, current, dst, inner, {}, {}};
+    for (int64_t x = 0; x < taps.out; ++x) {
+      pass.first_weight.push_back(static_cast<float>(taps.first_weight[x]));
+      pass.second_weight.push_back(static_cast<float>(taps.second_weight[x]));
+    }
+    if (outer > 1 && outer * taps.out * inner >= kMinParallelResizeElements) {
+      gtco_parallel_for(outer, ResizeRows, &pass);
+    } else {
+      for (int64_t o = 0; o < outer; ++o) ResizeRows(o, &pass);
+    }
+    current = dst;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::Status RunReferenceStep(const reference::Node& node,
                               const std::vector<const TensorSpec*>& input_specs,
                               const std::vector<const char*>& inputs,
                               const std::vector<const TensorSpec*>& output_specs,
                               const std::vector<char*>& outputs) {
+  if (outputs.size() == 1 && output_specs[0] != nullptr) {
+    absl::StatusOr<bool> separable =
+        RunSeparableResize(node, input_specs, inputs, *output_specs[0], outputs[0]);
+    if (!separable.ok()) return separable.status();
+    if (*separable) return absl::OkStatus();
+  }
   std::vector<reference::Value> values;
   values.reserve(inputs.size());
   std::vector<const reference::Value*> pointers;

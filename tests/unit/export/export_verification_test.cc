@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "common/export/model_export.h"
 #include "common/graph/batchnorm_folding.h"
 #include "common/target/target.h"
@@ -132,6 +133,65 @@ TEST(ExportVerificationTest, TheBundledModelsPassTheCheckAtSubmit) {
     ASSERT_TRUE(check.ok()) << check.status();
     EXPECT_TRUE(check->checked) << check->reason;
   }
+}
+
+// DeepLabV3's atrous pyramid on a small map: 3x3 convs dilated past the image (every tap but
+// the center reads padding) run as 1x1 convs; a dilation that leaves every tap live somewhere
+// keeps its 3x3. The export's check compares with the ONNX graph as written.
+TEST(ExportVerificationTest, AtrousConvsWithDeadTapsRunAsSmallerConvs) {
+  TestGraph g("atrous");
+  g.Input("image", {1, 8, 6, 6});
+  for (int64_t dilation : {2, 6, 9}) {
+    const std::string name = absl::StrCat("aspp_d", dilation);
+    g.Weight(name + "_w", {4, 8, 3, 3});
+    g.Weight(name + "_b", {4});
+    ::onnx::NodeProto* conv =
+        g.Node("Conv", name, {"image", name + "_w", name + "_b"}, name + "_y");
+    TestGraph::Ints(conv, "kernel_shape", {3, 3});
+    TestGraph::Ints(conv, "pads", {dilation, dilation, dilation, dilation});
+    TestGraph::Ints(conv, "dilations", {dilation, dilation});
+    g.Node("Relu", name + "_relu", {name + "_y"}, name + "_r");
+  }
+  ::onnx::NodeProto* cat = g.Node("Concat", "cat", {"aspp_d2_r", "aspp_d6_r", "aspp_d9_r"}, "out");
+  TestGraph::Int(cat, "axis", 1);
+  g.Output("out", {1, 12, 6, 6});
+  absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->manifest.verification.status, "passed");
+  std::vector<std::string> convs;
+  for (const runtime::KernelSpec& kernel : view->manifest.kernels) {
+    if (absl::StartsWith(kernel.description, "conv")) convs.push_back(kernel.description);
+  }
+  ASSERT_EQ(convs.size(), 3u);
+  int one_by_one = 0, three_by_three = 0;
+  for (const std::string& conv : convs) {
+    one_by_one += absl::StrContains(conv, " 1x1 s1 p0 ");
+    three_by_three += absl::StrContains(conv, " 3x3 s1 p2 d2,2 ");
+  }
+  EXPECT_EQ(one_by_one, 2) << absl::StrJoin(convs, "; ");
+  EXPECT_EQ(three_by_three, 1) << absl::StrJoin(convs, "; ");
+}
+
+// A Pad of all-zero amounts before an average pool (DenseNet's transitions) is no step at all.
+TEST(ExportVerificationTest, AZeroPadIsNoStep) {
+  TestGraph g("zero_pad");
+  g.Input("image", {1, 8, 6, 6});
+  g.IntValues("pads", {8}, {0, 0, 0, 0, 0, 0, 0, 0});
+  ::onnx::NodeProto* pad = g.Node("Pad", "pad", {"image", "pads"}, "padded");
+  TestGraph::String(pad, "mode", "constant");
+  ::onnx::NodeProto* pool = g.Node("AveragePool", "pool", {"padded"}, "out");
+  TestGraph::Ints(pool, "kernel_shape", {2, 2});
+  TestGraph::Ints(pool, "strides", {2, 2});
+  g.Output("out", {1, 8, 3, 3});
+  absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->fallbacks.empty());
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->manifest.verification.status, "passed");
+  for (const runtime::StepSpec& step : view->manifest.steps) EXPECT_NE(step.op, "reference");
 }
 
 TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {

@@ -682,6 +682,23 @@ TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {
     EXPECT_EQ(spaces->front().mapping(), "direct");
     CheckEveryConvMapping(w, 6, 51, check);
   }
+  // Both forms of the direct kernel by name (in place with scalar border columns, or from a
+  // zero-padded copy of each plane), and a schedule stored before the stage knob ("/v1").
+  const ir::Workload dw = Conv(2, 6, 9, 11, 6, 5, 5, 1, {2, 3, 2, 1}, 6);
+  std::vector<std::vector<float>> inputs = ir::RandomInputs(dw, 17);
+  const std::vector<float> expected = ir::ComputeReference(dw, inputs);
+  double rtol, atol;
+  ir::DefaultTolerance(dw, &rtol, &atol);
+  for (const char* text : {"conv_dw_direct/v2;vw=8;unroll=1;par=1;stage=0",
+                           "conv_dw_direct/v2;vw=16;unroll=1;par=0;stage=1",
+                           "conv_dw_direct/v2;vw=4;unroll=2;par=1;stage=1",
+                           "conv_dw_direct/v1;vw=4;unroll=1;par=1"}) {
+    absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(text);
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    absl::StatusOr<std::vector<float>> output = Run(dw, *trace, inputs);
+    ASSERT_TRUE(output.ok()) << text << ": " << output.status();
+    EXPECT_TRUE(ir::CompareOutputs(expected, *output, rtol, atol).ok()) << text;
+  }
   // Not depthwise: no direct mapping.
   absl::StatusOr<std::vector<SearchSpace>> dense = kernels::CreateMappingSpaces(
       Conv(1, 8, 10, 10, 16, 3, 3, 1, {1, 1, 1, 1}), target::DetectHostCpu());

@@ -25,9 +25,10 @@
 // partial sums of K blocks stay in the kernel's own buffer.
 //
 // Depthwise convolutions (one input channel per group) have a K of R*S only, too short for the
-// micro-kernels: "conv_dw_direct/v1" computes them directly, a (parallel) loop over the N*K
+// micro-kernels: "conv_dw_direct/v2" computes them directly, a (parallel) loop over the N*K
 // output planes and output rows, output columns in vectors, every tap unrolled with its weight
-// broadcast and reads outside the image masked.
+// broadcast; each plane either read in place (reads outside the image tested) or first copied
+// into a zero-padded buffer (stage=1). "/v1" (no stage knob) is kept to replay stored traces.
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -179,32 +180,92 @@ void Prefer(Knob& knob, int64_t value) {
   if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
 }
 
+/// The zero-padded copy of one input plane the staged depthwise kernel reads: at most this
+/// many floats (the kernel's stack; MobileNet's largest padded plane, 114x114, is 13K).
+constexpr int64_t kMaxStagedPlane = int64_t{1} << 18;
+
+/// Elements of the zero-padded copy of one input plane of `p`.
+int64_t PaddedPlane(const ir::ConvParams& p) {
+  return (p.in_h + p.pad_top + p.pad_bottom) * (p.in_w + p.pad_left + p.pad_right);
+}
+
+/// Output columns [lo, hi) whose every tap reads inside the image's width.
+std::pair<int64_t, int64_t> InteriorColumns(const ir::ConvParams& p) {
+  const int64_t out_w = ir::ConvOutW(p);
+  const int64_t lo = std::min(out_w, (p.pad_left + p.stride_w - 1) / p.stride_w);
+  const int64_t last_start = p.in_w - 1 - (p.kernel_w - 1) * p.dilation_w + p.pad_left;
+  const int64_t hi = last_start < 0 ? lo : std::clamp(last_start / p.stride_w + 1, lo, out_w);
+  return {lo, hi};
+}
+
+/// Output columns with a tap outside the image's width.
+int64_t BorderColumns(const ir::ConvParams& p) {
+  const auto [lo, hi] = InteriorColumns(p);
+  return ir::ConvOutW(p) - (hi - lo);
+}
+
+bool IsPadded(const ir::ConvParams& p) {
+  return p.pad_top > 0 || p.pad_left > 0 || p.pad_bottom > 0 || p.pad_right > 0;
+}
+
 class DirectDepthwiseSketch final : public LoopSketch {
  public:
-  enum KnobIdx { kVw, kUnroll, kPar };
+  enum KnobIdx { kVw, kUnroll, kPar, kStage };
 
-  const char* Name() const override { return "conv_dw_direct/v1"; }
-  std::vector<std::string> KnobNames() const override { return {"vw", "unroll", "par"}; }
+  /// `stage_knob`: v2, with the stage knob; v1 (replay only) reads the image in place.
+  explicit DirectDepthwiseSketch(bool stage_knob) : stage_knob_(stage_knob) {}
+
+  const char* Name() const override {
+    return stage_knob_ ? "conv_dw_direct/v2" : "conv_dw_direct/v1";
+  }
+  std::vector<std::string> KnobNames() const override {
+    if (!stage_knob_) return {"vw", "unroll", "par"};
+    return {"vw", "unroll", "par", "stage"};
+  }
   bool AppliesTo(const ir::Workload& w) const override { return IsDepthwise(w); }
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const bool parallel = hw.cores > 1 && w.conv.batch * w.conv.out_channels > 1;
-    // The widest vector an output row fills first (an untuned export runs the first values).
+    // First (an untuned export runs the first values) the narrowest vector that holds a whole
+    // output row, or where none does the widest: a 7-wide row in one 8-lane vector ran 1.3x
+    // faster than in 4 + 3 lanes, a 14-wide one in 16 lanes 1.1-1.3x faster than in 8 + 6.
     Knob vw{"vw", VectorWidths(hw.MaxFloatLanes())};
-    int64_t widest = vw.values.front();
+    int64_t first = 0;
     for (int64_t width : vw.values) {
-      if (width <= ir::ConvOutW(w.conv)) widest = std::max(widest, width);
+      if (width >= ir::ConvOutW(w.conv) && first == 0) first = width;
     }
-    Prefer(vw, widest);
-    return {vw,
-            {"unroll", {1, 2}},
-            {"par", parallel ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}}};
+    Prefer(vw, first != 0 ? first : vw.values.back());
+    std::vector<Knob> knobs = {
+        vw,
+        {"unroll", {1, 2}},
+        {"par", parallel ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}}};
+    // A padded conv may read a zero-padded copy of each plane (no tap tests a bound), first
+    // where the border columns (those with a tap outside the image, run scalar in place) are an
+    // eighth of the row or more: 3x faster on LRASPP's dilated 5x5 (14x14, 8 of 14 columns),
+    // the same on 56x56 3x3s, 1.5x slower on 112x112 stride-2 ones, whose copy outweighs their
+    // quarter-size output (bench/conv_mappings, AMD Zen 4).
+    if (stage_knob_) {
+      Knob stage{"stage", {0}};
+      if (IsPadded(w.conv) && PaddedPlane(w.conv) <= kMaxStagedPlane) {
+        stage.values = 8 * BorderColumns(w.conv) >= ir::ConvOutW(w.conv)
+                           ? std::vector<int64_t>{1, 0}
+                           : std::vector<int64_t>{0, 1};
+      }
+      knobs.push_back(stage);
+    }
+    return knobs;
   }
 
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
               const KnobValues& values) const override {
-    return VectorGroupFits(values[kVw], values[kUnroll], ir::ConvOutW(w.conv),
-                           hw.MaxFloatLanes());
+    if (stage_knob_ && values[kStage] == 1 &&
+        (!IsPadded(w.conv) || PaddedPlane(w.conv) > kMaxStagedPlane)) {
+      return false;
+    }
+    // Also one vector holding a whole row (no wider than twice the row).
+    const int64_t out_w = ir::ConvOutW(w.conv);
+    return VectorGroupFits(values[kVw], values[kUnroll], out_w, hw.MaxFloatLanes()) ||
+           (values[kUnroll] == 1 && values[kVw] < 2 * out_w);
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
@@ -212,7 +273,14 @@ class DirectDepthwiseSketch final : public LoopSketch {
     GTCO_RETURN_IF_ERROR(CheckOneOf("vw", values[kVw], {4, 8, 16}));
     GTCO_RETURN_IF_ERROR(CheckOneOf("unroll", values[kUnroll], {1, 2}));
     GTCO_RETURN_IF_ERROR(CheckRange("par", values[kPar], 0, 1));
+    const bool staged = stage_knob_ && values[kStage] == 1;
+    if (stage_knob_) GTCO_RETURN_IF_ERROR(CheckRange("stage", values[kStage], 0, 1));
     GTCO_RETURN_IF_ERROR(w.Validate());
+    if (staged && (!IsPadded(w.conv) || PaddedPlane(w.conv) > kMaxStagedPlane)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage=1 needs a padded conv whose padded plane has at most ",
+                       kMaxStagedPlane, " elements"));
+    }
     if (!IsDepthwise(w)) {
       return absl::InvalidArgumentError(
           "conv_dw_direct lowers depthwise convolutions only");
@@ -232,10 +300,9 @@ class DirectDepthwiseSketch final : public LoopSketch {
     // for stride 2); a row outside the image is a uniform test per (oh, r). The few border
     // columns run scalar with both tests (clamping a vector of columns made every load a
     // gather: 8 GFLOP/s on MobileNetV2's 3x3s on AMD Zen 4).
-    const int64_t ow_lo = std::min(out_w, (p.pad_left + p.stride_w - 1) / p.stride_w);
-    const int64_t last_start = p.in_w - 1 - (p.kernel_w - 1) * p.dilation_w + p.pad_left;
-    const int64_t ow_hi =
-        last_start < 0 ? ow_lo : std::clamp(last_start / p.stride_w + 1, ow_lo, out_w);
+    const int64_t padded_w = p.in_w + p.pad_left + p.pad_right;
+    const std::pair<int64_t, int64_t> interior = InteriorColumns(p);
+    const int64_t ow_lo = interior.first, ow_hi = interior.second;
     auto columns = [&](bool check_columns) {
       return [&, check_columns](const Expr& ow, const Expr&) {
         // Taps go round-robin to a few partial sums, so that the FMAs are not one dependent
@@ -252,6 +319,14 @@ class DirectDepthwiseSketch final : public LoopSketch {
             const Expr iw = ow * MakeInt(p.stride_w) + MakeInt(s * p.dilation_w - p.pad_left);
             const Expr weight =
                 ir::MakeLoad(InputName(1), k * MakeInt(taps) + MakeInt(r * p.kernel_w + s));
+            if (staged) {  // the padded copy: every tap inside it
+              const Expr value = ir::MakeLoad(
+                  kStagedPlane, (ih + MakeInt(p.pad_top)) * MakeInt(padded_w) + iw +
+                                    MakeInt(p.pad_left));
+              Expr& sum = sums[tap % sums.size()];
+              sum = sum + value * weight;
+              continue;
+            }
             const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
             const Expr column =
                 check_columns ? ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1))) : iw;
@@ -280,25 +355,71 @@ class DirectDepthwiseSketch final : public LoopSketch {
       };
     };
     std::vector<Stmt> row_parts;
-    if (ow_lo > 0) {
+    if (staged) {
+      row_parts.push_back(EmitVectorRange("d", MakeInt(0), MakeInt(out_w), values[kVw],
+                                          values[kUnroll], columns(false)));
+    }
+    if (!staged && ow_lo > 0) {
       row_parts.push_back(ir::MakeFor("dl", MakeInt(0), MakeInt(ow_lo), ir::ForKind::kSerial,
                                       columns(true)(ir::MakeVar("dl"), MakeInt(0))));
     }
-    if (ow_hi > ow_lo) {
+    if (!staged && ow_hi > ow_lo) {
       row_parts.push_back(EmitVectorRange("d", MakeInt(ow_lo), MakeInt(ow_hi - ow_lo),
                                           values[kVw], values[kUnroll], columns(false)));
     }
-    if (ow_hi < out_w) {
+    if (!staged && ow_hi < out_w) {
       row_parts.push_back(ir::MakeFor("dr", MakeInt(ow_hi), MakeInt(out_w - ow_hi),
                                       ir::ForKind::kSerial,
                                       columns(true)(ir::MakeVar("dr"), MakeInt(0))));
     }
     Stmt body = ir::MakeFor("oh", MakeInt(0), MakeInt(out_h), ir::ForKind::kSerial,
                             ir::MakeBlock(row_parts));
+    if (staged) {
+      // Per plane: its zero-padded copy (the padding rows, then each image row between its
+      // left and right padding), then the output rows from it.
+      const int64_t padded_h = p.in_h + p.pad_top + p.pad_bottom;
+      const auto zero = [&](const std::string& tag, int64_t begin, int64_t length) {
+        return EmitVectorRange(tag, MakeInt(begin), MakeInt(length), values[kVw], 1,
+                               [](const Expr& at, const Expr&) {
+                                 return ir::MakeStore(kStagedPlane, at, ir::MakeFloat(0.0));
+                               });
+      };
+      std::vector<Stmt> stage;
+      if (p.pad_top > 0) stage.push_back(zero("zt", 0, p.pad_top * padded_w));
+      if (p.pad_bottom > 0) {
+        stage.push_back(zero("zb", (p.pad_top + p.in_h) * padded_w, p.pad_bottom * padded_w));
+      }
+      const Expr ih = ir::MakeVar("sh");
+      const Expr row_start = (ih + MakeInt(p.pad_top)) * MakeInt(padded_w);
+      std::vector<Stmt> row;
+      const auto zero_columns = [&](const std::string& tag, int64_t begin, int64_t length) {
+        const Expr j = ir::MakeVar(tag);
+        return ir::MakeFor(tag, MakeInt(0), MakeInt(length), ir::ForKind::kSerial,
+                           ir::MakeStore(kStagedPlane, row_start + MakeInt(begin) + j,
+                                         ir::MakeFloat(0.0)));
+      };
+      if (p.pad_left > 0) row.push_back(zero_columns("zl", 0, p.pad_left));
+      row.push_back(EmitVectorRange(
+          "sc", MakeInt(0), MakeInt(p.in_w), values[kVw], 1,
+          [&](const Expr& iw, const Expr&) {
+            return ir::MakeStore(kStagedPlane, row_start + MakeInt(p.pad_left) + iw,
+                                 ir::MakeLoad(InputName(0), in_plane * MakeInt(p.in_h * p.in_w) +
+                                                                ih * MakeInt(p.in_w) + iw));
+          }));
+      if (p.pad_right > 0) row.push_back(zero_columns("zr", p.pad_left + p.in_w, p.pad_right));
+      stage.push_back(ir::MakeFor("sh", MakeInt(0), MakeInt(p.in_h), ir::ForKind::kSerial,
+                                  ir::MakeBlock(row)));
+      stage.push_back(body);
+      body = ir::MakeAllocate(kStagedPlane, padded_h * padded_w, ir::MakeBlock(stage));
+    }
     body = ir::MakeFor("plane", MakeInt(0), MakeInt(p.batch * p.out_channels),
                        values[kPar] == 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial, body);
     return ir::LoweredFunc{func_name, KernelParams(w), body};
   }
+
+ private:
+  static constexpr const char* kStagedPlane = "dw_plane";
+  bool stage_knob_;
 };
 
 /// The depthwise direct mapping: any CPU with vectors, f32 operands.
@@ -315,7 +436,7 @@ class DirectDepthwiseMapping final : public MappingSketch {
   }
 
  private:
-  DirectDepthwiseSketch sketch_;
+  DirectDepthwiseSketch sketch_{/*stage_knob=*/true};
 };
 
 int64_t NearestTo(const std::vector<int64_t>& values, int64_t target) {
@@ -867,6 +988,12 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
 }
 
 }  // namespace internal
+
+const schedule::Sketch& DirectDepthwiseConvSketchV1() {
+  static const internal::DirectDepthwiseSketch* const sketch =
+      new internal::DirectDepthwiseSketch(/*stage_knob=*/false);
+  return *sketch;
+}
 
 const MappingSketch& DirectDepthwiseConvMapping() {
   static const internal::DirectDepthwiseMapping* const mapping =

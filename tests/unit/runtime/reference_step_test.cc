@@ -1,0 +1,161 @@
+// Tests of the runtime's fallback steps (runtime/reference_step.h): an f32 Resize or Upsample
+// runs the reference's separable plan in float, on the runtime's threads, and gives the
+// reference library's values; forms outside that plan (cubic) take the generic step.
+#include "runtime/reference_step.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "runtime/parallel.h"
+#include "tests/unit/runtime/reference_test_util.h"
+
+namespace gtco::runtime {
+namespace {
+
+using reference::Node;
+using reference::Value;
+using namespace reference::reftest;  // NOLINT: the test helpers
+
+/// A random f32 tensor of `shape` (values rounded to float).
+Value RandomF32(const std::vector<int64_t>& shape, uint64_t seed) {
+  Value value;
+  value.dtype = ElemType::kF32;
+  value.shape = shape;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  for (int64_t i = 0; i < value.NumElements(); ++i) value.data.push_back(uniform(rng));
+  return value;
+}
+
+/// The bytes of `value` as the artifact holds them.
+std::vector<char> Bytes(const Value& value) {
+  std::vector<char> bytes(value.NumElements() * ElemSize(value.dtype));
+  for (int64_t i = 0; i < value.NumElements(); ++i) {
+    StoreElement(bytes.data(), value.dtype, i, value.data[i]);
+  }
+  return bytes;
+}
+
+TensorSpec SpecOf(const Value& value, const std::string& name) {
+  TensorSpec spec;
+  spec.name = name;
+  spec.dtype = value.dtype;
+  spec.shape = value.shape;
+  return spec;
+}
+
+/// Runs `node` as a fallback step on `inputs` (null: omitted) and as the reference library
+/// runs it; expects the same shape and values within `tolerance` relative to the largest
+/// magnitude (exactly, NaN and infinities included, where `tolerance` is 0).
+void ExpectStepMatchesTheReference(const Node& node, const std::vector<const Value*>& inputs,
+                                   double tolerance) {
+  SCOPED_TRACE(reference::NodeToJson(node));
+  const Value expected = Run1(node, inputs);
+  std::vector<TensorSpec> specs;
+  std::vector<std::vector<char>> bytes;
+  specs.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) continue;
+    specs.push_back(SpecOf(*inputs[i], "in" + std::to_string(i)));
+    bytes.push_back(Bytes(*inputs[i]));
+  }
+  std::vector<const TensorSpec*> input_specs;
+  std::vector<const char*> input_data;
+  for (size_t i = 0, next = 0; i < inputs.size(); ++i) {
+    input_specs.push_back(inputs[i] == nullptr ? nullptr : &specs[next]);
+    input_data.push_back(inputs[i] == nullptr ? nullptr : bytes[next].data());
+    next += inputs[i] != nullptr;
+  }
+  const TensorSpec out_spec = SpecOf(expected, "out");
+  std::vector<char> out(out_spec.Bytes());
+  absl::Status status = RunReferenceStep(node, input_specs, input_data, {&out_spec}, {out.data()});
+  ASSERT_TRUE(status.ok()) << status;
+  double scale = 0;
+  for (double v : expected.data) {
+    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+  }
+  for (int64_t i = 0; i < expected.NumElements(); ++i) {
+    const double got = LoadElement(out.data(), ElemType::kF32, i);
+    const double want = expected.data[i];
+    if (!std::isfinite(want) || tolerance == 0) {
+      EXPECT_TRUE(got == want || (std::isnan(got) && std::isnan(want)))
+          << "at " << i << ": " << got << " vs " << want;
+    } else {
+      ASSERT_LE(std::fabs(got - want), tolerance * scale) << "at " << i;
+    }
+  }
+}
+
+Node ResizeNode(const std::string& mode, const std::string& coordinates,
+                const std::string& nearest = "round_prefer_floor") {
+  return MakeNode("Resize", {{"mode", StringAttr(mode)},
+                             {"coordinate_transformation_mode", StringAttr(coordinates)},
+                             {"nearest_mode", StringAttr(nearest)}});
+}
+
+TEST(ReferenceStepTest, F32ResizeMatchesTheReference) {
+  SetParallelThreads(2);
+  // A segmentation head's upsampling (large enough for the threaded passes), by scales and by
+  // sizes, in every mode and coordinate mapping the separable plan covers.
+  const Value x = RandomF32({1, 5, 28, 28}, 7);
+  const Value scales = F32({4}, {1, 1, 8, 8});
+  const Value sizes = I64({4}, {1, 5, 224, 200});
+  const Value down = I64({4}, {1, 5, 9, 14});
+  for (const auto& [mode, coordinates] : std::vector<std::pair<std::string, std::string>>{
+           {"linear", "half_pixel"},
+           {"linear", "align_corners"},
+           {"linear", "pytorch_half_pixel"},
+           {"linear", "asymmetric"},
+           {"nearest", "asymmetric"},
+           {"nearest", "half_pixel"},
+           {"nearest", "tf_half_pixel_for_nn"}}) {
+    const Node node = ResizeNode(mode, coordinates, mode == "nearest" ? "floor" : "round_prefer_floor");
+    ExpectStepMatchesTheReference(node, {&x, nullptr, &scales}, 1e-6);
+    ExpectStepMatchesTheReference(node, {&x, nullptr, nullptr, &sizes}, 1e-6);
+    ExpectStepMatchesTheReference(node, {&x, nullptr, nullptr, &down}, 1e-6);
+  }
+  // Nearest copies values: exact.
+  ExpectStepMatchesTheReference(ResizeNode("nearest", "asymmetric", "floor"),
+                                {&x, nullptr, &scales}, 0);
+  // The deprecated Upsample (scales as an input since opset 9).
+  const Value upsample_scales = F32({4}, {1, 1, 2, 3});
+  ExpectStepMatchesTheReference(MakeNode("Upsample", {{"mode", StringAttr("linear")}}, 9),
+                                {&x, &upsample_scales}, 1e-6);
+}
+
+TEST(ReferenceStepTest, F32ResizeReadsNoTapOfWeightZero) {
+  // Infinities and NaN where an output's second tap has weight 0: the reference has them only
+  // where a tap of nonzero weight reads them.
+  Value x = RandomF32({1, 2, 4, 4}, 3);
+  x.data[0] = std::numeric_limits<double>::infinity();
+  x.data[5] = std::nan("");
+  const Value scales = F32({4}, {1, 1, 2, 2});
+  ExpectStepMatchesTheReference(ResizeNode("linear", "asymmetric"), {&x, nullptr, &scales}, 1e-6);
+  ExpectStepMatchesTheReference(ResizeNode("nearest", "asymmetric", "floor"),
+                                {&x, nullptr, &scales}, 0);
+}
+
+TEST(ReferenceStepTest, ResizeOutsideTheSeparablePlanTakesTheGenericStep) {
+  const Value x = RandomF32({1, 2, 6, 6}, 5);
+  const Value scales = F32({4}, {1, 1, 2, 2});
+  // Cubic has four taps per axis: the reference library computes it, exactly as RunOp does.
+  ExpectStepMatchesTheReference(ResizeNode("cubic", "half_pixel"), {&x, nullptr, &scales}, 0);
+  // A wrong scales input fails naming the step.
+  const Value bad = F32({3}, {1, 2, 2});
+  const TensorSpec x_spec = SpecOf(x, "x"), bad_spec = SpecOf(bad, "scales");
+  TensorSpec out_spec = SpecOf(x, "out");
+  const std::vector<char> x_bytes = Bytes(x), bad_bytes = Bytes(bad);
+  std::vector<char> out(out_spec.Bytes());
+  absl::Status status = RunReferenceStep(ResizeNode("linear", "half_pixel"),
+                                         {&x_spec, nullptr, &bad_spec},
+                                         {x_bytes.data(), nullptr, bad_bytes.data()}, {&out_spec},
+                                         {out.data()});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("fallback step 'node_Resize'"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace gtco::runtime
