@@ -69,6 +69,9 @@ const ConvCase kCases[] = {
     {"1x1_440x7", 440, 7, 440, 1, 1, 0},
     // MobileNetV3-Large's dilated 5x5 in LRASPP, EfficientNet's 5x5 stride 2.
     {"dw5_960x14d2", 960, 14, 960, 5, 1, 4, 960, 2}, {"dw5_240x28s2", 240, 28, 240, 5, 2, 2, 240},
+    // DenseNet-121's growth convs (32 output channels).
+    {"dn_3x3_128to32x56", 128, 56, 32, 3, 1, 1}, {"dn_3x3_128to32x28", 128, 28, 32, 3, 1, 1},
+    {"dn_3x3_128to32x7", 128, 7, 32, 3, 1, 1},
     // MobileNetV2's pointwise convs.
     {"mb_1x1_16to96x112", 16, 112, 96, 1, 1, 0}, {"mb_1x1_144to24x56", 144, 56, 24, 1, 1, 0},
     {"mb_1x1_24to144x56", 24, 56, 144, 1, 1, 0}, {"mb_1x1_96to576x14", 96, 14, 576, 1, 1, 0},

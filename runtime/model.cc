@@ -192,18 +192,27 @@ void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<in
   }
 }
 
-/// Calls visit(flat, offsets) for every element of `out_shape` in row-major order, with each
-/// input's element offset under its broadcast strides.
+/// Calls visit(flat, offsets, count) for every run of `count` consecutive elements of
+/// `out_shape` along its innermost dim, in row-major order: `flat` is the run's first element,
+/// offsets[i] input i's element there under its broadcast strides (strides[i].back() is its step
+/// along the run).
 template <typename Visit>
-void ForEachBroadcast(const std::vector<int64_t>& out_shape,
-                      const std::vector<std::vector<int64_t>>& strides, Visit visit) {
+void ForEachBroadcastRun(const std::vector<int64_t>& out_shape,
+                         const std::vector<std::vector<int64_t>>& strides, Visit visit) {
   const int rank = static_cast<int>(out_shape.size());
   int64_t total = 1;
   for (int64_t dim : out_shape) total *= dim;
-  std::vector<int64_t> index(rank, 0), offsets(strides.size(), 0);
-  for (int64_t flat = 0; flat < total; ++flat) {
-    visit(flat, offsets);
-    for (int dim = rank - 1; dim >= 0; --dim) {
+  std::vector<int64_t> offsets(strides.size(), 0);
+  if (total == 0) return;
+  if (rank == 0) {
+    visit(0, offsets, 1);
+    return;
+  }
+  const int64_t run = out_shape.back();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t flat = 0; flat < total; flat += run) {
+    visit(flat, offsets, run);
+    for (int dim = rank - 2; dim >= 0; --dim) {
       ++index[dim];
       for (size_t i = 0; i < strides.size(); ++i) offsets[i] += strides[i][dim];
       if (index[dim] < out_shape[dim]) break;
@@ -211,6 +220,85 @@ void ForEachBroadcast(const std::vector<int64_t>& out_shape,
       index[dim] = 0;
     }
   }
+}
+
+/// Expand, Equal and Where over broadcast inputs, a run of the innermost dim at a time (a run's
+/// input is contiguous or one repeated element): `value_bytes` the size of the values copied or
+/// compared (Where's inputs 1 and 2, Equal's and Expand's input 0).
+enum class BroadcastOp { kExpand, kEqual, kWhere };
+
+template <typename T>
+void BroadcastRunOf(BroadcastOp op, const std::vector<const char*>& sources,
+                    const std::vector<int64_t>& steps, const std::vector<int64_t>& at,
+                    int64_t count, char* out, bool float_compare) {
+  switch (op) {
+    case BroadcastOp::kExpand: {
+      const T* src = reinterpret_cast<const T*>(sources[0]) + at[0];
+      T* dst = reinterpret_cast<T*>(out);
+      if (steps[0] == 1) {
+        std::memcpy(dst, src, sizeof(T) * count);
+      } else {
+        for (int64_t i = 0; i < count; ++i) dst[i] = src[i * steps[0]];
+      }
+      return;
+    }
+    case BroadcastOp::kEqual: {
+      const T* a = reinterpret_cast<const T*>(sources[0]) + at[0];
+      const T* b = reinterpret_cast<const T*>(sources[1]) + at[1];
+      for (int64_t i = 0; i < count; ++i) {
+        bool same;
+        if (float_compare) {
+          float x, y;
+          std::memcpy(&x, a + i * steps[0], 4);
+          std::memcpy(&y, b + i * steps[1], 4);
+          same = x == y;
+        } else {
+          same = std::memcmp(a + i * steps[0], b + i * steps[1], sizeof(T)) == 0;
+        }
+        out[i] = same ? 1 : 0;
+      }
+      return;
+    }
+    case BroadcastOp::kWhere: {
+      const char* cond = sources[0] + at[0];
+      const T* x = reinterpret_cast<const T*>(sources[1]) + at[1];
+      const T* y = reinterpret_cast<const T*>(sources[2]) + at[2];
+      T* dst = reinterpret_cast<T*>(out);
+      for (int64_t i = 0; i < count; ++i) {
+        dst[i] = cond[i * steps[0]] != 0 ? x[i * steps[1]] : y[i * steps[2]];
+      }
+      return;
+    }
+  }
+}
+
+void BroadcastStep(BroadcastOp op, const std::vector<int64_t>& out_shape,
+                   const std::vector<std::vector<int64_t>>& strides,
+                   const std::vector<const char*>& sources, int64_t value_bytes,
+                   bool float_compare, char* out) {
+  std::vector<int64_t> steps;
+  for (const std::vector<int64_t>& input : strides) {
+    steps.push_back(input.empty() ? 0 : input.back());
+  }
+  const int64_t out_bytes = op == BroadcastOp::kEqual ? 1 : value_bytes;
+  ForEachBroadcastRun(out_shape, strides,
+                      [&](int64_t flat, const std::vector<int64_t>& at, int64_t count) {
+                        char* dst = out + flat * out_bytes;
+                        switch (value_bytes) {
+                          case 1:
+                            return BroadcastRunOf<uint8_t>(op, sources, steps, at, count, dst,
+                                                           float_compare);
+                          case 2:
+                            return BroadcastRunOf<uint16_t>(op, sources, steps, at, count, dst,
+                                                            float_compare);
+                          case 4:
+                            return BroadcastRunOf<uint32_t>(op, sources, steps, at, count, dst,
+                                                            float_compare);
+                          default:
+                            return BroadcastRunOf<uint64_t>(op, sources, steps, at, count, dst,
+                                                            float_compare);
+                        }
+                      });
 }
 
 }  // namespace
@@ -558,31 +646,12 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
         strides.push_back(BroadcastStrides(m.tensors[input].shape, out.shape));
         sources.push_back(data(input));
       }
-      const int64_t value_bytes =
-          ElemSize(m.tensors[step.inputs[step.op == "where" ? 1 : 0]].dtype);
       const ElemType value_type = m.tensors[step.inputs[step.op == "where" ? 1 : 0]].dtype;
-      ForEachBroadcast(out.shape, strides, [&](int64_t flat, const std::vector<int64_t>& at) {
-        if (step.op == "expand") {
-          std::memcpy(out_data + flat * value_bytes, sources[0] + at[0] * value_bytes,
-                      value_bytes);
-        } else if (step.op == "equal") {
-          bool same;
-          if (value_type == ElemType::kF32) {
-            float a, b;
-            std::memcpy(&a, sources[0] + at[0] * 4, 4);
-            std::memcpy(&b, sources[1] + at[1] * 4, 4);
-            same = a == b;
-          } else {
-            same = std::memcmp(sources[0] + at[0] * value_bytes, sources[1] + at[1] * value_bytes,
-                               value_bytes) == 0;
-          }
-          out_data[flat] = same ? 1 : 0;
-        } else {
-          const int pick = sources[0][at[0]] != 0 ? 1 : 2;
-          std::memcpy(out_data + flat * value_bytes, sources[pick] + at[pick] * value_bytes,
-                      value_bytes);
-        }
-      });
+      const BroadcastOp op = step.op == "expand"  ? BroadcastOp::kExpand
+                             : step.op == "equal" ? BroadcastOp::kEqual
+                                                  : BroadcastOp::kWhere;
+      BroadcastStep(op, out.shape, strides, sources, ElemSize(value_type),
+                    value_type == ElemType::kF32, out_data);
     } else if (step.op == "dynamic_quantize") {
       DynamicQuantizeU8(reinterpret_cast<const float*>(data(step.inputs[0])), out.NumElements(),
                         reinterpret_cast<uint8_t*>(out_data),

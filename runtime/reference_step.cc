@@ -1,6 +1,7 @@
 // Fallback steps: artifact tensors <-> reference values, and one node run between them.
 #include "runtime/reference_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -140,6 +141,26 @@ reference::Value ValueFromBytes(const TensorSpec& spec, const char* data) {
 
 namespace {
 
+/// The step's inputs as the reference library's values (null for an omitted input), held in
+/// `values`; inputs before `first` are passed as null (not converted).
+std::vector<const reference::Value*> InputValues(const std::vector<const TensorSpec*>& specs,
+                                                 const std::vector<const char*>& inputs,
+                                                 size_t first,
+                                                 std::vector<reference::Value>* values) {
+  values->clear();
+  values->reserve(inputs.size());
+  std::vector<const reference::Value*> pointers(std::min(first, inputs.size()), nullptr);
+  for (size_t i = first; i < inputs.size(); ++i) {
+    if (specs[i] == nullptr) {
+      pointers.push_back(nullptr);
+      continue;
+    }
+    values->push_back(ValueFromBytes(*specs[i], inputs[i]));
+    pointers.push_back(&values->back());
+  }
+  return pointers;
+}
+
 /// Elements of one resize pass below which it runs on the calling thread alone.
 constexpr int64_t kMinParallelResizeElements = 1 << 15;
 
@@ -189,16 +210,8 @@ absl::StatusOr<bool> RunSeparableResize(const reference::Node& node,
     return false;
   }
   std::vector<reference::Value> values;  // roi, scales, sizes: small
-  values.reserve(inputs.size());
-  std::vector<const reference::Value*> pointers = {nullptr};
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    if (input_specs[i] == nullptr) {
-      pointers.push_back(nullptr);
-      continue;
-    }
-    values.push_back(ValueFromBytes(*input_specs[i], inputs[i]));
-    pointers.push_back(&values.back());
-  }
+  const std::vector<const reference::Value*> pointers =
+      InputValues(input_specs, inputs, /*first=*/1, &values);
   absl::StatusOr<std::optional<std::vector<reference::ResizeAxisTaps>>> plan =
       reference::SeparableResizeTaps(node, pointers, input_specs[0]->shape);
   if (!plan.ok()) {
@@ -262,16 +275,8 @@ absl::Status RunReferenceStep(const reference::Node& node,
     if (*separable) return absl::OkStatus();
   }
   std::vector<reference::Value> values;
-  values.reserve(inputs.size());
-  std::vector<const reference::Value*> pointers;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (input_specs[i] == nullptr) {
-      pointers.push_back(nullptr);
-      continue;
-    }
-    values.push_back(ValueFromBytes(*input_specs[i], inputs[i]));
-    pointers.push_back(&values.back());
-  }
+  const std::vector<const reference::Value*> pointers =
+      InputValues(input_specs, inputs, /*first=*/0, &values);
   absl::StatusOr<std::vector<reference::Value>> results =
       reference::RunOp(node, pointers, static_cast<int>(outputs.size()));
   if (!results.ok()) {

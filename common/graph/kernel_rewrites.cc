@@ -233,6 +233,17 @@ bool Conv1d(const Node& node, Graph& graph, std::vector<Node>* out) {
   return true;
 }
 
+/// `node` as an Identity of its first input into its first output (true, for the rewrites).
+bool ReplaceByIdentity(const Node& node, std::vector<Node>* out) {
+  Node identity;
+  identity.op_type = "Identity";
+  identity.name = node.name;
+  identity.inputs = {node.inputs[0]};
+  identity.outputs = {node.outputs[0]};
+  out->push_back(std::move(identity));
+  return true;
+}
+
 /// Dropout in inference mode (no training_mode input, or a constant false one) whose mask nobody
 /// reads -> Identity.
 bool InferenceDropout(const Node& node, Graph& graph, std::vector<Node>* out) {
@@ -249,13 +260,7 @@ bool InferenceDropout(const Node& node, Graph& graph, std::vector<Node>* out) {
       return false;
     }
   }
-  Node identity;
-  identity.op_type = "Identity";
-  identity.name = node.name;
-  identity.inputs = {node.inputs[0]};
-  identity.outputs = {node.outputs[0]};
-  out->push_back(std::move(identity));
-  return true;
+  return ReplaceByIdentity(node, out);
 }
 
 /// The kernel positions [first, last] along one spatial axis that read inside the image for
@@ -357,13 +362,7 @@ bool NoOpPad(const Node& node, Graph& graph, std::vector<Node>* out) {
       std::any_of(amounts.begin(), amounts.end(), [](int64_t a) { return a != 0; })) {
     return false;
   }
-  Node identity;
-  identity.op_type = "Identity";
-  identity.name = node.name;
-  identity.inputs = {node.inputs[0]};
-  identity.outputs = {node.outputs[0]};
-  out->push_back(std::move(identity));
-  return true;
+  return ReplaceByIdentity(node, out);
 }
 
 /// Index of the only node reading `tensor`, -1 when none or several do (or it is an output).

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -192,6 +193,40 @@ TEST(ExportVerificationTest, AZeroPadIsNoStep) {
   ASSERT_TRUE(view.ok()) << view.status();
   EXPECT_EQ(view->manifest.verification.status, "passed");
   for (const runtime::StepSpec& step : view->manifest.steps) EXPECT_NE(step.op, "reference");
+}
+
+// DistilBERT's attention mask: Equal(mask, 0) -> Expand over heads and query rows -> Where
+// (masked, a large negative, scores), each a broadcasting data step, checked against the ONNX
+// graph (runs of the innermost dim that are contiguous, repeated or strided).
+TEST(ExportVerificationTest, MaskStepsBroadcastAsTheGraphSays) {
+  TestGraph g("mask");
+  g.Input("scores", {1, 3, 5, 7});
+  g.Input("mask", {1, 1, 1, 7});
+  g.Input("rows", {1, 1, 5, 1});
+  g.WeightValues("zero", {}, {0.0f});
+  g.WeightValues("fill", {}, {-1e4f});
+  g.IntValues("shape", {4}, {1, 3, 5, 7});
+  g.Node("Equal", "is_pad", {"mask", "zero"}, "pad");
+  g.Node("Expand", "expand", {"pad", "shape"}, "pad_all");
+  g.Node("Where", "masked", {"pad_all", "fill", "scores"}, "masked_scores");
+  g.Node("Expand", "expand_rows", {"rows", "shape"}, "rows_all");
+  g.Node("Add", "add", {"masked_scores", "rows_all"}, "out");
+  g.Output("out", {1, 3, 5, 7});
+  ExportOptions options = HostOptions();
+  // Half the mask's positions are padding in the user's inputs (random ones are rarely 0).
+  verify::Value mask;
+  mask.dtype = runtime::ElemType::kF32;
+  mask.shape = {1, 1, 1, 7};
+  mask.data = {1, 0, 1, 1, 0, 0, 1};
+  options.verify_options.user_sets.push_back({{"mask", mask}});
+  absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, options, kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->manifest.verification.status, "passed");
+  std::set<std::string> ops;
+  for (const runtime::StepSpec& step : view->manifest.steps) ops.insert(step.op);
+  for (const char* op : {"equal", "expand", "where"}) EXPECT_EQ(ops.count(op), 1u) << op;
 }
 
 TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {

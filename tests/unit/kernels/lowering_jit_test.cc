@@ -179,6 +179,21 @@ TEST_F(ScheduleJitTest, MatMulResidualAndRowBroadcastEpilogue) {
   CheckRandomTraces(w, 16, 8);
 }
 
+// GELU's tanh form (GPT-2, GPT-Neo): a cube by a constant exponent (lowered as multiplications),
+// and constant exponents that stay pow calls.
+TEST_F(ScheduleJitTest, MatMulEpilogueWithConstantPowers) {
+  for (float exponent : {3.0f, 2.0f, 4.0f, 1.0f, 2.5f}) {
+    ir::Workload w = MatMul(1, 19, 45, 30);
+    w.inputs.push_back(schedule::testing::Tensor({45}));  // bias
+    w.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
+                  {ir::EwOp::kSigmoid, {schedule::testing::Val(0)}},  // a positive base
+                  {ir::EwOp::kPow, {schedule::testing::Val(1), schedule::testing::Const(exponent)}},
+                  {ir::EwOp::kTanh, {schedule::testing::Val(2)}}};
+    SCOPED_TRACE(exponent);
+    CheckRandomTraces(w, 4, 8);
+  }
+}
+
 /// The host, and on an AVX-512 host also the host without AVX-512 (so the avx2_fma mapping's
 /// code runs here too).
 std::vector<target::HardwareInfo> HostsToCheck() {

@@ -142,7 +142,7 @@ TEST(CreateMappingSpacesTest, OneSpacePerApplicableMappingBestFirst) {
   EXPECT_EQ(sse->mapping(), "vector");
 }
 
-// Conv mappings by rank: output channels in the lanes first for convs with taps and 64+ output
+// Conv mappings by rank: output channels in the lanes first for convs with taps and 32+ output
 // channels and for pointwise ones on small planes; pixels in the lanes first for pointwise convs
 // on large planes and for few output channels; on AVX2 hosts alike.
 TEST(CreateMappingSpacesTest, ConvMappingsAreRankedByShape) {
@@ -163,6 +163,7 @@ TEST(CreateMappingSpacesTest, ConvMappingsAreRankedByShape) {
   EXPECT_EQ(first(512, 7, 512, 3, Avx512Host()), "avx512_fma_channels");
   EXPECT_EQ(first(960, 7, 160, 1, Avx512Host()), "avx512_fma_channels");
   EXPECT_EQ(first(64, 56, 256, 1, Avx512Host()), "avx512_fma");
+  EXPECT_EQ(first(128, 56, 32, 3, Avx512Host()), "avx512_fma_channels");
   EXPECT_EQ(first(16, 28, 16, 3, Avx512Host()), "avx512_fma");
   EXPECT_EQ(first(64, 56, 64, 3, Avx2Host()), "avx2_fma_channels");
   EXPECT_EQ(first(64, 56, 256, 1, Avx2Host()), "avx2_fma");

@@ -907,17 +907,17 @@ class ChannelConvMapping final : public MappingSketch {
                                    "-lane vectors, pixels in registers, weights pre-packed"));
   }
   /// Ahead of the pixel mappings where its default ran faster (bench/conv_mappings --defaults,
-  /// AMD Zen 4, AVX-512 and AVX2 alike): convs with taps and 64+ output channels (ResNet's 3x3s:
-  /// 1.3-1.6x), and pointwise ones of 32+ output channels on planes of at most 28x28 (7x7:
-  /// 1.2-1.8x). Pointwise convs on larger planes stay with pixels in the lanes (56x56: 1.1-1.5x
-  /// the other way), as do convs of few output channels (a tile's vectors would idle).
+  /// AMD Zen 4, AVX-512 and AVX2 alike): convs with taps and 32+ output channels (ResNet's 3x3s:
+  /// 1.3-1.6x; DenseNet's 32-channel ones: 1.5-2.2x), and pointwise ones of 32+ output channels
+  /// on planes of at most 28x28 (7x7: 1.2-1.8x). Pointwise convs on larger planes stay with
+  /// pixels in the lanes (56x56: 1.1-1.5x the other way), as do convs of fewer output channels
+  /// (a tile's vectors would idle).
   int Rank(const ir::Workload& w, const target::HardwareInfo&) const override {
     if (w.anchor != ir::AnchorKind::kConv) return 0;
     const ir::ConvParams& p = w.conv;
     const bool pointwise = p.kernel_h * p.kernel_w == 1;
     const int64_t pixels = ir::ConvOutH(p) * ir::ConvOutW(p);
-    return (!pointwise && p.out_channels >= 64) || (pointwise && p.out_channels >= 32 &&
-                                                    pixels <= 28 * 28)
+    return p.out_channels >= 32 && (!pointwise || pixels <= 28 * 28)
                ? -1
                : 0;
   }
