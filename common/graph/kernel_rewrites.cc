@@ -244,8 +244,8 @@ bool ReplaceByIdentity(const Node& node, std::vector<Node>* out) {
   return true;
 }
 
-/// Dropout in inference mode (no training_mode input, or a constant false one) whose mask nobody
-/// reads -> Identity.
+/// Dropout in inference mode (no training_mode input, or a constant false one) or of a constant
+/// ratio 0, whose mask nobody reads -> Identity.
 bool InferenceDropout(const Node& node, Graph& graph, std::vector<Node>* out) {
   if (node.op_type != "Dropout" || node.outputs.empty() || node.inputs.empty()) return false;
   if (node.outputs.size() > 1 && !node.outputs[1].empty()) {
@@ -254,7 +254,15 @@ bool InferenceDropout(const Node& node, Graph& graph, std::vector<Node>* out) {
                         graph.outputs.end();
     if (readers.count(node.outputs[1]) || output) return false;
   }
-  if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+  // A constant ratio of 0 drops nothing even in training mode (Swin-T exports its 24 Dropouts
+  // so: training_mode true, ratio 0).
+  bool drops_nothing = false;
+  if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
+    const Tensor* ratio = graph.FindTensor(node.inputs[1]);
+    drops_nothing = ratio != nullptr && ratio->is_constant && ratio->NumElements() == 1 &&
+                    ratio->ValueAsDouble(0) == 0.0;
+  }
+  if (!drops_nothing && node.inputs.size() > 2 && !node.inputs[2].empty()) {
     const Tensor& training = graph.tensor(node.inputs[2]);
     if (!training.is_constant || training.NumElements() != 1 || training.ValueAsInt(0) != 0) {
       return false;

@@ -22,8 +22,8 @@ namespace gtco::graph {
 ///    pads) -> the Conv's pads grown by it;
 ///  - a 1-D Conv (3-D X and W, constant W) -> Reshape X [N, C, 1, L] -> the 2-D Conv of kernel
 ///    [1, k] -> Reshape [N, K, L'];
-///  - Dropout in inference mode whose mask nobody reads -> Identity; so is a Pad of constant
-///    all-zero amounts;
+///  - Dropout in inference mode or of a constant ratio 0, whose mask nobody reads -> Identity;
+///    so is a Pad of constant all-zero amounts;
 ///  - a 2-D Conv (constant W) whose edge rows or columns of taps read only padding for every
 ///    output position -> the Conv of the live taps (W sliced, pads shrunk by what the dropped
 ///    taps spanned): atrous convs dilated past the image become 1x1 convs.

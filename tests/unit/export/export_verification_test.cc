@@ -175,14 +175,18 @@ TEST(ExportVerificationTest, AtrousConvsWithDeadTapsRunAsSmallerConvs) {
   EXPECT_EQ(three_by_three, 1) << absl::StrJoin(convs, "; ");
 }
 
-// A Pad of all-zero amounts before an average pool (DenseNet's transitions) is no step at all.
-TEST(ExportVerificationTest, AZeroPadIsNoStep) {
+// A Pad of all-zero amounts before an average pool (DenseNet's transitions) and a Dropout of
+// ratio 0 in training mode (Swin-T's) are no steps at all.
+TEST(ExportVerificationTest, AZeroPadAndARatioZeroDropoutAreNoSteps) {
   TestGraph g("zero_pad");
   g.Input("image", {1, 8, 6, 6});
   g.IntValues("pads", {8}, {0, 0, 0, 0, 0, 0, 0, 0});
   ::onnx::NodeProto* pad = g.Node("Pad", "pad", {"image", "pads"}, "padded");
   TestGraph::String(pad, "mode", "constant");
-  ::onnx::NodeProto* pool = g.Node("AveragePool", "pool", {"padded"}, "out");
+  g.WeightValues("ratio", {}, {0.0f});
+  g.BoolValues("training", {}, {true});
+  g.Node("Dropout", "dropout", {"padded", "ratio", "training"}, "kept");
+  ::onnx::NodeProto* pool = g.Node("AveragePool", "pool", {"kept"}, "out");
   TestGraph::Ints(pool, "kernel_shape", {2, 2});
   TestGraph::Ints(pool, "strides", {2, 2});
   g.Output("out", {1, 8, 3, 3});

@@ -71,6 +71,15 @@ class TestGraph {
     for (int64_t dim : dims) tensor->add_dims(dim);
     for (int64_t value : values) tensor->add_int64_data(value);
   }
+  /// A constant bool `name` of `dims` holding `values`.
+  void BoolValues(const std::string& name, const std::vector<int64_t>& dims,
+                  const std::vector<bool>& values) {
+    ::onnx::TensorProto* tensor = graph_->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(::onnx::TensorProto::BOOL);
+    for (int64_t dim : dims) tensor->add_dims(dim);
+    for (bool value : values) tensor->add_int32_data(value ? 1 : 0);
+  }
   static void Int(::onnx::NodeProto* node, const std::string& name, int64_t value) {
     ::onnx::AttributeProto* attribute = node->add_attribute();
     attribute->set_name(name);
