@@ -261,6 +261,104 @@ absl::StatusOr<bool> RunSeparableResize(const reference::Node& node,
   return true;
 }
 
+/// One row of GatherElements: output elements [flat, flat + run) from data row `base` (the
+/// index times `axis_stride`, plus j times `step`); the flat position of the first index out of
+/// [-extent, extent), or -1.
+template <typename T, typename I>
+int64_t GatherRow(const std::vector<const char*>& inputs, char* output, int64_t flat, int64_t run,
+                  int64_t base, int64_t axis_stride, int64_t step, int64_t extent) {
+  const T* data = reinterpret_cast<const T*>(inputs[0]);
+  const I* indices = reinterpret_cast<const I*>(inputs[1]) + flat;
+  T* out = reinterpret_cast<T*>(output) + flat;
+  for (int64_t j = 0; j < run; ++j) {
+    int64_t index = indices[j];
+    if (index < -extent || index >= extent) return flat + j;
+    if (index < 0) index += extent;
+    out[j] = data[base + index * axis_stride + j * step];
+  }
+  return -1;
+}
+
+/// GatherRow for elements of any size.
+template <typename I>
+int64_t GatherRowBytes(const std::vector<const char*>& inputs, char* output, int64_t flat,
+                       int64_t run, int64_t base, int64_t axis_stride, int64_t step,
+                       int64_t extent, int64_t bytes) {
+  const I* indices = reinterpret_cast<const I*>(inputs[1]) + flat;
+  for (int64_t j = 0; j < run; ++j) {
+    int64_t index = indices[j];
+    if (index < -extent || index >= extent) return flat + j;
+    if (index < 0) index += extent;
+    std::memcpy(output + (flat + j) * bytes,
+                inputs[0] + (base + index * axis_stride + j * step) * bytes, bytes);
+  }
+  return -1;
+}
+
+/// GatherElements read straight from the artifact's buffers (elements copied by size, int32 or
+/// int64 indices), a row of the innermost dim at a time: false where the node is not one of
+/// that form (the generic step then computes it, or names what is wrong).
+absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
+                                       const std::vector<const TensorSpec*>& input_specs,
+                                       const std::vector<const char*>& inputs,
+                                       const TensorSpec& output_spec, char* output) {
+  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+  if (node.op_type != "GatherElements" || !default_domain || input_specs.size() != 2 ||
+      input_specs[0] == nullptr || input_specs[1] == nullptr) {
+    return false;
+  }
+  const TensorSpec& data = *input_specs[0];
+  const TensorSpec& indices = *input_specs[1];
+  const int64_t rank = static_cast<int64_t>(data.shape.size());
+  if ((indices.dtype != ElemType::kI64 && indices.dtype != ElemType::kI32) || rank == 0 ||
+      output_spec.dtype != data.dtype || output_spec.shape != indices.shape ||
+      static_cast<int64_t>(indices.shape.size()) != rank) {
+    return false;
+  }
+  int64_t axis = 0;
+  if (auto found = node.attrs.find("axis"); found != node.attrs.end()) axis = found->second.i;
+  if (axis < -rank || axis >= rank) return false;
+  if (axis < 0) axis += rank;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    if (dim != axis && indices.shape[dim] > data.shape[dim]) return false;
+  }
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t dim = rank - 2; dim >= 0; --dim) strides[dim] = strides[dim + 1] * data.shape[dim + 1];
+  const int64_t bytes = ElemSize(data.dtype), extent = data.shape[axis];
+  const int64_t run = indices.shape.back(), total = output_spec.NumElements();
+  std::vector<int64_t> position(rank, 0);
+  for (int64_t flat = 0; flat < total; flat += run) {
+    int64_t base = 0;
+    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
+      if (dim != axis) base += position[dim] * strides[dim];
+    }
+    const int64_t step = axis == rank - 1 ? 0 : 1;  // the innermost position's own stride
+    const int64_t bad =
+        indices.dtype == ElemType::kI64
+            ? (bytes == 4 ? GatherRow<uint32_t, int64_t>(inputs, output, flat, run, base,
+                                                          strides[axis], step, extent)
+                          : GatherRowBytes<int64_t>(inputs, output, flat, run, base,
+                                                    strides[axis], step, extent, bytes))
+            : (bytes == 4 ? GatherRow<uint32_t, int32_t>(inputs, output, flat, run, base,
+                                                          strides[axis], step, extent)
+                          : GatherRowBytes<int32_t>(inputs, output, flat, run, base,
+                                                    strides[axis], step, extent, bytes));
+    if (bad >= 0) {
+      const int64_t index = indices.dtype == ElemType::kI64
+                                ? reinterpret_cast<const int64_t*>(inputs[1])[bad]
+                                : reinterpret_cast<const int32_t*>(inputs[1])[bad];
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fallback step '", node.name, "' (GatherElements): index ", index,
+          " is out of range [", -extent, ", ", extent, ") along axis ", axis));
+    }
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      if (++position[dim] < indices.shape[dim]) break;
+      position[dim] = 0;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status RunReferenceStep(const reference::Node& node,
@@ -273,6 +371,10 @@ absl::Status RunReferenceStep(const reference::Node& node,
         RunSeparableResize(node, input_specs, inputs, *output_specs[0], outputs[0]);
     if (!separable.ok()) return separable.status();
     if (*separable) return absl::OkStatus();
+    absl::StatusOr<bool> gathered =
+        RunGatherElements(node, input_specs, inputs, *output_specs[0], outputs[0]);
+    if (!gathered.ok()) return gathered.status();
+    if (*gathered) return absl::OkStatus();
   }
   std::vector<reference::Value> values;
   const std::vector<const reference::Value*> pointers =

@@ -1,6 +1,7 @@
 // Tests of the runtime's fallback steps (runtime/reference_step.h): an f32 Resize or Upsample
 // runs the reference's separable plan in float, on the runtime's threads, and gives the
 // reference library's values; forms outside that plan (cubic) take the generic step.
+// GatherElements reads the artifact's buffers directly and gives the library's values too.
 #include "runtime/reference_step.h"
 
 #include <cmath>
@@ -155,6 +156,47 @@ TEST(ReferenceStepTest, ResizeOutsideTheSeparablePlanTakesTheGenericStep) {
                                          {out.data()});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("fallback step 'node_Resize'"), std::string::npos) << status;
+}
+
+TEST(ReferenceStepTest, GatherElementsMatchesTheReference) {
+  // DeBERTa's relative-position gathers: [1, heads, queries, 2 * span] scores gathered along the
+  // last axis; and along the other axes, indices smaller than the data off the axis, negative
+  // ones, int32 ones.
+  const Value scores = RandomF32({1, 3, 8, 16}, 11);
+  std::mt19937_64 rng(5);
+  const auto indices = [&](const std::vector<int64_t>& shape, int64_t extent, ElemType type) {
+    Value value;
+    value.dtype = type;
+    value.shape = shape;
+    std::uniform_int_distribution<int64_t> pick(-extent, extent - 1);
+    for (int64_t i = 0; i < value.NumElements(); ++i) {
+      value.data.push_back(static_cast<double>(pick(rng)));
+    }
+    return value;
+  };
+  const Node last = MakeNode("GatherElements", {{"axis", IntAttr(-1)}});
+  const Value along_last = indices({1, 3, 8, 8}, 16, ElemType::kI64);
+  ExpectStepMatchesTheReference(last, {&scores, &along_last}, 0);
+  const Value rows = indices({1, 2, 5, 16}, 8, ElemType::kI32);
+  ExpectStepMatchesTheReference(MakeNode("GatherElements", {{"axis", IntAttr(2)}}),
+                                {&scores, &rows}, 0);
+  const Value heads = indices({1, 4, 8, 3}, 3, ElemType::kI64);
+  ExpectStepMatchesTheReference(MakeNode("GatherElements", {{"axis", IntAttr(1)}}),
+                                {&scores, &heads}, 0);
+  // An index out of range fails naming the step and the index.
+  Value bad = along_last;
+  bad.data[7] = 16;
+  const TensorSpec data_spec = SpecOf(scores, "scores"), index_spec = SpecOf(bad, "index");
+  const TensorSpec out_spec = SpecOf(RandomF32({1, 3, 8, 8}, 1), "out");
+  const std::vector<char> data_bytes = Bytes(scores), index_bytes = Bytes(bad);
+  std::vector<char> out(out_spec.Bytes());
+  absl::Status status = RunReferenceStep(last, {&data_spec, &index_spec},
+                                         {data_bytes.data(), index_bytes.data()}, {&out_spec},
+                                         {out.data()});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("fallback step 'node_GatherElements'"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("index 16"), std::string::npos) << status;
 }
 
 }  // namespace
