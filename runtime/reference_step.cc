@@ -262,37 +262,37 @@ absl::StatusOr<bool> RunSeparableResize(const reference::Node& node,
 }
 
 /// One row of GatherElements: output elements [flat, flat + run) from data row `base` (the
-/// index times `axis_stride`, plus j times `step`); the flat position of the first index out of
-/// [-extent, extent), or -1.
-template <typename T, typename I>
+/// index times `axis_stride`, plus j times `step`), elements of `kBytes` bytes, indices of type
+/// I; the flat position of the first index out of [-extent, extent), or -1.
+template <int64_t kBytes, typename I>
 int64_t GatherRow(const std::vector<const char*>& inputs, char* output, int64_t flat, int64_t run,
                   int64_t base, int64_t axis_stride, int64_t step, int64_t extent) {
-  const T* data = reinterpret_cast<const T*>(inputs[0]);
   const I* indices = reinterpret_cast<const I*>(inputs[1]) + flat;
-  T* out = reinterpret_cast<T*>(output) + flat;
   for (int64_t j = 0; j < run; ++j) {
     int64_t index = indices[j];
     if (index < -extent || index >= extent) return flat + j;
     if (index < 0) index += extent;
-    out[j] = data[base + index * axis_stride + j * step];
+    std::memcpy(output + (flat + j) * kBytes,
+                inputs[0] + (base + index * axis_stride + j * step) * kBytes, kBytes);
   }
   return -1;
 }
 
-/// GatherRow for elements of any size.
+/// GatherRow for `bytes`-byte elements (1, 2, 4 or 8).
 template <typename I>
-int64_t GatherRowBytes(const std::vector<const char*>& inputs, char* output, int64_t flat,
-                       int64_t run, int64_t base, int64_t axis_stride, int64_t step,
-                       int64_t extent, int64_t bytes) {
-  const I* indices = reinterpret_cast<const I*>(inputs[1]) + flat;
-  for (int64_t j = 0; j < run; ++j) {
-    int64_t index = indices[j];
-    if (index < -extent || index >= extent) return flat + j;
-    if (index < 0) index += extent;
-    std::memcpy(output + (flat + j) * bytes,
-                inputs[0] + (base + index * axis_stride + j * step) * bytes, bytes);
+int64_t GatherRowOf(int64_t bytes, const std::vector<const char*>& inputs, char* output,
+                    int64_t flat, int64_t run, int64_t base, int64_t axis_stride, int64_t step,
+                    int64_t extent) {
+  switch (bytes) {
+    case 1:
+      return GatherRow<1, I>(inputs, output, flat, run, base, axis_stride, step, extent);
+    case 2:
+      return GatherRow<2, I>(inputs, output, flat, run, base, axis_stride, step, extent);
+    case 4:
+      return GatherRow<4, I>(inputs, output, flat, run, base, axis_stride, step, extent);
+    default:
+      return GatherRow<8, I>(inputs, output, flat, run, base, axis_stride, step, extent);
   }
-  return -1;
 }
 
 /// GatherElements read straight from the artifact's buffers (elements copied by size, int32 or
@@ -335,14 +335,10 @@ absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
     const int64_t step = axis == rank - 1 ? 0 : 1;  // the innermost position's own stride
     const int64_t bad =
         indices.dtype == ElemType::kI64
-            ? (bytes == 4 ? GatherRow<uint32_t, int64_t>(inputs, output, flat, run, base,
-                                                          strides[axis], step, extent)
-                          : GatherRowBytes<int64_t>(inputs, output, flat, run, base,
-                                                    strides[axis], step, extent, bytes))
-            : (bytes == 4 ? GatherRow<uint32_t, int32_t>(inputs, output, flat, run, base,
-                                                          strides[axis], step, extent)
-                          : GatherRowBytes<int32_t>(inputs, output, flat, run, base,
-                                                    strides[axis], step, extent, bytes));
+            ? GatherRowOf<int64_t>(bytes, inputs, output, flat, run, base, strides[axis], step,
+                                   extent)
+            : GatherRowOf<int32_t>(bytes, inputs, output, flat, run, base, strides[axis], step,
+                                   extent);
     if (bad >= 0) {
       const int64_t index = indices.dtype == ElemType::kI64
                                 ? reinterpret_cast<const int64_t*>(inputs[1])[bad]

@@ -355,17 +355,24 @@ bool TrimDeadConvTaps(const Node& node, Graph& graph, std::vector<Node>* out) {
   return true;
 }
 
+/// A Pad's amounts: its "pads" attribute (opset < 11) or its constant input 1; false when that
+/// input is not a constant.
+bool ConstantPadAmounts(const Node& pad, const Graph& graph, std::vector<int64_t>* amounts) {
+  *amounts = pad.IntsAttr("pads");
+  if (pad.inputs.size() < 2 || pad.inputs[1].empty()) return true;
+  const Tensor* tensor = graph.FindTensor(pad.inputs[1]);
+  if (tensor == nullptr || !tensor->is_constant) return false;
+  amounts->clear();
+  for (int64_t i = 0; i < tensor->NumElements(); ++i) amounts->push_back(tensor->ValueAsInt(i));
+  return true;
+}
+
 /// A Pad of constant all-zero amounts (DenseNet's transitions export one before each average
 /// pool) -> Identity.
 bool NoOpPad(const Node& node, Graph& graph, std::vector<Node>* out) {
   if (node.op_type != "Pad" || node.inputs.empty() || node.outputs.empty()) return false;
-  std::vector<int64_t> amounts = node.IntsAttr("pads");  // opset < 11
-  if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
-    const Tensor* tensor = graph.FindTensor(node.inputs[1]);
-    if (tensor == nullptr || !tensor->is_constant) return false;
-    amounts.clear();
-    for (int64_t i = 0; i < tensor->NumElements(); ++i) amounts.push_back(tensor->ValueAsInt(i));
-  }
+  std::vector<int64_t> amounts;
+  if (!ConstantPadAmounts(node, graph, &amounts)) return false;
   if (amounts.empty() ||
       std::any_of(amounts.begin(), amounts.end(), [](int64_t a) { return a != 0; })) {
     return false;
@@ -394,13 +401,8 @@ void FoldPadsIntoConvs(Graph& graph) {
     const std::string mode = pad.HasAttr("mode") ? pad.attributes.at("mode").s : "constant";
     const Tensor* x = StaticF32(graph, pad.inputs.at(0));
     if (mode != "constant" || x == nullptr || x->shape.size() != 4) continue;
-    std::vector<int64_t> amounts = pad.IntsAttr("pads");  // opset < 11
-    if (pad.inputs.size() > 1 && !pad.inputs[1].empty()) {
-      const Tensor& tensor = graph.tensor(pad.inputs[1]);
-      if (!tensor.is_constant) continue;
-      amounts.clear();
-      for (int64_t i = 0; i < tensor.NumElements(); ++i) amounts.push_back(tensor.ValueAsInt(i));
-    }
+    std::vector<int64_t> amounts;
+    if (!ConstantPadAmounts(pad, graph, &amounts)) continue;
     if (pad.inputs.size() > 2 && !pad.inputs[2].empty()) {
       const Tensor& value = graph.tensor(pad.inputs[2]);
       if (!value.is_constant || value.NumElements() != 1 || value.ValueAsDouble(0) != 0.0) continue;
