@@ -12,6 +12,8 @@
 // after a warm-up round), and the table gives each one's median and the median over rounds of
 // its time over the first trace's in the same round. The kernels' threads are pinned to cores,
 // as the worker pins them.
+// --matmul MxKxN[,MxKxN...] with --interleave compares the --trace programs on f32 matmuls of
+// those shapes instead of the convs (batch 1, weights warm, as --interleave runs).
 // --bf16x3 adds, for each conv of 32+ channels, the conv as `--precision bf16x3` runs it: the bf16
 // conv of the split input ([hi, lo, hi], 3C channels in the pair layout) and the split weights
 // on AMX (mapping amx_bf16, where the host has it), its GFLOP/s counted on the f32 conv's
@@ -19,6 +21,7 @@
 //
 //   build/bench/conv_mappings [--trials N] [--shapes name,name,...] [--defaults] [--residual]
 //                             [--trace T]... [--interleave N] [--bf16x3] [--mapping NAME]
+//                             [--matmul MxKxN,...]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +35,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_cases.h"
 #include "bench/tuner.h"
 #include "common/codegen/llvm/runtime.h"
 #include "common/codegen/llvm/jit.h"
@@ -121,7 +125,7 @@ double Median(std::vector<double> values) {
 
 /// --interleave: `traces` of `w` compiled once each, then run in turn for `rounds` rounds; one
 /// table row per trace (median µs, median ratio to the first trace within a round).
-int Interleave(const ConvCase& shape, const ir::Workload& w,
+int Interleave(const char* name, double gflop, const ir::Workload& w,
                const std::vector<std::string>& traces, int rounds) {
   absl::StatusOr<std::unique_ptr<codegen::CpuJit>> jit = codegen::CpuJit::Create();
   if (!jit.ok()) {
@@ -168,10 +172,9 @@ int Interleave(const ConvCase& shape, const ir::Workload& w,
       }
     }
   }
-  const double gflop = static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9;
   for (size_t index = 0; index < programs.size(); ++index) {
     const double seconds = Median(programs[index].seconds);
-    std::printf("| %s | %.3f | %.1f | %.0f | %.3f | `%s` |\n", shape.name, gflop, seconds * 1e6,
+    std::printf("| %s | %.3f | %.1f | %.0f | %.3f | `%s` |\n", name, gflop, seconds * 1e6,
                 gflop / seconds, Median(programs[index].ratios), traces[index].c_str());
   }
   return 0;
@@ -186,6 +189,7 @@ int Main(int argc, char** argv) {
   int interleave = 0;               // rounds of the --trace programs run in turn
   bool bf16x3 = false;              // also the bf16x3 (AMX, pair layout) form of each conv
   std::string only_mapping;         // tune this mapping only
+  std::vector<std::string> matmuls;  // --matmul: MxKxN shapes compared instead of the convs
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
       trials = std::atoi(argv[++arg]);
@@ -201,6 +205,8 @@ int Main(int argc, char** argv) {
       traces.push_back(argv[++arg]);
     } else if (std::strcmp(argv[arg], "--interleave") == 0 && arg + 1 < argc) {
       interleave = std::atoi(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--matmul") == 0 && arg + 1 < argc) {
+      for (absl::string_view shape : absl::StrSplit(argv[++arg], ',')) matmuls.emplace_back(shape);
     } else if (std::strcmp(argv[arg], "--shapes") == 0 && arg + 1 < argc) {
       for (absl::string_view name : absl::StrSplit(argv[++arg], ',')) only.emplace(name);
     } else {
@@ -216,6 +222,28 @@ int Main(int argc, char** argv) {
   }
   const target::HardwareInfo hw = target::DetectHostCpu();
   codegen::SetParallelThreads(0, codegen::ThreadPlacement::kPinned);
+  if (!matmuls.empty()) {
+    if (interleave <= 0) {
+      std::fprintf(stderr, "--matmul compares --trace programs: give --interleave N\n");
+      return 2;
+    }
+    std::printf("| matmul | GFLOP | median µs | GFLOP/s | ratio to the first | trace |\n");
+    std::printf("|---|---:|---:|---:|---:|---|\n");
+    for (const std::string& shape : matmuls) {
+      std::vector<int64_t> dims;
+      for (absl::string_view dim : absl::StrSplit(shape, 'x')) dims.push_back(std::atoll(std::string(dim).c_str()));
+      if (dims.size() != 3 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1) {
+        std::fprintf(stderr, "--matmul: '%s' is not MxKxN\n", shape.c_str());
+        return 2;
+      }
+      const double gflop = 2e-9 * static_cast<double>(dims[0] * dims[1] * dims[2]);
+      if (Interleave(shape.c_str(), gflop, MatMulWorkload(1, dims[0], dims[1], dims[2]), traces,
+                     interleave) != 0) {
+        return 1;
+      }
+    }
+    return 0;
+  }
   absl::StatusOr<std::unique_ptr<worker::CandidateMeasurer>> measurer =
       worker::CandidateMeasurer::Create(worker::MeasureOptions{});
   if (!measurer.ok()) {
@@ -240,7 +268,8 @@ int Main(int argc, char** argv) {
     const ir::Workload w = ConvBiasRelu(shape, residual);
     if (interleave > 0) {
       // With --bf16x3 the traces are of the conv as bf16x3 computes it (AMX, pair layout).
-      if (Interleave(shape, bf16x3 ? Bf16x3Pairs(shape, residual) : w, traces, interleave) != 0) {
+      if (Interleave(shape.name, static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9,
+                     bf16x3 ? Bf16x3Pairs(shape, residual) : w, traces, interleave) != 0) {
         return 1;
       }
       continue;

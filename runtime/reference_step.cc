@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -355,6 +356,196 @@ absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
   return true;
 }
 
+/// The int64 values of a constant-sized int input (pads, axes), or nullopt for another dtype.
+std::optional<std::vector<int64_t>> Int64Values(const TensorSpec& spec, const char* data) {
+  if (spec.dtype != ElemType::kI64) return std::nullopt;
+  std::vector<int64_t> values(spec.NumElements());
+  if (!values.empty()) std::memcpy(values.data(), data, values.size() * sizeof(int64_t));
+  return values;
+}
+
+/// A constant-mode Pad with pads of zero or more (opset >= 11: pads, constant and axes as
+/// inputs) read straight from the artifact's buffers: the output filled with the constant, then
+/// each innermost row of the input copied to its place. False where the node is not of that
+/// form (the generic step then computes it, or names what is wrong).
+absl::StatusOr<bool> RunConstantPad(const reference::Node& node,
+                                    const std::vector<const TensorSpec*>& input_specs,
+                                    const std::vector<const char*>& inputs,
+                                    const TensorSpec& output_spec, char* output) {
+  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+  if (node.op_type != "Pad" || !default_domain || node.opset < 11 || input_specs.size() < 2 ||
+      input_specs[0] == nullptr || input_specs[1] == nullptr) {
+    return false;
+  }
+  if (auto mode = node.attrs.find("mode");
+      mode != node.attrs.end() && mode->second.s != "constant") {
+    return false;
+  }
+  const TensorSpec& data = *input_specs[0];
+  const int64_t rank = static_cast<int64_t>(data.shape.size());
+  std::optional<std::vector<int64_t>> pads = Int64Values(*input_specs[1], inputs[1]);
+  if (rank == 0 || !pads || output_spec.dtype != data.dtype) return false;
+  std::vector<int64_t> axes;
+  if (input_specs.size() > 3 && input_specs[3] != nullptr) {
+    std::optional<std::vector<int64_t>> given = Int64Values(*input_specs[3], inputs[3]);
+    if (!given) return false;
+    axes = *given;
+  } else {
+    for (int64_t dim = 0; dim < rank; ++dim) axes.push_back(dim);
+  }
+  if (pads->size() != 2 * axes.size()) return false;
+  std::vector<int64_t> begin(rank, 0), shape = data.shape;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    const int64_t before = (*pads)[i], after = (*pads)[axes.size() + i];
+    if (axis < 0 || axis >= rank || before < 0 || after < 0) return false;
+    begin[axis] += before;
+    shape[axis] += before + after;
+  }
+  if (shape != output_spec.shape) return false;
+  const int64_t bytes = ElemSize(data.dtype);
+  // The constant as one element of the data's dtype, repeated over the output.
+  std::vector<char> constant(bytes, 0);
+  if (input_specs.size() > 2 && input_specs[2] != nullptr && input_specs[2]->NumElements() > 0) {
+    if (input_specs[2]->dtype != data.dtype) return false;
+    std::memcpy(constant.data(), inputs[2], bytes);
+  }
+  const int64_t total = output_spec.NumElements();
+  if (std::all_of(constant.begin(), constant.end(), [](char c) { return c == 0; })) {
+    std::memset(output, 0, total * bytes);
+  } else {
+    for (int64_t e = 0; e < total; ++e) std::memcpy(output + e * bytes, constant.data(), bytes);
+  }
+  std::vector<int64_t> out_strides(rank, 1);
+  for (int64_t dim = rank - 2; dim >= 0; --dim) out_strides[dim] = out_strides[dim + 1] * shape[dim + 1];
+  const int64_t row = data.shape.back();
+  const int64_t rows = row > 0 ? data.NumElements() / row : 0;
+  std::vector<int64_t> position(rank, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t at = begin[rank - 1];
+    for (int64_t dim = 0; dim + 1 < rank; ++dim) at += (position[dim] + begin[dim]) * out_strides[dim];
+    std::memcpy(output + at * bytes, inputs[0] + r * row * bytes, row * bytes);
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      if (++position[dim] < data.shape[dim]) break;
+      position[dim] = 0;
+    }
+  }
+  return true;
+}
+
+/// ScatterND without a reduction, read straight from the artifact's buffers: the data copied,
+/// then each index tuple's slice of updates written over it (int64 indices; negative ones count
+/// from the end). False where the node is not of that form.
+absl::StatusOr<bool> RunScatterND(const reference::Node& node,
+                                  const std::vector<const TensorSpec*>& input_specs,
+                                  const std::vector<const char*>& inputs,
+                                  const TensorSpec& output_spec, char* output) {
+  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+  if (node.op_type != "ScatterND" || !default_domain || input_specs.size() != 3 ||
+      input_specs[0] == nullptr || input_specs[1] == nullptr || input_specs[2] == nullptr) {
+    return false;
+  }
+  if (auto reduction = node.attrs.find("reduction");
+      reduction != node.attrs.end() && reduction->second.s != "none") {
+    return false;
+  }
+  const TensorSpec& data = *input_specs[0];
+  const TensorSpec& indices = *input_specs[1];
+  const TensorSpec& updates = *input_specs[2];
+  const int64_t rank = static_cast<int64_t>(data.shape.size());
+  if (indices.dtype != ElemType::kI64 || indices.shape.empty() || updates.dtype != data.dtype ||
+      output_spec.dtype != data.dtype || output_spec.shape != data.shape) {
+    return false;
+  }
+  const int64_t depth = indices.shape.back();
+  if (depth < 1 || depth > rank) return false;
+  std::vector<int64_t> updates_shape(indices.shape.begin(), indices.shape.end() - 1);
+  updates_shape.insert(updates_shape.end(), data.shape.begin() + depth, data.shape.end());
+  if (updates_shape != updates.shape) return false;
+  const int64_t bytes = ElemSize(data.dtype);
+  int64_t slice = 1;
+  for (int64_t dim = depth; dim < rank; ++dim) slice *= data.shape[dim];
+  std::vector<int64_t> strides(depth, slice);
+  for (int64_t dim = depth - 2; dim >= 0; --dim) strides[dim] = strides[dim + 1] * data.shape[dim + 1];
+  std::memcpy(output, inputs[0], data.NumElements() * bytes);
+  const int64_t tuples = indices.NumElements() / depth;
+  const int64_t* index = reinterpret_cast<const int64_t*>(inputs[1]);
+  for (int64_t t = 0; t < tuples; ++t, index += depth) {
+    int64_t at = 0;
+    for (int64_t dim = 0; dim < depth; ++dim) {
+      int64_t i = index[dim];
+      const int64_t extent = data.shape[dim];
+      if (i < -extent || i >= extent) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fallback step '", node.name, "' (ScatterND): index ", i, " is out of range [",
+            -extent, ", ", extent, ") along axis ", dim));
+      }
+      at += (i < 0 ? i + extent : i) * strides[dim];
+    }
+    std::memcpy(output + at * bytes, inputs[2] + t * slice * bytes, slice * bytes);
+  }
+  return true;
+}
+
+/// And, Or and Xor of bool tensors, broadcast as ONNX broadcasts, on the artifact's bytes. False
+/// where the node is not of that form.
+absl::StatusOr<bool> RunBoolLogic(const reference::Node& node,
+                                  const std::vector<const TensorSpec*>& input_specs,
+                                  const std::vector<const char*>& inputs,
+                                  const TensorSpec& output_spec, char* output) {
+  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+  const int op = node.op_type == "And" ? 0 : node.op_type == "Or" ? 1 : node.op_type == "Xor" ? 2 : -1;
+  if (op < 0 || !default_domain || input_specs.size() != 2 || input_specs[0] == nullptr ||
+      input_specs[1] == nullptr || output_spec.dtype != ElemType::kBool) {
+    return false;
+  }
+  const int64_t rank = static_cast<int64_t>(output_spec.shape.size());
+  std::vector<int64_t> strides[2];
+  for (int side = 0; side < 2; ++side) {
+    const TensorSpec& in = *input_specs[side];
+    const int64_t in_rank = static_cast<int64_t>(in.shape.size());
+    if (in.dtype != ElemType::kBool || in_rank > rank) return false;
+    strides[side].assign(rank, 0);
+    int64_t stride = 1;
+    for (int64_t dim = rank - 1, d = in_rank - 1; d >= 0; --dim, --d) {
+      if (in.shape[d] == output_spec.shape[dim]) {
+        strides[side][dim] = in.shape[d] == 1 ? 0 : stride;
+      } else if (in.shape[d] != 1) {
+        return false;
+      }
+      stride *= in.shape[d];
+    }
+  }
+  const int64_t total = output_spec.NumElements();
+  if (rank == 0) {
+    const bool a = inputs[0][0] != 0, b = inputs[1][0] != 0;
+    output[0] = op == 0 ? (a && b) : op == 1 ? (a || b) : (a != b);
+    return true;
+  }
+  const int64_t row = output_spec.shape.back();
+  std::vector<int64_t> position(rank, 0);
+  for (int64_t flat = 0; flat < total; flat += row) {
+    int64_t at[2] = {0, 0};
+    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
+      at[0] += position[dim] * strides[0][dim];
+      at[1] += position[dim] * strides[1][dim];
+    }
+    const char* a = inputs[0] + at[0];
+    const char* b = inputs[1] + at[1];
+    const int64_t step_a = strides[0][rank - 1], step_b = strides[1][rank - 1];
+    char* out = output + flat;
+    for (int64_t j = 0; j < row; ++j) {
+      const bool x = a[j * step_a] != 0, y = b[j * step_b] != 0;
+      out[j] = op == 0 ? (x && y) : op == 1 ? (x || y) : (x != y);
+    }
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      if (++position[dim] < output_spec.shape[dim]) break;
+      position[dim] = 0;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status RunReferenceStep(const reference::Node& node,
@@ -363,14 +554,12 @@ absl::Status RunReferenceStep(const reference::Node& node,
                               const std::vector<const TensorSpec*>& output_specs,
                               const std::vector<char*>& outputs) {
   if (outputs.size() == 1 && output_specs[0] != nullptr) {
-    absl::StatusOr<bool> separable =
-        RunSeparableResize(node, input_specs, inputs, *output_specs[0], outputs[0]);
-    if (!separable.ok()) return separable.status();
-    if (*separable) return absl::OkStatus();
-    absl::StatusOr<bool> gathered =
-        RunGatherElements(node, input_specs, inputs, *output_specs[0], outputs[0]);
-    if (!gathered.ok()) return gathered.status();
-    if (*gathered) return absl::OkStatus();
+    for (auto* direct : {&RunSeparableResize, &RunGatherElements, &RunConstantPad, &RunScatterND,
+                         &RunBoolLogic}) {
+      absl::StatusOr<bool> done = (*direct)(node, input_specs, inputs, *output_specs[0], outputs[0]);
+      if (!done.ok()) return done.status();
+      if (*done) return absl::OkStatus();
+    }
   }
   std::vector<reference::Value> values;
   const std::vector<const reference::Value*> pointers =

@@ -265,7 +265,8 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
       {"Add", ir::EwOp::kAdd},         {"Sub", ir::EwOp::kSub},   {"Mul", ir::EwOp::kMul},
       {"Div", ir::EwOp::kDiv},         {"Pow", ir::EwOp::kPow},   {"Relu", ir::EwOp::kRelu},
       {"Sigmoid", ir::EwOp::kSigmoid}, {"Tanh", ir::EwOp::kTanh}, {"Erf", ir::EwOp::kErf},
-      {"Sqrt", ir::EwOp::kSqrt},       {"Max", ir::EwOp::kMax},   {"Min", ir::EwOp::kMin}};
+      {"Sqrt", ir::EwOp::kSqrt},       {"Max", ir::EwOp::kMax},   {"Min", ir::EwOp::kMin},
+      {"Neg", ir::EwOp::kNeg},         {"Exp", ir::EwOp::kExp}};
   auto it = ops->find(op_type);
   if (it == ops->end()) return std::nullopt;
   return it->second;

@@ -13,7 +13,7 @@ namespace gtco::graph {
 
 enum class OpRole {
   kAnchor,       ///< MatMul, MatMulInteger, Gemm, Softmax, LayerNormalization, ReduceMean
-  kElementwise,  ///< Add, Sub, Mul, Div, Pow, Relu, Sigmoid, Tanh, Erf, Sqrt
+  kElementwise,  ///< Add, Sub, Mul, Div, Pow, Relu, Sigmoid, Tanh, Erf, Sqrt, Neg, Exp
   kData,         ///< copies, not tuned: Transpose, Reshape, Identity, Flatten, Squeeze,
                  ///< Unsqueeze, Slice, Concat, Gather, Cast (f32 -> f32, and the conversions
                  ///< around low-precision matmuls: bf16 <-> f32, i32 -> f32),

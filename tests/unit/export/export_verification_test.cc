@@ -233,6 +233,36 @@ TEST(ExportVerificationTest, MaskStepsBroadcastAsTheGraphSays) {
   for (const char* op : {"equal", "expand", "where"}) EXPECT_EQ(ops.count(op), 1u) << op;
 }
 
+// Llama's rotary embedding rotates half of each head: Concat(-x[..., half:], x[..., :half]);
+// Neg (and Exp) run as tuned element-wise kernels, not fallback steps, and the check passes.
+TEST(ExportVerificationTest, NegAndExpRunAsTunedKernels) {
+  TestGraph g("rotate_half");
+  g.Input("x", {1, 2, 6, 8});
+  g.Weight("w", {8, 8});
+  g.Node("MatMul", "project", {"x", "w"}, "q");
+  g.IntValues("half", {1}, {4});
+  g.IntValues("end", {1}, {8});
+  g.IntValues("start", {1}, {0});
+  g.IntValues("axis", {1}, {3});
+  g.Node("Slice", "upper", {"q", "half", "end", "axis"}, "q2");
+  g.Node("Slice", "lower", {"q", "start", "half", "axis"}, "q1");
+  g.Node("Neg", "negate", {"q2"}, "minus_q2");
+  ::onnx::NodeProto* concat = g.Node("Concat", "rotate", {"minus_q2", "q1"}, "rotated");
+  TestGraph::Int(concat, "axis", -1);
+  g.Node("Exp", "exp", {"rotated"}, "out");
+  g.Output("out", {1, 2, 6, 8});
+  absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const graph::FallbackNode& node : result->fallbacks) {
+    ADD_FAILURE() << node.op_type << " at '" << node.node << "' is a fallback step: "
+                  << node.reason;
+  }
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->manifest.verification.status, "passed");
+  for (const runtime::StepSpec& step : view->manifest.steps) EXPECT_NE(step.op, "reference");
+}
+
 TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {
   ExportOptions options = HostOptions();
   options.verify = false;

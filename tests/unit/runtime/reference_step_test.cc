@@ -1,7 +1,8 @@
 // Tests of the runtime's fallback steps (runtime/reference_step.h): an f32 Resize or Upsample
 // runs the reference's separable plan in float, on the runtime's threads, and gives the
 // reference library's values; forms outside that plan (cubic) take the generic step.
-// GatherElements reads the artifact's buffers directly and gives the library's values too.
+// GatherElements, constant-mode Pad, ScatterND and And/Or/Xor read the artifact's buffers
+// directly and give the library's values too.
 #include "runtime/reference_step.h"
 
 #include <cmath>
@@ -79,7 +80,7 @@ void ExpectStepMatchesTheReference(const Node& node, const std::vector<const Val
     if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
   }
   for (int64_t i = 0; i < expected.NumElements(); ++i) {
-    const double got = LoadElement(out.data(), ElemType::kF32, i);
+    const double got = LoadElement(out.data(), out_spec.dtype, i);
     const double want = expected.data[i];
     if (!std::isfinite(want) || tolerance == 0) {
       EXPECT_TRUE(got == want || (std::isnan(got) && std::isnan(want)))
@@ -197,6 +198,86 @@ TEST(ReferenceStepTest, GatherElementsMatchesTheReference) {
   EXPECT_NE(status.message().find("fallback step 'node_GatherElements'"), std::string::npos)
       << status;
   EXPECT_NE(status.message().find("index 16"), std::string::npos) << status;
+}
+
+TEST(ReferenceStepTest, PadMatchesTheReference) {
+  // MobileBERT's trigram embedding: [1, seq, hidden] shifted by one row either way.
+  const Value embeddings = RandomF32({1, 6, 5}, 3);
+  const Node pad = MakeNode("Pad", {});
+  const Value after = I64({6}, {0, 0, 0, 0, 1, 0}), before = I64({6}, {0, 1, 0, 0, 0, 0});
+  ExpectStepMatchesTheReference(pad, {&embeddings, &after}, 0);
+  ExpectStepMatchesTheReference(pad, {&embeddings, &before}, 0);
+  // Every axis padded, a constant other than zero, the axes input (negative axes too).
+  const Value image = RandomF32({2, 3, 4, 5}, 4);
+  const Value all = I64({8}, {1, 0, 2, 1, 0, 3, 1, 2});
+  const Value minus_one = F32({}, {-1.5});
+  ExpectStepMatchesTheReference(pad, {&image, &all, &minus_one}, 0);
+  const Value two_axes = I64({4}, {1, 2, 3, 0}), axes = I64({2}, {-1, 1});
+  ExpectStepMatchesTheReference(pad, {&image, &two_axes, &minus_one, &axes}, 0);
+  // int64 data; a 1-D tensor.
+  Value ids = I64({7}, {3, -1, 4, 1, -5, 9, 2});
+  const Value ends = I64({2}, {2, 3});
+  ExpectStepMatchesTheReference(pad, {&ids, &ends}, 0);
+  // Forms the direct copy does not take (negative pads crop, reflect mode) give the same values
+  // through the generic step.
+  const Value crop = I64({8}, {0, 0, -1, 1, 0, 0, 1, -2});
+  ExpectStepMatchesTheReference(pad, {&image, &crop}, 0);
+  ExpectStepMatchesTheReference(MakeNode("Pad", {{"mode", StringAttr("reflect")}}),
+                                {&image, &all}, 0);
+}
+
+TEST(ReferenceStepTest, ScatterNDMatchesTheReference) {
+  // Llama's causal mask: a [1, 1, S, S] mask written back through full index tuples.
+  const Value mask = RandomF32({1, 1, 3, 4}, 6);
+  Value tuples = I64({1, 1, 3, 4, 4}, {});
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 0; c < 4; ++c) {
+      for (double v : {0.0, 0.0, static_cast<double>(r), static_cast<double>(c)}) {
+        tuples.data.push_back(v);
+      }
+    }
+  }
+  const Value updates = RandomF32({1, 1, 3, 4}, 7);
+  const Node scatter = MakeNode("ScatterND", {});
+  ExpectStepMatchesTheReference(scatter, {&mask, &tuples, &updates}, 0);
+  // Index tuples shorter than the rank write slices; negative indices count from the end.
+  const Value rows = I64({2, 1}, {2, -3});
+  const Value row_updates = RandomF32({2, 4}, 8);
+  const Value matrix = RandomF32({3, 4}, 9);
+  ExpectStepMatchesTheReference(scatter, {&matrix, &rows, &row_updates}, 0);
+  // An index out of range fails naming the step and the index.
+  const Value bad = I64({1, 1}, {3});
+  const Value one_row = RandomF32({1, 4}, 10);
+  const TensorSpec data_spec = SpecOf(matrix, "data"), index_spec = SpecOf(bad, "index"),
+                   update_spec = SpecOf(one_row, "updates"), out_spec = SpecOf(matrix, "out");
+  const std::vector<char> data_bytes = Bytes(matrix), index_bytes = Bytes(bad),
+                          update_bytes = Bytes(one_row);
+  std::vector<char> out(out_spec.Bytes());
+  absl::Status status = RunReferenceStep(
+      scatter, {&data_spec, &index_spec, &update_spec},
+      {data_bytes.data(), index_bytes.data(), update_bytes.data()}, {&out_spec}, {out.data()});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("index 3"), std::string::npos) << status;
+}
+
+TEST(ReferenceStepTest, BoolLogicMatchesTheReference) {
+  // Llama's padding mask: a [1, 1, S, S] mask And a [1, 1, 1, S] row, broadcast.
+  std::mt19937_64 rng(12);
+  const auto bools = [&](const std::vector<int64_t>& shape) {
+    Value value = Tensor(ElemType::kBool, shape, {});
+    for (int64_t i = 0; i < value.NumElements(); ++i) value.data.push_back(rng() % 2);
+    return value;
+  };
+  const Value square = bools({1, 1, 5, 6}), row = bools({1, 1, 1, 6}), column = bools({5, 1});
+  const Value scalar = bools({});
+  for (const char* op : {"And", "Or", "Xor"}) {
+    const Node node = MakeNode(op, {});
+    ExpectStepMatchesTheReference(node, {&square, &row}, 0);
+    ExpectStepMatchesTheReference(node, {&row, &square}, 0);
+    ExpectStepMatchesTheReference(node, {&column, &row}, 0);
+    ExpectStepMatchesTheReference(node, {&square, &scalar}, 0);
+    ExpectStepMatchesTheReference(node, {&scalar, &scalar}, 0);
+  }
 }
 
 }  // namespace

@@ -168,7 +168,7 @@ TEST(EvolutionarySearchTest, MarkedTracesAreNotProposed) {
 
 TEST(EvolutionarySearchTest, EvolutionFindsBetterProgramsThanItsWarmup) {
   EvolutionaryOptions options;
-  options.seed = 11;
+  options.seed = 12;
   EvolutionarySearch search(GemmSpace(), options);
   double warmup_best = 0;
   for (int round = 0; round < 30; ++round) {
@@ -177,7 +177,9 @@ TEST(EvolutionarySearchTest, EvolutionFindsBetterProgramsThanItsWarmup) {
     }
     if (round == 1) warmup_best = search.best_seconds();  // after the 16 warm-up samples
   }
-  EXPECT_GT(warmup_best, 0);
+  // The seed's warm-up (the default, then random samples) must miss the optimum (1e-3) for
+  // evolution to have something to find; seed 11 hit it once the default moved to mr 8.
+  ASSERT_GT(warmup_best, 1e-3);
   EXPECT_LT(search.best_seconds(), warmup_best);
   EXPECT_LE(search.best_seconds(), 1.5e-3);  // mr and kc at or next to the synthetic optimum
 }

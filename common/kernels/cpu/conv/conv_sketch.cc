@@ -174,12 +174,6 @@ bool IsDepthwise(const ir::Workload& w) {
          w.conv.kernel_h * w.conv.kernel_w <= kMaxDirectTaps;
 }
 
-/// Moves `value` to the front of the knob's values (its default) when it is among them.
-void Prefer(Knob& knob, int64_t value) {
-  auto found = std::find(knob.values.begin(), knob.values.end(), value);
-  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
-}
-
 /// The zero-padded copy of one input plane the staged depthwise kernel reads: at most this
 /// many floats (the kernel's stack; MobileNet's largest padded plane, 114x114, is 13K).
 constexpr int64_t kMaxStagedPlane = int64_t{1} << 18;
@@ -438,14 +432,6 @@ class DirectDepthwiseMapping final : public MappingSketch {
  private:
   DirectDepthwiseSketch sketch_{/*stage_knob=*/true};
 };
-
-int64_t NearestTo(const std::vector<int64_t>& values, int64_t target) {
-  int64_t best = values.front();
-  for (int64_t value : values) {
-    if (std::abs(value - target) < std::abs(best - target)) best = value;
-  }
-  return best;
-}
 
 /// What the implicit-GEMM conv sketches share: an FMA spec and the blocked sketch's knobs over
 /// conv workloads; each says how it views the conv as a GEMM.
