@@ -1,17 +1,17 @@
-// ResNet-50's convolutions and the depthwise and grouped ones of MobileNetV2 and RegNetY (batch 1, each with its fused per-channel bias and ReLU) tuned under
-// each CPU conv mapping separately, at equal trials, side by side: where the pixel-vectorized
-// implicit GEMM (avx512_fma / avx2_fma) or the channel-vectorized one (*_channels: output
-// channels in the vector lanes, pre-packed weights) wins, and by how much. Every candidate is
-// compiled, verified and timed by the worker's CandidateMeasurer as the farm measures it
-// (weights cold). A table in Markdown on stdout; not a test. --defaults measures each mapping's
-// default trace (what an untuned export runs) instead of tuning; --trace T measures T (and
-// GTCO_DUMP_IR=FILE writes its LLVM IR there). --residual adds the bottleneck block's residual
-// (an input of the output's shape added before the ReLU). --interleave N compares the --trace
-// programs (of the bf16x3 form with --bf16x3) against each other on a host whose speed drifts
-// (a VM): each is compiled once, then run in turn, N rounds of one timed call each (warm caches,
-// after a warm-up round), and the table gives each one's median and the median over rounds of
-// its time over the first trace's in the same round. The kernels' threads are pinned to cores,
-// as the worker pins them.
+// ResNet-50's convolutions and the depthwise and grouped ones of MobileNetV2 and RegNetY (batch 1,
+// each with its fused per-channel bias and ReLU) tuned under each CPU conv mapping separately, at
+// equal trials, side by side: where the pixel-vectorized implicit GEMM (avx512_fma / avx2_fma) or
+// the channel-vectorized one (*_channels: output channels in the vector lanes, pre-packed weights)
+// wins, and by how much. Every candidate is compiled, verified and timed by the worker's
+// CandidateMeasurer as the farm measures it (weights cold). A table in Markdown on stdout; not a
+// test. --defaults measures each mapping's default trace (what an untuned export runs) instead of
+// tuning; --trace T measures T (and GTCO_DUMP_IR=FILE writes its LLVM IR there). --residual adds
+// the bottleneck block's residual (an input of the output's shape added before the ReLU).
+// --interleave N compares the --trace programs (of the bf16x3 form with --bf16x3) against each
+// other on a host whose speed drifts (a VM): each is compiled once, then run in turn, N rounds of
+// one timed call each (warm caches, after a warm-up round), and the table gives each one's median
+// and the median over rounds of its time over the first trace's in the same round. The kernels'
+// threads are pinned to cores, as the worker pins them.
 // --matmul MxKxN[,MxKxN...] with --interleave compares the --trace programs on f32 matmuls of
 // those shapes instead of the convs (batch 1, weights warm, as --interleave runs).
 // --bf16x3 adds, for each conv of 32+ channels, the conv as `--precision bf16x3` runs it: the bf16
@@ -36,9 +36,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_cases.h"
+#include "bench/machine.h"
 #include "bench/tuner.h"
-#include "common/codegen/llvm/runtime.h"
 #include "common/codegen/llvm/jit.h"
+#include "common/codegen/llvm/runtime.h"
 #include "common/ir/conv.h"
 #include "common/ir/reference.h"
 #include "common/kernels/prepack.h"
@@ -58,28 +59,43 @@ struct ConvCase {
 
 // ResNet-50 v1.5 (torchvision): the stem, each stage's 1x1 / 3x3 / 1x1 and the strided 3x3s.
 const ConvCase kCases[] = {
-    {"stem_7x7s2", 3, 224, 64, 7, 2, 3},     {"l1_1x1_64", 64, 56, 64, 1, 1, 0},
-    {"l1_3x3_64", 64, 56, 64, 3, 1, 1},      {"l1_1x1_256", 64, 56, 256, 1, 1, 0},
-    {"l1_1x1_256to64", 256, 56, 64, 1, 1, 0}, {"l2_3x3s2_128", 128, 56, 128, 3, 2, 1},
-    {"l2_3x3_128", 128, 28, 128, 3, 1, 1},   {"l2_1x1_512to128", 512, 28, 128, 1, 1, 0},
-    {"l2_1x1_128to512", 128, 28, 512, 1, 1, 0}, {"l3_3x3_256", 256, 14, 256, 3, 1, 1},
-    {"l3_1x1_1024to256", 1024, 14, 256, 1, 1, 0}, {"l3_1x1_256to1024", 256, 14, 1024, 1, 1, 0},
-    {"l4_3x3_512", 512, 7, 512, 3, 1, 1},    {"l4_1x1_2048to512", 2048, 7, 512, 1, 1, 0},
+    {"stem_7x7s2", 3, 224, 64, 7, 2, 3},
+    {"l1_1x1_64", 64, 56, 64, 1, 1, 0},
+    {"l1_3x3_64", 64, 56, 64, 3, 1, 1},
+    {"l1_1x1_256", 64, 56, 256, 1, 1, 0},
+    {"l1_1x1_256to64", 256, 56, 64, 1, 1, 0},
+    {"l2_3x3s2_128", 128, 56, 128, 3, 2, 1},
+    {"l2_3x3_128", 128, 28, 128, 3, 1, 1},
+    {"l2_1x1_512to128", 512, 28, 128, 1, 1, 0},
+    {"l2_1x1_128to512", 128, 28, 512, 1, 1, 0},
+    {"l3_3x3_256", 256, 14, 256, 3, 1, 1},
+    {"l3_1x1_1024to256", 1024, 14, 256, 1, 1, 0},
+    {"l3_1x1_256to1024", 256, 14, 1024, 1, 1, 0},
+    {"l4_3x3_512", 512, 7, 512, 3, 1, 1},
+    {"l4_1x1_2048to512", 2048, 7, 512, 1, 1, 0},
     {"l4_1x1_512to2048", 512, 7, 2048, 1, 1, 0},
     // Depthwise (MobileNetV2) and grouped (RegNetY-400MF, 8 channels per group) 3x3 convs.
-    {"dw_144x56", 144, 56, 144, 3, 1, 1, 144}, {"dw_96x112s2", 96, 112, 96, 3, 2, 1, 96},
-    {"dw_960x7", 960, 7, 960, 3, 1, 1, 960},   {"g8_104x28", 104, 28, 104, 3, 1, 1, 13},
-    {"g8_104x56s2", 104, 56, 104, 3, 2, 1, 13}, {"g8_440x7", 440, 7, 440, 3, 1, 1, 55},
+    {"dw_144x56", 144, 56, 144, 3, 1, 1, 144},
+    {"dw_96x112s2", 96, 112, 96, 3, 2, 1, 96},
+    {"dw_960x7", 960, 7, 960, 3, 1, 1, 960},
+    {"g8_104x28", 104, 28, 104, 3, 1, 1, 13},
+    {"g8_104x56s2", 104, 56, 104, 3, 2, 1, 13},
+    {"g8_440x7", 440, 7, 440, 3, 1, 1, 55},
     {"1x1_440x7", 440, 7, 440, 1, 1, 0},
     // MobileNetV3-Large's dilated 5x5 in LRASPP, EfficientNet's 5x5 stride 2.
-    {"dw5_960x14d2", 960, 14, 960, 5, 1, 4, 960, 2}, {"dw5_240x28s2", 240, 28, 240, 5, 2, 2, 240},
+    {"dw5_960x14d2", 960, 14, 960, 5, 1, 4, 960, 2},
+    {"dw5_240x28s2", 240, 28, 240, 5, 2, 2, 240},
     // DenseNet-121's growth convs (32 output channels).
-    {"dn_3x3_128to32x56", 128, 56, 32, 3, 1, 1}, {"dn_3x3_128to32x28", 128, 28, 32, 3, 1, 1},
+    {"dn_3x3_128to32x56", 128, 56, 32, 3, 1, 1},
+    {"dn_3x3_128to32x28", 128, 28, 32, 3, 1, 1},
     {"dn_3x3_128to32x7", 128, 7, 32, 3, 1, 1},
     // MobileNetV2's pointwise convs.
-    {"mb_1x1_16to96x112", 16, 112, 96, 1, 1, 0}, {"mb_1x1_144to24x56", 144, 56, 24, 1, 1, 0},
-    {"mb_1x1_24to144x56", 24, 56, 144, 1, 1, 0}, {"mb_1x1_96to576x14", 96, 14, 576, 1, 1, 0},
-    {"mb_1x1_576to96x14", 576, 14, 96, 1, 1, 0}, {"mb_1x1_960to160x7", 960, 7, 160, 1, 1, 0},
+    {"mb_1x1_16to96x112", 16, 112, 96, 1, 1, 0},
+    {"mb_1x1_144to24x56", 144, 56, 24, 1, 1, 0},
+    {"mb_1x1_24to144x56", 24, 56, 144, 1, 1, 0},
+    {"mb_1x1_96to576x14", 96, 14, 576, 1, 1, 0},
+    {"mb_1x1_576to96x14", 576, 14, 96, 1, 1, 0},
+    {"mb_1x1_960to160x7", 960, 7, 160, 1, 1, 0},
     {"mb_1x1_320to1280x7", 320, 7, 1280, 1, 1, 0},
 };
 
@@ -183,12 +199,12 @@ int Interleave(const char* name, double gflop, const ir::Workload& w,
 int Main(int argc, char** argv) {
   int trials = 64;
   std::set<std::string> only;
-  std::vector<std::string> traces;  // measured as given (diagnostics) instead of tuning
-  bool defaults = false;            // measure each mapping's default trace instead of tuning
-  bool residual = false;            // a residual added before the ReLU
-  int interleave = 0;               // rounds of the --trace programs run in turn
-  bool bf16x3 = false;              // also the bf16x3 (AMX, pair layout) form of each conv
-  std::string only_mapping;         // tune this mapping only
+  std::vector<std::string> traces;   // measured as given (diagnostics) instead of tuning
+  bool defaults = false;             // measure each mapping's default trace instead of tuning
+  bool residual = false;             // a residual added before the ReLU
+  int interleave = 0;                // rounds of the --trace programs run in turn
+  bool bf16x3 = false;               // also the bf16x3 (AMX, pair layout) form of each conv
+  std::string only_mapping;          // tune this mapping only
   std::vector<std::string> matmuls;  // --matmul: MxKxN shapes compared instead of the convs
   for (int arg = 1; arg < argc; ++arg) {
     if (std::strcmp(argv[arg], "--trials") == 0 && arg + 1 < argc) {
@@ -231,7 +247,8 @@ int Main(int argc, char** argv) {
     std::printf("|---|---:|---:|---:|---:|---|\n");
     for (const std::string& shape : matmuls) {
       std::vector<int64_t> dims;
-      for (absl::string_view dim : absl::StrSplit(shape, 'x')) dims.push_back(std::atoll(std::string(dim).c_str()));
+      for (absl::string_view dim : absl::StrSplit(shape, 'x'))
+        dims.push_back(std::atoll(std::string(dim).c_str()));
       if (dims.size() != 3 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1) {
         std::fprintf(stderr, "--matmul: '%s' is not MxKxN\n", shape.c_str());
         return 2;
@@ -254,13 +271,14 @@ int Main(int argc, char** argv) {
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::printf("# ResNet-50's convolutions under each CPU conv mapping\n\n");
-  std::printf("Machine: %s; %s; `build/bench/conv_mappings --trials %d%s`. Batch 1, each conv with "
-              "its fused bias%s and ReLU, tuned under one mapping at a time (evolutionary search, "
-              "the 8 fastest re-measured twice), every candidate verified and timed by the "
-              "worker's measurer with the weights evicted from the caches, threads: all cores, "
-              "each pinned to one.\n\n",
-              hw.Summary().c_str(), date, trials, residual ? " --residual" : "",
-              residual ? ", a residual" : "");
+  std::printf(
+      "Machine: %s; %s; `build/bench/conv_mappings --trials %d%s`. Batch 1, each conv with "
+      "its fused bias%s and ReLU, tuned under one mapping at a time (evolutionary search, "
+      "the 8 fastest re-measured twice), every candidate verified and timed by the "
+      "worker's measurer with the weights evicted from the caches, threads: all cores, "
+      "each pinned to one.\n\n",
+      (hw.Summary() + ", " + CpuFamilyModel()).c_str(), date, trials, residual ? " --residual" : "",
+      residual ? ", a residual" : "");
   std::printf("| conv | GFLOP | mapping | best µs | GFLOP/s | best trace |\n");
   std::printf("|---|---:|---|---:|---:|---|\n");
   for (const ConvCase& shape : kCases) {
@@ -275,8 +293,7 @@ int Main(int argc, char** argv) {
       continue;
     }
     const double gflop = static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9;
-    absl::StatusOr<std::vector<schedule::SearchSpace>> spaces =
-        kernels::CreateMappingSpaces(w, hw);
+    absl::StatusOr<std::vector<schedule::SearchSpace>> spaces = kernels::CreateMappingSpaces(w, hw);
     if (!spaces.ok()) {
       std::fprintf(stderr, "%s: %s\n", shape.name, spaces.status().ToString().c_str());
       return 1;
@@ -345,8 +362,8 @@ int Main(int argc, char** argv) {
       }
       std::printf("| %s | %.3f | %s%s | %.1f | %.0f | `%s` |\n", shape.name, gflop,
                   options.mapping.c_str(), work.conv.x_pairs ? " (bf16x3)" : "",
-                  result->best_seconds * 1e6,
-                  gflop / result->best_seconds, result->best_trace.ToString().c_str());
+                  result->best_seconds * 1e6, gflop / result->best_seconds,
+                  result->best_trace.ToString().c_str());
       std::fflush(stdout);
     }
   }

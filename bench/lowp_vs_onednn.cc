@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/machine.h"
 #include "bench/timing.h"
 #include "bench/tuner.h"
 #include "bench/vendor_baselines.h"
@@ -82,7 +83,8 @@ std::string HostLine(const target::HardwareInfo& hw) {
       flags.push_back(flag);
     }
   }
-  return absl::StrCat(hw.cpu_model, ", ", hw.cores, " cores; ", absl::StrJoin(flags, " "));
+  return absl::StrCat(hw.cpu_model, " (", CpuFamilyModel(), "), ", hw.cores, " cores; ",
+                      absl::StrJoin(flags, " "));
 }
 
 int Main(int argc, char** argv) {

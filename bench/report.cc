@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/machine.h"
 
 namespace gtco::bench {
 namespace {
@@ -42,7 +43,7 @@ std::string TuningCells(const CaseTiming& timing) {
 std::string MachineSection(const ReportContext& context) {
   const target::HardwareInfo& hw = context.hw;
   std::string text = "## Machine and software\n\n";
-  absl::StrAppend(&text, "- CPU: ", hw.cpu_model, ", ", hw.cores, " cores; L1d ",
+  absl::StrAppend(&text, "- CPU: ", hw.cpu_model, " (", CpuFamilyModel(), "), ", hw.cores, " cores; L1d ",
                   hw.l1d_bytes / 1024, " KiB, L2 ", hw.l2_bytes / 1024, " KiB, L3 ",
                   hw.l3_bytes / (1024 * 1024), " MiB; memory ",
                   hw.memory_bytes / (1024 * 1024 * 1024), " GiB\n");

@@ -14,7 +14,6 @@ import statistics
 import datetime
 import json
 import os
-import platform
 import sys
 import tempfile
 
@@ -50,11 +49,10 @@ def run_job(model, budget, scheduler, rounds):
 
 
 def cpu_model():
-    with open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
+    """The machine named precisely (bench/machine.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import machine  # noqa: E402
+    return machine.describe()
 
 
 def noise_summary(rows, repeats):
@@ -111,7 +109,7 @@ def main():
     lines = [
         "# Dual-task scheduler vs even split (same budget)",
         "",
-        f"- machine: {cpu_model()}, {os.cpu_count()} cores",
+        f"- machine: {cpu_model()}",
         f"- date: {datetime.date.today()}",
         f"- model: transformer block, seq {args.seq}, hidden {args.hidden}, heads {args.heads}, "
         f"mlp {4 * args.hidden} (generated with torch, opset 17)",

@@ -223,10 +223,10 @@ absl::StatusOr<bool> RunSeparableResize(const reference::Node& node,
   std::vector<int64_t> shape = input_specs[0]->shape;
   for (const reference::ResizeAxisTaps& taps : **plan) shape[taps.axis] = taps.out;
   if (shape != output_spec.shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "fallback step '", node.name, "' (", node.op_type, ") computes ", ShapeText(shape),
-        " for '", output_spec.name, "', which the artifact holds as ",
-        ShapeText(output_spec.shape)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fallback step '", node.name, "' (", node.op_type, ") computes ",
+                     ShapeText(shape), " for '", output_spec.name,
+                     "', which the artifact holds as ", ShapeText(output_spec.shape)));
   }
   shape = input_specs[0]->shape;
   const float* current = reinterpret_cast<const float*>(inputs[0]);
@@ -324,7 +324,8 @@ absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
     if (dim != axis && indices.shape[dim] > data.shape[dim]) return false;
   }
   std::vector<int64_t> strides(rank, 1);
-  for (int64_t dim = rank - 2; dim >= 0; --dim) strides[dim] = strides[dim + 1] * data.shape[dim + 1];
+  for (int64_t dim = rank - 2; dim >= 0; --dim)
+    strides[dim] = strides[dim + 1] * data.shape[dim + 1];
   const int64_t bytes = ElemSize(data.dtype), extent = data.shape[axis];
   const int64_t run = indices.shape.back(), total = output_spec.NumElements();
   std::vector<int64_t> position(rank, 0);
@@ -334,19 +335,18 @@ absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
       if (dim != axis) base += position[dim] * strides[dim];
     }
     const int64_t step = axis == rank - 1 ? 0 : 1;  // the innermost position's own stride
-    const int64_t bad =
-        indices.dtype == ElemType::kI64
-            ? GatherRowOf<int64_t>(bytes, inputs, output, flat, run, base, strides[axis], step,
-                                   extent)
-            : GatherRowOf<int32_t>(bytes, inputs, output, flat, run, base, strides[axis], step,
-                                   extent);
+    const int64_t bad = indices.dtype == ElemType::kI64
+                            ? GatherRowOf<int64_t>(bytes, inputs, output, flat, run, base,
+                                                   strides[axis], step, extent)
+                            : GatherRowOf<int32_t>(bytes, inputs, output, flat, run, base,
+                                                   strides[axis], step, extent);
     if (bad >= 0) {
       const int64_t index = indices.dtype == ElemType::kI64
                                 ? reinterpret_cast<const int64_t*>(inputs[1])[bad]
                                 : reinterpret_cast<const int32_t*>(inputs[1])[bad];
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fallback step '", node.name, "' (GatherElements): index ", index,
-          " is out of range [", -extent, ", ", extent, ") along axis ", axis));
+      return absl::InvalidArgumentError(
+          absl::StrCat("fallback step '", node.name, "' (GatherElements): index ", index,
+                       " is out of range [", -extent, ", ", extent, ") along axis ", axis));
     }
     for (int64_t dim = rank - 2; dim >= 0; --dim) {
       if (++position[dim] < indices.shape[dim]) break;
@@ -417,13 +417,15 @@ absl::StatusOr<bool> RunConstantPad(const reference::Node& node,
     for (int64_t e = 0; e < total; ++e) std::memcpy(output + e * bytes, constant.data(), bytes);
   }
   std::vector<int64_t> out_strides(rank, 1);
-  for (int64_t dim = rank - 2; dim >= 0; --dim) out_strides[dim] = out_strides[dim + 1] * shape[dim + 1];
+  for (int64_t dim = rank - 2; dim >= 0; --dim)
+    out_strides[dim] = out_strides[dim + 1] * shape[dim + 1];
   const int64_t row = data.shape.back();
   const int64_t rows = row > 0 ? data.NumElements() / row : 0;
   std::vector<int64_t> position(rank, 0);
   for (int64_t r = 0; r < rows; ++r) {
     int64_t at = begin[rank - 1];
-    for (int64_t dim = 0; dim + 1 < rank; ++dim) at += (position[dim] + begin[dim]) * out_strides[dim];
+    for (int64_t dim = 0; dim + 1 < rank; ++dim)
+      at += (position[dim] + begin[dim]) * out_strides[dim];
     std::memcpy(output + at * bytes, inputs[0] + r * row * bytes, row * bytes);
     for (int64_t dim = rank - 2; dim >= 0; --dim) {
       if (++position[dim] < data.shape[dim]) break;
@@ -466,7 +468,8 @@ absl::StatusOr<bool> RunScatterND(const reference::Node& node,
   int64_t slice = 1;
   for (int64_t dim = depth; dim < rank; ++dim) slice *= data.shape[dim];
   std::vector<int64_t> strides(depth, slice);
-  for (int64_t dim = depth - 2; dim >= 0; --dim) strides[dim] = strides[dim + 1] * data.shape[dim + 1];
+  for (int64_t dim = depth - 2; dim >= 0; --dim)
+    strides[dim] = strides[dim + 1] * data.shape[dim + 1];
   std::memcpy(output, inputs[0], data.NumElements() * bytes);
   const int64_t tuples = indices.NumElements() / depth;
   const int64_t* index = reinterpret_cast<const int64_t*>(inputs[1]);
@@ -476,9 +479,9 @@ absl::StatusOr<bool> RunScatterND(const reference::Node& node,
       int64_t i = index[dim];
       const int64_t extent = data.shape[dim];
       if (i < -extent || i >= extent) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "fallback step '", node.name, "' (ScatterND): index ", i, " is out of range [",
-            -extent, ", ", extent, ") along axis ", dim));
+        return absl::InvalidArgumentError(
+            absl::StrCat("fallback step '", node.name, "' (ScatterND): index ", i,
+                         " is out of range [", -extent, ", ", extent, ") along axis ", dim));
       }
       at += (i < 0 ? i + extent : i) * strides[dim];
     }
@@ -494,7 +497,10 @@ absl::StatusOr<bool> RunBoolLogic(const reference::Node& node,
                                   const std::vector<const char*>& inputs,
                                   const TensorSpec& output_spec, char* output) {
   const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
-  const int op = node.op_type == "And" ? 0 : node.op_type == "Or" ? 1 : node.op_type == "Xor" ? 2 : -1;
+  const int op = node.op_type == "And"   ? 0
+                 : node.op_type == "Or"  ? 1
+                 : node.op_type == "Xor" ? 2
+                                         : -1;
   if (op < 0 || !default_domain || input_specs.size() != 2 || input_specs[0] == nullptr ||
       input_specs[1] == nullptr || output_spec.dtype != ElemType::kBool) {
     return false;
@@ -554,9 +560,10 @@ absl::Status RunReferenceStep(const reference::Node& node,
                               const std::vector<const TensorSpec*>& output_specs,
                               const std::vector<char*>& outputs) {
   if (outputs.size() == 1 && output_specs[0] != nullptr) {
-    for (auto* direct : {&RunSeparableResize, &RunGatherElements, &RunConstantPad, &RunScatterND,
-                         &RunBoolLogic}) {
-      absl::StatusOr<bool> done = (*direct)(node, input_specs, inputs, *output_specs[0], outputs[0]);
+    for (auto* direct :
+         {&RunSeparableResize, &RunGatherElements, &RunConstantPad, &RunScatterND, &RunBoolLogic}) {
+      absl::StatusOr<bool> done =
+          (*direct)(node, input_specs, inputs, *output_specs[0], outputs[0]);
       if (!done.ok()) return done.status();
       if (*done) return absl::OkStatus();
     }

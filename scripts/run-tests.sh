@@ -15,12 +15,32 @@ for dir in . "${TMPDIR:-/tmp}"; do
   fi
 done
 scripts/setup.sh --tests
-# --test-output-truncation head: a passed test's log keeps its last lines (the NVRTC count below).
-(cd build && ctest --output-on-failure --test-output-truncation head -j2 --timeout 900 "$@")
-# Every test program that compiled CUDA with NVRTC printed "[ nvrtc ] N CUDA kernels compiled".
-kernels=$(grep -h '^\[ nvrtc \] [0-9]* CUDA kernels compiled' build/Testing/Temporary/LastTest.log |
-  awk '{total += $4} END {print total + 0}')
+# In tiers, each failing fast: the format check and the unit tests; then the integration tests
+# (real processes on loopback); then the slow ones (soak, browser, Kubernetes) and the fuzzers.
+# Arguments, if any, go to one ctest run instead (e.g. -R export).
+scripts/check-format
+kernels=0
+run_ctest() {
+  # --test-output-truncation head: a passed test's log keeps its last lines (the NVRTC count).
+  (cd build && ctest --output-on-failure --test-output-truncation head -j2 --timeout 900 "$@")
+  # Every test program that compiled CUDA with NVRTC printed "[ nvrtc ] N CUDA kernels compiled".
+  local count
+  count=$({ grep -h '^\[ nvrtc \] [0-9]* CUDA kernels compiled' build/Testing/Temporary/LastTest.log ||
+    true; } | awk '{total += $4} END {print total + 0}')
+  kernels=$((kernels + count))
+}
+if (( $# > 0 )); then
+  run_ctest "$@"
+else
+  echo "== tier 1: unit tests"
+  run_ctest -L unit
+  echo "== tier 2: integration tests"
+  run_ctest -LE 'unit|slow'
+  echo "== tier 3: soak, browser and Kubernetes tests"
+  run_ctest -L slow
+fi
 echo "== NVRTC compiled $kernels generated CUDA kernels in this test run (PTX/SASS for sm_80/sm_90, no GPU)"
-if [[ -z "${GTCO_SKIP_FUZZ:-}" ]]; then
+if [[ -z "${GTCO_SKIP_FUZZ:-}" && $# -eq 0 ]]; then
+  echo "== tier 3: fuzzers"
   GTCO_FUZZ_BUILD_DIR="$PWD/build-fuzz" tests/fuzz/run_fuzzers.sh "${GTCO_FUZZ_SECONDS:-15}"
 fi

@@ -18,7 +18,7 @@ targets=(--target gtco-server gtco-worker gtco-client gtco-run)
 if [[ "${1:-}" == "--tests" ]]; then
   # ocl-icd-opencl-dev: Debian's oneDNN CMake config requires OpenCL (only Recommended by
   # libdnnl-dev, so --no-install-recommends left it out and the oneDNN benchmarks unbuilt).
-  packages+=(prometheus postgresql libdnnl-dev ocl-icd-opencl-dev python3-matplotlib openssl clang-14
+  packages+=(prometheus postgresql libdnnl-dev ocl-icd-opencl-dev python3-matplotlib openssl clang-14 clang-format
     libclang-rt-14-dev systemd python3-numpy python3-torch python3-torchvision python3-onnx python3-venv
     python3-yaml python3-requests python3-packaging python3-typing-extensions
     python3-grpcio python3-protobuf python3-pybind11  # the gtco Python package, built offline

@@ -88,7 +88,7 @@ def main():
     lines = [
         f"# {precision} end to end: GTCO's --precision {precision} vs ONNX Runtime fp32",
         "",
-        f"Machine: {cpu_name()}, {os.cpu_count()} cores; {datetime.date.today()}; command: "
+        f"Machine: {cpu_name()}; {datetime.date.today()}; command: "
         f"`PYTHONPATH=.deps/python {command}`.",
         "Each model: torch.onnx.export (opset 17, random weights, batch 1); GTCO tuned it with "
         f"`gtco-client submit --precision {precision}` ({how}; "

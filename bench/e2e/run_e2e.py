@@ -302,7 +302,7 @@ def main():
         "# End to end: exported GTCO artifacts vs ONNX Runtime"
         + (" and TVM MetaSchedule" if tvm_python else ""),
         "",
-        f"Machine: {cpu_name()}, {os.cpu_count()} cores; {datetime.date.today()}; "
+        f"Machine: {cpu_name()}; {datetime.date.today()}; "
         f"command: `PYTHONPATH=.deps/python {command}`.",
         "Each model: torch.onnx.export (opset 17, random weights, batch 1), tuned on a local farm "
         f"(one CPU worker, {args.trials_per_task} trials per task), exported for this host, run "

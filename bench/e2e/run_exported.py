@@ -9,7 +9,6 @@ rounds' medians), peak RSS, and whether the outputs match on the same random inp
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 
@@ -17,6 +16,8 @@ import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import machine  # noqa: E402
 from farm import scratch_dir  # noqa: E402  (the tests' scratch folders, removed at exit)
 GTCO_RUN = os.path.join(os.environ.get("GTCO_BENCH_BUILD") or os.path.join(ROOT, "build"),
                         "runtime", "gtco-run")
@@ -48,11 +49,9 @@ print(json.dumps({"median_seconds": times[len(times) // 2], "version": ort.__ver
 
 
 def cpu_name():
-    with open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
+    """The machine named precisely (bench/machine.py): CPU model, family/model/stepping, flags,
+    cores, memory."""
+    return machine.describe()
 
 
 def compare(model, artifact, runs, rounds=5, work=None):

@@ -135,7 +135,7 @@ def main():
         "# Int8 end to end: ONNX Runtime-quantized models"
         + (" (QDQ)" if args.format == "qdq" else "") + ", GTCO vs ONNX Runtime",
         "",
-        f"Machine: {cpu_name()}, {os.cpu_count()} cores; {datetime.date.today()}; command: "
+        f"Machine: {cpu_name()}; {datetime.date.today()}; command: "
         f"`PYTHONPATH=.deps/python {command}`.",
         "Each model: torch.onnx.export (opset 17, random weights, batch 1), then ONNX Runtime's "
         f"{quantizer}; GTCO tuned the int8 file on a local farm "

@@ -105,7 +105,7 @@ mkdir -p "$(dirname "$results")"
   echo
   echo "Written by \`bench/load/run_load.sh\` (load generator \`bench/load/load_gen.cc\`)."
   echo
-  echo "- Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) memory, $(uname -sr)"
+  echo "- Machine: $(python3 "$repo/bench/machine.py"); $(uname -sr)"
   echo "- Run: $started to $finished; load average (1/5/15 min) before $load_before, after $load_after"
   echo "- Server: \`${server_cmd[*]/#$repo\//}\`"
   echo "- Workers: $workers x \`${worker_cmd[*]/#$repo\//}\`"

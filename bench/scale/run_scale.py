@@ -23,7 +23,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import socket
 import subprocess
@@ -54,11 +53,10 @@ def cpu_seconds(pid):
 
 
 def cpu_model():
-    with open("/proc/cpuinfo") as info:
-        for line in info:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
+    """The machine named precisely (bench/machine.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import machine  # noqa: E402
+    return machine.describe()
 
 
 class Farm:
@@ -151,7 +149,7 @@ def report(args, pace, calibration, rows):
     lines = [
         "# Server scaling: simulated workers at a real worker's pace",
         "",
-        f"- machine: {cpu_model()}, {os.cpu_count()} cores (server, scale_gen and, for the "
+        f"- machine: {cpu_model()} (server, scale_gen and, for the "
         "calibration, the real worker all share them)",
         f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC",
         f"- command: `bench/scale/run_scale.py --workers {args.workers} --seconds {args.seconds} "

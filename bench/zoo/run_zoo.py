@@ -39,7 +39,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import export_models  # noqa: E402
 from run_e2e import BUILD, Farm  # noqa: E402
-from run_exported import GTCO_RUN, ORT_RUNNER, ROOT, scratch_dir  # noqa: E402
+from run_exported import GTCO_RUN, ORT_RUNNER, ROOT, cpu_name, scratch_dir  # noqa: E402
 
 CLIENT = os.path.join(BUILD, "client", "gtco-client")
 TOLERANCE = 1e-3  # max |GTCO - ORT| / max |ORT|, per output, above which a model is "wrong"
@@ -224,23 +224,8 @@ def fallback_share(summary):
 
 
 def machine():
-    """The CPU named precisely: model name, family/model/stepping, the ISA flags that matter
-    here, cores."""
-    info, flags = {}, set()
-    with open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key == "flags":
-                flags = set(value.split())
-            elif key in ("model name", "cpu family", "model", "stepping") and key not in info:
-                info[key] = value.strip()
-    wanted = ["avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16",
-              "amx_int8"]
-    return (f"{info.get('model name', '?')} (family {info.get('cpu family', '?')}, model "
-            f"{info.get('model', '?')}, stepping {info.get('stepping', '?')}); flags: "
-            + " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in wanted)
-            + f"; {os.cpu_count()} cores")
+    """The CPU named precisely (bench/machine.py)."""
+    return cpu_name()
 
 
 def commit():

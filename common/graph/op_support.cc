@@ -98,8 +98,8 @@ absl::Status CheckMatMulInteger(const Node& node, const Graph& graph) {
 
 absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
   if (node.op_type == "MatMulInteger") return CheckMatMulInteger(node, graph);
-  const ElemType first_type = node.inputs.empty() ? ElemType::kFloat32
-                                                   : graph.tensor(node.inputs.at(0)).type;
+  const ElemType first_type =
+      node.inputs.empty() ? ElemType::kFloat32 : graph.tensor(node.inputs.at(0)).type;
   if (node.op_type == "MatMul" &&
       (first_type == ElemType::kBFloat16 || first_type == ElemType::kFloat16)) {
     return CheckHalfMatMul(node, graph, first_type);
@@ -137,8 +137,8 @@ absl::Status CheckCast(const Node& node, const Graph& graph) {
   const bool to_f32 = to == kOnnxFloat;
   // ONNX TensorProto data types of the element types a cast may keep.
   static const auto* kOnnxTypes = new std::map<ElemType, int64_t>{
-      {ElemType::kFloat32, 1}, {ElemType::kUInt8, 2},  {ElemType::kInt8, 3},
-      {ElemType::kInt32, 6},   {ElemType::kInt64, 7},  {ElemType::kBool, 9},
+      {ElemType::kFloat32, 1},  {ElemType::kUInt8, 2},    {ElemType::kInt8, 3},
+      {ElemType::kInt32, 6},    {ElemType::kInt64, 7},    {ElemType::kBool, 9},
       {ElemType::kFloat16, 10}, {ElemType::kBFloat16, 16}};
   if (auto same = kOnnxTypes->find(input.type); same != kOnnxTypes->end() && same->second == to) {
     return absl::OkStatus();
@@ -176,8 +176,8 @@ absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
   }
   const bool quantize = node.op_type == "QuantizeLinear";
   if (quantize && x.type != ElemType::kFloat32) {
-    return fail(absl::StrCat("input '", x.name, "' is ", ElemTypeName(x.type),
-                             "; only f32 is supported"));
+    return fail(
+        absl::StrCat("input '", x.name, "' is ", ElemTypeName(x.type), "; only f32 is supported"));
   }
   if (!quantize && x.type != ElemType::kUInt8 && x.type != ElemType::kInt8 &&
       x.type != ElemType::kInt32) {
@@ -196,8 +196,8 @@ absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
     return fail("blocked quantization (block_size) is not supported");
   }
   const bool per_tensor = scale.NumElements() == 1 && scale.shape.size() <= 1;
-  const bool per_axis = scale.shape.size() == 1 && axis >= 0 && axis < rank &&
-                        scale.shape[0] == x.shape[axis];
+  const bool per_axis =
+      scale.shape.size() == 1 && axis >= 0 && axis < rank && scale.shape[0] == x.shape[axis];
   if (!per_tensor && !per_axis) {
     return fail(absl::StrCat("scale '", scale.name, "' of shape ", ShapeString(scale.shape),
                              " is neither per tensor nor one per entry of axis ",
@@ -206,13 +206,14 @@ absl::Status CheckQuantizeOp(const Node& node, const Graph& graph) {
   }
   if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
     const Tensor& zero_point = graph.tensor(node.inputs[2]);
-    const bool type_ok = quantize ? (zero_point.type == ElemType::kUInt8 ||
-                                     zero_point.type == ElemType::kInt8)
-                                  : zero_point.type == x.type;
+    const bool type_ok =
+        quantize ? (zero_point.type == ElemType::kUInt8 || zero_point.type == ElemType::kInt8)
+                 : zero_point.type == x.type;
     if (!type_ok || zero_point.NumElements() != scale.NumElements()) {
       return fail(absl::StrCat("zero point '", zero_point.name, "' must have ",
-                               quantize ? "type u8 or i8" : "the data's type (" +
-                                   std::string(ElemTypeName(x.type)) + ")",
+                               quantize
+                                   ? "type u8 or i8"
+                                   : "the data's type (" + std::string(ElemTypeName(x.type)) + ")",
                                " and the scale's shape"));
     }
   }
@@ -274,14 +275,26 @@ std::optional<ir::EwOp> ElementwiseEwOp(const std::string& op_type) {
 
 OpRole RoleOf(const Node& node) {
   static const std::set<std::string> kAnchors = {
-      "MatMul",     "MatMulInteger", "Gemm",             "Softmax", "LayerNormalization",
-      "ReduceMean", "Conv",          "GlobalAveragePool", "MaxPool", "AveragePool"};
+      "MatMul", "MatMulInteger",     "Gemm",    "Softmax",    "LayerNormalization", "ReduceMean",
+      "Conv",   "GlobalAveragePool", "MaxPool", "AveragePool"};
   // Data movement and the mask ops of attention (Equal, Where, Expand on int64/bool), run as
   // data-movement steps beside the tuned kernels; constant ones fold away first.
-  static const std::set<std::string> kDataOps = {
-      "Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze", "Slice",
-      "Concat",    "Gather",  "Cast",     "Equal",   "Where",   "Expand",
-      "DynamicQuantizeLinear", "DequantizeLinear", "QuantizeLinear"};
+  static const std::set<std::string> kDataOps = {"Transpose",
+                                                 "Reshape",
+                                                 "Identity",
+                                                 "Flatten",
+                                                 "Squeeze",
+                                                 "Unsqueeze",
+                                                 "Slice",
+                                                 "Concat",
+                                                 "Gather",
+                                                 "Cast",
+                                                 "Equal",
+                                                 "Where",
+                                                 "Expand",
+                                                 "DynamicQuantizeLinear",
+                                                 "DequantizeLinear",
+                                                 "QuantizeLinear"};
   if (node.HasAttr(kFallbackAttr)) return OpRole::kFallback;
   if (node.domain == kGtcoInternalDomain && node.op_type == kBf16x3SplitOp) return OpRole::kData;
   if (!node.domain.empty()) return OpRole::kUnsupported;

@@ -40,7 +40,9 @@ class MappingSketch {
   /// Where the mapping stands among those that apply to (w, hw): lower first, ties in registry
   /// order. The first is the best-expected one: what an untuned export runs and where a task's
   /// first trials go. Only called when the mapping applies.
-  virtual int Rank(const ir::Workload& /*w*/, const target::HardwareInfo& /*hw*/) const { return 0; }
+  virtual int Rank(const ir::Workload& /*w*/, const target::HardwareInfo& /*hw*/) const {
+    return 0;
+  }
 };
 
 /// True when `mapping` is about `w`'s workload class on `hw`'s target.

@@ -123,9 +123,9 @@ TEST(ExportVerificationTest, TheCheckAtSubmitCatchesABrokenRewriteBeforeTuning) 
 // The bundled models pass the check at submit, GTCO's own forms included (an integer MatMul
 // that took in the Cast after it writes f32; fused QDQ MatMuls).
 TEST(ExportVerificationTest, TheBundledModelsPassTheCheckAtSubmit) {
-  for (const char* name : {"bert_tiny_int8.onnx", "bert_tiny_qdq.onnx", "bert_tiny_fp32.onnx",
-                           "transformer_block.onnx", "vit_tiny.onnx", "patch_embed_int8.onnx",
-                           "fallback_op.onnx"}) {
+  for (const char* name :
+       {"bert_tiny_int8.onnx", "bert_tiny_qdq.onnx", "bert_tiny_fp32.onnx",
+        "transformer_block.onnx", "vit_tiny.onnx", "patch_embed_int8.onnx", "fallback_op.onnx"}) {
     SCOPED_TRACE(name);
     std::ifstream file(std::string(GTCO_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
     std::stringstream bytes;
@@ -254,8 +254,8 @@ TEST(ExportVerificationTest, NegAndExpRunAsTunedKernels) {
   absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, HostOptions(), kNoRecords);
   ASSERT_TRUE(result.ok()) << result.status();
   for (const graph::FallbackNode& node : result->fallbacks) {
-    ADD_FAILURE() << node.op_type << " at '" << node.node << "' is a fallback step: "
-                  << node.reason;
+    ADD_FAILURE() << node.op_type << " at '" << node.node
+                  << "' is a fallback step: " << node.reason;
   }
   absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
   ASSERT_TRUE(view.ok()) << view.status();

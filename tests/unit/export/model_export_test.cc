@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/codegen/cuda/nvrtc.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 #include "common/codegen/llvm/aot.h"
 #include "common/codegen/llvm/llvm_codegen.h"
 #include "common/ir/conv.h"
@@ -542,7 +543,7 @@ TEST(ModelExportTest, TorchvisionVitRunsWithoutItsUnitTransposesAndMatchesOnnxRu
 // requested architecture (no GPU needed); the artifact describes their launches, and a host
 // without an NVIDIA driver refuses to run it, saying why. (On a GPU, integration.cuda runs one.)
 TEST(ModelExportTest, CudaArtifactsCarryCubinsAndNeedAGpu) {
-  if (!codegen::NvrtcAvailable()) GTEST_SKIP() << codegen::NvrtcLoadStatus();
+  GTCO_REQUIRE_NVRTC();  // fails where a CUDA build cannot load NVRTC; skips without CUDA
   for (const char* arch : {"sm_80", "sm_90"}) {
     SCOPED_TRACE(arch);
     ExportOptions options;
@@ -704,7 +705,7 @@ TEST(ModelExportTest, ChannelVectorizedConvsReadPrepackedOrRuntimePackedWeights)
 // patch embeddings) and pool gets a CUDA kernel compiled to a cubin with its launch in the
 // manifest. Where a GPU runs the artifact, its logits match the CPU artifact's.
 TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
-  if (!codegen::NvrtcAvailable()) GTEST_SKIP() << codegen::NvrtcLoadStatus();
+  GTCO_REQUIRE_NVRTC();  // fails where a CUDA build cannot load NVRTC; skips without CUDA
   const std::string resnet = ResNetLikeModel();
   for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
            {"resnet_like", resnet},

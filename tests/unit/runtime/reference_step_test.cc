@@ -106,15 +106,16 @@ TEST(ReferenceStepTest, F32ResizeMatchesTheReference) {
   const Value scales = F32({4}, {1, 1, 8, 8});
   const Value sizes = I64({4}, {1, 5, 224, 200});
   const Value down = I64({4}, {1, 5, 9, 14});
-  for (const auto& [mode, coordinates] : std::vector<std::pair<std::string, std::string>>{
-           {"linear", "half_pixel"},
-           {"linear", "align_corners"},
-           {"linear", "pytorch_half_pixel"},
-           {"linear", "asymmetric"},
-           {"nearest", "asymmetric"},
-           {"nearest", "half_pixel"},
-           {"nearest", "tf_half_pixel_for_nn"}}) {
-    const Node node = ResizeNode(mode, coordinates, mode == "nearest" ? "floor" : "round_prefer_floor");
+  for (const auto& [mode, coordinates] :
+       std::vector<std::pair<std::string, std::string>>{{"linear", "half_pixel"},
+                                                        {"linear", "align_corners"},
+                                                        {"linear", "pytorch_half_pixel"},
+                                                        {"linear", "asymmetric"},
+                                                        {"nearest", "asymmetric"},
+                                                        {"nearest", "half_pixel"},
+                                                        {"nearest", "tf_half_pixel_for_nn"}}) {
+    const Node node =
+        ResizeNode(mode, coordinates, mode == "nearest" ? "floor" : "round_prefer_floor");
     ExpectStepMatchesTheReference(node, {&x, nullptr, &scales}, 1e-6);
     ExpectStepMatchesTheReference(node, {&x, nullptr, nullptr, &sizes}, 1e-6);
     ExpectStepMatchesTheReference(node, {&x, nullptr, nullptr, &down}, 1e-6);
@@ -151,10 +152,9 @@ TEST(ReferenceStepTest, ResizeOutsideTheSeparablePlanTakesTheGenericStep) {
   TensorSpec out_spec = SpecOf(x, "out");
   const std::vector<char> x_bytes = Bytes(x), bad_bytes = Bytes(bad);
   std::vector<char> out(out_spec.Bytes());
-  absl::Status status = RunReferenceStep(ResizeNode("linear", "half_pixel"),
-                                         {&x_spec, nullptr, &bad_spec},
-                                         {x_bytes.data(), nullptr, bad_bytes.data()}, {&out_spec},
-                                         {out.data()});
+  absl::Status status =
+      RunReferenceStep(ResizeNode("linear", "half_pixel"), {&x_spec, nullptr, &bad_spec},
+                       {x_bytes.data(), nullptr, bad_bytes.data()}, {&out_spec}, {out.data()});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("fallback step 'node_Resize'"), std::string::npos) << status;
 }
@@ -191,9 +191,9 @@ TEST(ReferenceStepTest, GatherElementsMatchesTheReference) {
   const TensorSpec out_spec = SpecOf(RandomF32({1, 3, 8, 8}, 1), "out");
   const std::vector<char> data_bytes = Bytes(scores), index_bytes = Bytes(bad);
   std::vector<char> out(out_spec.Bytes());
-  absl::Status status = RunReferenceStep(last, {&data_spec, &index_spec},
-                                         {data_bytes.data(), index_bytes.data()}, {&out_spec},
-                                         {out.data()});
+  absl::Status status =
+      RunReferenceStep(last, {&data_spec, &index_spec}, {data_bytes.data(), index_bytes.data()},
+                       {&out_spec}, {out.data()});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("fallback step 'node_GatherElements'"), std::string::npos)
       << status;
@@ -222,8 +222,8 @@ TEST(ReferenceStepTest, PadMatchesTheReference) {
   // through the generic step.
   const Value crop = I64({8}, {0, 0, -1, 1, 0, 0, 1, -2});
   ExpectStepMatchesTheReference(pad, {&image, &crop}, 0);
-  ExpectStepMatchesTheReference(MakeNode("Pad", {{"mode", StringAttr("reflect")}}),
-                                {&image, &all}, 0);
+  ExpectStepMatchesTheReference(MakeNode("Pad", {{"mode", StringAttr("reflect")}}), {&image, &all},
+                                0);
 }
 
 TEST(ReferenceStepTest, ScatterNDMatchesTheReference) {

@@ -254,8 +254,8 @@ TEST(EvolutionarySearchTest, SuggestionsOfASimilarWorkloadFollowTheDefaultInHalf
     suggested.push_back(*nearest);
   }
   // Another sketch's schedule is no suggestion.
-  search.Suggest(schedule::Trace{"softmax_rows/v1", {{"vw", 4}, {"unroll", 1}, {"par", 0},
-                                                    {"variant", 0}}});
+  search.Suggest(
+      schedule::Trace{"softmax_rows/v1", {{"vw", 4}, {"unroll", 1}, {"par", 0}, {"variant", 0}}});
   // The task's own default first (a task given one trial measures its own default), then the
   // suggestions, newest first, in at most half of a round; the rest of the round is the
   // search's own.

@@ -39,9 +39,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/ir/conv.h"
+#include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
-#include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/util/status.h"
 
 namespace gtco::kernels {
@@ -88,8 +88,7 @@ PatchRowPacker(const ir::ConvParams& p) {
     const int64_t out_w = ir::ConvOutW(p), out_h = ir::ConvOutH(p);
     const auto [plane, r, s] = PatchRowOf(p, b, k);
     const Expr first_oh = j0 / MakeInt(out_w);
-    const Expr last_oh =
-        ir::Min((j0 + MakeInt(width - 1)) / MakeInt(out_w), MakeInt(out_h - 1));
+    const Expr last_oh = ir::Min((j0 + MakeInt(width - 1)) / MakeInt(out_w), MakeInt(out_h - 1));
     const Expr row = ir::MakeVar("prow"), pc = ir::MakeVar("ppc");
     const Expr oh = first_oh + row;
     const Expr row_start = oh * MakeInt(out_w);
@@ -104,30 +103,30 @@ PatchRowPacker(const ir::ConvParams& p) {
     const Expr col = begin + pc;
     const Expr at = dest + (col - j0);
     const Expr ih = oh * MakeInt(p.stride_h) + (r * MakeInt(p.dilation_h) - MakeInt(p.pad_top));
-    const Expr iw = (col - row_start) * MakeInt(p.stride_w) +
-                    (s * MakeInt(p.dilation_w) - MakeInt(p.pad_left));
+    const Expr iw =
+        (col - row_start) * MakeInt(p.stride_w) + (s * MakeInt(p.dilation_w) - MakeInt(p.pad_left));
     const Expr in_row = Lt(col, end);
     const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
     const Expr inside_h = And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h)));
     const Stmt zero = ir::MakeStore(buffer, at, ir::MakeFloat(0.0));
-    const Stmt copy = ir::MakeStore(
-        buffer, at, ir::MakeLoad(InputName(0), plane + ih * MakeInt(p.in_w) + iw));
+    const Stmt copy =
+        ir::MakeStore(buffer, at, ir::MakeLoad(InputName(0), plane + ih * MakeInt(p.in_w) + iw));
     // The input row is inside the image or not (uniform); its columns are checked per lane.
-    const Stmt run = ir::MakeIf(
-        inside_h,
-        ir::MakeFor("ppc", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
-                    ir::MakeIf(in_row, ir::MakeIf(inside_w, copy, zero))),
-        ir::MakeFor("ppc", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
-                    ir::MakeIf(in_row, zero)));
-    Stmt rows = ir::MakeFor("prow", MakeInt(0), last_oh - first_oh + MakeInt(1),
-                            ir::ForKind::kSerial, run);
+    const Stmt run =
+        ir::MakeIf(inside_h,
+                   ir::MakeFor("ppc", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                               ir::MakeIf(in_row, ir::MakeIf(inside_w, copy, zero))),
+                   ir::MakeFor("ppc", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
+                               ir::MakeIf(in_row, zero)));
+    Stmt rows =
+        ir::MakeFor("prow", MakeInt(0), last_oh - first_oh + MakeInt(1), ir::ForKind::kSerial, run);
     if (!zero_past_n) return rows;
     // The tail panel: columns past N (past the last output row) are zero; a power of two of
     // lanes here too, the ones past the panel masked off.
-    const Stmt clear = ir::MakeFor(
-        "ppc", MakeInt(0), MakeInt(PowerOfTwoCeil(width)), ir::ForKind::kVectorized,
-        ir::MakeIf(And(Lt(pc, MakeInt(width)), Le(MakeInt(out_h * out_w), j0 + pc)),
-                   ir::MakeStore(buffer, dest + pc, ir::MakeFloat(0.0))));
+    const Stmt clear =
+        ir::MakeFor("ppc", MakeInt(0), MakeInt(PowerOfTwoCeil(width)), ir::ForKind::kVectorized,
+                    ir::MakeIf(And(Lt(pc, MakeInt(width)), Le(MakeInt(out_h * out_w), j0 + pc)),
+                               ir::MakeStore(buffer, dest + pc, ir::MakeFloat(0.0))));
     return ir::MakeBlock({clear, rows});
   };
 }
@@ -153,10 +152,9 @@ GemmOperands ConvOperands(const ir::ConvParams& p) {
                             And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w))));
     const Expr clamped_h = ir::Max(MakeInt(0), ir::Min(ih, MakeInt(p.in_h - 1)));
     const Expr clamped_w = ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1)));
-    const Expr value =
-        ir::MakeLoad(InputName(0), plane + clamped_h * MakeInt(p.in_w) + clamped_w);
-    const bool never_outside = p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 &&
-                               p.pad_right == 0;
+    const Expr value = ir::MakeLoad(InputName(0), plane + clamped_h * MakeInt(p.in_w) + clamped_w);
+    const bool never_outside =
+        p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
     return never_outside ? ir::MakeLoad(InputName(0), plane + ih * MakeInt(p.in_w) + iw)
                          : ir::MakeSelect(inside, value, ir::MakeFloat(0.0));
   };
@@ -276,8 +274,7 @@ class DirectDepthwiseSketch final : public LoopSketch {
                        kMaxStagedPlane, " elements"));
     }
     if (!IsDepthwise(w)) {
-      return absl::InvalidArgumentError(
-          "conv_dw_direct lowers depthwise convolutions only");
+      return absl::InvalidArgumentError("conv_dw_direct lowers depthwise convolutions only");
     }
     const ir::ConvParams& p = w.conv;
     GTCO_ASSIGN_OR_RETURN(const EpilogueBuilder epilogue, ConvEpilogue(w));
@@ -307,16 +304,15 @@ class DirectDepthwiseSketch final : public LoopSketch {
         for (int64_t r = 0; r < p.kernel_h; ++r) {
           const Expr ih = oh * MakeInt(p.stride_h) + MakeInt(r * p.dilation_h - p.pad_top);
           const Expr inside_h = And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h)));
-          const Expr row =
-              pad_rows ? ir::Max(MakeInt(0), ir::Min(ih, MakeInt(p.in_h - 1))) : ih;
+          const Expr row = pad_rows ? ir::Max(MakeInt(0), ir::Min(ih, MakeInt(p.in_h - 1))) : ih;
           for (int64_t s = 0; s < p.kernel_w; ++s, ++tap) {
             const Expr iw = ow * MakeInt(p.stride_w) + MakeInt(s * p.dilation_w - p.pad_left);
             const Expr weight =
                 ir::MakeLoad(InputName(1), k * MakeInt(taps) + MakeInt(r * p.kernel_w + s));
             if (staged) {  // the padded copy: every tap inside it
-              const Expr value = ir::MakeLoad(
-                  kStagedPlane, (ih + MakeInt(p.pad_top)) * MakeInt(padded_w) + iw +
-                                    MakeInt(p.pad_left));
+              const Expr value =
+                  ir::MakeLoad(kStagedPlane, (ih + MakeInt(p.pad_top)) * MakeInt(padded_w) + iw +
+                                                 MakeInt(p.pad_left));
               Expr& sum = sums[tap % sums.size()];
               sum = sum + value * weight;
               continue;
@@ -324,8 +320,8 @@ class DirectDepthwiseSketch final : public LoopSketch {
             const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
             const Expr column =
                 check_columns ? ir::Max(MakeInt(0), ir::Min(iw, MakeInt(p.in_w - 1))) : iw;
-            Expr value = ir::MakeLoad(InputName(0), in_plane * MakeInt(p.in_h * p.in_w) +
-                                                        row * MakeInt(p.in_w) + column);
+            Expr value = ir::MakeLoad(
+                InputName(0), in_plane * MakeInt(p.in_h * p.in_w) + row * MakeInt(p.in_w) + column);
             Expr inside;
             if (pad_rows) inside = inside_h;
             if (check_columns) inside = inside ? And(inside, inside_w) : inside_w;
@@ -358,8 +354,8 @@ class DirectDepthwiseSketch final : public LoopSketch {
                                       columns(true)(ir::MakeVar("dl"), MakeInt(0))));
     }
     if (!staged && ow_hi > ow_lo) {
-      row_parts.push_back(EmitVectorRange("d", MakeInt(ow_lo), MakeInt(ow_hi - ow_lo),
-                                          values[kVw], values[kUnroll], columns(false)));
+      row_parts.push_back(EmitVectorRange("d", MakeInt(ow_lo), MakeInt(ow_hi - ow_lo), values[kVw],
+                                          values[kUnroll], columns(false)));
     }
     if (!staged && ow_hi < out_w) {
       row_parts.push_back(ir::MakeFor("dr", MakeInt(ow_hi), MakeInt(out_w - ow_hi),
@@ -388,21 +384,20 @@ class DirectDepthwiseSketch final : public LoopSketch {
       std::vector<Stmt> row;
       const auto zero_columns = [&](const std::string& tag, int64_t begin, int64_t length) {
         const Expr j = ir::MakeVar(tag);
-        return ir::MakeFor(tag, MakeInt(0), MakeInt(length), ir::ForKind::kSerial,
-                           ir::MakeStore(kStagedPlane, row_start + MakeInt(begin) + j,
-                                         ir::MakeFloat(0.0)));
+        return ir::MakeFor(
+            tag, MakeInt(0), MakeInt(length), ir::ForKind::kSerial,
+            ir::MakeStore(kStagedPlane, row_start + MakeInt(begin) + j, ir::MakeFloat(0.0)));
       };
       if (p.pad_left > 0) row.push_back(zero_columns("zl", 0, p.pad_left));
       row.push_back(EmitVectorRange(
-          "sc", MakeInt(0), MakeInt(p.in_w), values[kVw], 1,
-          [&](const Expr& iw, const Expr&) {
+          "sc", MakeInt(0), MakeInt(p.in_w), values[kVw], 1, [&](const Expr& iw, const Expr&) {
             return ir::MakeStore(kStagedPlane, row_start + MakeInt(p.pad_left) + iw,
                                  ir::MakeLoad(InputName(0), in_plane * MakeInt(p.in_h * p.in_w) +
                                                                 ih * MakeInt(p.in_w) + iw));
           }));
       if (p.pad_right > 0) row.push_back(zero_columns("zr", p.pad_left + p.in_w, p.pad_right));
-      stage.push_back(ir::MakeFor("sh", MakeInt(0), MakeInt(p.in_h), ir::ForKind::kSerial,
-                                  ir::MakeBlock(row)));
+      stage.push_back(
+          ir::MakeFor("sh", MakeInt(0), MakeInt(p.in_h), ir::ForKind::kSerial, ir::MakeBlock(row)));
       stage.push_back(body);
       body = ir::MakeAllocate(kStagedPlane, padded_h * padded_w, ir::MakeBlock(stage));
     }
@@ -493,8 +488,9 @@ class FmaConvSketch final : public BlockedConvSketch {
       return absl::InvalidArgumentError("a conv's B (the image patches) cannot be pre-packed");
     }
     if (values[kPackA] == kPackAStaged) {
-      return absl::InvalidArgumentError("the pixel-vectorized conv reads its weights (A) packed "
-                                        "(pack_a 1) or in place (0), never staged");
+      return absl::InvalidArgumentError(
+          "the pixel-vectorized conv reads its weights (A) packed "
+          "(pack_a 1) or in place (0), never staged");
     }
     const ir::MatMulParams view = ir::ConvGemmView(w.conv);
     GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, spec_.vw));
@@ -545,8 +541,7 @@ struct BandShape {
 BandShape BandOf(const ir::ConvParams& p, int64_t rows) {
   const int64_t out_w = ir::ConvOutW(p), out_h = ir::ConvOutH(p);
   // A run of `rows` pixels starting anywhere in an output row spans at most this many rows.
-  const int64_t spanned =
-      std::min(out_h, (std::min(rows, out_h * out_w) + out_w - 2) / out_w + 1);
+  const int64_t spanned = std::min(out_h, (std::min(rows, out_h * out_w) + out_w - 2) / out_w + 1);
   BandShape band;
   band.width = (out_w - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
   band.height = (spanned - 1) * p.stride_h + (p.kernel_h - 1) * p.dilation_h + 1;
@@ -608,13 +603,13 @@ GemmOperands::StagedA PaddedBandStaging(const ir::ConvParams& p, const BlockedPl
   };
   staged.step_offset = [band](const Expr& channel) { return channel * MakeInt(band.plane); };
   staged.fill = [p, band, out_w, m, row_block, taps](const Expr& b, const Expr& k_begin,
-                                                       const Expr& k_extent, const Expr& i_begin,
-                                                       const std::string& buffer) -> Stmt {
+                                                     const Expr& k_extent, const Expr& i_begin,
+                                                     const std::string& buffer) -> Stmt {
     const Expr first_oh = i_begin / MakeInt(out_w);
-    const Expr last_oh = (ir::Min(i_begin + MakeInt(row_block), MakeInt(m)) - MakeInt(1)) /
-                         MakeInt(out_w);
-    const Expr height = (last_oh - first_oh) * MakeInt(p.stride_h) +
-                        MakeInt((p.kernel_h - 1) * p.dilation_h + 1);
+    const Expr last_oh =
+        (ir::Min(i_begin + MakeInt(row_block), MakeInt(m)) - MakeInt(1)) / MakeInt(out_w);
+    const Expr height =
+        (last_oh - first_oh) * MakeInt(p.stride_h) + MakeInt((p.kernel_h - 1) * p.dilation_h + 1);
     // A band row is one masked vector range (a power of two of lanes covering it), or where it
     // is wider than the code generator's 512 lanes per vector loop, ranges of 64 lanes. (64-lane
     // ranges for the stem's 229-column rows ran it at 832 us instead of 594: kept for the rows
@@ -622,17 +617,16 @@ GemmOperands::StagedA PaddedBandStaging(const ir::ConvParams& p, const BlockedPl
     const int64_t lanes = band.width <= 512 ? PowerOfTwoCeil(band.width) : 64;
     const int64_t chunks = CeilDiv(band.width, lanes);
     const Expr channel = ir::MakeVar("sc"), row = ir::MakeVar("sr");
-    const Expr x = chunks > 1 ? ir::MakeVar("sxc") * MakeInt(lanes) + ir::MakeVar("sx")
-                              : ir::MakeVar("sx");
+    const Expr x =
+        chunks > 1 ? ir::MakeVar("sxc") * MakeInt(lanes) + ir::MakeVar("sx") : ir::MakeVar("sx");
     const Expr ih = first_oh * MakeInt(p.stride_h) - MakeInt(p.pad_top) + row;
     const Expr iw = x - MakeInt(p.pad_left);
     const Expr in_plane =
-        (b * MakeInt(p.in_channels) + k_begin / MakeInt(taps) + channel) *
-        MakeInt(p.in_h * p.in_w);
+        (b * MakeInt(p.in_channels) + k_begin / MakeInt(taps) + channel) * MakeInt(p.in_h * p.in_w);
     const Expr at = channel * MakeInt(band.plane) + row * MakeInt(band.width) + x;
     const Stmt zero = ir::MakeStore(buffer, at, ir::MakeFloat(0.0));
-    const Stmt copy = ir::MakeStore(
-        buffer, at, ir::MakeLoad(InputName(0), in_plane + ih * MakeInt(p.in_w) + iw));
+    const Stmt copy =
+        ir::MakeStore(buffer, at, ir::MakeLoad(InputName(0), in_plane + ih * MakeInt(p.in_w) + iw));
     const Expr in_band = Lt(x, MakeInt(band.width));
     const Expr inside_w = And(Le(MakeInt(0), iw), Lt(iw, MakeInt(p.in_w)));
     const Expr inside_h = And(Le(MakeInt(0), ih), Lt(ih, MakeInt(p.in_h)));
@@ -644,9 +638,8 @@ GemmOperands::StagedA PaddedBandStaging(const ir::ConvParams& p, const BlockedPl
     };
     const Stmt band_row =
         ir::MakeIf(inside_h, ranges(ir::MakeIf(inside_w, copy, zero)), ranges(zero));
-    return ir::MakeFor(
-        "sc", MakeInt(0), k_extent / MakeInt(taps), ir::ForKind::kSerial,
-        ir::MakeFor("sr", MakeInt(0), height, ir::ForKind::kSerial, band_row));
+    return ir::MakeFor("sc", MakeInt(0), k_extent / MakeInt(taps), ir::ForKind::kSerial,
+                       ir::MakeFor("sr", MakeInt(0), height, ir::ForKind::kSerial, band_row));
   };
   return staged;
 }
@@ -823,8 +816,7 @@ class ChannelConvSketch final : public BlockedConvSketch {
     // patch block past L2 ran at 60 % of its isolated speed inside ResNet-50 (the stride-2 3x3
     // of layer 2: 950 us in the model for 569 us measured alone, at 784 pixels x 1152; 606 us at
     // 392 x 232).
-    if (StagingExceedsL2(w.conv, view, hw, values[kPackA], values[kMr], values[kMc],
-                         values[kKc])) {
+    if (StagingExceedsL2(w.conv, view, hw, values[kPackA], values[kMr], values[kMc], values[kKc])) {
       return values[kPackA] == kPackAStaged ? "l2_band" : "l2_patch_block";
     }
     // K blocks keep their partial sums in a task-local [mc][nc + lanes] buffer, which must be
@@ -862,12 +854,11 @@ class ChannelConvSketch final : public BlockedConvSketch {
                           MakeBlockedPlan(ChannelGemmView(w.conv), values, spec_.vw));
     const int64_t taps = w.conv.kernel_h * w.conv.kernel_w;
     if (plan.staged_a && plan.kc % taps != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a staged image band needs K blocks of whole channels: kc ", plan.kc,
-          " is not a multiple of the kernel's ", taps, " taps"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a staged image band needs K blocks of whole channels: kc ", plan.kc,
+                       " is not a multiple of the kernel's ", taps, " taps"));
     }
-    if (plan.staged_a &&
-        StagedBandFloats(w.conv, plan.row_block, plan.kc) > kMaxPartialFloats) {
+    if (plan.staged_a && StagedBandFloats(w.conv, plan.row_block, plan.kc) > kMaxPartialFloats) {
       return absl::InvalidArgumentError(
           "the staged image band of a block exceeds the 4 MiB local buffer limit");
     }
@@ -885,8 +876,9 @@ class ChannelConvMapping final : public MappingSketch {
   const Sketch& sketch() const override { return sketch_; }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     if (w.anchor == ir::AnchorKind::kConv && w.conv.groups != 1) {
-      return {Name(), false, absl::StrCat(w.conv.groups, " groups: its GEMM view spans all ",
-                                          "channels of an image (one group only)")};
+      return {Name(), false,
+              absl::StrCat(w.conv.groups, " groups: its GEMM view spans all ",
+                           "channels of an image (one group only)")};
     }
     return FmaVerdict(Name(), sketch_.spec(), w, hw,
                       absl::StrCat("implicit GEMM, output channels in ", sketch_.spec().vw,
@@ -903,9 +895,7 @@ class ChannelConvMapping final : public MappingSketch {
     const ir::ConvParams& p = w.conv;
     const bool pointwise = p.kernel_h * p.kernel_w == 1;
     const int64_t pixels = ir::ConvOutH(p) * ir::ConvOutW(p);
-    return p.out_channels >= 32 && (!pointwise || pixels <= 28 * 28)
-               ? -1
-               : 0;
+    return p.out_channels >= 32 && (!pointwise || pixels <= 28 * 28) ? -1 : 0;
   }
 
  private:
@@ -988,30 +978,27 @@ const MappingSketch& DirectDepthwiseConvMapping() {
 }
 
 const MappingSketch& Avx512FmaConvMapping() {
-  static const internal::FmaConvMapping* const mapping =
-      new internal::FmaConvMapping(internal::Renamed(internal::Avx512FmaSpec(),
-                                                     "conv_avx512_fma/v1", "avx512_fma"));
+  static const internal::FmaConvMapping* const mapping = new internal::FmaConvMapping(
+      internal::Renamed(internal::Avx512FmaSpec(), "conv_avx512_fma/v1", "avx512_fma"));
   return *mapping;
 }
 
 const MappingSketch& Avx512FmaChannelConvMapping() {
-  static const internal::ChannelConvMapping* const mapping = new internal::ChannelConvMapping(
-      internal::Renamed(internal::Avx512FmaSpec(), "conv_avx512_fma_channels/v1",
-                        "avx512_fma_channels"));
+  static const internal::ChannelConvMapping* const mapping =
+      new internal::ChannelConvMapping(internal::Renamed(
+          internal::Avx512FmaSpec(), "conv_avx512_fma_channels/v1", "avx512_fma_channels"));
   return *mapping;
 }
 
 const MappingSketch& Avx2FmaChannelConvMapping() {
   static const internal::ChannelConvMapping* const mapping = new internal::ChannelConvMapping(
-      internal::Renamed(internal::Avx2FmaSpec(), "conv_avx2_fma_channels/v1",
-                        "avx2_fma_channels"));
+      internal::Renamed(internal::Avx2FmaSpec(), "conv_avx2_fma_channels/v1", "avx2_fma_channels"));
   return *mapping;
 }
 
 const MappingSketch& Avx2FmaConvMapping() {
-  static const internal::FmaConvMapping* const mapping =
-      new internal::FmaConvMapping(internal::Renamed(internal::Avx2FmaSpec(),
-                                                     "conv_avx2_fma/v1", "avx2_fma"));
+  static const internal::FmaConvMapping* const mapping = new internal::FmaConvMapping(
+      internal::Renamed(internal::Avx2FmaSpec(), "conv_avx2_fma/v1", "avx2_fma"));
   return *mapping;
 }
 

@@ -66,9 +66,9 @@ struct BlockedPlan {
   bool parallel = false, pack_a = false, pack_b = false;
   bool prepacked_b = false;  ///< B arrives in PrepackB's layout (pack_b = kPackBPrepacked)
   bool staged_a = false;     ///< A is read from the family's staging (pack_a = kPackAStaged)
-  int64_t tc = 16;         ///< columns of a full register tile (nr * vw)
-  int64_t row_block = 1;   ///< rows per M block
-  int64_t col_block = 16;  ///< columns per N block
+  int64_t tc = 16;           ///< columns of a full register tile (nr * vw)
+  int64_t row_block = 1;     ///< rows per M block
+  int64_t col_block = 16;    ///< columns per N block
   int64_t m_blocks = 1, n_blocks = 1, k_blocks = 1;
   int64_t row_tail = 0;       ///< M % mr: rows of the exact tail tile in the last M block
   int64_t col_tail = 0;       ///< N % tc: columns of the masked tail tile in the last N block
@@ -139,10 +139,9 @@ struct GemmOperands {
   /// vectorized copy through `b`. The implicit-GEMM conv sets it: a patch row is contiguous
   /// within each output row, so it packs one vector range per output row instead of computing
   /// every element's (oh, ow) and gathering.
-  using PackRow =
-      std::function<ir::Stmt(const ir::Expr& b, const ir::Expr& k, const ir::Expr& j0,
-                             int64_t width, bool zero_past_n, const std::string& buffer,
-                             const ir::Expr& dest)>;
+  using PackRow = std::function<ir::Stmt(const ir::Expr& b, const ir::Expr& k, const ir::Expr& j0,
+                                         int64_t width, bool zero_past_n, const std::string& buffer,
+                                         const ir::Expr& dest)>;
   PackRow pack_b_row;
   /// Optional, the same for A's column k: rows [j0, min(j0 + width, M)) of batch entry `b`
   /// stored at buffer[dest + r - j0] (zero_past_n false; rows past M are left alone). Present,

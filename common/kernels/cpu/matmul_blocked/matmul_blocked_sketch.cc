@@ -408,15 +408,16 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
   if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
   if (t.sketch.rfind("mm_amx_", 0) == 0) return internal::PrepackLowpB(w, t, b);
   int64_t vw = 0;
-  for (const internal::FmaMappingSpec& spec : {internal::Avx512FmaSpec(), internal::Avx2FmaSpec()}) {
+  for (const internal::FmaMappingSpec& spec :
+       {internal::Avx512FmaSpec(), internal::Avx2FmaSpec()}) {
     if (t.sketch == spec.sketch_name) vw = spec.vw;
   }
   const ir::MatMulParams& p = w.matmul;
   if (vw == 0 || p.b_batched || p.trans_b) return std::optional<PrepackedOperand>();
   GTCO_RETURN_IF_ERROR(internal::CheckMatMulShapes(w));
   if (static_cast<int64_t>(b.size()) != p.k * p.n) {
-    return absl::InvalidArgumentError(absl::StrCat("B has ", b.size(), " elements, not ", p.k,
-                                                   " x ", p.n));
+    return absl::InvalidArgumentError(
+        absl::StrCat("B has ", b.size(), " elements, not ", p.k, " x ", p.n));
   }
   GTCO_ASSIGN_OR_RETURN(const KnobValues values, internal::BlockedTraceValues(w, t));
   GTCO_ASSIGN_OR_RETURN(PrepackedOperand prepacked,
