@@ -60,7 +60,8 @@ class CudaEndToEndTest(unittest.TestCase):
         got, median = run_artifact(artifact, farm.dir)
         self.assertGreater(median, 0)
         want = np.load(os.path.join(DATA, "transformer_block.ort_output.npy"))
-        self.assertTrue(np.allclose(got, want, rtol=2e-2, atol=2e-3), np.max(np.abs(got - want)))
+        # Measured on an H100: 4e-4 relative (TF32 products); allowed 5x that.
+        self.assertTrue(np.allclose(got, want, rtol=2e-3, atol=2e-3), np.max(np.abs(got - want)))
 
 
 def run_artifact(artifact, directory):

@@ -36,8 +36,9 @@ INT8_VS_FP32_ATOL_SCALE = 3e-2
 # holds for both).
 INT8_NO_VNNI_VS_ORT_ATOL_SCALE = INT8_VS_FP32_ATOL_SCALE
 # --precision bf16 against ONNX Runtime's fp32 run: bf16 operands (8 significant bits) in every
-# weight MatMul, f32 sums; as much as int8 may lose, of the largest output.
-BF16_VS_FP32_ATOL_SCALE = 3e-2
+# weight MatMul, f32 sums. The transformer block measured 7.3e-4 of its largest output on an AMD
+# Zen 4 and 6.7e-4 on an Emerald Rapids; allowed: under 3x that.
+BF16_VS_FP32_ATOL_SCALE = 2e-3
 # --precision bf16x3 against ONNX Runtime's fp32 run: three bf16 products of split operands
 # (~16 significant bits each, the dropped terms ~2^-17 of a product), f32 sums. The block's
 # default-schedule export was 1.4e-6 off (one bf16 product: 6.7e-4) on an Emerald Rapids.
