@@ -106,6 +106,7 @@ mkdir -p "$(dirname "$results")"
   echo "Written by \`bench/load/run_load.sh\` (load generator \`bench/load/load_gen.cc\`)."
   echo
   echo "- Machine: $(python3 "$repo/bench/machine.py"); $(uname -sr)"
+  echo "- Commit: $(git -C "$repo" rev-parse --short=12 HEAD)"
   echo "- Run: $started to $finished; load average (1/5/15 min) before $load_before, after $load_after"
   echo "- Server: \`${server_cmd[*]/#$repo\//}\`"
   echo "- Workers: $workers x \`${worker_cmd[*]/#$repo\//}\`"

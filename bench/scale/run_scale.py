@@ -152,6 +152,8 @@ def report(args, pace, calibration, rows):
         f"- machine: {cpu_model()} (server, scale_gen and, for the "
         "calibration, the real worker all share them)",
         f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC",
+        "- commit: " + subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"],
+                                       capture_output=True, text=True).stdout.strip(),
         f"- command: `bench/scale/run_scale.py --workers {args.workers} --seconds {args.seconds} "
         f"--calibrate-seconds {args.calibrate_seconds} --model {args.model}"
         + (f" --jobs {args.jobs} --shape-template '{args.shape_template}'"
