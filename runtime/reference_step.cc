@@ -2,9 +2,12 @@
 #include "runtime/reference_step.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -296,6 +299,58 @@ int64_t GatherRowOf(int64_t bytes, const std::vector<const char*>& inputs, char*
   }
 }
 
+/// Elements of a GatherElements step below which it runs on the calling thread alone.
+constexpr int64_t kMinParallelGatherElements = 1 << 15;
+
+/// A GatherElements step split into chunks of rows (of the innermost dim).
+struct GatherJob {
+  const std::vector<const char*>* inputs;
+  char* output;
+  const std::vector<int64_t>* index_shape;
+  std::vector<int64_t> strides;  ///< the data's element strides
+  int64_t axis, bytes, extent, run, rows, rows_per_chunk;
+  bool wide_indices;  ///< int64 indices (else int32)
+  std::atomic<int64_t> first_bad{std::numeric_limits<int64_t>::max()};
+};
+
+void GatherChunk(int64_t chunk, void* closure) {
+  GatherJob& job = *static_cast<GatherJob*>(closure);
+  const std::vector<int64_t>& shape = *job.index_shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t first = chunk * job.rows_per_chunk;
+  const int64_t last = std::min(job.rows, first + job.rows_per_chunk);
+  if (first >= last) return;
+  // The position of row `first` over the index's outer dims.
+  std::vector<int64_t> position(rank, 0);
+  for (int64_t dim = rank - 2, rest = first; dim >= 0; --dim) {
+    position[dim] = rest % shape[dim];
+    rest /= shape[dim];
+  }
+  const int64_t step = job.axis == rank - 1 ? 0 : 1;  // the innermost position's own stride
+  for (int64_t row = first; row < last; ++row) {
+    int64_t base = 0;
+    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
+      if (dim != job.axis) base += position[dim] * job.strides[dim];
+    }
+    const int64_t flat = row * job.run;
+    const int64_t bad =
+        job.wide_indices ? GatherRowOf<int64_t>(job.bytes, *job.inputs, job.output, flat, job.run,
+                                                base, job.strides[job.axis], step, job.extent)
+                         : GatherRowOf<int32_t>(job.bytes, *job.inputs, job.output, flat, job.run,
+                                                base, job.strides[job.axis], step, job.extent);
+    if (bad >= 0) {
+      int64_t seen = job.first_bad.load();
+      while (bad < seen && !job.first_bad.compare_exchange_weak(seen, bad)) {
+      }
+      return;
+    }
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      if (++position[dim] < shape[dim]) break;
+      position[dim] = 0;
+    }
+  }
+}
+
 /// GatherElements read straight from the artifact's buffers (elements copied by size, int32 or
 /// int64 indices), a row of the innermost dim at a time: false where the node is not one of
 /// that form (the generic step then computes it, or names what is wrong).
@@ -326,32 +381,34 @@ absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
   std::vector<int64_t> strides(rank, 1);
   for (int64_t dim = rank - 2; dim >= 0; --dim)
     strides[dim] = strides[dim + 1] * data.shape[dim + 1];
-  const int64_t bytes = ElemSize(data.dtype), extent = data.shape[axis];
-  const int64_t run = indices.shape.back(), total = output_spec.NumElements();
-  std::vector<int64_t> position(rank, 0);
-  for (int64_t flat = 0; flat < total; flat += run) {
-    int64_t base = 0;
-    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
-      if (dim != axis) base += position[dim] * strides[dim];
-    }
-    const int64_t step = axis == rank - 1 ? 0 : 1;  // the innermost position's own stride
-    const int64_t bad = indices.dtype == ElemType::kI64
-                            ? GatherRowOf<int64_t>(bytes, inputs, output, flat, run, base,
-                                                   strides[axis], step, extent)
-                            : GatherRowOf<int32_t>(bytes, inputs, output, flat, run, base,
-                                                   strides[axis], step, extent);
-    if (bad >= 0) {
-      const int64_t index = indices.dtype == ElemType::kI64
-                                ? reinterpret_cast<const int64_t*>(inputs[1])[bad]
-                                : reinterpret_cast<const int32_t*>(inputs[1])[bad];
-      return absl::InvalidArgumentError(
-          absl::StrCat("fallback step '", node.name, "' (GatherElements): index ", index,
-                       " is out of range [", -extent, ", ", extent, ") along axis ", axis));
-    }
-    for (int64_t dim = rank - 2; dim >= 0; --dim) {
-      if (++position[dim] < indices.shape[dim]) break;
-      position[dim] = 0;
-    }
+  GatherJob job;
+  job.inputs = &inputs;
+  job.output = output;
+  job.index_shape = &indices.shape;
+  job.strides = std::move(strides);
+  job.axis = axis;
+  job.bytes = ElemSize(data.dtype);
+  job.extent = data.shape[axis];
+  job.wide_indices = indices.dtype == ElemType::kI64;
+  job.run = indices.shape.back();
+  const int64_t total = output_spec.NumElements();
+  job.rows = job.run > 0 ? total / job.run : 0;
+  // Chunks of rows over the runtime's threads where the step is large (DeBERTa's gathers of
+  // 200K scores), in one piece otherwise.
+  const int64_t chunks = total >= kMinParallelGatherElements ? std::min<int64_t>(job.rows, 64) : 1;
+  job.rows_per_chunk = chunks > 0 ? (job.rows + chunks - 1) / chunks : 0;
+  if (chunks > 1) {
+    gtco_parallel_for(chunks, GatherChunk, &job);
+  } else if (chunks == 1) {
+    GatherChunk(0, &job);
+  }
+  const int64_t bad = job.first_bad.load();
+  if (bad != std::numeric_limits<int64_t>::max()) {
+    const int64_t index = job.wide_indices ? reinterpret_cast<const int64_t*>(inputs[1])[bad]
+                                           : reinterpret_cast<const int32_t*>(inputs[1])[bad];
+    return absl::InvalidArgumentError(
+        absl::StrCat("fallback step '", node.name, "' (GatherElements): index ", index,
+                     " is out of range [", -job.extent, ", ", job.extent, ") along axis ", axis));
   }
   return true;
 }
@@ -490,66 +547,202 @@ absl::StatusOr<bool> RunScatterND(const reference::Node& node,
   return true;
 }
 
+/// Each input's element strides over `out`'s shape as ONNX broadcasts it (0 along a broadcast
+/// dim); false where an input does not broadcast to it.
+bool BroadcastStridesTo(const std::vector<const TensorSpec*>& ins, const TensorSpec& out,
+                        std::vector<std::vector<int64_t>>* strides) {
+  const int64_t rank = static_cast<int64_t>(out.shape.size());
+  strides->assign(ins.size(), std::vector<int64_t>(rank, 0));
+  for (size_t side = 0; side < ins.size(); ++side) {
+    const std::vector<int64_t>& shape = ins[side]->shape;
+    const int64_t in_rank = static_cast<int64_t>(shape.size());
+    if (in_rank > rank) return false;
+    int64_t stride = 1;
+    for (int64_t dim = rank - 1, d = in_rank - 1; d >= 0; --dim, --d) {
+      if (shape[d] == out.shape[dim]) {
+        (*strides)[side][dim] = shape[d] == 1 ? 0 : stride;
+      } else if (shape[d] != 1) {
+        return false;
+      }
+      stride *= shape[d];
+    }
+  }
+  return true;
+}
+
+/// out = f(a, b) over `out`'s elements, a and b broadcast to it, a row of the innermost dim at a
+/// time; false where they do not broadcast.
+template <typename A, typename B, typename Out, typename F>
+bool BroadcastBinary(const TensorSpec& a_spec, const char* a_data, const TensorSpec& b_spec,
+                     const char* b_data, const TensorSpec& out_spec, char* out_data, F f) {
+  std::vector<std::vector<int64_t>> strides;
+  if (!BroadcastStridesTo({&a_spec, &b_spec}, out_spec, &strides)) return false;
+  const A* a = reinterpret_cast<const A*>(a_data);
+  const B* b = reinterpret_cast<const B*>(b_data);
+  Out* out = reinterpret_cast<Out*>(out_data);
+  const int64_t rank = static_cast<int64_t>(out_spec.shape.size());
+  const int64_t total = out_spec.NumElements();
+  if (rank == 0) {
+    if (total == 1) out[0] = f(a[0], b[0]);
+    return true;
+  }
+  const int64_t row = out_spec.shape.back();
+  const int64_t step_a = strides[0][rank - 1], step_b = strides[1][rank - 1];
+  std::vector<int64_t> position(rank, 0);
+  for (int64_t flat = 0; flat < total; flat += row) {
+    int64_t at_a = 0, at_b = 0;
+    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
+      at_a += position[dim] * strides[0][dim];
+      at_b += position[dim] * strides[1][dim];
+    }
+    for (int64_t j = 0; j < row; ++j) out[flat + j] = f(a[at_a + j * step_a], b[at_b + j * step_b]);
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      if (++position[dim] < out_spec.shape[dim]) break;
+      position[dim] = 0;
+    }
+  }
+  return true;
+}
+
+bool DefaultDomain(const reference::Node& node) {
+  return node.domain.empty() || node.domain == "ai.onnx";
+}
+
 /// And, Or and Xor of bool tensors, broadcast as ONNX broadcasts, on the artifact's bytes. False
 /// where the node is not of that form.
 absl::StatusOr<bool> RunBoolLogic(const reference::Node& node,
                                   const std::vector<const TensorSpec*>& input_specs,
                                   const std::vector<const char*>& inputs,
                                   const TensorSpec& output_spec, char* output) {
-  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
-  const int op = node.op_type == "And"   ? 0
-                 : node.op_type == "Or"  ? 1
-                 : node.op_type == "Xor" ? 2
-                                         : -1;
-  if (op < 0 || !default_domain || input_specs.size() != 2 || input_specs[0] == nullptr ||
-      input_specs[1] == nullptr || output_spec.dtype != ElemType::kBool) {
+  if (!DefaultDomain(node) || input_specs.size() != 2 || input_specs[0] == nullptr ||
+      input_specs[1] == nullptr || output_spec.dtype != ElemType::kBool ||
+      input_specs[0]->dtype != ElemType::kBool || input_specs[1]->dtype != ElemType::kBool) {
     return false;
   }
-  const int64_t rank = static_cast<int64_t>(output_spec.shape.size());
-  std::vector<int64_t> strides[2];
-  for (int side = 0; side < 2; ++side) {
-    const TensorSpec& in = *input_specs[side];
-    const int64_t in_rank = static_cast<int64_t>(in.shape.size());
-    if (in.dtype != ElemType::kBool || in_rank > rank) return false;
-    strides[side].assign(rank, 0);
-    int64_t stride = 1;
-    for (int64_t dim = rank - 1, d = in_rank - 1; d >= 0; --dim, --d) {
-      if (in.shape[d] == output_spec.shape[dim]) {
-        strides[side][dim] = in.shape[d] == 1 ? 0 : stride;
-      } else if (in.shape[d] != 1) {
-        return false;
-      }
-      stride *= in.shape[d];
-    }
+  const TensorSpec &a = *input_specs[0], &b = *input_specs[1];
+  using Byte = uint8_t;
+  if (node.op_type == "And") {
+    return BroadcastBinary<Byte, Byte, Byte>(a, inputs[0], b, inputs[1], output_spec, output,
+                                             [](Byte x, Byte y) -> Byte { return x && y; });
   }
-  const int64_t total = output_spec.NumElements();
-  if (rank == 0) {
-    const bool a = inputs[0][0] != 0, b = inputs[1][0] != 0;
-    output[0] = op == 0 ? (a && b) : op == 1 ? (a || b) : (a != b);
+  if (node.op_type == "Or") {
+    return BroadcastBinary<Byte, Byte, Byte>(a, inputs[0], b, inputs[1], output_spec, output,
+                                             [](Byte x, Byte y) -> Byte { return x || y; });
+  }
+  if (node.op_type == "Xor") {
+    return BroadcastBinary<Byte, Byte, Byte>(a, inputs[0], b, inputs[1], output_spec, output,
+                                             [](Byte x, Byte y) -> Byte { return !x != !y; });
+  }
+  return false;
+}
+
+/// Add, Sub, Mul, Max and Min of int64 or int32 tensors (the position arithmetic of RoBERTa,
+/// OPT and DeBERTa, which has no kernel family), broadcast, on the artifact's bytes; integers
+/// wrap as two's complement where the reference's doubles would round. False where the node is
+/// not of that form.
+template <typename T>
+bool IntegerArithmetic(const std::string& op, const TensorSpec& a, const char* a_data,
+                       const TensorSpec& b, const char* b_data, const TensorSpec& out,
+                       char* out_data) {
+  using U = std::make_unsigned_t<T>;
+  if (op == "Add") {
+    return BroadcastBinary<T, T, T>(a, a_data, b, b_data, out, out_data, [](T x, T y) {
+      return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+    });
+  }
+  if (op == "Sub") {
+    return BroadcastBinary<T, T, T>(a, a_data, b, b_data, out, out_data, [](T x, T y) {
+      return static_cast<T>(static_cast<U>(x) - static_cast<U>(y));
+    });
+  }
+  if (op == "Mul") {
+    return BroadcastBinary<T, T, T>(a, a_data, b, b_data, out, out_data, [](T x, T y) {
+      return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
+    });
+  }
+  if (op == "Max") {
+    return BroadcastBinary<T, T, T>(a, a_data, b, b_data, out, out_data,
+                                    [](T x, T y) { return std::max(x, y); });
+  }
+  if (op == "Min") {
+    return BroadcastBinary<T, T, T>(a, a_data, b, b_data, out, out_data,
+                                    [](T x, T y) { return std::min(x, y); });
+  }
+  return false;
+}
+
+absl::StatusOr<bool> RunIntegerArithmetic(const reference::Node& node,
+                                          const std::vector<const TensorSpec*>& input_specs,
+                                          const std::vector<const char*>& inputs,
+                                          const TensorSpec& output_spec, char* output) {
+  if (!DefaultDomain(node) || input_specs.size() != 2 || input_specs[0] == nullptr ||
+      input_specs[1] == nullptr || input_specs[0]->dtype != output_spec.dtype ||
+      input_specs[1]->dtype != output_spec.dtype) {
+    return false;
+  }
+  if (output_spec.dtype == ElemType::kI64) {
+    return IntegerArithmetic<int64_t>(node.op_type, *input_specs[0], inputs[0], *input_specs[1],
+                                      inputs[1], output_spec, output);
+  }
+  if (output_spec.dtype == ElemType::kI32) {
+    return IntegerArithmetic<int32_t>(node.op_type, *input_specs[0], inputs[0], *input_specs[1],
+                                      inputs[1], output_spec, output);
+  }
+  return false;
+}
+
+/// Cast between int64, int32, bool and f32 where every value converts exactly or by rounding
+/// to nearest (integers and bools to f32, integers between widths, anything to bool); float to
+/// integer casts (truncation, and NaN) are left to the generic step.
+absl::StatusOr<bool> RunCast(const reference::Node& node,
+                             const std::vector<const TensorSpec*>& input_specs,
+                             const std::vector<const char*>& inputs, const TensorSpec& output_spec,
+                             char* output) {
+  if (node.op_type != "Cast" || !DefaultDomain(node) || input_specs.size() != 1 ||
+      input_specs[0] == nullptr || input_specs[0]->shape != output_spec.shape) {
+    return false;
+  }
+  const ElemType from = input_specs[0]->dtype, to = output_spec.dtype;
+  const int64_t count = output_spec.NumElements();
+  auto convert = [&](auto source_type, auto target_type) {
+    using S = decltype(source_type);
+    using D = decltype(target_type);
+    const S* in = reinterpret_cast<const S*>(inputs[0]);
+    D* out = reinterpret_cast<D*>(output);
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (std::is_same_v<D, uint8_t>) {
+        out[i] = in[i] != S{0};
+      } else {
+        out[i] = static_cast<D>(in[i]);
+      }
+    }
+    return true;
+  };
+  const bool integer_from =
+      from == ElemType::kI64 || from == ElemType::kI32 || from == ElemType::kBool;
+  if (from == to) {
+    std::memcpy(output, inputs[0], count * ElemSize(to));
     return true;
   }
-  const int64_t row = output_spec.shape.back();
-  std::vector<int64_t> position(rank, 0);
-  for (int64_t flat = 0; flat < total; flat += row) {
-    int64_t at[2] = {0, 0};
-    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
-      at[0] += position[dim] * strides[0][dim];
-      at[1] += position[dim] * strides[1][dim];
-    }
-    const char* a = inputs[0] + at[0];
-    const char* b = inputs[1] + at[1];
-    const int64_t step_a = strides[0][rank - 1], step_b = strides[1][rank - 1];
-    char* out = output + flat;
-    for (int64_t j = 0; j < row; ++j) {
-      const bool x = a[j * step_a] != 0, y = b[j * step_b] != 0;
-      out[j] = op == 0 ? (x && y) : op == 1 ? (x || y) : (x != y);
-    }
-    for (int64_t dim = rank - 2; dim >= 0; --dim) {
-      if (++position[dim] < output_spec.shape[dim]) break;
-      position[dim] = 0;
-    }
+  if (to == ElemType::kBool) {
+    if (from == ElemType::kI64) return convert(int64_t{}, uint8_t{});
+    if (from == ElemType::kI32) return convert(int32_t{}, uint8_t{});
+    if (from == ElemType::kF32) return convert(float{}, uint8_t{});
+    return false;
   }
-  return true;
+  if (!integer_from) return false;
+  if (from == ElemType::kI64) {
+    if (to == ElemType::kF32) return convert(int64_t{}, float{});
+    if (to == ElemType::kI32) return convert(int64_t{}, int32_t{});
+  } else if (from == ElemType::kI32) {
+    if (to == ElemType::kF32) return convert(int32_t{}, float{});
+    if (to == ElemType::kI64) return convert(int32_t{}, int64_t{});
+  } else {  // bool
+    if (to == ElemType::kF32) return convert(uint8_t{}, float{});
+    if (to == ElemType::kI64) return convert(uint8_t{}, int64_t{});
+    if (to == ElemType::kI32) return convert(uint8_t{}, int32_t{});
+  }
+  return false;
 }
 
 }  // namespace
@@ -560,8 +753,8 @@ absl::Status RunReferenceStep(const reference::Node& node,
                               const std::vector<const TensorSpec*>& output_specs,
                               const std::vector<char*>& outputs) {
   if (outputs.size() == 1 && output_specs[0] != nullptr) {
-    for (auto* direct :
-         {&RunSeparableResize, &RunGatherElements, &RunConstantPad, &RunScatterND, &RunBoolLogic}) {
+    for (auto* direct : {&RunSeparableResize, &RunGatherElements, &RunConstantPad, &RunScatterND,
+                         &RunBoolLogic, &RunIntegerArithmetic, &RunCast}) {
       absl::StatusOr<bool> done =
           (*direct)(node, input_specs, inputs, *output_specs[0], outputs[0]);
       if (!done.ok()) return done.status();

@@ -1,8 +1,8 @@
 // Tests of the runtime's fallback steps (runtime/reference_step.h): an f32 Resize or Upsample
 // runs the reference's separable plan in float, on the runtime's threads, and gives the
 // reference library's values; forms outside that plan (cubic) take the generic step.
-// GatherElements, constant-mode Pad, ScatterND and And/Or/Xor read the artifact's buffers
-// directly and give the library's values too.
+// GatherElements, constant-mode Pad, ScatterND, And/Or/Xor, integer arithmetic and Cast read
+// the artifact's buffers directly and give the library's values too.
 #include "runtime/reference_step.h"
 
 #include <cmath>
@@ -160,6 +160,7 @@ TEST(ReferenceStepTest, ResizeOutsideTheSeparablePlanTakesTheGenericStep) {
 }
 
 TEST(ReferenceStepTest, GatherElementsMatchesTheReference) {
+  SetParallelThreads(2);
   // DeBERTa's relative-position gathers: [1, heads, queries, 2 * span] scores gathered along the
   // last axis; and along the other axes, indices smaller than the data off the axis, negative
   // ones, int32 ones.
@@ -184,6 +185,10 @@ TEST(ReferenceStepTest, GatherElementsMatchesTheReference) {
   const Value heads = indices({1, 4, 8, 3}, 3, ElemType::kI64);
   ExpectStepMatchesTheReference(MakeNode("GatherElements", {{"axis", IntAttr(1)}}),
                                 {&scores, &heads}, 0);
+  // Large enough to run in chunks over the runtime's threads (DeBERTa-base's 12 heads).
+  const Value many_scores = RandomF32({1, 12, 64, 96}, 14);
+  const Value many = indices({1, 12, 64, 48}, 96, ElemType::kI64);
+  ExpectStepMatchesTheReference(last, {&many_scores, &many}, 0);
   // An index out of range fails naming the step and the index.
   Value bad = along_last;
   bad.data[7] = 16;
@@ -278,6 +283,43 @@ TEST(ReferenceStepTest, BoolLogicMatchesTheReference) {
     ExpectStepMatchesTheReference(node, {&square, &scalar}, 0);
     ExpectStepMatchesTheReference(node, {&scalar, &scalar}, 0);
   }
+}
+
+TEST(ReferenceStepTest, IntegerArithmeticMatchesTheReference) {
+  // DeBERTa's relative positions: a column of query positions minus a row of key positions.
+  std::mt19937_64 rng(13);
+  const auto ints = [&](ElemType type, const std::vector<int64_t>& shape) {
+    Value value = Tensor(type, shape, {});
+    for (int64_t i = 0; i < value.NumElements(); ++i) {
+      value.data.push_back(static_cast<double>(static_cast<int64_t>(rng() % 2001) - 1000));
+    }
+    return value;
+  };
+  for (ElemType type : {ElemType::kI64, ElemType::kI32}) {
+    const Value column = ints(type, {1, 6, 1}), row = ints(type, {1, 1, 7});
+    const Value square = ints(type, {2, 6, 7}), scalar = ints(type, {});
+    for (const char* op : {"Add", "Sub", "Mul", "Max", "Min"}) {
+      const Node node = MakeNode(op, {});
+      ExpectStepMatchesTheReference(node, {&column, &row}, 0);
+      ExpectStepMatchesTheReference(node, {&square, &scalar}, 0);
+      ExpectStepMatchesTheReference(node, {&row, &square}, 0);
+    }
+  }
+}
+
+TEST(ReferenceStepTest, CastMatchesTheReference) {
+  const Value ids = I64({2, 5}, {0, 1, -3, 70000, 16777217, 2, -1, 5, 0, 9});
+  const Value flags = Tensor(ElemType::kBool, {4}, {1, 0, 0, 1});
+  const Value floats = F32({4}, {0.0, -0.5, 2.0, std::nan("")});
+  Value narrow = ids;
+  narrow.dtype = ElemType::kI32;
+  for (int to : {1 /*float*/, 6 /*int32*/, 7 /*int64*/, 9 /*bool*/}) {
+    const Node cast = MakeNode("Cast", {{"to", IntAttr(to)}});
+    ExpectStepMatchesTheReference(cast, {&ids}, 0);
+    ExpectStepMatchesTheReference(cast, {&narrow}, 0);
+    ExpectStepMatchesTheReference(cast, {&flags}, 0);
+  }
+  ExpectStepMatchesTheReference(MakeNode("Cast", {{"to", IntAttr(9)}}), {&floats}, 0);
 }
 
 }  // namespace
