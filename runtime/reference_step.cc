@@ -145,6 +145,11 @@ reference::Value ValueFromBytes(const TensorSpec& spec, const char* data) {
 
 namespace {
 
+/// True for the default ONNX domain ("" or "ai.onnx").
+bool DefaultDomain(const reference::Node& node) {
+  return node.domain.empty() || node.domain == "ai.onnx";
+}
+
 /// The step's inputs as the reference library's values (null for an omitted input), held in
 /// `values`; inputs before `first` are passed as null (not converted).
 std::vector<const reference::Value*> InputValues(const std::vector<const TensorSpec*>& specs,
@@ -358,8 +363,7 @@ absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
                                        const std::vector<const TensorSpec*>& input_specs,
                                        const std::vector<const char*>& inputs,
                                        const TensorSpec& output_spec, char* output) {
-  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
-  if (node.op_type != "GatherElements" || !default_domain || input_specs.size() != 2 ||
+  if (node.op_type != "GatherElements" || !DefaultDomain(node) || input_specs.size() != 2 ||
       input_specs[0] == nullptr || input_specs[1] == nullptr) {
     return false;
   }
@@ -429,8 +433,7 @@ absl::StatusOr<bool> RunConstantPad(const reference::Node& node,
                                     const std::vector<const TensorSpec*>& input_specs,
                                     const std::vector<const char*>& inputs,
                                     const TensorSpec& output_spec, char* output) {
-  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
-  if (node.op_type != "Pad" || !default_domain || node.opset < 11 || input_specs.size() < 2 ||
+  if (node.op_type != "Pad" || !DefaultDomain(node) || node.opset < 11 || input_specs.size() < 2 ||
       input_specs[0] == nullptr || input_specs[1] == nullptr) {
     return false;
   }
@@ -499,8 +502,7 @@ absl::StatusOr<bool> RunScatterND(const reference::Node& node,
                                   const std::vector<const TensorSpec*>& input_specs,
                                   const std::vector<const char*>& inputs,
                                   const TensorSpec& output_spec, char* output) {
-  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
-  if (node.op_type != "ScatterND" || !default_domain || input_specs.size() != 3 ||
+  if (node.op_type != "ScatterND" || !DefaultDomain(node) || input_specs.size() != 3 ||
       input_specs[0] == nullptr || input_specs[1] == nullptr || input_specs[2] == nullptr) {
     return false;
   }
@@ -602,10 +604,6 @@ bool BroadcastBinary(const TensorSpec& a_spec, const char* a_data, const TensorS
     }
   }
   return true;
-}
-
-bool DefaultDomain(const reference::Node& node) {
-  return node.domain.empty() || node.domain == "ai.onnx";
 }
 
 /// And, Or and Xor of bool tensors, broadcast as ONNX broadcasts, on the artifact's bytes. False

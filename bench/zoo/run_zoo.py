@@ -326,8 +326,8 @@ def main():
                         help="the CI subset (" + ",".join(export_models.CI_MODELS) + "), with "
                              "tiny defaults: --trials 16 --runs 10 --rounds 2")
     parser.add_argument("--trials", type=int, help="tuning budget per model (default 64)")
-    parser.add_argument("--runs", type=int, help="timed runs per system (default 20)")
-    parser.add_argument("--rounds", type=int, help="alternating rounds per system (default 3)")
+    parser.add_argument("--runs", type=int, help="timed runs per system (default 30)")
+    parser.add_argument("--rounds", type=int, help="alternating rounds per system (default 5)")
     parser.add_argument("--models-dir", default="/tmp/gtco-zoo-models",
                         help="exported models (.onnx, .npz, .json); missing ones are exported")
     parser.add_argument("--tune-timeout", type=int, default=1800,
@@ -337,7 +337,7 @@ def main():
     args = parser.parse_args()
     if args.out is None:
         args.out = os.path.join(ROOT, "bench", "results", "zoo_ci.md" if args.ci else "zoo.md")
-    for key, full, ci in (("trials", 64, 16), ("runs", 20, 10), ("rounds", 3, 2)):
+    for key, full, ci in (("trials", 64, 16), ("runs", 30, 10), ("rounds", 5, 2)):
         if getattr(args, key) is None:
             setattr(args, key, ci if args.ci else full)
     names = export_models.select(args.models, args.ci)
