@@ -355,6 +355,133 @@ bool TrimDeadConvTaps(const Node& node, Graph& graph, std::vector<Node>* out) {
   return true;
 }
 
+/// A 3x3 Conv of stride 1, one group and "same" padding (pads = dilation) whose dilation leaves
+/// its off-centre taps inside the image for at most a quarter of the rows and of the columns
+/// (DeepLabV3's atrous 3x3 of dilation 12 on a 14x14 map: its off-centre taps read the image for
+/// 2 of 14 rows or columns, 324 of 1764 pixel-taps) runs as the sum of the convs that reach the
+/// image: the centre tap as a 1x1 conv over every pixel (with the bias), the centre row's left
+/// and right taps as 1x1 convs over the columns they reach, and the top and bottom rows as 1x3
+/// convs over the rows they reach; each partial result is placed by a Concat with zeros. Every
+/// output is the same sum of the same products, in another order.
+bool SplitSparseDilatedConv(const Node& node, Graph& graph, std::vector<Node>* out) {
+  if (node.op_type != "Conv" || node.inputs.size() < 2 || node.outputs.empty()) return false;
+  const Tensor* x = StaticF32(graph, node.inputs[0]);
+  const Tensor* w = StaticF32(graph, node.inputs[1]);
+  const Tensor* y = StaticF32(graph, node.outputs[0]);
+  if (x == nullptr || w == nullptr || y == nullptr || !w->is_constant || x->shape.size() != 4 ||
+      w->shape.size() != 4 ||
+      y->shape != std::vector<int64_t>{x->shape[0], w->shape[0], x->shape[2], x->shape[3]} ||
+      w->shape[2] != 3 || w->shape[3] != 3 || w->shape[1] != x->shape[1] ||
+      static_cast<int64_t>(w->float_data.size()) != w->NumElements() ||
+      node.IntAttr("group", 1) != 1) {
+    return false;
+  }
+  if (node.HasAttr("auto_pad") && node.attributes.at("auto_pad").s != "NOTSET") return false;
+  const std::vector<int64_t> pads = node.IntsAttr("pads");
+  const std::vector<int64_t> strides = node.IntsAttr("strides");
+  const std::vector<int64_t> dilations = node.IntsAttr("dilations");
+  if (dilations.size() != 2 || pads.size() != 4 ||
+      (!strides.empty() && strides != std::vector<int64_t>{1, 1})) {
+    return false;
+  }
+  const int64_t h = x->shape[2], wd = x->shape[3], dh = dilations[0], dw = dilations[1];
+  if (pads != std::vector<int64_t>{dh, dw, dh, dw} || dh >= h || dw >= wd || 4 * (h - dh) > h ||
+      4 * (wd - dw) > wd) {
+    return false;
+  }
+  const int64_t n = x->shape[0], c = x->shape[1], k = w->shape[0];
+  Rewriter r(graph, out);
+  const std::string base = node.name;
+  // The weights of taps [r0, r1] x [s0, s1] as a constant [K, C, rows, cols].
+  auto taps = [&](int64_t r0, int64_t r1, int64_t s0, int64_t s1, const std::string& suffix) {
+    std::vector<double> values;
+    for (int64_t plane = 0; plane < k * c; ++plane) {
+      for (int64_t row = r0; row <= r1; ++row) {
+        for (int64_t col = s0; col <= s1; ++col) {
+          values.push_back(w->float_data[(plane * 3 + row) * 3 + col]);
+        }
+      }
+    }
+    return graph.AddFloatConstant(w->name + suffix, ElemType::kFloat32,
+                                  {k, c, r1 - r0 + 1, s1 - s0 + 1}, std::move(values));
+  };
+  auto ints = [](Node& conv, const char* name, std::vector<int64_t> values) {
+    Attribute attr;
+    attr.kind = Attribute::Kind::kInts;
+    attr.ints = std::move(values);
+    conv.attributes[name] = attr;
+  };
+  // Conv of `input` (shape `in`) with `weight` (kernel rows x cols), no bias unless given.
+  auto conv = [&](const std::string& input, const std::string& weight, int64_t rows, int64_t cols,
+                  std::vector<int64_t> conv_pads, std::vector<int64_t> shape,
+                  const std::string& suffix, const std::string& bias) {
+    std::vector<std::string> inputs = {input, weight};
+    if (!bias.empty()) inputs.push_back(bias);
+    const std::string result = r.Emit("Conv", base + suffix, inputs, shape);
+    Node& emitted = r.Last();
+    ints(emitted, "kernel_shape", {rows, cols});
+    ints(emitted, "pads", std::move(conv_pads));
+    ints(emitted, "dilations", {dh, dw});
+    return result;
+  };
+  // x[..., begin:end] along `axis` (2: rows, 3: columns).
+  auto slice = [&](int64_t axis, int64_t begin, int64_t end, const std::string& suffix) {
+    std::vector<int64_t> shape = x->shape;
+    shape[axis] = end - begin;
+    const std::string starts =
+        graph.AddIntConstant(base + suffix + "_starts", ElemType::kInt64, {1}, {begin});
+    const std::string ends =
+        graph.AddIntConstant(base + suffix + "_ends", ElemType::kInt64, {1}, {end});
+    const std::string axes =
+        graph.AddIntConstant(base + suffix + "_axes", ElemType::kInt64, {1}, {axis});
+    return r.Emit("Slice", base + suffix, {node.inputs[0], starts, ends, axes}, shape);
+  };
+  // `partial` (the output's shape but `extent` along `axis`) placed at the start (zeros after)
+  // or at the end (zeros before) of the output along `axis`.
+  auto place = [&](const std::string& partial, int64_t axis, int64_t extent, bool at_start,
+                   const std::string& suffix) {
+    std::vector<int64_t> zero_shape = y->shape;
+    zero_shape[axis] -= extent;
+    const std::string zeros =
+        graph.AddFloatConstant(base + suffix + "_zeros", ElemType::kFloat32, zero_shape,
+                               std::vector<double>(n * k * zero_shape[2] * zero_shape[3], 0.0));
+    const std::string placed = r.Emit("Concat", base + suffix + "_placed",
+                                      at_start ? std::vector<std::string>{partial, zeros}
+                                               : std::vector<std::string>{zeros, partial},
+                                      y->shape);
+    Node& concat = r.Last();
+    Attribute attr;
+    attr.kind = Attribute::Kind::kInt;
+    attr.i = axis;
+    concat.attributes["axis"] = attr;
+    return placed;
+  };
+  const std::string bias = node.inputs.size() > 2 ? node.inputs[2] : "";
+  std::string sum = conv(node.inputs[0], taps(1, 1, 1, 1, "_centre"), 1, 1, {0, 0, 0, 0}, y->shape,
+                         "_centre", bias);
+  const int64_t live_rows = h - dh, live_cols = wd - dw;
+  std::vector<std::string> parts;
+  // The centre row's left tap: output columns [dw, W) read input columns [0, W - dw).
+  parts.push_back(place(conv(slice(3, 0, live_cols, "_left_in"), taps(1, 1, 0, 0, "_left"), 1, 1,
+                             {0, 0, 0, 0}, {n, k, h, live_cols}, "_left", ""),
+                        3, live_cols, false, "_left"));
+  parts.push_back(place(conv(slice(3, dw, wd, "_right_in"), taps(1, 1, 2, 2, "_right"), 1, 1,
+                             {0, 0, 0, 0}, {n, k, h, live_cols}, "_right", ""),
+                        3, live_cols, true, "_right"));
+  // The top row: output rows [dh, H) read input rows [0, H - dh); the bottom row the reverse.
+  parts.push_back(place(conv(slice(2, 0, live_rows, "_top_in"), taps(0, 0, 0, 2, "_top"), 1, 3,
+                             {0, dw, 0, dw}, {n, k, live_rows, wd}, "_top", ""),
+                        2, live_rows, false, "_top"));
+  parts.push_back(place(conv(slice(2, dh, h, "_bottom_in"), taps(2, 2, 0, 2, "_bottom"), 1, 3,
+                             {0, dw, 0, dw}, {n, k, live_rows, wd}, "_bottom", ""),
+                        2, live_rows, true, "_bottom"));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    sum = r.Emit("Add", base + "_sum", {sum, parts[i]}, y->shape,
+                 i + 1 == parts.size() ? node.outputs[0] : "");
+  }
+  return true;
+}
+
 /// A Pad's amounts: its "pads" attribute (opset < 11) or its constant input 1; false when that
 /// input is not a constant.
 bool ConstantPadAmounts(const Node& pad, const Graph& graph, std::vector<int64_t>* amounts) {
@@ -447,7 +574,8 @@ absl::Status RewriteForKernels(Graph& graph) {
         !(HardActivation(node, graph, &rewritten) || TrailingReduction(node, graph, &rewritten) ||
           InstanceNorm(node, graph, &rewritten) || Conv1d(node, graph, &rewritten) ||
           InferenceDropout(node, graph, &rewritten) || NoOpPad(node, graph, &rewritten) ||
-          TrimDeadConvTaps(node, graph, &rewritten))) {
+          TrimDeadConvTaps(node, graph, &rewritten) ||
+          SplitSparseDilatedConv(node, graph, &rewritten))) {
       rewritten.push_back(node);
     }
   }

@@ -177,6 +177,36 @@ TEST(ExportVerificationTest, AtrousConvsWithDeadTapsRunAsSmallerConvs) {
 
 // A Pad of all-zero amounts before an average pool (DenseNet's transitions) and a Dropout of
 // ratio 0 in training mode (Swin-T's) are no steps at all.
+// DeepLabV3's ASPP 3x3 of dilation 12 on a 14x14 map: its off-centre taps reach the image for
+// 2 of 14 rows or columns only, so it runs as the convs that reach it (the centre tap over
+// every pixel, the other taps over the strips they reach), checked against the ONNX graph.
+TEST(ExportVerificationTest, SparseAtrousConvsRunAsTheConvsThatReachTheImage) {
+  TestGraph g("aspp");
+  g.Input("features", {1, 8, 14, 14});
+  ::onnx::NodeProto* conv = g.Node("Conv", "atrous", {"features", "atrous_w", "atrous_b"}, "c");
+  g.Weight("atrous_w", {16, 8, 3, 3});
+  g.Weight("atrous_b", {16});
+  TestGraph::Ints(conv, "kernel_shape", {3, 3});
+  TestGraph::Ints(conv, "pads", {12, 12, 12, 12});
+  TestGraph::Ints(conv, "dilations", {12, 12});
+  g.Node("Relu", "relu", {"c"}, "out");
+  g.Output("out", {1, 16, 14, 14});
+  absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->fallbacks.empty());
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->manifest.verification.status, "passed");
+  int convs = 0;
+  for (const runtime::StepSpec& step : view->manifest.steps) {
+    if (step.kernel < 0) continue;
+    const std::string& description = view->manifest.kernels[step.kernel].description;
+    convs += absl::StrContains(description, "conv") ? 1 : 0;
+    EXPECT_FALSE(absl::StrContains(description, "3x3")) << description;
+  }
+  EXPECT_EQ(convs, 5);  // the centre, left, right, top and bottom convs
+}
+
 TEST(ExportVerificationTest, AZeroPadAndARatioZeroDropoutAreNoSteps) {
   TestGraph g("zero_pad");
   g.Input("image", {1, 8, 6, 6});
