@@ -74,7 +74,8 @@ void StridedCopyRows(const char* src, char* dst, const std::vector<int64_t>& out
       std::memcpy(out_row, src + offset * Bytes, row * Bytes);
     } else {
       const char* in = src + offset * Bytes;
-      for (int64_t c = 0; c < row; ++c) CopyElement<Bytes>(in + c * step * Bytes, out_row + c * Bytes);
+      for (int64_t c = 0; c < row; ++c)
+        CopyElement<Bytes>(in + c * step * Bytes, out_row + c * Bytes);
     }
     for (int dim = outer_rank - 1; dim >= 0; --dim) {
       ++index[dim];
@@ -167,15 +168,14 @@ void StridedCopyOf(const char* src, char* dst, const std::vector<int64_t>& out_s
   }
   // Items of at least 16 KB each.
   job.rows_per_item = std::max<int64_t>(1, (16 * 1024) / std::max<int64_t>(1, row * Bytes));
-  RunCopyItems(
-      (job.num_rows + job.rows_per_item - 1) / job.rows_per_item, total * Bytes,
-      [](int64_t item, void* raw) {
-        const CopyJob& j = *static_cast<const CopyJob*>(raw);
-        const int64_t begin = item * j.rows_per_item;
-        StridedCopyRows<Bytes>(j.src, j.dst, *j.out_shape, *j.in_strides, j.base, begin,
-                               std::min(j.num_rows, begin + j.rows_per_item));
-      },
-      &job);
+  RunCopyItems((job.num_rows + job.rows_per_item - 1) / job.rows_per_item, total * Bytes,
+               [](int64_t item, void* raw) {
+                 const CopyJob& j = *static_cast<const CopyJob*>(raw);
+                 const int64_t begin = item * j.rows_per_item;
+                 StridedCopyRows<Bytes>(j.src, j.dst, *j.out_shape, *j.in_strides, j.base, begin,
+                                        std::min(j.num_rows, begin + j.rows_per_item));
+               },
+               &job);
 }
 
 void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<int64_t>& out_shape,
@@ -189,36 +189,6 @@ void StridedCopy(const char* src, char* dst, int64_t bytes, const std::vector<in
       return StridedCopyOf<4>(src, dst, out_shape, in_strides, base);
     default:
       return StridedCopyOf<8>(src, dst, out_shape, in_strides, base);
-  }
-}
-
-/// Calls visit(flat, offsets, count) for every run of `count` consecutive elements of
-/// `out_shape` along its innermost dim, in row-major order: `flat` is the run's first element,
-/// offsets[i] input i's element there under its broadcast strides (strides[i].back() is its step
-/// along the run).
-template <typename Visit>
-void ForEachBroadcastRun(const std::vector<int64_t>& out_shape,
-                         const std::vector<std::vector<int64_t>>& strides, Visit visit) {
-  const int rank = static_cast<int>(out_shape.size());
-  int64_t total = 1;
-  for (int64_t dim : out_shape) total *= dim;
-  std::vector<int64_t> offsets(strides.size(), 0);
-  if (total == 0) return;
-  if (rank == 0) {
-    visit(0, offsets, 1);
-    return;
-  }
-  const int64_t run = out_shape.back();
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t flat = 0; flat < total; flat += run) {
-    visit(flat, offsets, run);
-    for (int dim = rank - 2; dim >= 0; --dim) {
-      ++index[dim];
-      for (size_t i = 0; i < strides.size(); ++i) offsets[i] += strides[i][dim];
-      if (index[dim] < out_shape[dim]) break;
-      for (size_t i = 0; i < strides.size(); ++i) offsets[i] -= strides[i][dim] * out_shape[dim];
-      index[dim] = 0;
-    }
   }
 }
 
@@ -274,31 +244,27 @@ void BroadcastRunOf(BroadcastOp op, const std::vector<const char*>& sources,
 
 void BroadcastStep(BroadcastOp op, const std::vector<int64_t>& out_shape,
                    const std::vector<std::vector<int64_t>>& strides,
-                   const std::vector<const char*>& sources, int64_t value_bytes,
-                   bool float_compare, char* out) {
+                   const std::vector<const char*>& sources, int64_t value_bytes, bool float_compare,
+                   char* out) {
   std::vector<int64_t> steps;
   for (const std::vector<int64_t>& input : strides) {
     steps.push_back(input.empty() ? 0 : input.back());
   }
   const int64_t out_bytes = op == BroadcastOp::kEqual ? 1 : value_bytes;
-  ForEachBroadcastRun(out_shape, strides,
-                      [&](int64_t flat, const std::vector<int64_t>& at, int64_t count) {
-                        char* dst = out + flat * out_bytes;
-                        switch (value_bytes) {
-                          case 1:
-                            return BroadcastRunOf<uint8_t>(op, sources, steps, at, count, dst,
-                                                           float_compare);
-                          case 2:
-                            return BroadcastRunOf<uint16_t>(op, sources, steps, at, count, dst,
-                                                            float_compare);
-                          case 4:
-                            return BroadcastRunOf<uint32_t>(op, sources, steps, at, count, dst,
-                                                            float_compare);
-                          default:
-                            return BroadcastRunOf<uint64_t>(op, sources, steps, at, count, dst,
-                                                            float_compare);
-                        }
-                      });
+  ForEachBroadcastRun(
+      out_shape, strides, [&](int64_t flat, const std::vector<int64_t>& at, int64_t count) {
+        char* dst = out + flat * out_bytes;
+        switch (value_bytes) {
+          case 1:
+            return BroadcastRunOf<uint8_t>(op, sources, steps, at, count, dst, float_compare);
+          case 2:
+            return BroadcastRunOf<uint16_t>(op, sources, steps, at, count, dst, float_compare);
+          case 4:
+            return BroadcastRunOf<uint32_t>(op, sources, steps, at, count, dst, float_compare);
+          default:
+            return BroadcastRunOf<uint64_t>(op, sources, steps, at, count, dst, float_compare);
+        }
+      });
 }
 
 }  // namespace
@@ -318,8 +284,7 @@ std::vector<std::string> HostCpuFeatures() {
     if (line.rfind("flags", 0) != 0) continue;
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    std::vector<std::string> flags =
-        absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty());
+    std::vector<std::string> flags = absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty());
     // AMX counts only where Linux grants this process the tile state (asked for here, once).
     DropAmxUnlessUsable(&flags);
     std::sort(flags.begin(), flags.end());
@@ -336,8 +301,8 @@ Model::~Model() {
 absl::StatusOr<ArtifactView> Model::MapArtifact(const std::string& path, Mapping* mapping) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot open artifact '", path, "': ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot open artifact '", path, "': ", std::strerror(errno)));
   }
   struct stat info;
   if (fstat(fd, &info) != 0 || info.st_size == 0) {
@@ -350,8 +315,8 @@ absl::StatusOr<ArtifactView> Model::MapArtifact(const std::string& path, Mapping
   if (mapping->address == MAP_FAILED) {
     return absl::InternalError(absl::StrCat("cannot map '", path, "': ", std::strerror(errno)));
   }
-  absl::StatusOr<ArtifactView> view = ReadArtifact(
-      std::string_view(static_cast<const char*>(mapping->address), mapping->length));
+  absl::StatusOr<ArtifactView> view =
+      ReadArtifact(std::string_view(static_cast<const char*>(mapping->address), mapping->length));
   if (!view.ok()) {
     return absl::Status(view.status().code(), absl::StrCat(path, ": ", view.status().message()));
   }
@@ -372,7 +337,7 @@ void Model::CopyWeights(std::string_view weights) {
   const size_t alignment = weights.size() >= kHugePage ? kHugePage : 64;
   const size_t bytes = (weights.size() + alignment - 1) / alignment * alignment;
   char* copy = static_cast<char*>(std::aligned_alloc(alignment, bytes));
-  if (copy == nullptr) return;  // the mapping serves
+  if (copy == nullptr) return;                                      // the mapping serves
   if (alignment == kHugePage) madvise(copy, bytes, MADV_HUGEPAGE);  // advice; no error if refused
   // A huge page at a time, each chunk's mapped pages dropped once copied: the process never
   // holds both copies (peak RSS as when the kernels read the mapping).
@@ -415,8 +380,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
     return model;
 #else
     return absl::UnimplementedError(absl::StrCat(
-        path, ": a CUDA artifact, and this runtime was built without the CUDA headers (rebuild "
-              "it where scripts/setup.sh installs them)"));
+        path,
+        ": a CUDA artifact, and this runtime was built without the CUDA headers (rebuild "
+        "it where scripts/setup.sh installs them)"));
 #endif
   }
   model->CopyWeights(view->weights);
@@ -435,10 +401,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
     if (!std::binary_search(host.begin(), host.end(), feature)) missing.push_back(feature);
   }
   if (!missing.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " was compiled for ", m.cpu, " and needs CPU feature",
-        missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
-        " that this host lacks; export it for this host's instruction set"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " was compiled for ", m.cpu, " and needs CPU feature",
+                     missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+                     " that this host lacks; export it for this host's instruction set"));
   }
   // The shared object is loaded from memory: no file is written, nothing is left behind.
   const int code_fd = memfd_create("gtco-artifact-code", MFD_CLOEXEC);
@@ -492,8 +458,7 @@ void Model::GiveBack(Arena arena) const {
 StepTime StepTimeOf(const Manifest& m, const StepSpec& step, double seconds) {
   if (step.kernel < 0) return StepTime{step.op, step.node, "", seconds};
   const KernelSpec& kernel = m.kernels[step.kernel];
-  return StepTime{step.op, step.node, kernel.description, seconds, kernel.flops,
-                  kernel.min_bytes};
+  return StepTime{step.op, step.node, kernel.description, seconds, kernel.flops, kernel.min_bytes};
 }
 
 absl::StatusOr<std::vector<OutputTensor>> Model::Run(const std::vector<HostTensor>& inputs,
@@ -532,8 +497,8 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
                              const StepObserver* observer) const {
   const Manifest& m = manifest_;
   if (inputs.size() != m.inputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model takes ", m.inputs.size(),
-                                                   " inputs, got ", inputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model takes ", m.inputs.size(), " inputs, got ", inputs.size()));
   }
   if (outputs.size() != m.outputs.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the model has ", m.outputs.size(),
@@ -543,8 +508,8 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
     const TensorSpec& t = m.tensors[m.inputs[i]];
     if (inputs[i].dtype != t.dtype || inputs[i].shape != t.shape) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "input '", t.name, "' must be ", ElemTypeName(t.dtype), " ", ShapeText(t.shape),
-          ", got ", ElemTypeName(inputs[i].dtype), " ", ShapeText(inputs[i].shape)));
+          "input '", t.name, "' must be ", ElemTypeName(t.dtype), " ", ShapeText(t.shape), ", got ",
+          ElemTypeName(inputs[i].dtype), " ", ShapeText(inputs[i].shape)));
     }
     if (inputs[i].data == nullptr && t.Bytes() > 0) {
       return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "' has no data"));
@@ -594,8 +559,7 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
       StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape, strides, base);
     } else if (step.op == "strided") {
       StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape,
-                  std::vector<int64_t>(step.params.begin() + 1, step.params.end()),
-                  step.params[0]);
+                  std::vector<int64_t>(step.params.begin() + 1, step.params.end()), step.params[0]);
     } else if (step.op == "concat") {
       const int64_t axis = step.params.at(0);
       int64_t outer = 1, inner = ElemSize(out.dtype);
@@ -630,9 +594,9 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
         }
         if (index < 0) index += extent;
         if (index < 0 || index >= extent) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "Gather at node '", step.node, "': index ", index, " of '", indices.name,
-              "' is out of range [0, ", extent, ")"));
+          return absl::InvalidArgumentError(absl::StrCat("Gather at node '", step.node, "': index ",
+                                                         index, " of '", indices.name,
+                                                         "' is out of range [0, ", extent, ")"));
         }
         for (int64_t o = 0; o < outer; ++o) {
           std::memcpy(out_data + (o * count + i) * inner, src + (o * extent + index) * inner,
@@ -657,8 +621,7 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
                         reinterpret_cast<uint8_t*>(out_data),
                         reinterpret_cast<float*>(data(step.outputs[1])),
                         reinterpret_cast<uint8_t*>(data(step.outputs[2])));
-    } else if (step.op == "dequantize" || step.op == "quantize" ||
-               step.op == "fake_quantize") {
+    } else if (step.op == "dequantize" || step.op == "quantize" || step.op == "fake_quantize") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const int64_t axis = step.params.at(0);
       int64_t outer = 1, channels = 1, inner = in.NumElements();
@@ -672,11 +635,11 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
       const float* scales = reinterpret_cast<const float*>(data(step.inputs[1]));
       if (step.op == "fake_quantize") {
         FakeQuantize(reinterpret_cast<const float*>(data(step.inputs[0])),
-                     step.params.at(1) == 1 ? ElemType::kI8 : ElemType::kU8, outer, channels,
-                     inner, scales, zero_points, reinterpret_cast<float*>(out_data));
+                     step.params.at(1) == 1 ? ElemType::kI8 : ElemType::kU8, outer, channels, inner,
+                     scales, zero_points, reinterpret_cast<float*>(out_data));
       } else if (step.op == "quantize") {
-        Quantize(reinterpret_cast<const float*>(data(step.inputs[0])), out.dtype, outer,
-                 channels, inner, scales, zero_points, out_data);
+        Quantize(reinterpret_cast<const float*>(data(step.inputs[0])), out.dtype, outer, channels,
+                 inner, scales, zero_points, out_data);
       } else {
         Dequantize(data(step.inputs[0]), in.dtype, outer, channels, inner, scales, zero_points,
                    reinterpret_cast<float*>(out_data));
@@ -691,8 +654,8 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
       const int64_t unit[2] = {1, 1};  // params: pads, then strides when not 1
       SplitF32ToBf16x3Pairs(reinterpret_cast<const float*>(data(step.inputs[0])), in.shape[0],
                             in.shape[1], in.shape[2], in.shape[3], step.params.data(),
-                            step.params.size() == 6 ? step.params.data() + 4 : unit,
-                            out.shape[1], out.shape[2], reinterpret_cast<uint16_t*>(out_data));
+                            step.params.size() == 6 ? step.params.data() + 4 : unit, out.shape[1],
+                            out.shape[2], reinterpret_cast<uint16_t*>(out_data));
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);
@@ -731,8 +694,8 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
                                              out_specs, out_data_list);
       if (!status.ok()) return status;
     } else {
-      return absl::InternalError(absl::StrCat("step '", step.node, "' has unknown op '",
-                                              step.op, "'"));
+      return absl::InternalError(
+          absl::StrCat("step '", step.node, "' has unknown op '", step.op, "'"));
     }
     if (profile != nullptr) {
       const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;

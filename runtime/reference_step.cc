@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/parallel.h"
+#include "runtime/strides.h"
 
 namespace gtco::runtime {
 namespace {
@@ -382,14 +383,11 @@ absl::StatusOr<bool> RunGatherElements(const reference::Node& node,
   for (int64_t dim = 0; dim < rank; ++dim) {
     if (dim != axis && indices.shape[dim] > data.shape[dim]) return false;
   }
-  std::vector<int64_t> strides(rank, 1);
-  for (int64_t dim = rank - 2; dim >= 0; --dim)
-    strides[dim] = strides[dim + 1] * data.shape[dim + 1];
   GatherJob job;
   job.inputs = &inputs;
   job.output = output;
   job.index_shape = &indices.shape;
-  job.strides = std::move(strides);
+  job.strides = Strides(data.shape);
   job.axis = axis;
   job.bytes = ElemSize(data.dtype);
   job.extent = data.shape[axis];
@@ -476,22 +474,15 @@ absl::StatusOr<bool> RunConstantPad(const reference::Node& node,
   } else {
     for (int64_t e = 0; e < total; ++e) std::memcpy(output + e * bytes, constant.data(), bytes);
   }
-  std::vector<int64_t> out_strides(rank, 1);
-  for (int64_t dim = rank - 2; dim >= 0; --dim)
-    out_strides[dim] = out_strides[dim + 1] * shape[dim + 1];
-  const int64_t row = data.shape.back();
-  const int64_t rows = row > 0 ? data.NumElements() / row : 0;
-  std::vector<int64_t> position(rank, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t at = begin[rank - 1];
-    for (int64_t dim = 0; dim + 1 < rank; ++dim)
-      at += (position[dim] + begin[dim]) * out_strides[dim];
-    std::memcpy(output + at * bytes, inputs[0] + r * row * bytes, row * bytes);
-    for (int64_t dim = rank - 2; dim >= 0; --dim) {
-      if (++position[dim] < data.shape[dim]) break;
-      position[dim] = 0;
-    }
-  }
+  // Each row of the input goes to its place in the output: the padded output's strides read at
+  // the input's indices, offset by the leading pads.
+  const std::vector<int64_t> out_strides = Strides(shape);
+  int64_t base = 0;
+  for (int64_t dim = 0; dim < rank; ++dim) base += begin[dim] * out_strides[dim];
+  ForEachBroadcastRun(
+      data.shape, {out_strides}, [&](int64_t flat, const std::vector<int64_t>& at, int64_t count) {
+        std::memcpy(output + (base + at[0]) * bytes, inputs[0] + flat * bytes, count * bytes);
+      });
   return true;
 }
 
@@ -524,11 +515,8 @@ absl::StatusOr<bool> RunScatterND(const reference::Node& node,
   updates_shape.insert(updates_shape.end(), data.shape.begin() + depth, data.shape.end());
   if (updates_shape != updates.shape) return false;
   const int64_t bytes = ElemSize(data.dtype);
-  int64_t slice = 1;
-  for (int64_t dim = depth; dim < rank; ++dim) slice *= data.shape[dim];
-  std::vector<int64_t> strides(depth, slice);
-  for (int64_t dim = depth - 2; dim >= 0; --dim)
-    strides[dim] = strides[dim + 1] * data.shape[dim + 1];
+  const std::vector<int64_t> strides = Strides(data.shape);
+  const int64_t slice = strides[depth - 1];  // the elements one index tuple addresses
   std::memcpy(output, inputs[0], data.NumElements() * bytes);
   const int64_t tuples = indices.NumElements() / depth;
   const int64_t* index = reinterpret_cast<const int64_t*>(inputs[1]);
@@ -549,60 +537,28 @@ absl::StatusOr<bool> RunScatterND(const reference::Node& node,
   return true;
 }
 
-/// Each input's element strides over `out`'s shape as ONNX broadcasts it (0 along a broadcast
-/// dim); false where an input does not broadcast to it.
-bool BroadcastStridesTo(const std::vector<const TensorSpec*>& ins, const TensorSpec& out,
-                        std::vector<std::vector<int64_t>>* strides) {
-  const int64_t rank = static_cast<int64_t>(out.shape.size());
-  strides->assign(ins.size(), std::vector<int64_t>(rank, 0));
-  for (size_t side = 0; side < ins.size(); ++side) {
-    const std::vector<int64_t>& shape = ins[side]->shape;
-    const int64_t in_rank = static_cast<int64_t>(shape.size());
-    if (in_rank > rank) return false;
-    int64_t stride = 1;
-    for (int64_t dim = rank - 1, d = in_rank - 1; d >= 0; --dim, --d) {
-      if (shape[d] == out.shape[dim]) {
-        (*strides)[side][dim] = shape[d] == 1 ? 0 : stride;
-      } else if (shape[d] != 1) {
-        return false;
-      }
-      stride *= shape[d];
-    }
-  }
-  return true;
-}
-
-/// out = f(a, b) over `out`'s elements, a and b broadcast to it, a row of the innermost dim at a
+/// out = f(a, b) over `out`'s elements, a and b broadcast to it, a run of the innermost dim at a
 /// time; false where they do not broadcast.
 template <typename A, typename B, typename Out, typename F>
 bool BroadcastBinary(const TensorSpec& a_spec, const char* a_data, const TensorSpec& b_spec,
                      const char* b_data, const TensorSpec& out_spec, char* out_data, F f) {
-  std::vector<std::vector<int64_t>> strides;
-  if (!BroadcastStridesTo({&a_spec, &b_spec}, out_spec, &strides)) return false;
+  if (!BroadcastsTo(a_spec.shape, out_spec.shape) || !BroadcastsTo(b_spec.shape, out_spec.shape)) {
+    return false;
+  }
   const A* a = reinterpret_cast<const A*>(a_data);
   const B* b = reinterpret_cast<const B*>(b_data);
   Out* out = reinterpret_cast<Out*>(out_data);
-  const int64_t rank = static_cast<int64_t>(out_spec.shape.size());
-  const int64_t total = out_spec.NumElements();
-  if (rank == 0) {
-    if (total == 1) out[0] = f(a[0], b[0]);
-    return true;
-  }
-  const int64_t row = out_spec.shape.back();
-  const int64_t step_a = strides[0][rank - 1], step_b = strides[1][rank - 1];
-  std::vector<int64_t> position(rank, 0);
-  for (int64_t flat = 0; flat < total; flat += row) {
-    int64_t at_a = 0, at_b = 0;
-    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
-      at_a += position[dim] * strides[0][dim];
-      at_b += position[dim] * strides[1][dim];
-    }
-    for (int64_t j = 0; j < row; ++j) out[flat + j] = f(a[at_a + j * step_a], b[at_b + j * step_b]);
-    for (int64_t dim = rank - 2; dim >= 0; --dim) {
-      if (++position[dim] < out_spec.shape[dim]) break;
-      position[dim] = 0;
-    }
-  }
+  const std::vector<std::vector<int64_t>> strides = {
+      BroadcastStrides(a_spec.shape, out_spec.shape),
+      BroadcastStrides(b_spec.shape, out_spec.shape)};
+  const int64_t step_a = strides[0].empty() ? 0 : strides[0].back();
+  const int64_t step_b = strides[1].empty() ? 0 : strides[1].back();
+  ForEachBroadcastRun(out_spec.shape, strides,
+                      [&](int64_t flat, const std::vector<int64_t>& at, int64_t count) {
+                        for (int64_t j = 0; j < count; ++j) {
+                          out[flat + j] = f(a[at[0] + j * step_a], b[at[1] + j * step_b]);
+                        }
+                      });
   return true;
 }
 

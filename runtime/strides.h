@@ -28,6 +28,46 @@ inline std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& shape,
   return strides;
 }
 
+/// True when a tensor of `shape` broadcasts to `out_shape` (numpy broadcasting).
+inline bool BroadcastsTo(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape) {
+  if (shape.size() > out_shape.size()) return false;
+  const size_t offset = out_shape.size() - shape.size();
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    if (shape[dim] != 1 && shape[dim] != out_shape[offset + dim]) return false;
+  }
+  return true;
+}
+
+/// Calls visit(flat, offsets, count) for every run of `count` consecutive elements of
+/// `out_shape` along its innermost dim, in row-major order: `flat` is the run's first element,
+/// offsets[i] input i's element there under its broadcast strides (strides[i].back() is its step
+/// along the run).
+template <typename Visit>
+void ForEachBroadcastRun(const std::vector<int64_t>& out_shape,
+                         const std::vector<std::vector<int64_t>>& strides, Visit visit) {
+  const int rank = static_cast<int>(out_shape.size());
+  int64_t total = 1;
+  for (int64_t dim : out_shape) total *= dim;
+  std::vector<int64_t> offsets(strides.size(), 0);
+  if (total == 0) return;
+  if (rank == 0) {
+    visit(0, offsets, 1);
+    return;
+  }
+  const int64_t run = out_shape.back();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t flat = 0; flat < total; flat += run) {
+    visit(flat, offsets, run);
+    for (int dim = rank - 2; dim >= 0; --dim) {
+      ++index[dim];
+      for (size_t i = 0; i < strides.size(); ++i) offsets[i] += strides[i][dim];
+      if (index[dim] < out_shape[dim]) break;
+      for (size_t i = 0; i < strides.size(); ++i) offsets[i] -= strides[i][dim] * out_shape[dim];
+      index[dim] = 0;
+    }
+  }
+}
+
 /// The input strides a transpose with permutation `perm` reads its output's indices at.
 inline std::vector<int64_t> TransposeStrides(const std::vector<int64_t>& in_shape,
                                              const std::vector<int64_t>& perm) {

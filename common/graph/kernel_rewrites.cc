@@ -48,6 +48,14 @@ class Rewriter {
   std::vector<Node>* out_;
 };
 
+/// Sets `node`'s ints attribute `name` to `values`.
+void SetInts(Node& node, const char* name, std::vector<int64_t> values) {
+  Attribute attr;
+  attr.kind = Attribute::Kind::kInts;
+  attr.ints = std::move(values);
+  node.attributes[name] = std::move(attr);
+}
+
 const Tensor* StaticF32(const Graph& graph, const std::string& name) {
   const Tensor* tensor = graph.FindTensor(name);
   if (tensor == nullptr || !tensor->has_shape || tensor->type != ElemType::kFloat32) return nullptr;
@@ -212,20 +220,14 @@ bool Conv1d(const Node& node, Graph& graph, std::vector<Node>* out) {
   conv.name = graph.FreshName(base + "_2d");
   conv.inputs[0] = image;
   conv.inputs[1] = weight_name;
-  auto ints = [&](const char* name, std::vector<int64_t> values) {
-    Attribute attr;
-    attr.kind = Attribute::Kind::kInts;
-    attr.ints = std::move(values);
-    conv.attributes[name] = attr;
-  };
   const std::vector<int64_t> kernel = node.IntsAttr("kernel_shape");
-  ints("kernel_shape", {1, kernel.empty() ? w->shape[2] : kernel[0]});
+  SetInts(conv, "kernel_shape", {1, kernel.empty() ? w->shape[2] : kernel[0]});
   const std::vector<int64_t> strides = node.IntsAttr("strides");
-  ints("strides", {1, strides.empty() ? 1 : strides[0]});
+  SetInts(conv, "strides", {1, strides.empty() ? 1 : strides[0]});
   const std::vector<int64_t> dilations = node.IntsAttr("dilations");
-  ints("dilations", {1, dilations.empty() ? 1 : dilations[0]});
+  SetInts(conv, "dilations", {1, dilations.empty() ? 1 : dilations[0]});
   const std::vector<int64_t> pads = node.IntsAttr("pads");
-  ints("pads", {0, pads.size() == 2 ? pads[0] : 0, 0, pads.size() == 2 ? pads[1] : 0});
+  SetInts(conv, "pads", {0, pads.size() == 2 ? pads[0] : 0, 0, pads.size() == 2 ? pads[1] : 0});
   const std::vector<int64_t> image_out = {y->shape[0], y->shape[1], 1, y->shape[2]};
   conv.outputs = {graph.AddActivation(base + "_2d", ElemType::kFloat32, image_out)};
   out->push_back(conv);
@@ -343,14 +345,8 @@ bool TrimDeadConvTaps(const Node& node, Graph& graph, std::vector<Node>* out) {
   Node conv = node;
   conv.inputs[1] = weight.name;
   graph.SetTensor(std::move(weight));
-  auto ints = [&](const char* name, std::vector<int64_t> values) {
-    Attribute attr;
-    attr.kind = Attribute::Kind::kInts;
-    attr.ints = std::move(values);
-    conv.attributes[name] = attr;
-  };
-  ints("kernel_shape", {r1 - r0 + 1, s1 - s0 + 1});
-  ints("pads", trimmed);
+  SetInts(conv, "kernel_shape", {r1 - r0 + 1, s1 - s0 + 1});
+  SetInts(conv, "pads", trimmed);
   out->push_back(std::move(conv));
   return true;
 }
@@ -405,13 +401,7 @@ bool SplitSparseDilatedConv(const Node& node, Graph& graph, std::vector<Node>* o
     return graph.AddFloatConstant(w->name + suffix, ElemType::kFloat32,
                                   {k, c, r1 - r0 + 1, s1 - s0 + 1}, std::move(values));
   };
-  auto ints = [](Node& conv, const char* name, std::vector<int64_t> values) {
-    Attribute attr;
-    attr.kind = Attribute::Kind::kInts;
-    attr.ints = std::move(values);
-    conv.attributes[name] = attr;
-  };
-  // Conv of `input` (shape `in`) with `weight` (kernel rows x cols), no bias unless given.
+  // A Conv of `input` with `weight` (kernel rows x cols) into `shape`, no bias unless given.
   auto conv = [&](const std::string& input, const std::string& weight, int64_t rows, int64_t cols,
                   std::vector<int64_t> conv_pads, std::vector<int64_t> shape,
                   const std::string& suffix, const std::string& bias) {
@@ -419,9 +409,9 @@ bool SplitSparseDilatedConv(const Node& node, Graph& graph, std::vector<Node>* o
     if (!bias.empty()) inputs.push_back(bias);
     const std::string result = r.Emit("Conv", base + suffix, inputs, shape);
     Node& emitted = r.Last();
-    ints(emitted, "kernel_shape", {rows, cols});
-    ints(emitted, "pads", std::move(conv_pads));
-    ints(emitted, "dilations", {dh, dw});
+    SetInts(emitted, "kernel_shape", {rows, cols});
+    SetInts(emitted, "pads", std::move(conv_pads));
+    SetInts(emitted, "dilations", {dh, dw});
     return result;
   };
   // x[..., begin:end] along `axis` (2: rows, 3: columns).
