@@ -140,9 +140,48 @@ struct CopyJob {
 /// right after a parallel kernel reads lines the other threads wrote: one thread pulling all of
 /// them from the other cores' caches took 5-6x as long as with one thread in all (ViT-B/16's
 /// attention slices and transposes, 600 KB each).
-void RunCopyItems(int64_t items, int64_t bytes, void (*body)(int64_t, void*), CopyJob* job) {
+void RunCopyItems(int64_t items, int64_t bytes, void (*body)(int64_t, void*), void* job) {
   if (bytes >= kParallelCopyBytes) return gtco_parallel_for(items, body, job);
   for (int64_t item = 0; item < items; ++item) body(item, job);
+}
+
+/// One input of a concat: `outer` rows of `row` bytes from `src` (back to back) to `dst`, a
+/// row every `out_row` bytes; in work items of at least 16 KB (a piece of a row when rows are
+/// longer).
+void ConcatCopy(const char* src, char* dst, int64_t outer, int64_t row, int64_t out_row) {
+  struct Job {
+    const char* src;
+    char* dst;
+    int64_t outer, row, out_row, rows_per_item, pieces_per_row;
+  };
+  constexpr int64_t kItemBytes = 16 * 1024;
+  Job job{src,
+          dst,
+          outer,
+          row,
+          out_row,
+          std::max<int64_t>(1, kItemBytes / std::max<int64_t>(1, row)),
+          std::max<int64_t>(1, row / kItemBytes)};
+  const int64_t items = job.pieces_per_row > 1
+                            ? outer * job.pieces_per_row
+                            : (outer + job.rows_per_item - 1) / job.rows_per_item;
+  RunCopyItems(
+      items, outer * row,
+      [](int64_t item, void* raw) {
+        const Job& j = *static_cast<const Job*>(raw);
+        if (j.pieces_per_row > 1) {
+          const int64_t r = item / j.pieces_per_row, piece = item % j.pieces_per_row;
+          const int64_t begin = j.row * piece / j.pieces_per_row;
+          const int64_t end = j.row * (piece + 1) / j.pieces_per_row;
+          std::memcpy(j.dst + r * j.out_row + begin, j.src + r * j.row + begin, end - begin);
+          return;
+        }
+        const int64_t end = std::min(j.outer, (item + 1) * j.rows_per_item);
+        for (int64_t r = item * j.rows_per_item; r < end; ++r) {
+          std::memcpy(j.dst + r * j.out_row, j.src + r * j.row, j.row);
+        }
+      },
+      &job);
 }
 
 /// StridedCopyRows over the whole output (or TransposeTiles where it applies), in work items.
@@ -556,7 +595,11 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
       int64_t base = 0;
       const std::vector<int64_t> strides =
           SliceStrides(m.tensors[step.inputs[0]].shape, step.params, &base);
-      StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape, strides, base);
+      const char* src = data(step.inputs[0]);
+      // A contiguous run the export placed the output on (a view) is there already.
+      if (src + base * ElemSize(out.dtype) != out_data || !IsContiguousView(out.shape, strides)) {
+        StridedCopy(src, out_data, ElemSize(out.dtype), out.shape, strides, base);
+      }
     } else if (step.op == "strided") {
       StridedCopy(data(step.inputs[0]), out_data, ElemSize(out.dtype), out.shape,
                   std::vector<int64_t>(step.params.begin() + 1, step.params.end()), step.params[0]);
@@ -570,9 +613,8 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
       for (int input : step.inputs) {
         const int64_t row = m.tensors[input].shape[axis] * inner;
         const char* src = data(input);
-        for (int64_t o = 0; o < outer; ++o) {
-          std::memcpy(out_data + o * out_row + at, src + o * row, row);
-        }
+        // An input the export placed at its run of the output (outer == 1) is there already.
+        if (outer > 1 || src != out_data + at) ConcatCopy(src, out_data + at, outer, row, out_row);
         at += row;
       }
     } else if (step.op == "gather") {

@@ -90,6 +90,17 @@ inline std::vector<int64_t> SliceStrides(const std::vector<int64_t>& in_shape,
   return strides;
 }
 
+/// True when a view of `out_shape` with element strides `strides` reads one contiguous run in
+/// the output's own order (every dim of extent above 1 at its contiguous stride).
+inline bool IsContiguousView(const std::vector<int64_t>& out_shape,
+                             const std::vector<int64_t>& strides) {
+  const std::vector<int64_t> contiguous = Strides(out_shape);
+  for (size_t dim = 0; dim < out_shape.size(); ++dim) {
+    if (out_shape[dim] > 1 && strides[dim] != contiguous[dim]) return false;
+  }
+  return true;
+}
+
 /// A gather along `axis` of a tensor of shape `shape` seen as [outer, extent, inner]:
 /// out[o, i, :] = in[o, index[i], :], with `inner_bytes` bytes per (o, index) block.
 struct GatherGeometry {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -605,14 +606,91 @@ absl::StatusOr<std::vector<PendingStep>> Exporter::Ordered() const {
   return ordered;
 }
 
+/// Steps [first, last] during which a storage holds a live tensor.
+struct Live {
+  int64_t bytes = 0;
+  bool used = false;
+  int first = 0, last = 0;
+};
+
+/// A storage placed inside another: `parent` (-1: placed on its own) at byte `at` of it.
+struct Inside {
+  int parent = -1;
+  int64_t at = 0;
+};
+
+/// Concats whose inputs their producers can write in place: along an axis with nothing but 1s
+/// before it (the channels of a batch-1 image, the tokens of a batch-1 sequence) each input is
+/// one contiguous run of the output, so its storage is placed at that run of the output's
+/// storage and the concat step finds its bytes already there (runtime/model.cc skips them).
+/// SqueezeNet's and GoogLeNet's channel concats, ViT's class token before the patches. An
+/// input stays a copy unless every input of that concat qualifies: computed (not a weight or
+/// a model input), stored alone and exactly (no larger tensor shares its storage), not placed
+/// in another concat already, at a 64-byte aligned run. The output's life is stretched over
+/// its inputs' (over their inputs', for concats of concats).
+std::vector<Inside> PlaceConcatInputs(const runtime::Manifest& m, std::vector<Live>* lives) {
+  std::vector<Inside> inside(lives->size());
+  std::set<int> model_inputs, model_outputs;
+  for (int input : m.inputs) model_inputs.insert(m.tensors[input].storage);
+  for (int output : m.outputs) model_outputs.insert(m.tensors[output].storage);
+  for (const runtime::StepSpec& step : m.steps) {
+    if (step.op == "slice" && step.outputs.size() == 1) {
+      const runtime::TensorSpec& in = m.tensors[step.inputs[0]];
+      const runtime::TensorSpec& out = m.tensors[step.outputs[0]];
+      int64_t base = 0;
+      const std::vector<int64_t> strides = runtime::SliceStrides(in.shape, step.params, &base);
+      const int64_t at = base * runtime::ElemSize(out.dtype);
+      const int storage = out.storage;
+      if (!in.weight && !model_inputs.count(in.storage) && !model_outputs.count(storage) &&
+          runtime::IsContiguousView(out.shape, strides) && at % kAlign == 0 &&
+          inside[storage].parent < 0 && storage != in.storage &&
+          (*lives)[storage].bytes == out.Bytes()) {
+        inside[storage] = {in.storage, at};
+      }
+      continue;
+    }
+    if (step.op != "concat" || step.outputs.size() != 1) continue;
+    const runtime::TensorSpec& out = m.tensors[step.outputs[0]];
+    const int64_t axis = step.params.at(0);
+    int64_t outer = 1;
+    for (int64_t dim = 0; dim < axis; ++dim) outer *= out.shape[dim];
+    if (outer != 1 || out.weight) continue;
+    std::vector<std::pair<int, int64_t>> runs;  // input storage, its byte offset in the output
+    std::set<int> seen;
+    int64_t at = 0;
+    bool in_place = true;
+    for (int input : step.inputs) {
+      const runtime::TensorSpec& part = m.tensors[input];
+      const int storage = part.storage;
+      in_place = in_place && !part.weight && storage != out.storage &&
+                 !model_inputs.count(storage) && inside[storage].parent < 0 &&
+                 seen.insert(storage).second && (*lives)[storage].bytes == part.Bytes() &&
+                 at % kAlign == 0;
+      if (!in_place) break;
+      runs.push_back({storage, at});
+      at += part.Bytes();
+    }
+    if (!in_place || at != out.Bytes()) continue;
+    for (const auto& [storage, offset] : runs) inside[storage] = {out.storage, offset};
+  }
+  // Each top storage lives as long as everything placed inside it.
+  for (size_t storage = 0; storage < inside.size(); ++storage) {
+    if (inside[storage].parent < 0) continue;
+    int top = inside[storage].parent;
+    while (inside[top].parent >= 0) top = inside[top].parent;
+    Live& outer_life = (*lives)[top];
+    const Live& life = (*lives)[storage];
+    if (!life.used) continue;
+    outer_life.first = outer_life.used ? std::min(outer_life.first, life.first) : life.first;
+    outer_life.last = outer_life.used ? std::max(outer_life.last, life.last) : life.last;
+    outer_life.used = true;
+  }
+  return inside;
+}
+
 absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
   std::map<std::string, int> index_of;
   std::map<std::string, int> storage_of_root;  // root tensor -> storage
-  struct Live {  // steps [first, last] during which the storage holds a live tensor
-    int64_t bytes = 0;
-    bool used = false;
-    int first = 0, last = 0;
-  };
   std::vector<Live> lives;
   auto tensor_index = [&](const std::string& name) -> absl::StatusOr<int> {
     auto found = index_of.find(name);
@@ -712,10 +790,14 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
     manifest_.outputs.push_back(index);
     touch(index, end);
   }
+  const std::vector<Inside> inside =
+      graph::KeepCopies() ? std::vector<Inside>(lives.size()) : PlaceConcatInputs(manifest_, &lives);
   // Storages by liveness: largest first, each at the lowest offset no overlapping-in-time
   // storage already placed occupies.
-  std::vector<int> order(lives.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::vector<int> order;
+  for (size_t i = 0; i < lives.size(); ++i) {
+    if (inside[i].parent < 0) order.push_back(static_cast<int>(i));
+  }
   std::sort(order.begin(), order.end(), [&](int a, int b) {
     return lives[a].bytes != lives[b].bytes ? lives[a].bytes > lives[b].bytes : a < b;
   });
@@ -739,6 +821,15 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
     manifest_.storages[storage] = {offset, live.bytes};
     manifest_.arena_bytes = std::max(manifest_.arena_bytes, RoundUp(offset + live.bytes, kAlign));
     placed.push_back(storage);
+  }
+  // Storages inside concat outputs, once the outermost is placed.
+  std::function<int64_t(int)> offset_of = [&](int storage) -> int64_t {
+    const Inside& in = inside[storage];
+    return in.parent < 0 ? manifest_.storages[storage].offset : offset_of(in.parent) + in.at;
+  };
+  for (size_t storage = 0; storage < lives.size(); ++storage) {
+    if (inside[storage].parent < 0) continue;
+    manifest_.storages[storage] = {offset_of(static_cast<int>(storage)), lives[storage].bytes};
   }
   return absl::OkStatus();
 }

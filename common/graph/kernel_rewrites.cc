@@ -117,22 +117,42 @@ bool TrailingReduction(const Node& node, Graph& graph, std::vector<Node>* out) {
   const int64_t rank = static_cast<int64_t>(x->shape.size());
   std::vector<int64_t> axes;
   if (!ReduceAxes(node, graph, rank, &axes)) return false;
-  // A trailing block: axes = [rank - count, rank).
+  // A trailing block (axes = [rank - count, rank)) reduces rows as it lies; other axes are moved
+  // behind the kept ones first (BEiT's mean over the patch tokens, axis 1 of [1, 196, 384]).
+  bool trailing = true;
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i] != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) return false;
+    trailing =
+        trailing && axes[i] == rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i);
   }
   const bool keepdims = node.IntAttr("keepdims", 1) != 0;
-  if (node.op_type == "ReduceMean" && axes.size() == 1 && keepdims) return false;  // an anchor
-  std::vector<int64_t> outer(x->shape.begin(), x->shape.end() - axes.size());
+  if (trailing && node.op_type == "ReduceMean" && axes.size() == 1 && keepdims) {
+    return false;  // an anchor
+  }
+  std::vector<int64_t> perm, outer;
   int64_t block = 1;
-  for (int64_t axis : axes) block *= x->shape[axis];
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::binary_search(axes.begin(), axes.end(), d)) continue;
+    perm.push_back(d);
+    outer.push_back(x->shape[d]);
+  }
+  for (int64_t axis : axes) {
+    perm.push_back(axis);
+    block *= x->shape[axis];
+  }
   if (block == 0) return false;
   Rewriter r(graph, out);
   std::vector<int64_t> rows = outer;
   rows.push_back(block);
   std::vector<int64_t> reduced = outer;
   reduced.push_back(1);
-  std::string v = r.Reshape(node.inputs[0], node.name + "_rows", rows);
+  std::string v = node.inputs[0];
+  if (!trailing) {
+    std::vector<int64_t> moved;
+    for (int64_t d : perm) moved.push_back(x->shape[d]);
+    v = r.Emit("Transpose", node.name + "_axes_last", {v}, moved);
+    SetInts(r.Last(), "perm", perm);
+  }
+  v = r.Reshape(v, node.name + "_rows", rows);
   std::vector<std::string> mean_inputs = {v};
   if (graph.opset >= 18) {  // axes as an input
     mean_inputs.push_back(graph.AddIntConstant(node.name + "_last", ElemType::kInt64, {1}, {-1}));

@@ -11,10 +11,10 @@ namespace gtco::graph {
 /// On f32 tensors with static shapes (anything else is left as it is, for MarkFallbacks):
 ///  - HardSigmoid(x) -> Min(Max(x * alpha + beta, 0), 1); HardSwish(x) -> x * HardSigmoid(x)
 ///    with alpha 1/6, beta 1/2 (element-wise ops the planner fuses as epilogues);
-///  - ReduceMean / ReduceSum over constant axes that form a trailing block of the input's dims
-///    (global pooling of NCHW over H and W, say) -> Reshape to [outer..., block] ->
-///    ReduceMean over the last axis (keepdims) [-> Mul by the block's size] -> Reshape to the
-///    output's shape;
+///  - ReduceMean / ReduceSum over any constant axes -> [Transpose moving them behind the kept
+///    dims, unless they are a trailing block already (global pooling of NCHW over H and W)] ->
+///    Reshape to [kept..., block] -> ReduceMean over the last axis (keepdims) [-> Mul by the
+///    block's size] -> Reshape to the output's shape;
 ///  - InstanceNormalization(x [N, C, ...], scale, bias) with constant scale and bias ->
 ///    Reshape [N, C, S] -> LayerNormalization over S (unit scale, zero bias) -> Reshape ->
 ///    Mul(scale [C, 1, ...]) -> Add(bias [C, 1, ...]);

@@ -293,6 +293,118 @@ TEST(ExportVerificationTest, NegAndExpRunAsTunedKernels) {
   for (const runtime::StepSpec& step : view->manifest.steps) EXPECT_NE(step.op, "reference");
 }
 
+// ReduceMean and ReduceSum over axes that are not the last dims (BEiT's mean over the patch
+// tokens, a sum over the first and last of three) are row reductions after a transpose: tuned
+// kernels, no fallback step, checked against the ONNX graph.
+TEST(ExportVerificationTest, ReductionsOverAnyAxesRunAsRowReductions) {
+  TestGraph g("reductions");
+  g.Input("tokens", {1, 6, 8});
+  ::onnx::NodeProto* mean = g.Node("ReduceMean", "pool_tokens", {"tokens"}, "pooled");
+  TestGraph::Ints(mean, "axes", {1});
+  TestGraph::Int(mean, "keepdims", 0);
+  g.Output("pooled", {1, 8});
+  g.Input("cube", {2, 3, 4});
+  ::onnx::NodeProto* sum = g.Node("ReduceSum", "sum_ends", {"cube"}, "ends");
+  g.IntValues("sum_axes", {2}, {0, 2});
+  sum->add_input("sum_axes");
+  g.Output("ends", {1, 3, 1});
+  absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const graph::FallbackNode& node : result->fallbacks) {
+    ADD_FAILURE() << node.op_type << " at '" << node.node
+                  << "' is a fallback step: " << node.reason;
+  }
+  EXPECT_EQ(result->verification.spec.status, "passed");
+}
+
+/// The arena offset of tensor `name` of `m` (-1 when it is not in the arena).
+int64_t ArenaOffset(const runtime::Manifest& m, const std::string& name) {
+  for (const runtime::TensorSpec& t : m.tensors) {
+    if (t.name == name && !t.weight) return m.storages[t.storage].offset;
+  }
+  return -1;
+}
+
+// Channel concats of batch-1 images (SqueezeNet's Fire modules) and a channel slice of one
+// cost no copy: the convs write their outputs at their runs of the concat's output, the slice
+// is read where it lies. A concat whose runs are not 64-byte aligned, and one along an inner
+// axis (a copy in chunks over the runtime's threads), are copied. The check passes.
+TEST(ExportVerificationTest, ChannelConcatsAndSlicesOfBatchOneAreViews) {
+  TestGraph g("views");
+  g.Input("image", {1, 8, 8, 8});
+  g.Conv("expand3x3", "image", "a", 8, 16, 3, 1, 1);
+  g.Conv("expand1x1", "image", "b", 8, 16, 1, 1, 0);
+  ::onnx::NodeProto* cat = g.Node("Concat", "cat", {"a", "b"}, "fire");
+  TestGraph::Int(cat, "axis", 1);
+  g.IntValues("from", {1}, {16});
+  g.IntValues("to", {1}, {32});
+  g.IntValues("channels", {1}, {1});
+  g.Node("Slice", "upper", {"fire", "from", "to", "channels"}, "upper_half");
+  g.Conv("head", "upper_half", "out", 16, 4, 1, 1, 0);
+  g.Conv("tail", "fire", "wide", 32, 3, 1, 1, 0);
+  ::onnx::NodeProto* twice = g.Node("Concat", "twice", {"wide", "wide"}, "doubled");
+  TestGraph::Int(twice, "axis", 1);
+  g.Output("out", {1, 4, 8, 8});
+  g.Output("doubled", {1, 6, 8, 8});
+  g.Input("small", {1, 3, 7, 7});  // 3 channels of 49 floats: 588 bytes
+  g.Node("Relu", "relu_small", {"small"}, "s1");
+  g.Node("Sigmoid", "sigmoid_small", {"small"}, "s2");
+  ::onnx::NodeProto* odd = g.Node("Concat", "odd", {"s1", "s2"}, "unaligned");
+  TestGraph::Int(odd, "axis", 1);
+  g.Output("unaligned", {1, 6, 7, 7});
+  g.Input("rows", {1, 16, 64, 64});
+  g.Node("Relu", "relu_rows", {"rows"}, "top");
+  g.Node("Sigmoid", "sigmoid_rows", {"rows"}, "bottom");
+  ::onnx::NodeProto* tall = g.Node("Concat", "tall", {"top", "bottom"}, "stacked");
+  TestGraph::Int(tall, "axis", 2);
+  g.Output("stacked", {1, 16, 128, 64});
+  absl::StatusOr<ExportResult> result = ExportModel(g.Bytes(), {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(result->artifact);
+  ASSERT_TRUE(view.ok()) << view.status();
+  const runtime::Manifest& m = view->manifest;
+  EXPECT_EQ(m.verification.status, "passed");
+  const int64_t fire = ArenaOffset(m, "fire");
+  ASSERT_GE(fire, 0);
+  EXPECT_EQ(ArenaOffset(m, "a"), fire);
+  EXPECT_EQ(ArenaOffset(m, "b"), fire + 16 * 64 * 4);
+  EXPECT_EQ(ArenaOffset(m, "upper_half"), fire + 16 * 64 * 4);
+  // Copied: "wide" twice, a second run at byte 588, rows of an inner axis.
+  EXPECT_NE(ArenaOffset(m, "wide"), ArenaOffset(m, "doubled"));
+  EXPECT_NE(ArenaOffset(m, "s1"), ArenaOffset(m, "unaligned"));
+  EXPECT_NE(ArenaOffset(m, "top"), ArenaOffset(m, "stacked"));
+  // The artifact's own run matches the check's: a second run through the runtime, "stacked"
+  // holding relu(rows) above sigmoid(rows).
+  const std::string path = gtco::testing::ScratchPath("views.gtco");
+  std::ofstream(path, std::ios::binary) << result->artifact;
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<float> image(8 * 8 * 8, 0.5f), small(3 * 49, -0.25f), rows(16 * 64 * 64);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i % 7) - 3.0f;
+  std::vector<runtime::HostTensor> inputs;
+  for (int input : m.inputs) {
+    const std::string& name = m.tensors[input].name;
+    inputs.push_back({runtime::ElemType::kF32, m.tensors[input].shape,
+                      name == "image"   ? image.data()
+                      : name == "small" ? small.data()
+                                        : rows.data()});
+  }
+  absl::StatusOr<std::vector<runtime::OutputTensor>> outputs = (*model)->Run(inputs);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  for (const runtime::OutputTensor& output : *outputs) {
+    if (output.name != "stacked") continue;
+    const float* stacked = reinterpret_cast<const float*>(output.bytes.data());
+    for (int64_t c = 0; c < 16; ++c) {
+      for (int64_t i = 0; i < 64 * 64; ++i) {
+        const float x = rows[c * 4096 + i];
+        ASSERT_EQ(stacked[c * 8192 + i], std::max(x, 0.0f)) << c << "," << i;
+        ASSERT_NEAR(stacked[c * 8192 + 4096 + i], 1.0f / (1.0f + std::exp(-x)), 1e-6)
+            << c << "," << i;
+      }
+    }
+  }
+}
+
 TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {
   ExportOptions options = HostOptions();
   options.verify = false;
