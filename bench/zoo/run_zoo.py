@@ -14,8 +14,10 @@ One farm (gtco-server on SQLite in a scratch folder, one CPU worker) tunes every
 at a time, --trials trials per model (the whole job's budget); the farm is stopped before the
 timings, so that no server retraining its cost model competes with them. Timing follows
 bench/e2e/run_exported.py: gtco-run and ONNX Runtime (ORT_ENABLE_ALL), 2 threads each, each in
-fresh processes, --rounds rounds in which the two take turns, each timing runs/rounds runs after
-warm-up; a system's time is the median of its rounds' medians. Exports already in --models-dir
+fresh processes, after an untimed round that sizes them --rounds rounds in which the two take
+turns, each timing the same number of runs after warm-up (at least runs/rounds, and at least
+half a second of the faster system's runs); a system's time is the median of its rounds'
+medians. Exports already in --models-dir
 (the default, /tmp/gtco-zoo-models, outlives the run) are reused; missing ones are exported
 first, one model at a time. The scratch folder (farm database, logs, artifacts) is removed at
 exit unless GTCO_KEEP_SCRATCH=1. --ci runs the CI subset with tiny budgets into
@@ -44,6 +46,7 @@ from run_exported import GTCO_RUN, ORT_RUNNER, ROOT, cpu_name, scratch_dir  # no
 CLIENT = os.path.join(BUILD, "client", "gtco-client")
 TOLERANCE = 1e-3  # max |GTCO - ORT| / max |ORT|, per output, above which a model is "wrong"
 EXIT_REFUSED = 3  # gtco-client's exit code when the server refuses
+MIN_ROUND_SECONDS = 0.5  # the least timed run time of a round (see time_side_by_side)
 
 
 def gtco_client(address, *args, timeout=None):
@@ -136,16 +139,27 @@ def time_side_by_side(onnx_path, artifact, gtco_args, inputs, io_dir, runs, roun
     os.makedirs(ort_dir, exist_ok=True)
     for n, value in enumerate(inputs.values()):  # ORT_RUNNER reads {n}.npy in the model's order
         np.save(os.path.join(io_dir, f"{n}.npy"), value)
+    def one_round(count):
+        gtco_seconds = json.loads(subprocess.run(
+            [GTCO_RUN, artifact, *gtco_args, "--threads", "2", "--bench", str(count),
+             "--json"], capture_output=True, text=True, check=True).stdout)["median_seconds"]
+        ort_seconds = json.loads(subprocess.run(
+            [sys.executable, "-c", ORT_RUNNER, onnx_path, io_dir, str(count), ort_dir],
+            capture_output=True, text=True, check=True).stdout)["median_seconds"]
+        return gtco_seconds, ort_seconds
+
+    # A first, untimed round sizes the rounds: each times at least runs/rounds runs and at least
+    # MIN_ROUND_SECONDS of the faster system's runs (the same count for both), so a 2 ms model's
+    # round is not a dozen milliseconds that one stall of the VM decides.
     per_round = max(1, -(-runs // rounds))
+    fastest = min(one_round(per_round))
+    per_round = max(per_round, int(MIN_ROUND_SECONDS / max(fastest, 1e-6)) + 1)
     gtco, ort = [], []
     for _ in range(rounds):
-        gtco.append(json.loads(subprocess.run(
-            [GTCO_RUN, artifact, *gtco_args, "--threads", "2", "--bench", str(per_round),
-             "--json"], capture_output=True, text=True, check=True).stdout)["median_seconds"])
-        ort.append(json.loads(subprocess.run(
-            [sys.executable, "-c", ORT_RUNNER, onnx_path, io_dir, str(per_round), ort_dir],
-            capture_output=True, text=True, check=True).stdout)["median_seconds"])
-    return sorted(gtco)[len(gtco) // 2], sorted(ort)[len(ort) // 2]
+        gtco_seconds, ort_seconds = one_round(per_round)
+        gtco.append(gtco_seconds)
+        ort.append(ort_seconds)
+    return sorted(gtco)[len(gtco) // 2], sorted(ort)[len(ort) // 2], per_round
 
 
 def tune_and_export(farm, name, onnx_path, artifact, trials, timeout, log_dir):
@@ -271,9 +285,11 @@ def markdown(rows, args, command, started, built_from):
         "gtco-run "
         "on the saved inputs (\"wrong\": some output's max |GTCO - ORT| / max |ORT| above "
         f"{TOLERANCE:g}), then, with the farm stopped, timed beside ONNX Runtime (ORT_ENABLE_ALL): "
-        f"2 threads each, {args.rounds} alternating rounds of fresh processes, each timing "
-        f"{max(1, -(-args.runs // args.rounds))} runs after warm-up, a system's time the median "
-        "of its rounds' medians. Speed = ONNX Runtime ms / GTCO ms (above 1: GTCO faster). "
+        f"2 threads each, after an untimed sizing round {args.rounds} alternating rounds of "
+        f"fresh processes, each timing the same number of runs after warm-up (\"runs\": at least "
+        f"{max(1, -(-args.runs // args.rounds))} and at least {MIN_ROUND_SECONDS:g} s of the "
+        "faster system's runs), a system's time the median of its rounds' medians. Speed = ONNX "
+        "Runtime ms / GTCO ms (above 1: GTCO faster). "
         "\"Fallback steps\": op types the artifact runs without a kernel family, not tuned "
         "(`gtco-run --describe`; their share of the run time as the export's check measured "
         "it), empty when the runtime reports nothing about them. \"Export check\": the "
@@ -285,8 +301,8 @@ def markdown(rows, args, command, started, built_from):
         summary,
         "",
         "| model | family | params | status | fallback steps | error | max rel. diff | "
-        "export check | GTCO ms | ORT ms | speed | tasks / trials | tuning |",
-        "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|",
+        "export check | GTCO ms | ORT ms | speed | runs | tasks / trials | tuning |",
+        "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         fallback = r.get("fallback")
@@ -305,6 +321,7 @@ def markdown(rows, args, command, started, built_from):
             + f" | {cell(r.get('export_check', ''))}"
             + f" | {'' if not g else f'{g * 1e3:.2f}'} | {'' if not o else f'{o * 1e3:.2f}'} | "
             + (f"{o / g:.2f}x" if g and o else "")
+            + f" | {r.get('runs_per_round', '')}"
             + " | " + (f"{r['tasks']} / {r['trials']}" if "trials" in r else "")
             + " | " + (f"{r['tuning_seconds']:.0f} s" if "tuning_seconds" in r else "") + " |")
     refusals = {}
@@ -419,7 +436,7 @@ def main():
         name = row["name"]
         inputs, _ = export_models.load_npz(os.path.join(args.models_dir, f"{name}.npz"))
         try:
-            row["gtco_seconds"], row["ort_seconds"] = time_side_by_side(
+            row["gtco_seconds"], row["ort_seconds"], row["runs_per_round"] = time_side_by_side(
                 os.path.join(args.models_dir, f"{name}.onnx"), row["artifact"], row["gtco_args"],
                 inputs, os.path.join(work, f"{name}.io"), args.runs, args.rounds)
         except subprocess.CalledProcessError as e:
