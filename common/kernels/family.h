@@ -70,6 +70,7 @@ using schedule::NumElements;
 using schedule::RangeBody;
 using schedule::VectorGroupFits;
 using schedule::VectorWidths;
+using schedule::VectorWidthsWidestFirst;
 
 // CUDA C emission helpers (CUDA families).
 using codegen::cuda::EmitEpilogue;

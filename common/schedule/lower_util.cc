@@ -113,6 +113,16 @@ std::vector<int64_t> VectorWidths(int max_lanes) {
   return widths;
 }
 
+std::vector<int64_t> VectorWidthsWidestFirst(int64_t extent, int max_lanes) {
+  std::vector<int64_t> widths = VectorWidths(max_lanes);
+  auto widest = widths.begin();
+  for (auto width = widths.begin(); width != widths.end(); ++width) {
+    if (*width <= extent) widest = width;
+  }
+  std::rotate(widths.begin(), widest, widest + 1);
+  return widths;
+}
+
 int64_t NumElements(const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) count *= dim;

@@ -51,6 +51,12 @@ absl::Status CheckRange(const char* knob, int64_t value, int64_t lo, int64_t hi)
 /// Vector widths in lanes the sketches use, capped by the hardware's widest fp32 vector.
 std::vector<int64_t> VectorWidths(int max_lanes);
 
+/// The vector knob's values of a vectorized sketch, VectorWidths(max_lanes), with its default
+/// (the first value) the widest that one vector of `extent` elements fills, the narrowest where
+/// none does. (Narrowest first made every untuned element-wise, row and pool kernel run in
+/// 4-lane vectors on 16-lane hosts.)
+std::vector<int64_t> VectorWidthsWidestFirst(int64_t extent, int max_lanes);
+
 /// The pruning rule of the vectorized sketches: `unroll` vectors of `vw` lanes fit in `extent`
 /// elements, or they are the narrowest choice (one vector of the smallest width for `max_lanes`),
 /// which is always admitted so that short extents keep one schedule.

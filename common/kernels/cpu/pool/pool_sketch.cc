@@ -46,7 +46,7 @@ class PoolSketchImpl final : public LoopSketch {
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const bool parallel = hw.cores > 1 && w.pool.batch * w.pool.channels > 1;
-    return {{"vw", VectorWidths(hw.MaxFloatLanes())},
+    return {{"vw", VectorWidthsWidestFirst(ir::PoolOutW(w.pool), hw.MaxFloatLanes())},
             {"unroll", kUnrolls},
             {"par", parallel ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}}};
   }

@@ -28,8 +28,9 @@ std::vector<Knob> RowSketchBase::Knobs(const ir::Workload& w,
                                        const target::HardwareInfo& hw) const {
   std::vector<int64_t> par_values = {0};
   if (hw.cores > 1 && w.row.rows > 1 && w.row.rows * w.row.cols >= 4096) par_values = {1, 0};
-  std::vector<Knob> knobs = {
-      {"vw", VectorWidths(hw.MaxFloatLanes())}, {"unroll", kRowUnrolls}, {"par", par_values}};
+  std::vector<Knob> knobs = {{"vw", VectorWidthsWidestFirst(w.row.cols, hw.MaxFloatLanes())},
+                             {"unroll", kRowUnrolls},
+                             {"par", par_values}};
   if (NumVariants() > 1) {
     std::vector<int64_t> variants;
     for (int variant = 0; variant < NumVariants(); ++variant) variants.push_back(variant);
