@@ -36,6 +36,16 @@ def export_block(path, hidden, heads, mlp, seq):
                       input_names=["input"], output_names=["output"])
 
 
+def source_commit():
+    """The source tree's HEAD (12 hex digits), '+ changes' when the tree differs from it."""
+    import subprocess
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + (" + changes" if dirty else "")
+
+
 def run_job(model, budget, scheduler, rounds):
     farm = farm_harness.Farm()
     try:
@@ -111,6 +121,8 @@ def main():
         "",
         f"- machine: {cpu_model()}",
         f"- date: {datetime.date.today()}",
+        f"- commit: {source_commit()} (the source tree's HEAD at the end of the run; the binaries "
+        "are build/'s)",
         f"- model: transformer block, seq {args.seq}, hidden {args.hidden}, heads {args.heads}, "
         f"mlp {4 * args.hidden} (generated with torch, opset 17)",
         f"- budget {args.budget} trials per job, {args.rounds} candidates per round, one CPU worker",
