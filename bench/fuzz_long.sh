@@ -72,6 +72,10 @@ done
   echo "corpus kept in \`${work#"${repo}"/}/corpus/<target>\` and seeded from"
   echo "\`tests/fuzz/corpus/<target>\`."
   echo
+  echo "- Machine: $(python3 "${repo}/bench/machine.py")"
+  echo "- Commit: $(git -C "${repo}" rev-parse --short=12 HEAD)$(git -C "${repo}" status --porcelain \
+    --untracked-files=no | grep -q . && echo ' + changes') (the fuzz build's sources)"
+  echo
   echo "| target | run at | seconds | executions | exec/s | corpus (inputs/size) | cov | features | findings |"
   echo "|---|---|---:|---:|---:|---|---:|---:|---|"
   for target in ${all_targets}; do
