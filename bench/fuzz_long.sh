@@ -74,7 +74,7 @@ done
   echo
   echo "- Machine: $(python3 "${repo}/bench/machine.py")"
   echo "- Commit: $(git -C "${repo}" rev-parse --short=12 HEAD)$(git -C "${repo}" status --porcelain \
-    --untracked-files=no | grep -q . && echo ' + changes') (the fuzz build's sources)"
+    --untracked-files=no -- . ':!bench/results' | grep -q . && echo ' + changes') (the fuzz build's sources)"
   echo
   echo "| target | run at | seconds | executions | exec/s | corpus (inputs/size) | cov | features | findings |"
   echo "|---|---|---:|---:|---:|---|---:|---:|---|"
