@@ -15,22 +15,22 @@
 #include "common/codegen/llvm/llvm_codegen.h"
 #endif
 #include "common/codegen/cuda/nvrtc.h"
-#include "common/kernels/build_program.h"
-#include "common/kernels/prepack.h"
 #include "common/graph/bf16x3_split.h"
 #include "common/graph/data_movement.h"
 #include "common/graph/fusion_planner.h"
 #include "common/graph/op_support.h"
 #include "common/graph/reference_node.h"
 #include "common/graph/shape_inference.h"
+#include "common/kernels/build_program.h"
+#include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
 #include "common/onnx/model_analysis.h"
 #include "common/util/status.h"
 #include "common/verify/model_verification.h"
-#include "runtime/reference_ops.h"
 #include "runtime/artifact.h"
 #include "runtime/cuda_arch.h"
 #include "runtime/cuda_steps.h"
+#include "runtime/reference_ops.h"
 #include "runtime/strides.h"
 
 namespace gtco::exporter {
@@ -193,8 +193,8 @@ class Exporter {
 absl::Status Exporter::AddDataStep(const Node& node) {
   const std::string& op = node.op_type;
   auto unimplemented = [&](const std::string& why) {
-    return absl::UnimplementedError(absl::StrCat("export: ONNX op '", op, "' at node '",
-                                                 node.name, "' ", why));
+    return absl::UnimplementedError(
+        absl::StrCat("export: ONNX op '", op, "' at node '", node.name, "' ", why));
   };
   const graph::Tensor& in = graph_.tensor(node.inputs.at(0));
   const graph::Tensor& out = graph_.tensor(node.outputs.at(0));
@@ -274,7 +274,7 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     if (scale.NumElements() != 1) {
       GTCO_ASSIGN_OR_RETURN(axis, graph::NormalizeAxis(node, node.IntAttr("axis", 1), rank));
     }
-    step.spec.op = pair != nullptr         ? "fake_quantize"
+    step.spec.op = pair != nullptr          ? "fake_quantize"
                    : op == "QuantizeLinear" ? "quantize"
                                             : "dequantize";
     step.spec.params = {axis};
@@ -287,8 +287,7 @@ absl::Status Exporter::AddDataStep(const Node& node) {
       }
       step.spec.params.push_back(integer == graph::ElemType::kInt8 ? 1 : 0);
     }
-  } else if (op == "DynamicQuantizeLinear" || op == "DequantizeLinear" ||
-             op == "QuantizeLinear") {
+  } else if (op == "DynamicQuantizeLinear" || op == "DequantizeLinear" || op == "QuantizeLinear") {
     return unimplemented("has no CUDA step (the CPU runtime runs it: export with --target cpu)");
   } else {
     return unimplemented("has no runtime step yet");
@@ -299,9 +298,10 @@ absl::Status Exporter::AddDataStep(const Node& node) {
 
 absl::Status Exporter::AddFallbackStep(const Node& node) {
   if (cuda()) {
-    return absl::UnimplementedError(absl::StrCat(
-        "export: ONNX op '", node.op_type, "' at node '", node.name,
-        "' runs as a fallback step on CPU, and CUDA artifacts have none: export with --target cpu"));
+    return absl::UnimplementedError(absl::StrCat("export: ONNX op '", node.op_type, "' at node '",
+                                                 node.name,
+                                                 "' runs as a fallback step on CPU, and CUDA "
+                                                 "artifacts have none: export with --target cpu"));
   }
   Node plain = node;
   plain.attributes.erase(graph::kFallbackAttr);
@@ -316,9 +316,9 @@ absl::Status Exporter::AddFallbackStep(const Node& node) {
   while (used > 0 && node.outputs[used - 1].empty()) --used;
   for (size_t i = 0; i < used; ++i) {
     if (node.outputs[i].empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "export: fallback node '", node.name, "' (", node.op_type, ") leaves output ", i,
-          " unnamed before a named one"));
+      return absl::UnimplementedError(absl::StrCat("export: fallback node '", node.name, "' (",
+                                                   node.op_type, ") leaves output ", i,
+                                                   " unnamed before a named one"));
     }
     step.outputs.push_back(node.outputs[i]);
   }
@@ -349,8 +349,7 @@ void Exporter::FindFakeQuantization() {
     if (made == producer.end()) continue;
     const Node& q = *made->second;
     if (q.op_type != "QuantizeLinear" || q.inputs.size() < 2 ||
-        q.IntAttr("axis", 1) != node.IntAttr("axis", 1) || !same(q, node, 1) ||
-        !same(q, node, 2)) {
+        q.IntAttr("axis", 1) != node.IntAttr("axis", 1) || !same(q, node, 1) || !same(q, node, 2)) {
       continue;
     }
     fake_quantize_[node.name] = &q;
@@ -396,9 +395,8 @@ absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& pla
         if (!space.ok()) {
           // No mapping of the target computes this workload (e.g. an integer matmul on CUDA).
           return absl::UnimplementedError(absl::StrCat(
-              "export: node '", absl::StrJoin(item.node_names, "+"), "' (",
-              kernel.spec.description, ") has no '", target::TargetName(hw.target),
-              "' kernel: ", space.status().message()));
+              "export: node '", absl::StrJoin(item.node_names, "+"), "' (", kernel.spec.description,
+              ") has no '", target::TargetName(hw.target), "' kernel: ", space.status().message()));
         }
         kernel.spec.trace = space->DefaultTrace().ToString();
         kernel.spec.mapping = space->mapping();
@@ -422,10 +420,9 @@ absl::Status Exporter::AddKernels(const std::vector<graph::PlannedWorkload>& pla
     steps_.push_back(std::move(step));
   }
   if (!untuned.empty() && options_.require_tuned) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(untuned.size(), " workload", untuned.size() > 1 ? "s have" : " has",
-                     " no record for this hardware (--require-tuned): ",
-                     absl::StrJoin(untuned, "; ")));
+    return absl::FailedPreconditionError(absl::StrCat(
+        untuned.size(), " workload", untuned.size() > 1 ? "s have" : " has",
+        " no record for this hardware (--require-tuned): ", absl::StrJoin(untuned, "; ")));
   }
   for (const std::string& name : untuned) {
     manifest_.warnings.push_back(absl::StrCat("untuned, default schedule: ", name));
@@ -496,8 +493,8 @@ void Exporter::MergeSliceTransposes() {
     if (found == slice_of.end() || reads[sliced] != 1 || merged.count(found->second)) continue;
     const PendingStep& slice = steps_[found->second];
     int64_t base = 0;
-    const std::vector<int64_t> view = runtime::SliceStrides(
-        graph_.tensor(slice.inputs[0]).shape, slice.spec.params, &base);
+    const std::vector<int64_t> view =
+        runtime::SliceStrides(graph_.tensor(slice.inputs[0]).shape, slice.spec.params, &base);
     std::optional<std::vector<int64_t>> reshaped = ReshapedStrides(
         graph_.tensor(sliced).shape, view, graph_.tensor(transpose.inputs[0]).shape);
     if (!reshaped) continue;
@@ -518,7 +515,8 @@ absl::Status Exporter::PrepackWeights() {
   for (const PendingStep& step : steps_) {
     for (const std::string& input : step.inputs) {
       const std::string root = Root(input);
-      if (graph_.IsConstant(root)) readers[root].insert(step.spec.op == "kernel" ? step.spec.kernel : -1);
+      if (graph_.IsConstant(root))
+        readers[root].insert(step.spec.op == "kernel" ? step.spec.kernel : -1);
     }
   }
   for (const std::string& output : graph_.outputs) readers[Root(output)].insert(-1);
@@ -583,11 +581,9 @@ absl::StatusOr<std::vector<PendingStep>> Exporter::Ordered() const {
     bool progress = false;
     for (size_t index = 0; index < steps_.size(); ++index) {
       if (done[index]) continue;
-      const bool inputs_ready =
-          std::all_of(steps_[index].inputs.begin(), steps_[index].inputs.end(),
-                      [&](const std::string& name) {
-                        return name.empty() || ready.count(Root(name)) > 0;
-                      });
+      const bool inputs_ready = std::all_of(
+          steps_[index].inputs.begin(), steps_[index].inputs.end(),
+          [&](const std::string& name) { return name.empty() || ready.count(Root(name)) > 0; });
       if (!inputs_ready) continue;
       ordered.push_back(steps_[index]);
       ready.insert(steps_[index].outputs.begin(), steps_[index].outputs.end());
@@ -619,16 +615,18 @@ struct Inside {
   int64_t at = 0;
 };
 
-/// Concats whose inputs their producers can write in place: along an axis with nothing but 1s
-/// before it (the channels of a batch-1 image, the tokens of a batch-1 sequence) each input is
-/// one contiguous run of the output, so its storage is placed at that run of the output's
-/// storage and the concat step finds its bytes already there (runtime/model.cc skips them).
-/// SqueezeNet's and GoogLeNet's channel concats, ViT's class token before the patches. An
-/// input stays a copy unless every input of that concat qualifies: computed (not a weight or
-/// a model input), stored alone and exactly (no larger tensor shares its storage), not placed
-/// in another concat already, at a 64-byte aligned run. The output's life is stretched over
-/// its inputs' (over their inputs', for concats of concats).
-std::vector<Inside> PlaceConcatInputs(const runtime::Manifest& m, std::vector<Live>* lives) {
+/// Storages that are views of another, so the step between them copies nothing (runtime/model.cc
+/// skips bytes already in place):
+///  - the inputs of a Concat along an axis with nothing but 1s before it (the channels of a
+///    batch-1 image, the tokens of a batch-1 sequence): each input is one contiguous run of the
+///    output, so its producer writes it there (SqueezeNet's and GoogLeNet's channel concats,
+///    ViT's class token before the patches). Only when every input of that concat qualifies:
+///    computed (not a weight or a model input), stored alone and exactly (no larger tensor shares
+///    its storage), not placed inside another storage already, at a 64-byte aligned run;
+///  - the output of a Slice that is one contiguous 64-byte aligned run of its computed input (a
+///    channel split), stored alone and exactly, no model output: it is read where it lies.
+/// The outermost storage's life is stretched over everything placed inside it.
+std::vector<Inside> PlaceViews(const runtime::Manifest& m, std::vector<Live>* lives) {
   std::vector<Inside> inside(lives->size());
   std::set<int> model_inputs, model_outputs;
   for (int input : m.inputs) model_inputs.insert(m.tensors[input].storage);
@@ -778,20 +776,20 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
   for (const PendingStep& step : steps) produced.insert(step.outputs.begin(), step.outputs.end());
   for (const std::string& output : graph_.outputs) {
     if (!graph_.IsConstant(Root(output)) && !produced.count(Root(output))) {
-      return absl::InternalError(absl::StrCat("export: no step computes graph output '", output,
-                                              "'"));
+      return absl::InternalError(
+          absl::StrCat("export: no step computes graph output '", output, "'"));
     }
     GTCO_ASSIGN_OR_RETURN(int index, tensor_index(output));
     if (manifest_.tensors[index].weight) {
-      return absl::UnimplementedError(absl::StrCat(
-          "export: graph output '", output, "' is a constant; the runtime returns computed "
-          "tensors only"));
+      return absl::UnimplementedError(absl::StrCat("export: graph output '", output,
+                                                   "' is a constant; the runtime returns computed "
+                                                   "tensors only"));
     }
     manifest_.outputs.push_back(index);
     touch(index, end);
   }
   const std::vector<Inside> inside =
-      graph::KeepCopies() ? std::vector<Inside>(lives.size()) : PlaceConcatInputs(manifest_, &lives);
+      graph::KeepCopies() ? std::vector<Inside>(lives.size()) : PlaceViews(manifest_, &lives);
   // Storages by liveness: largest first, each at the lowest offset no overlapping-in-time
   // storage already placed occupies.
   std::vector<int> order;
@@ -822,7 +820,7 @@ absl::Status Exporter::BuildTensors(const std::vector<PendingStep>& steps) {
     manifest_.arena_bytes = std::max(manifest_.arena_bytes, RoundUp(offset + live.bytes, kAlign));
     placed.push_back(storage);
   }
-  // Storages inside concat outputs, once the outermost is placed.
+  // Storages inside others (views), once the outermost is placed.
   std::function<int64_t(int)> offset_of = [&](int storage) -> int64_t {
     const Inside& in = inside[storage];
     return in.parent < 0 ? manifest_.storages[storage].offset : offset_of(in.parent) + in.at;
@@ -899,9 +897,9 @@ absl::StatusOr<std::string> Exporter::CompileCudaCode(const target::HardwareInfo
     absl::StatusOr<codegen::CompiledCuda> compiled =
         codegen::CompileCuda(source, spec->entry, manifest_.cuda_arch);
     if (!compiled.ok()) {
-      return absl::Status(compiled.status().code(),
-                          absl::StrCat("export: kernel ", spec->description, ": ",
-                                       compiled.status().message()));
+      return absl::Status(
+          compiled.status().code(),
+          absl::StrCat("export: kernel ", spec->description, ": ", compiled.status().message()));
     }
     append(compiled->cubin, &spec->cubin_offset, &spec->cubin_bytes);
   }
@@ -973,7 +971,8 @@ absl::Status VerifyExport(std::string_view model_bytes, const onnx::ShapeOverrid
   verify::VerifyReport& report = result->verification;
   if (options.verify) {
     if (options.progress) {
-      options.progress("verifying the artifact against the reference interpreter of the ONNX graph");
+      options.progress(
+          "verifying the artifact against the reference interpreter of the ONNX graph");
     }
     GTCO_ASSIGN_OR_RETURN(report, verify::VerifyArtifact(model_bytes, overrides, result->artifact,
                                                          options.verify_options));
@@ -1001,9 +1000,10 @@ absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options
   if (options.target == target::Target::kCuda) {
     absl::StatusOr<runtime::CudaArch> arch = runtime::ParseCudaArch(options.cuda_arch);
     if (!arch.ok() || arch->specific || arch->version < 80) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "export: CUDA architecture '", options.cuda_arch, "' is not one GTCO compiles for "
-          "(sm_80 or later, e.g. sm_80, sm_86, sm_89, sm_90)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("export: CUDA architecture '", options.cuda_arch,
+                       "' is not one GTCO compiles for "
+                       "(sm_80 or later, e.g. sm_80, sm_86, sm_89, sm_90)"));
     }
     return target::CudaArchPreset(arch->version);
   }
@@ -1012,8 +1012,8 @@ absl::StatusOr<target::HardwareInfo> ExportHardware(const ExportOptions& options
 #else
   std::vector<std::string> features = options.cpu_features;
   if (features.empty()) {
-    GTCO_ASSIGN_OR_RETURN(features, codegen::LevelFeatures(options.isa.empty() ? "x86-64-v3"
-                                                                               : options.isa));
+    GTCO_ASSIGN_OR_RETURN(features,
+                          codegen::LevelFeatures(options.isa.empty() ? "x86-64-v3" : options.isa));
   }
   GTCO_ASSIGN_OR_RETURN(codegen::AotTarget level, codegen::AotTargetFor(features, options.isa));
   if (level.cpu == "x86-64") {
@@ -1070,8 +1070,9 @@ absl::StatusOr<ExportResult> ExportModel(std::string_view model_bytes,
     options.progress(absl::StrCat("plan: ", plan.regions.size(),
                                   " regions with alternatives, by measured cost: ", counts));
   }
-  GTCO_ASSIGN_OR_RETURN(ExportResult result,
-                        Exporter(graph, options, lookup).Run(graph::SelectPlan(graph, plan, choice)));
+  GTCO_ASSIGN_OR_RETURN(
+      ExportResult result,
+      Exporter(graph, options, lookup).Run(graph::SelectPlan(graph, plan, choice)));
   result.fallbacks = graph::FallbackNodes(graph);
   GTCO_RETURN_IF_ERROR(VerifyExport(model_bytes, overrides, options, &result));
   return result;

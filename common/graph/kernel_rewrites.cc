@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,28 @@ const Tensor* StaticF32(const Graph& graph, const std::string& name) {
   return tensor;
 }
 
+/// A Conv's image, weights and output when all are static f32 tensors of `rank` dims and the
+/// weights a constant with their values (explicit pads: no auto_pad but NOTSET).
+struct ConvTensors {
+  const Tensor *x = nullptr, *w = nullptr, *y = nullptr;
+};
+std::optional<ConvTensors> ConstantWeightConv(const Node& node, const Graph& graph, size_t rank) {
+  if (node.op_type != "Conv" || node.inputs.size() < 2 || node.outputs.empty()) {
+    return std::nullopt;
+  }
+  if (node.HasAttr("auto_pad") && node.attributes.at("auto_pad").s != "NOTSET") {
+    return std::nullopt;
+  }
+  ConvTensors t{StaticF32(graph, node.inputs[0]), StaticF32(graph, node.inputs[1]),
+                StaticF32(graph, node.outputs[0])};
+  if (t.x == nullptr || t.w == nullptr || t.y == nullptr || !t.w->is_constant ||
+      t.x->shape.size() != rank || t.w->shape.size() != rank || t.y->shape.size() != rank ||
+      static_cast<int64_t>(t.w->float_data.size()) != t.w->NumElements()) {
+    return std::nullopt;
+  }
+  return t;
+}
+
 bool HardActivation(const Node& node, Graph& graph, std::vector<Node>* out) {
   if (node.op_type != "HardSigmoid" && node.op_type != "HardSwish") return false;
   const Tensor* x = StaticF32(graph, node.inputs.at(0));
@@ -109,7 +132,7 @@ bool ReduceAxes(const Node& node, const Graph& graph, int64_t rank, std::vector<
   return true;
 }
 
-bool TrailingReduction(const Node& node, Graph& graph, std::vector<Node>* out) {
+bool ReductionAsRows(const Node& node, Graph& graph, std::vector<Node>* out) {
   if (node.op_type != "ReduceMean" && node.op_type != "ReduceSum") return false;
   const Tensor* x = StaticF32(graph, node.inputs.at(0));
   const Tensor* y = node.outputs.empty() ? nullptr : StaticF32(graph, node.outputs[0]);
@@ -324,16 +347,9 @@ std::pair<int64_t, int64_t> LiveTaps(int64_t in, int64_t out, int64_t kernel, in
 /// the pads shrink by what the dropped taps spanned, so every output reads the same values.
 /// DeepLabV3's atrous 3x3s of dilation 24 and 36 on a 14x14 map are 1x1 convs (9x fewer FLOPs).
 bool TrimDeadConvTaps(const Node& node, Graph& graph, std::vector<Node>* out) {
-  if (node.op_type != "Conv" || node.inputs.size() < 2 || node.outputs.empty()) return false;
-  const Tensor* x = StaticF32(graph, node.inputs[0]);
-  const Tensor* w = StaticF32(graph, node.inputs[1]);
-  const Tensor* y = StaticF32(graph, node.outputs[0]);
-  if (x == nullptr || w == nullptr || y == nullptr || !w->is_constant || x->shape.size() != 4 ||
-      w->shape.size() != 4 || y->shape.size() != 4 ||
-      static_cast<int64_t>(w->float_data.size()) != w->NumElements()) {
-    return false;
-  }
-  if (node.HasAttr("auto_pad") && node.attributes.at("auto_pad").s != "NOTSET") return false;
+  const std::optional<ConvTensors> conv_tensors = ConstantWeightConv(node, graph, 4);
+  if (!conv_tensors) return false;
+  const auto [x, w, y] = *conv_tensors;
   std::vector<int64_t> pads = node.IntsAttr("pads");
   std::vector<int64_t> strides = node.IntsAttr("strides");
   std::vector<int64_t> dilations = node.IntsAttr("dilations");
@@ -380,19 +396,14 @@ bool TrimDeadConvTaps(const Node& node, Graph& graph, std::vector<Node>* out) {
 /// convs over the rows they reach; each partial result is placed by a Concat with zeros. Every
 /// output is the same sum of the same products, in another order.
 bool SplitSparseDilatedConv(const Node& node, Graph& graph, std::vector<Node>* out) {
-  if (node.op_type != "Conv" || node.inputs.size() < 2 || node.outputs.empty()) return false;
-  const Tensor* x = StaticF32(graph, node.inputs[0]);
-  const Tensor* w = StaticF32(graph, node.inputs[1]);
-  const Tensor* y = StaticF32(graph, node.outputs[0]);
-  if (x == nullptr || w == nullptr || y == nullptr || !w->is_constant || x->shape.size() != 4 ||
-      w->shape.size() != 4 ||
-      y->shape != std::vector<int64_t>{x->shape[0], w->shape[0], x->shape[2], x->shape[3]} ||
+  const std::optional<ConvTensors> conv_tensors = ConstantWeightConv(node, graph, 4);
+  if (!conv_tensors) return false;
+  const auto [x, w, y] = *conv_tensors;
+  if (y->shape != std::vector<int64_t>{x->shape[0], w->shape[0], x->shape[2], x->shape[3]} ||
       w->shape[2] != 3 || w->shape[3] != 3 || w->shape[1] != x->shape[1] ||
-      static_cast<int64_t>(w->float_data.size()) != w->NumElements() ||
       node.IntAttr("group", 1) != 1) {
     return false;
   }
-  if (node.HasAttr("auto_pad") && node.attributes.at("auto_pad").s != "NOTSET") return false;
   const std::vector<int64_t> pads = node.IntsAttr("pads");
   const std::vector<int64_t> strides = node.IntsAttr("strides");
   const std::vector<int64_t> dilations = node.IntsAttr("dilations");
@@ -581,7 +592,7 @@ absl::Status RewriteForKernels(Graph& graph) {
   rewritten.reserve(graph.nodes.size());
   for (const Node& node : graph.nodes) {
     if (!node.domain.empty() ||
-        !(HardActivation(node, graph, &rewritten) || TrailingReduction(node, graph, &rewritten) ||
+        !(HardActivation(node, graph, &rewritten) || ReductionAsRows(node, graph, &rewritten) ||
           InstanceNorm(node, graph, &rewritten) || Conv1d(node, graph, &rewritten) ||
           InferenceDropout(node, graph, &rewritten) || NoOpPad(node, graph, &rewritten) ||
           TrimDeadConvTaps(node, graph, &rewritten) ||

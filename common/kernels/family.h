@@ -55,19 +55,20 @@ using schedule::MissingCudaArch;
 
 // Loop-IR lowering helpers (CPU families).
 using schedule::AlignToOutput;
-using schedule::ConvEpilogueInputShape;
 using schedule::CheckOneOf;
 using schedule::CheckRange;
+using schedule::ConvEpilogueInputShape;
 using schedule::EmitVectorRange;
 using schedule::EpilogueBuilder;
 using schedule::InputName;
 using schedule::KernelParams;
 using schedule::kOutputName;
 using schedule::LoopOrSkip;
-using schedule::UnrolledSteps;
 using schedule::LowerEwOp;
 using schedule::NumElements;
+using schedule::Prefer;
 using schedule::RangeBody;
+using schedule::UnrolledSteps;
 using schedule::VectorGroupFits;
 using schedule::VectorWidths;
 using schedule::VectorWidthsWidestFirst;

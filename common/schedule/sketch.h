@@ -3,6 +3,7 @@
 // sketches themselves live with their kernel family in common/kernels/.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ struct Knob {
   std::string name;
   std::vector<int64_t> values;
 };
+
+/// Moves `value` to the front of the knob's values (its default) when it is among them.
+inline void Prefer(Knob& knob, int64_t value) {
+  auto found = std::find(knob.values.begin(), knob.values.end(), value);
+  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
+}
 
 /// Decision values in the sketch's knob order.
 using KnobValues = std::vector<int64_t>;

@@ -391,8 +391,11 @@ TEST(ExportVerificationTest, ChannelConcatsAndSlicesOfBatchOneAreViews) {
   }
   absl::StatusOr<std::vector<runtime::OutputTensor>> outputs = (*model)->Run(inputs);
   ASSERT_TRUE(outputs.ok()) << outputs.status();
+  int checked = 0;
   for (const runtime::OutputTensor& output : *outputs) {
     if (output.name != "stacked") continue;
+    ++checked;
+    ASSERT_EQ(output.bytes.size(), size_t{16 * 128 * 64 * 4});
     const float* stacked = reinterpret_cast<const float*>(output.bytes.data());
     for (int64_t c = 0; c < 16; ++c) {
       for (int64_t i = 0; i < 64 * 64; ++i) {
@@ -403,6 +406,7 @@ TEST(ExportVerificationTest, ChannelConcatsAndSlicesOfBatchOneAreViews) {
       }
     }
   }
+  EXPECT_EQ(checked, 1);
 }
 
 TEST(ExportVerificationTest, NoVerifySkipsTheCheckAndSaysSo) {

@@ -3,8 +3,8 @@
 // (par_chunk elements per task; 0 = serial), and vectorized, unrolled inner loops.
 #include <algorithm>
 
-#include "common/kernels/family.h"
 #include "common/kernels/broadcast.h"
+#include "common/kernels/family.h"
 #include "common/schedule/epilogue.h"
 #include "common/schedule/lower_util.h"
 #include "common/schedule/sketch.h"
@@ -44,23 +44,17 @@ class ElementwiseSketchImpl final : public LoopSketch {
   /// SegFormer's standalone GELUs (401K elements, erf inline) at 2.9 GB/s: a third of its run.
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const int64_t count = NumElements(w.output.shape);
-    std::vector<int64_t> chunks = {0};
+    Knob par_chunk{"par_chunk", {0}};
+    int64_t preferred = 0;
     for (int64_t chunk : kChunks) {
-      if (hw.cores > 1 && chunk < count) chunks.push_back(chunk);
+      if (hw.cores <= 1 || chunk >= count) continue;
+      par_chunk.values.push_back(chunk);
+      if (count >= kParallelFrom && count >= kTasksPerCore * hw.cores * chunk) preferred = chunk;
     }
-    if (count >= kParallelFrom) {
-      for (auto chunk = chunks.rbegin(); chunk != chunks.rend(); ++chunk) {
-        if (*chunk > 0 && count >= kTasksPerCore * hw.cores * *chunk) {
-          std::rotate(chunks.begin(), std::find(chunks.begin(), chunks.end(), *chunk),
-                      std::find(chunks.begin(), chunks.end(), *chunk) + 1);
-          break;
-        }
-      }
-    }
+    Prefer(par_chunk, preferred);
     const int64_t last = CollapseBroadcastDims(w).out.back();
-    return {{"vw", VectorWidthsWidestFirst(last, hw.MaxFloatLanes())},
-            {"unroll", kUnrolls},
-            {"par_chunk", chunks}};
+    return {
+        {"vw", VectorWidthsWidestFirst(last, hw.MaxFloatLanes())}, {"unroll", kUnrolls}, par_chunk};
   }
 
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,

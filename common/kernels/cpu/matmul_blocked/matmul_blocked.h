@@ -114,8 +114,6 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
 /// choice already divides M. It joins the mr knob's values.
 int64_t DividingTileRows(const FmaMappingSpec& spec, int64_t m);
 
-/// Moves `value` to the front of the knob's values (its default) when it is among them.
-void Prefer(Knob& knob, int64_t value);
 /// The value of `values` nearest to `target` (the first of equals).
 int64_t NearestTo(const std::vector<int64_t>& values, int64_t target);
 

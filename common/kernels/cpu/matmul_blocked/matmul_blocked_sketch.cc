@@ -107,11 +107,6 @@ std::vector<int64_t> NcValues(int64_t n, int cores, int64_t vw) {
 
 }  // namespace
 
-void Prefer(Knob& knob, int64_t value) {
-  auto found = std::find(knob.values.begin(), knob.values.end(), value);
-  if (found != knob.values.end()) std::rotate(knob.values.begin(), found, found + 1);
-}
-
 int64_t NearestTo(const std::vector<int64_t>& values, int64_t target) {
   int64_t best = values.front();
   for (int64_t value : values) {
