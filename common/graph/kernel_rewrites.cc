@@ -398,7 +398,8 @@ bool TrimDeadConvTaps(const Node& node, Graph& graph, std::vector<Node>* out) {
 bool SplitSparseDilatedConv(const Node& node, Graph& graph, std::vector<Node>* out) {
   const std::optional<ConvTensors> conv_tensors = ConstantWeightConv(node, graph, 4);
   if (!conv_tensors) return false;
-  const auto [x, w, y] = *conv_tensors;
+  // Named pointers, not a structured binding: the lambdas below capture them.
+  const Tensor *x = conv_tensors->x, *w = conv_tensors->w, *y = conv_tensors->y;
   if (y->shape != std::vector<int64_t>{x->shape[0], w->shape[0], x->shape[2], x->shape[3]} ||
       w->shape[2] != 3 || w->shape[3] != 3 || w->shape[1] != x->shape[1] ||
       node.IntAttr("group", 1) != 1) {
