@@ -97,6 +97,12 @@ const ConvCase kCases[] = {
     {"mb_1x1_576to96x14", 576, 14, 96, 1, 1, 0},
     {"mb_1x1_960to160x7", 960, 7, 160, 1, 1, 0},
     {"mb_1x1_320to1280x7", 320, 7, 1280, 1, 1, 0},
+    // SqueezeNet 1.1's 3x3 expand convs and VGG-11's first two 3x3s (few input channels).
+    {"sq_3x3_16to64x55", 16, 55, 64, 3, 1, 1},
+    {"sq_3x3_32to128x27", 32, 27, 128, 3, 1, 1},
+    {"sq_3x3_48to192x13", 48, 13, 192, 3, 1, 1},
+    {"vgg_3x3_3to64x224", 3, 224, 64, 3, 1, 1},
+    {"vgg_3x3_64to128x112", 64, 112, 128, 3, 1, 1},
 };
 
 ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {

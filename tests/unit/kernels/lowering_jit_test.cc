@@ -127,9 +127,9 @@ TEST_F(ScheduleJitTest, MatMulTransposedOperands) {
 // what it computes on the plain B (tails in M, N and K included).
 TEST_F(ScheduleJitTest, MatMulReadsAPrepackedConstantB) {
   int prepacked = 0;
-  for (const ir::Workload& w : {MatMul(1, 37, 100, 70), MatMul(1, 128, 768, 96),
-                                MatMulBiasGelu(1, 19, 45, 300),
-                                MatMul(3, 9, 35, 70, false, false, true, /*b_batched=*/false)}) {
+  for (const ir::Workload& w :
+       {MatMul(1, 37, 100, 70), MatMul(1, 128, 768, 96), MatMulBiasGelu(1, 19, 45, 300),
+        MatMul(3, 9, 35, 70, false, false, true, /*b_batched=*/false)}) {
     SCOPED_TRACE(w.Description());
     absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, target::DetectHostCpu());
     ASSERT_TRUE(space.ok()) << space.status();
@@ -370,9 +370,9 @@ ir::Workload Conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t
 }
 
 /// Random traces of every conv mapping the host has (avx512_fma, avx2_fma) against the reference.
-void CheckEveryConvMapping(const ir::Workload& w, int samples, uint64_t seed,
-                           const std::function<void(const SearchSpace&, const ir::Workload&, int,
-                                                    uint64_t)>& check) {
+void CheckEveryConvMapping(
+    const ir::Workload& w, int samples, uint64_t seed,
+    const std::function<void(const SearchSpace&, const ir::Workload&, int, uint64_t)>& check) {
   ASSERT_TRUE(w.Validate().ok()) << w.Validate();
   absl::StatusOr<std::vector<SearchSpace>> spaces =
       kernels::CreateMappingSpaces(w, target::DetectHostCpu());
@@ -404,8 +404,8 @@ TEST_F(ScheduleJitTest, ConvGroupsDilationAsymmetricPadsAndEpilogue) {
   // Unpadded stride 2 (no masked reads), then bias + residual + ReLU as ResNet's blocks end.
   CheckEveryConvMapping(Conv(1, 4, 9, 9, 8, 3, 3, 2, {0, 0, 0, 0}), 6, 22, check);
   ir::Workload w = Conv(1, 16, 14, 14, 32, 3, 3, 1, {1, 1, 1, 1});
-  w.inputs.push_back(schedule::testing::Tensor({32, 1, 1}));        // bias per channel
-  w.inputs.push_back(schedule::testing::Tensor({1, 32, 14, 14}));   // residual
+  w.inputs.push_back(schedule::testing::Tensor({32, 1, 1}));       // bias per channel
+  w.inputs.push_back(schedule::testing::Tensor({1, 32, 14, 14}));  // residual
   w.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
                 {ir::EwOp::kAdd, {schedule::testing::Val(0), schedule::testing::In(3)}},
                 {ir::EwOp::kRelu, {schedule::testing::Val(1)}}};
@@ -479,8 +479,10 @@ TEST_F(ScheduleJitTest, ConvStagedImageBandEveryLayout) {
 TEST_F(ScheduleJitTest, ConvPackedPatchPanelsEveryRowLayout) {
   for (const ir::Workload& w :
        {Conv(1, 8, 7, 7, 16, 3, 3, 1, {1, 1, 1, 1}), Conv(1, 4, 30, 30, 8, 3, 3, 1, {1, 1, 1, 1}),
-        Conv(2, 6, 15, 13, 8, 3, 3, 2, {1, 0, 1, 2}, 2), Conv(1, 3, 20, 20, 8, 5, 5, 3, {2, 2, 2, 2}),
-        Conv(1, 4, 12, 12, 8, 3, 3, 1, {2, 2, 2, 2}, 1, 2, 2), Conv(1, 5, 9, 40, 4, 1, 3, 1, {0, 1, 0, 1})}) {
+        Conv(2, 6, 15, 13, 8, 3, 3, 2, {1, 0, 1, 2}, 2),
+        Conv(1, 3, 20, 20, 8, 5, 5, 3, {2, 2, 2, 2}),
+        Conv(1, 4, 12, 12, 8, 3, 3, 1, {2, 2, 2, 2}, 1, 2, 2),
+        Conv(1, 5, 9, 40, 4, 1, 3, 1, {0, 1, 0, 1})}) {
     ASSERT_TRUE(w.Validate().ok()) << w.Validate();
     absl::StatusOr<std::vector<SearchSpace>> spaces =
         kernels::CreateMappingSpaces(w, target::DetectHostCpu());
@@ -575,6 +577,64 @@ TEST_F(ScheduleJitTest, ConvChannelsVectorizedPrepackedOrPackedAtRunTime) {
   EXPECT_NE(refused.status().message().find("groups"), std::string::npos) << refused.status();
 }
 
+// Winograd F(2x2, 3x3) (3x3 convs of stride 1): even and odd output sides (tiles cut by the
+// edge), pads on some sides only and none, several images (blocks of tiles crossing from one
+// image into the next), channel tails (K not a multiple of the lanes), K blocks whose partial
+// sums are reloaded from the task's results, a 1x1 output, the bias + residual + ReLU epilogue
+// in the output transform. Sampled schedules run with U pre-packed and with pack_b 1 (the
+// kernel transforms W itself), against the reference; other convs are refused with the reason.
+TEST_F(ScheduleJitTest, ConvWinogradMatchesTheReference) {
+  const target::HardwareInfo host = target::DetectHostCpu();
+  if (!host.HasFeature("avx2") || !host.HasFeature("fma")) {
+    GTEST_SKIP() << "the Winograd conv needs avx2+fma: " << host.Summary();
+  }
+  const std::string mapping =
+      host.HasFeature("avx512f") ? "avx512_fma_winograd" : "avx2_fma_winograd";
+  ir::Workload residual = Conv(2, 32, 9, 9, 40, 3, 3, 1, {1, 1, 1, 1});
+  residual.inputs.push_back(schedule::testing::Tensor({40, 1, 1}));
+  residual.inputs.push_back(schedule::testing::Tensor({2, 40, 9, 9}));
+  residual.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
+                       {ir::EwOp::kAdd, {schedule::testing::Val(0), schedule::testing::In(3)}},
+                       {ir::EwOp::kRelu, {schedule::testing::Val(1)}}};
+  std::mt19937_64 rng(47);
+  int k_blocked = 0;
+  for (const ir::Workload& w :
+       {residual, Conv(1, 8, 10, 10, 16, 3, 3, 1, {1, 1, 1, 1}),
+        Conv(3, 6, 9, 7, 20, 3, 3, 1, {1, 0, 1, 2}), Conv(1, 5, 3, 3, 4, 3, 3, 1, {0, 0, 0, 0}),
+        Conv(1, 64, 28, 28, 64, 3, 3, 1, {1, 1, 1, 1}),
+        Conv(1, 3, 4, 70, 16, 3, 3, 1, {1, 1, 1, 1})}) {
+    SCOPED_TRACE(w.Description());
+    ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+    absl::StatusOr<SearchSpace> space = CreateSpaceForMapping(w, host, mapping);
+    ASSERT_TRUE(space.ok()) << space.status();
+    std::vector<std::vector<float>> inputs = ir::RandomInputs(w, 43);
+    const std::vector<float> expected = ir::ComputeReference(w, inputs);
+    double rtol, atol;
+    ir::DefaultTolerance(w, &rtol, &atol);
+    for (int sample = 0; sample <= 8; ++sample) {
+      const Trace searched = sample == 0 ? space->DefaultTrace() : space->Sample(rng);
+      ASSERT_EQ(searched.Get("pack_b"), 2) << searched.ToString();
+      k_blocked += searched.Get("kc") < w.conv.in_channels ? 1 : 0;
+      for (const Trace& trace : {searched, kernels::WithPackB(searched, 1)}) {
+        absl::StatusOr<std::vector<float>> output = Run(w, trace, inputs);
+        ASSERT_TRUE(output.ok()) << trace.ToString() << ": " << output.status();
+        absl::Status match = ir::CompareOutputs(expected, *output, rtol, atol);
+        EXPECT_TRUE(match.ok()) << trace.ToString() << ": " << match;
+      }
+    }
+    ASSERT_TRUE(jit_->Reset().ok());
+  }
+  EXPECT_GT(k_blocked, 0);  // some sampled schedule split K
+  for (const ir::Workload& other : {Conv(1, 8, 9, 9, 8, 3, 3, 2, {1, 1, 1, 1}),
+                                    Conv(1, 8, 9, 9, 8, 3, 3, 1, {1, 1, 1, 1}, /*groups=*/2),
+                                    Conv(1, 8, 9, 9, 8, 5, 5, 1, {2, 2, 2, 2})}) {
+    absl::StatusOr<SearchSpace> refused = CreateSpaceForMapping(other, host, mapping);
+    ASSERT_FALSE(refused.ok()) << other.Description();
+    EXPECT_NE(refused.status().message().find("3x3 kernels of stride 1"), std::string::npos)
+        << refused.status();
+  }
+}
+
 /// The extents of the vectorized loops over `var` in `stmt`.
 void VectorExtents(const ir::Stmt& stmt, const std::string& var, std::vector<int64_t>* extents) {
   if (stmt == nullptr) return;
@@ -594,13 +654,12 @@ void VectorExtents(const ir::Stmt& stmt, const std::string& var, std::vector<int
 TEST_F(ScheduleJitTest, ConvPatchPanelVectorsArePowersOfTwoWide) {
   const bool avx512 = target::DetectHostCpu().MaxFloatLanes() >= 16;
   const std::string sketch = avx512 ? "conv_avx512_fma/v1" : "conv_avx2_fma/v1";
-  for (const ir::Workload& w : {Conv(1, 8, 56, 56, 16, 3, 3, 1, {1, 1, 1, 1}),
-                                Conv(1, 4, 28, 28, 8, 3, 3, 1, {1, 1, 1, 1}),
-                                Conv(1, 4, 7, 7, 8, 3, 3, 1, {1, 1, 1, 1}),
-                                Conv(1, 4, 6, 6, 8, 3, 3, 1, {1, 1, 1, 1})}) {
+  for (const ir::Workload& w :
+       {Conv(1, 8, 56, 56, 16, 3, 3, 1, {1, 1, 1, 1}), Conv(1, 4, 28, 28, 8, 3, 3, 1, {1, 1, 1, 1}),
+        Conv(1, 4, 7, 7, 8, 3, 3, 1, {1, 1, 1, 1}), Conv(1, 4, 6, 6, 8, 3, 3, 1, {1, 1, 1, 1})}) {
     for (const char* nr : {"1", "2", "3"}) {
-      const std::string text = sketch + ";mr=4;nr=" + nr +
-                               ";kc=72;mc=16;nc=4096;par=0;unroll_k=1;pack_a=0;pack_b=1";
+      const std::string text =
+          sketch + ";mr=4;nr=" + nr + ";kc=72;mc=16;nc=4096;par=0;unroll_k=1;pack_a=0;pack_b=1";
       SCOPED_TRACE(w.Description() + " " + text);
       absl::StatusOr<Trace> trace = Trace::Parse(text);
       ASSERT_TRUE(trace.ok()) << trace.status();
@@ -654,8 +713,7 @@ TEST_F(ScheduleJitTest, CpuFusedAttentionMatchesTheReference) {
   }
   ir::Workload with_epilogue = CpuAttention(2, 9, 20, 8, 16, 1);
   with_epilogue.inputs.push_back(schedule::testing::Tensor({2, 9, 16}));  // residual
-  with_epilogue.epilogue = {
-      {ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(4)}}};
+  with_epilogue.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(4)}}};
   ASSERT_TRUE(with_epilogue.Validate().ok()) << with_epilogue.Validate();
   CheckRandomTraces(with_epilogue, 8, 32);
   // A mask of BERT's kind: -FLT_MAX on padded keys, so those keys get no weight.
@@ -673,7 +731,8 @@ TEST_F(ScheduleJitTest, CpuFusedAttentionMatchesTheReference) {
   // K not transposed: no CPU mapping applies (the planner keeps such patterns unfused).
   ir::AttentionParams plain = CpuAttention(1, 4, 4, 8, 8, 0).attention;
   plain.k_transposed = false;
-  EXPECT_FALSE(kernels::CreateSpace(ir::MakeAttentionWorkload(plain), target::DetectHostCpu()).ok());
+  EXPECT_FALSE(
+      kernels::CreateSpace(ir::MakeAttentionWorkload(plain), target::DetectHostCpu()).ok());
 }
 
 TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {
@@ -683,14 +742,13 @@ TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {
   // dilated one, EfficientNet's 5x5 stride 2, and images so narrow that no output column has
   // every tap inside (the direct sketch's border columns only); each on the direct mapping and
   // the implicit-GEMM ones.
-  for (const ir::Workload& w :
-       {Conv(1, 16, 14, 14, 16, 3, 3, 1, {1, 1, 1, 1}, 16),
-        Conv(2, 8, 15, 15, 8, 3, 3, 2, {1, 1, 1, 1}, 8),
-        Conv(1, 4, 9, 10, 8, 3, 3, 1, {1, 0, 2, 1}, 4),
-        Conv(1, 4, 13, 13, 4, 3, 3, 1, {0, 0, 0, 0}, 4, 2, 2),
-        Conv(1, 6, 11, 11, 6, 5, 5, 2, {2, 2, 2, 2}, 6),
-        Conv(1, 4, 3, 2, 4, 3, 3, 1, {1, 1, 1, 1}, 4),
-        Conv(1, 3, 5, 3, 3, 5, 5, 1, {2, 2, 2, 2}, 3)}) {
+  for (const ir::Workload& w : {Conv(1, 16, 14, 14, 16, 3, 3, 1, {1, 1, 1, 1}, 16),
+                                Conv(2, 8, 15, 15, 8, 3, 3, 2, {1, 1, 1, 1}, 8),
+                                Conv(1, 4, 9, 10, 8, 3, 3, 1, {1, 0, 2, 1}, 4),
+                                Conv(1, 4, 13, 13, 4, 3, 3, 1, {0, 0, 0, 0}, 4, 2, 2),
+                                Conv(1, 6, 11, 11, 6, 5, 5, 2, {2, 2, 2, 2}, 6),
+                                Conv(1, 4, 3, 2, 4, 3, 3, 1, {1, 1, 1, 1}, 4),
+                                Conv(1, 3, 5, 3, 3, 5, 5, 1, {2, 2, 2, 2}, 3)}) {
     absl::StatusOr<std::vector<SearchSpace>> spaces =
         kernels::CreateMappingSpaces(w, target::DetectHostCpu());
     ASSERT_TRUE(spaces.ok()) << spaces.status();
@@ -704,10 +762,10 @@ TEST_F(ScheduleJitTest, DepthwiseConvHasADirectMappingToo) {
   const std::vector<float> expected = ir::ComputeReference(dw, inputs);
   double rtol, atol;
   ir::DefaultTolerance(dw, &rtol, &atol);
-  for (const char* text : {"conv_dw_direct/v2;vw=8;unroll=1;par=1;stage=0",
-                           "conv_dw_direct/v2;vw=16;unroll=1;par=0;stage=1",
-                           "conv_dw_direct/v2;vw=4;unroll=2;par=1;stage=1",
-                           "conv_dw_direct/v1;vw=4;unroll=1;par=1"}) {
+  for (const char* text :
+       {"conv_dw_direct/v2;vw=8;unroll=1;par=1;stage=0",
+        "conv_dw_direct/v2;vw=16;unroll=1;par=0;stage=1",
+        "conv_dw_direct/v2;vw=4;unroll=2;par=1;stage=1", "conv_dw_direct/v1;vw=4;unroll=1;par=1"}) {
     absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(text);
     ASSERT_TRUE(trace.ok()) << trace.status();
     absl::StatusOr<std::vector<float>> output = Run(dw, *trace, inputs);
@@ -729,8 +787,7 @@ TEST_F(ScheduleJitTest, ConvEpilogueBroadcastingOverOneSpatialDimIsRefused) {
   absl::StatusOr<SearchSpace> space = kernels::CreateSpace(w, target::DetectHostCpu());
   ASSERT_FALSE(space.ok());
   EXPECT_EQ(space.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(space.status().message().find("one spatial dim"), std::string::npos)
-      << space.status();
+  EXPECT_NE(space.status().message().find("one spatial dim"), std::string::npos) << space.status();
 }
 
 TEST_F(ScheduleJitTest, ConvResNetStageDefaultTrace) {
@@ -776,8 +833,7 @@ TEST_F(ScheduleJitTest, PoolMaxAndAverageWithPadsCeilModeAndEpilogue) {
   CheckRandomTraces(Pool(false, 3, 10, 13, 3, 2, {1, 0, 1, 2}, false, true), 6, 43);
   CheckRandomTraces(Pool(true, 2, 11, 11, 3, 2, {0, 0, 0, 0}, /*ceil_mode=*/true), 6, 44);
   CheckRandomTraces(Pool(false, 2, 11, 12, 2, 3, {1, 1, 1, 1}, true, true), 6, 45);
-  CheckRandomTraces(Pool(true, 2, 12, 12, 3, 1, {2, 2, 2, 2}, false, false, /*dilation=*/2), 6,
-                    46);
+  CheckRandomTraces(Pool(true, 2, 12, 12, 3, 1, {2, 2, 2, 2}, false, false, /*dilation=*/2), 6, 46);
   CheckRandomTraces(Pool(false, 4, 8, 8, 2, 2, {0, 0, 0, 0}), 6, 47);
   // Rows wide enough for whole 16-lane vectors of interior columns, read as stride-2 and
   // stride-3 spans (one load and a shuffle), beside the clamped border columns.

@@ -159,13 +159,18 @@ TEST(CreateMappingSpacesTest, ConvMappingsAreRankedByShape) {
     EXPECT_TRUE(spaces.ok()) << spaces.status();
     return spaces.ok() ? spaces->front().mapping() : std::string();
   };
-  EXPECT_EQ(first(64, 56, 64, 3, Avx512Host()), "avx512_fma_channels");
-  EXPECT_EQ(first(512, 7, 512, 3, Avx512Host()), "avx512_fma_channels");
+  // 3x3 stride 1 with 16+ input and 32+ output channels: Winograd F(2x2, 3x3); on 7x7 planes
+  // only with 256x256+ channels (DenseNet's 128->32 there stays channel-vectorized).
+  EXPECT_EQ(first(64, 56, 64, 3, Avx512Host()), "avx512_fma_winograd");
+  EXPECT_EQ(first(512, 7, 512, 3, Avx512Host()), "avx512_fma_winograd");
+  EXPECT_EQ(first(128, 7, 32, 3, Avx512Host()), "avx512_fma_channels");
   EXPECT_EQ(first(960, 7, 160, 1, Avx512Host()), "avx512_fma_channels");
   EXPECT_EQ(first(64, 56, 256, 1, Avx512Host()), "avx512_fma");
-  EXPECT_EQ(first(128, 56, 32, 3, Avx512Host()), "avx512_fma_channels");
+  EXPECT_EQ(first(128, 56, 32, 3, Avx512Host()), "avx512_fma_winograd");
   EXPECT_EQ(first(16, 28, 16, 3, Avx512Host()), "avx512_fma");
-  EXPECT_EQ(first(64, 56, 64, 3, Avx2Host()), "avx2_fma_channels");
+  EXPECT_EQ(first(16, 55, 64, 3, Avx512Host()), "avx512_fma_winograd");
+  EXPECT_EQ(first(3, 224, 64, 3, Avx512Host()), "avx512_fma_channels");
+  EXPECT_EQ(first(64, 56, 64, 3, Avx2Host()), "avx2_fma_winograd");
   EXPECT_EQ(first(64, 56, 256, 1, Avx2Host()), "avx2_fma");
   // CreateSpace (an untuned export's mapping) takes the same first one.
   ir::ConvParams p;
@@ -174,6 +179,10 @@ TEST(CreateMappingSpacesTest, ConvMappingsAreRankedByShape) {
   p.kernel_h = p.kernel_w = 3;
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
   absl::StatusOr<SearchSpace> space = kernels::CreateSpace(ir::MakeConvWorkload(p), Avx512Host());
+  ASSERT_TRUE(space.ok()) << space.status();
+  EXPECT_EQ(space->mapping(), "avx512_fma_winograd");
+  p.stride_h = p.stride_w = 2;  // a strided 3x3 is no Winograd conv
+  space = kernels::CreateSpace(ir::MakeConvWorkload(p), Avx512Host());
   ASSERT_TRUE(space.ok()) << space.status();
   EXPECT_EQ(space->mapping(), "avx512_fma_channels");
 }
@@ -306,15 +315,15 @@ TEST(PruneRuleTest, ChannelConvKeepsPackedPatchesInL2) {
   auto conv = [](int64_t kc, int64_t mc, int64_t pack_a) {
     return KnobValues{6, 4, kc, mc, 64, 1, 1, pack_a, 2};
   };
-  EXPECT_EQ(RuleOf(sketch, w, hw, conv(576, 392, 1)), "admitted");          // 882 KiB
+  EXPECT_EQ(RuleOf(sketch, w, hw, conv(576, 392, 1)), "admitted");         // 882 KiB
   EXPECT_EQ(RuleOf(sketch, w, hw, conv(576, 1568, 1)), "l2_patch_block");  // 3.4 MiB
   EXPECT_EQ(RuleOf(sketch, w, hw, conv(192, 1568, 1)), "l2_patch_block");  // 1.1 MiB
   // A 1x1 conv reads its image in place: no block to pack.
   ir::ConvParams pointwise = p;
   pointwise.kernel_h = pointwise.kernel_w = 1;
   pointwise.pad_top = pointwise.pad_left = pointwise.pad_bottom = pointwise.pad_right = 0;
-  EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(pointwise), hw, KnobValues{6, 4, 64, 1568, 64, 1,
-                                                                            1, 0, 2}),
+  EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(pointwise), hw,
+                   KnobValues{6, 4, 64, 1568, 64, 1, 1, 0, 2}),
             "admitted");
   // A staged band (pack_a 2) holds the block's input rows once, not R*S-fold: the 3.4 MiB
   // patch block above is a 0.45 MiB band (64 channels x 31 rows x 58 columns).
@@ -324,9 +333,9 @@ TEST(PruneRuleTest, ChannelConvKeepsPackedPatchesInL2) {
   EXPECT_EQ(RuleOf(sketch, w, hw, conv(192, 1568, 2)), "staged_channels");
   ir::ConvParams wide = p;
   wide.in_channels = 256;  // a whole-K band of 256 channels x 58 x 58: 3.3 MiB
-  EXPECT_EQ(RuleOf(sketch, ir::MakeConvWorkload(wide), hw,
-                   KnobValues{6, 4, 2304, 3136, 64, 1, 1, 2, 2}),
-            "l2_band");
+  EXPECT_EQ(
+      RuleOf(sketch, ir::MakeConvWorkload(wide), hw, KnobValues{6, 4, 2304, 3136, 64, 1, 1, 2, 2}),
+      "l2_band");
   // A block of every pixel of ResNet's stem (12544 x 98 > 4 MiB as packed A) stages a band of
   // 2 channels x 229 x 229: admitted, and it lowers (the plan's packed-A size limit does not
   // apply to a staged A).

@@ -2,4 +2,5 @@
 # "avx512_fma", "avx2_fma" for conv workloads).
 target_sources(gtco_kernels PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/conv_sketch.cc
-  ${CMAKE_CURRENT_LIST_DIR}/conv_amx_sketch.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/conv_amx_sketch.cc
+  ${CMAKE_CURRENT_LIST_DIR}/conv_winograd_sketch.cc)

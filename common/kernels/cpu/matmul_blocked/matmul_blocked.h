@@ -109,6 +109,13 @@ absl::StatusOr<PrepackedOperand> PrepackForView(const schedule::Trace& t, KnobVa
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
     const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
 
+/// The Winograd half of PrepackConstantB (cpu/conv): for a Winograd conv trace
+/// (conv_*_fma_winograd/v1) the trace reading U pre-packed and U, W [K, C, 3, 3] transformed
+/// (G g G^T per output and input channel), [16][C, K] in PrepackB's panels per position, back to
+/// back; nullopt for other traces.
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackWinogradConvWeights(
+    const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
+
 /// The register tile's row count that divides M where none of the spec's row counts above 4 does
 /// (the largest such divisor of M above 4, at most the spec's widest); 0 when there is none or a
 /// choice already divides M. It joins the mr knob's values.
@@ -152,6 +159,7 @@ struct GemmOperands {
   /// applies at.
   struct Place {
     ir::Expr index, epilogue_row, epilogue_col;
+    std::string buffer = kOutputName;  ///< the buffer `index` indexes
   };
   /// Optional: the place of C[row, col]. Absent: the output is [batch, m, n] row-major and the
   /// epilogue runs at (b * m + row, col). The channel-vectorized conv sets it: its rows are
@@ -182,8 +190,26 @@ struct GemmOperands {
     std::function<ir::Expr(const ir::Expr& i_begin, const ir::Expr& row)> row_offset;
     std::function<ir::Expr(const ir::Expr& group)> group_offset;
     std::function<ir::Expr(const ir::Expr& step)> step_offset;
+    /// Optional (with batch_in_task): where batch entry b's staging starts, when `fill` stages
+    /// every batch entry of the block at once.
+    std::function<ir::Expr(const ir::Expr& b)> batch_offset;
   };
   std::optional<StagedA> staged_a;
+  /// B pre-packed once per batch entry (pack_b = kPackBPrepacked), PrepackB's layout for each,
+  /// back to back: entry b's panels start at b * K * (N rounded up to whole column tiles).
+  bool prepacked_b_per_batch = false;
+  /// Optional: each task is one (M block, N block) that runs every batch entry, K blocks
+  /// outermost: per K block, staged_a->fill once (its b is 0; it stages every batch entry, at
+  /// batch_offset(b)), then each batch entry's tiles. Results go to the task-local buffer
+  /// `buffer` at [b][row - i_begin][col - j_begin] (rows of the plan's col_block floats, partial
+  /// sums reloaded from there), no epilogue; then `finish` reads them for the block whose first
+  /// row and column are (i_begin, j_begin) and writes the output. Winograd's conv: the batch
+  /// entries are the 16 transform positions, the finish its output transform.
+  struct BatchInTask {
+    std::string buffer;
+    std::function<ir::Stmt(const ir::Expr& i_begin, const ir::Expr& j_begin)> finish;
+  };
+  std::optional<BatchInTask> batch_in_task;
 };
 /// A plain matmul's operands: inputs "in0" (A) and "in1" (B) as MatMulParams lays them out.
 GemmOperands MatMulOperands(const ir::MatMulParams& p);

@@ -87,7 +87,9 @@ class BlockedLowering {
   /// Partial sums of K blocks kept in a local [row_block][col_block + vw] buffer instead of the
   /// output: when the output is not row-major C (GemmOperands::out), reloading them from there
   /// would gather.
-  bool LocalPartials() const { return plan_.k_blocks > 1 && operands_.out != nullptr; }
+  bool LocalPartials() const {
+    return plan_.k_blocks > 1 && operands_.out != nullptr && !operands_.batch_in_task;
+  }
   int64_t PartialStride() const { return plan_.col_block + plan_.vw; }
   /// A packed by columns (GemmOperands::pack_a_column): one [kc][row_block] block, each K row
   /// written at once, tiles reading their rows at a stride of row_block.
@@ -117,6 +119,13 @@ Expr BlockedLowering::BLoad(const Expr& k, const Expr& col) const {
 
 GemmOperands::Place BlockedLowering::OutPlace(const Expr& i0, const Expr& r,
                                               const Expr& col) const {
+  if (operands_.batch_in_task) {
+    // The task's own [batch][row_block][col_block] result buffer.
+    const Expr row = i0 + r - mb_ * MakeInt(plan_.row_block);
+    const Expr local = (b_ * MakeInt(plan_.row_block) + row) * MakeInt(plan_.col_block) +
+                       (col - nb_ * MakeInt(plan_.col_block));
+    return {local, i0 + r, col, operands_.batch_in_task->buffer};
+  }
   if (operands_.out) return operands_.out(b_, i0 + r, col);
   return {(b_ * MakeInt(plan_.p.m) + (i0 + r)) * MakeInt(plan_.p.n) + col,
           b_ * MakeInt(plan_.p.m) + i0 + r, col};
@@ -174,9 +183,10 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
     const Expr steps = KExtent() / MakeInt(staged.groups);
     auto update = [&](const Expr& step) {
       return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
-        const Expr a_value =
-            ir::MakeLoad(kAPack, staged.row_offset(i_begin, tile.i0 + r) +
-                                     staged.group_offset(g) + staged.step_offset(step));
+        Expr a_at = staged.row_offset(i_begin, tile.i0 + r) + staged.group_offset(g) +
+                    staged.step_offset(step);
+        if (staged.batch_offset) a_at = staged.batch_offset(b_) + a_at;
+        const Expr a_value = ir::MakeLoad(kAPack, a_at);
         const Expr b_value = BValue(tile, g * steps + step, c, v);
         return ir::MakeStore(acc, slot, ir::MakeLoad(acc, slot) + a_value * b_value);
       });
@@ -188,14 +198,13 @@ Stmt BlockedLowering::KLoop(const TileSpec& tile, const std::string& acc) const 
   }
   auto update = [&](const Expr& k_local) {
     return TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
-      const Expr a_value =
-          tile.a_pack_base != nullptr
-              ? ir::MakeLoad(kAPack, tile.a_pack_base +
-                                         k_local * MakeInt(tile.a_pack_stride > 0
-                                                               ? tile.a_pack_stride
-                                                               : tile.rows) +
-                                         r)
-              : ALoad(tile.i0 + r, KBegin() + k_local);
+      const Expr a_value = tile.a_pack_base != nullptr
+                               ? ir::MakeLoad(kAPack, tile.a_pack_base +
+                                                          k_local * MakeInt(tile.a_pack_stride > 0
+                                                                                ? tile.a_pack_stride
+                                                                                : tile.rows) +
+                                                          r)
+                               : ALoad(tile.i0 + r, KBegin() + k_local);
       return ir::MakeStore(acc, slot,
                            ir::MakeLoad(acc, slot) + a_value * BValue(tile, k_local, c, v));
     });
@@ -212,9 +221,9 @@ Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,
         [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
           const Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
           const GemmOperands::Place place = OutPlace(tile.i0, r, col);
-          Stmt store = ir::MakeStore(kOutputName, place.index,
-                                     epilogue_.Apply(ir::MakeLoad(acc, slot), place.epilogue_row,
-                                                     place.epilogue_col));
+          Stmt store = ir::MakeStore(
+              place.buffer, place.index,
+              epilogue_.Apply(ir::MakeLoad(acc, slot), place.epilogue_row, place.epilogue_col));
           return tile.masked ? ir::MakeIf(Lt(col, MakeInt(plan_.p.n)), store) : store;
         },
         /*rows_in_lanes=*/true);
@@ -225,16 +234,16 @@ Stmt BlockedLowering::WriteBack(const TileSpec& tile, const std::string& acc,
     if (!tile.masked) {
       Expr value = ir::MakeLoad(acc, slot);
       if (final_block) value = epilogue_.Apply(value, place.epilogue_row, place.epilogue_col);
-      return ir::MakeStore(kOutputName, place.index, value);
+      return ir::MakeStore(place.buffer, place.index, value);
     }
     // Read the accumulator unmasked (keeps it in registers); only the epilogue's loads and the
     // store run under the column mask.
     const std::string held = tile.tag + "_val";
     Expr value = MakeVar(held, ir::ScalarType::kF32);
     if (final_block) value = epilogue_.Apply(value, place.epilogue_row, place.epilogue_col);
-    return ir::MakeLet(held, ir::MakeLoad(acc, slot),
-                       ir::MakeIf(Lt(col, MakeInt(plan_.p.n)),
-                                  ir::MakeStore(kOutputName, place.index, value)));
+    return ir::MakeLet(
+        held, ir::MakeLoad(acc, slot),
+        ir::MakeIf(Lt(col, MakeInt(plan_.p.n)), ir::MakeStore(place.buffer, place.index, value)));
   });
 }
 
@@ -268,8 +277,8 @@ Stmt BlockedLowering::Tile(const TileSpec& tile) const {
         TileLoops(tile, [&](const Expr& r, const Expr& c, const Expr& v, const Expr& slot) {
           Expr col = tile.j0 + c * MakeInt(plan_.vw) + v;
           if (tile.masked) col = ir::Min(col, MakeInt(plan_.p.n - 1));
-          return ir::MakeStore(acc, slot,
-                               ir::MakeLoad(kOutputName, OutPlace(tile.i0, r, col).index));
+          const GemmOperands::Place place = OutPlace(tile.i0, r, col);
+          return ir::MakeStore(acc, slot, ir::MakeLoad(place.buffer, place.index));
         });
     init = ir::MakeIf(Eq(ko_, MakeInt(0)), zero, reload);
     if (!epilogue_.empty()) {
@@ -286,8 +295,8 @@ Stmt BlockedLowering::PackBPanel(const Expr& j0, int64_t width, bool zero_past_n
   const Expr k_local = MakeVar("pk"), col = MakeVar("pc");
   if (operands_.pack_b_row) {
     return ir::MakeFor("pk", MakeInt(0), KExtent(), ForKind::kSerial,
-                       operands_.pack_b_row(b_, KBegin() + k_local, j0, width, zero_past_n,
-                                            kBPack, k_local * MakeInt(width)));
+                       operands_.pack_b_row(b_, KBegin() + k_local, j0, width, zero_past_n, kBPack,
+                                            k_local * MakeInt(width)));
   }
   const Expr dest = k_local * MakeInt(width) + col;
   Stmt copy = ir::MakeStore(kBPack, dest, BLoad(KBegin() + k_local, j0 + col));
@@ -306,8 +315,7 @@ Stmt BlockedLowering::PackABlock(const Expr& i_begin, const Expr& row_tiles) con
     // Every row of the block (rows past M, in the last block, are neither packed nor read).
     return ir::MakeFor("pa_k", MakeInt(0), KExtent(), ForKind::kSerial,
                        operands_.pack_a_column(b_, KBegin() + k_local, i_begin, plan_.row_block,
-                                               false, kAPack,
-                                               k_local * MakeInt(plan_.row_block)));
+                                               false, kAPack, k_local * MakeInt(plan_.row_block)));
   }
   auto copy_rows = [&](int64_t rows, const Expr& first_row, const Expr& base) {
     Stmt store = ir::MakeStore(kAPack, base + k_local * MakeInt(rows) + r,
@@ -336,13 +344,16 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
   // The tiles of one column panel starting at j0: full row tiles, then the row tail.
   auto column = [&](const std::string& tag, int64_t vecs, const Expr& j0, int64_t b_width,
                     bool masked) {
-    TileSpec full{tag,    plan_.mr, vecs,   i_begin + it * MakeInt(plan_.mr), j0, nullptr,
-                  b_width, masked,   kBPack, nullptr};
+    TileSpec full{tag,    plan_.mr, vecs,   i_begin + it * MakeInt(plan_.mr), j0, nullptr, b_width,
+                  masked, kBPack,   nullptr};
     if (plan_.prepacked_b) {
       // This column tile's panel of the current K block in the pre-packed B (PrepackB).
       full.b_buffer = InputName(1);
-      full.b_base = ko_ * MakeInt(plan_.kc * PaddedN()) + (j0 / MakeInt(plan_.tc)) * KExtent() *
-                                                              MakeInt(plan_.tc);
+      full.b_base = ko_ * MakeInt(plan_.kc * PaddedN()) +
+                    (j0 / MakeInt(plan_.tc)) * KExtent() * MakeInt(plan_.tc);
+      if (operands_.prepacked_b_per_batch) {
+        full.b_base = b_ * MakeInt(plan_.p.k * PaddedN()) + full.b_base;
+      }
     }
     if (ColumnPackedA()) {
       full.a_pack_base = it * MakeInt(plan_.mr);
@@ -353,8 +364,8 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
     std::vector<Stmt> stmts = {
         LoopOrSkip("it", MakeInt(0), row_tiles, ForKind::kSerial, Tile(full))};
     if (plan_.row_tail > 0) {
-      TileSpec tail{tag + "t", plan_.row_tail, vecs, tail_i0, j0, nullptr, b_width, masked,
-                    kBPack,    nullptr};
+      TileSpec tail{tag + "t", plan_.row_tail, vecs,   tail_i0, j0,
+                    nullptr,   b_width,        masked, kBPack,  nullptr};
       tail.b_buffer = full.b_buffer;
       tail.b_base = full.b_base;
       if (ColumnPackedA()) {
@@ -368,8 +379,7 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
     return ir::MakeBlock(stmts);
   };
   const Expr j0 = j_begin + jt * MakeInt(plan_.tc);
-  Stmt panel =
-      column("m", plan_.nr, j0, plan_.pack_b || plan_.prepacked_b ? plan_.tc : 0, false);
+  Stmt panel = column("m", plan_.nr, j0, plan_.pack_b || plan_.prepacked_b ? plan_.tc : 0, false);
   if (plan_.pack_b) panel = ir::MakeBlock({PackBPanel(j0, plan_.tc, false), panel});
   std::vector<Stmt> stmts = {LoopOrSkip("jt", MakeInt(0), col_tiles, ForKind::kSerial, panel)};
   if (plan_.col_tail > 0) {
@@ -378,8 +388,8 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
     const int64_t width = plan_.col_tail_vecs * plan_.vw;
     if (plan_.prepacked_b) {
       // Pre-packed: the tail tile's panel is already zero-padded to tc columns.
-      stmts.push_back(When(last_n_always, last_n,
-                           column("n", plan_.col_tail_vecs, tail_j0, plan_.tc, true)));
+      stmts.push_back(
+          When(last_n_always, last_n, column("n", plan_.col_tail_vecs, tail_j0, plan_.tc, true)));
       return WithAStaged(i_begin, row_tiles, std::move(stmts));
     }
     stmts.push_back(When(last_n_always, last_n,
@@ -392,7 +402,7 @@ Stmt BlockedLowering::KBlockBody(const Expr& i_begin, const Expr& row_tiles, con
 Stmt BlockedLowering::WithAStaged(const Expr& i_begin, const Expr& row_tiles,
                                   std::vector<Stmt> stmts) const {
   if (plan_.pack_a) stmts.insert(stmts.begin(), PackABlock(i_begin, row_tiles));
-  if (plan_.staged_a) {
+  if (plan_.staged_a && !operands_.batch_in_task) {
     stmts.insert(stmts.begin(), operands_.staged_a->fill(b_, KBegin(), KExtent(), i_begin, kAPack));
   }
   return ir::MakeBlock(stmts);
@@ -413,6 +423,14 @@ Stmt BlockedLowering::TaskBody() const {
                              : ir::Min(MakeInt(plan_.col_block / plan_.tc),
                                        (MakeInt(p.n) - j_begin) / MakeInt(plan_.tc));
   Stmt body = KBlockBody(i_begin, row_tiles, j_begin, col_tiles);
+  if (operands_.batch_in_task) {
+    // Every batch entry of the K block, after the block's staging (GemmOperands::BatchInTask).
+    body = ir::MakeFor("b", MakeInt(0), MakeInt(p.batch), ForKind::kSerial, body);
+    if (plan_.staged_a) {
+      body = ir::MakeBlock(
+          {operands_.staged_a->fill(MakeInt(0), KBegin(), KExtent(), i_begin, kAPack), body});
+    }
+  }
   if (plan_.k_blocks > 1) {
     body = ir::MakeFor("ko", MakeInt(0), MakeInt(plan_.k_blocks), ForKind::kSerial, body);
   }
@@ -435,6 +453,17 @@ Stmt BlockedLowering::TaskBody() const {
 Stmt BlockedLowering::Build() const {
   const int64_t per_batch = plan_.m_blocks * plan_.n_blocks;
   const Expr task = MakeVar("task");
+  if (operands_.batch_in_task) {
+    const GemmOperands::BatchInTask& in_task = *operands_.batch_in_task;
+    const Stmt body = ir::MakeAllocate(
+        in_task.buffer, plan_.p.batch * plan_.row_block * plan_.col_block,
+        ir::MakeBlock({TaskBody(), in_task.finish(mb_ * MakeInt(plan_.row_block),
+                                                  nb_ * MakeInt(plan_.col_block))}));
+    return ir::MakeFor("task", MakeInt(0), MakeInt(per_batch),
+                       plan_.parallel ? ForKind::kParallel : ForKind::kSerial,
+                       ir::MakeLet("nb", task / MakeInt(plan_.m_blocks),
+                                   ir::MakeLet("mb", task % MakeInt(plan_.m_blocks), body)));
+  }
   Stmt body =
       ir::MakeLet("b", task / MakeInt(per_batch),
                   ir::MakeLet("nb", (task / MakeInt(plan_.m_blocks)) % MakeInt(plan_.n_blocks),

@@ -398,6 +398,9 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
                                                                  const std::vector<float>& b) {
   if (w.anchor == ir::AnchorKind::kConv) {
     if (t.sketch == internal::kAmxConvSketchName) return internal::PrepackAmxConvWeights(w, t, b);
+    if (t.sketch.find("_winograd/") != std::string::npos) {
+      return internal::PrepackWinogradConvWeights(w, t, b);
+    }
     return internal::PrepackChannelConvWeights(w, t, b);
   }
   if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
