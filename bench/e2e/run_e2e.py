@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """End to end: real models exported from PyTorch, tuned on a local farm, exported as artifacts and
-run with gtco-run beside ONNX Runtime and TVM MetaSchedule (2 threads each, batch 1, each in its
+run with gtco-run beside ONNX Runtime, OpenVINO and TVM MetaSchedule (2 threads each, batch 1, each in its
 own process, median of N runs after warm-up, peak RSS, outputs compared). Writes
 bench/results/e2e.md.
 
@@ -9,6 +9,12 @@ bench/results/e2e.md.
         [--bert-python /path/to/venv/bin/python]
         [--tvm-python .deps/tvm/bin/python | --no-tvm] [--tvm-max-tasks N]
         [--precision MODEL=bf16|bf16x3,...]
+        [--openvino-python .deps/openvino/bin/python | --no-openvino]
+
+OpenVINO (bench/e2e/install_openvino.sh makes its venv, .deps/openvino, the default
+--openvino-python when it is there) runs in the same alternating rounds at f32
+(INFERENCE_PRECISION_HINT=f32) and at its default precision (bf16 where the CPU has AVX512-BF16
+or AMX), bench/e2e/run_exported.py's OPENVINO_RUNNER.
 
 --precision tunes and exports the named models with gtco-client's --precision (the others in f32;
 ONNX Runtime and TVM always run the fp32 model), so that one run holds, say, ResNet-50 in f32
@@ -40,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import where_time_goes  # noqa: E402
-from run_exported import ROOT, compare, cpu_name, scratch_dir  # noqa: E402
+from run_exported import DEFAULT_OPENVINO, ROOT, compare, cpu_name, scratch_dir  # noqa: E402
 
 # GTCO_BENCH_BUILD: a build folder other than build/ (e.g. a copy of its binaries, so that a long
 # run is not disturbed by rebuilding build/).
@@ -194,7 +200,7 @@ def tune_and_compare(work, tag, env, onnx_path, artifact, args, precision="f32")
     finally:
         farm.stop()
     result = compare(onnx_path, artifact, args.runs, args.rounds,
-                     os.path.splitext(artifact)[0] + ".io")
+                     os.path.splitext(artifact)[0] + ".io", args.openvino)
     return tasks, trials, seconds, plan, result
 
 
@@ -227,8 +233,15 @@ def main():
     parser.add_argument("--precision", default="",
                         help="MODEL=bf16|bf16x3,...: those models tuned and exported with "
                              "gtco-client's --precision (the others f32)")
+    parser.add_argument("--openvino-python",
+                        default=DEFAULT_OPENVINO if os.path.exists(DEFAULT_OPENVINO) else None,
+                        help="OpenVINO's venv interpreter (bench/e2e/install_openvino.sh; default "
+                             ".deps/openvino/bin/python when it is there, else no OpenVINO "
+                             "columns)")
+    parser.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "e2e.md"))
     args = parser.parse_args()
+    args.openvino = None if args.no_openvino else args.openvino_python
     precisions = {}
     for item in filter(None, args.precision.split(",")):
         model, _, value = item.partition("=")
@@ -334,11 +347,19 @@ def main():
             "on AMX, near-f32 accuracy; see bench/e2e/run_bf16.py), the others in f32; ONNX "
             "Runtime and TVM run the fp32 model, and the output difference is against ONNX "
             "Runtime's fp32 outputs.", ""]),
+        *([] if not args.openvino else [
+            "OpenVINO: the same ONNX file, in the same alternating rounds, compiled for CPU with "
+            "PERFORMANCE_HINT=LATENCY and INFERENCE_NUM_THREADS=2, once with "
+            "INFERENCE_PRECISION_HINT=f32 and once at its default precision (the column names "
+            "the precision it chose); its outputs compared with ONNX Runtime's fp32.", ""]),
         "| model | GTCO precision | tasks | trials | tuning wall | plan | GTCO (gtco-run) | "
         "ONNX Runtime | GTCO speed-up | peak RSS GTCO / ORT | max rel. output diff |"
+        + (" OpenVINO f32 | GTCO vs OpenVINO f32 | OpenVINO default | GTCO vs OpenVINO "
+           "default | OpenVINO max rel. diff f32 / default |" if args.openvino else "")
         + (" TVM tasks / trials | TVM tuning wall | TVM MetaSchedule | GTCO speed-up vs TVM | "
            "TVM peak RSS | TVM max rel. output diff |" if tvm_python else ""),
         "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+        + ("---:|" * 5 if args.openvino else "")
         + ("---:|" * 6 if tvm_python else ""),
     ]
     for name, precision, tasks, trials, seconds, plan, r, tvm in rows:
@@ -349,6 +370,14 @@ def main():
             f"{o['median_seconds'] * 1e3:.2f} ms | {o['median_seconds'] / g['median_seconds']:.2f}x | "
             f"{g['peak_rss_bytes'] / 2**20:.0f} / {o['peak_rss_bytes'] / 2**20:.0f} MiB | "
             f"{r['worst_rel_diff']:.1e} |")
+        if args.openvino:
+            f32, default = r["openvino"]["f32"], r["openvino"]["default"]
+            line += (
+                f" {f32['median_seconds'] * 1e3:.2f} ms | "
+                f"{f32['median_seconds'] / g['median_seconds']:.2f}x | "
+                f"{default['median_seconds'] * 1e3:.2f} ms ({default['precision']}) | "
+                f"{default['median_seconds'] / g['median_seconds']:.2f}x | "
+                f"{f32['worst_rel_diff']:.1e} / {default['worst_rel_diff']:.1e} |")
         if tvm_python and tvm is None:
             line += " - |" * 6
         elif tvm_python and "error" in tvm:

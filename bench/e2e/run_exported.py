@@ -1,10 +1,16 @@
 #!/usr/bin/python3
-"""An exported model (gtco-run) beside ONNX Runtime on the same ONNX model: each in its own
-process, 2 threads, batch as exported, N runs after warm-up in alternating rounds (median of the
-rounds' medians), peak RSS, and whether the outputs match on the same random inputs.
+"""An exported model (gtco-run) beside ONNX Runtime (and OpenVINO, where its venv is there) on
+the same ONNX model: each in its own process, 2 threads, batch as exported, N runs after warm-up
+in alternating rounds (median of the rounds' medians), peak RSS, and whether the outputs match on
+the same random inputs.
 
     PYTHONPATH=.deps/python bench/e2e/run_exported.py MODEL.onnx ARTIFACT.gtco [--runs 50]
-        [--rounds 5]
+        [--rounds 5] [--openvino-python .deps/openvino/bin/python | --no-openvino]
+
+OpenVINO (bench/e2e/install_openvino.sh makes its venv, .deps/openvino) runs twice per round: at
+f32 (INFERENCE_PRECISION_HINT=f32) and at its default precision (bf16 on a CPU with AVX512-BF16
+or AMX, f32 elsewhere; the precision it chose is reported), PERFORMANCE_HINT=LATENCY and
+INFERENCE_NUM_THREADS=2 both times.
 """
 import argparse
 import json
@@ -48,17 +54,50 @@ print(json.dumps({"median_seconds": times[len(times) // 2], "version": ort.__ver
 """
 
 
+OPENVINO_RUNNER = r"""
+import json, resource, sys, time
+import numpy as np, openvino as ov
+model, inputs_dir, runs, out_dir, precision = sys.argv[1:6]
+runs = int(runs)
+config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": 2}
+if precision == "f32":
+    config["INFERENCE_PRECISION_HINT"] = "f32"
+core = ov.Core()
+compiled = core.compile_model(core.read_model(model), "CPU", config)
+request = compiled.create_infer_request()
+feeds = {i.get_any_name(): np.load(f"{inputs_dir}/{n}.npy")
+         for n, i in enumerate(compiled.inputs)}
+for _ in range(5):
+    request.infer(feeds)
+times = []
+for _ in range(runs):
+    start = time.perf_counter()
+    request.infer(feeds)
+    times.append(time.perf_counter() - start)
+for n, output in enumerate(compiled.outputs):
+    np.save(f"{out_dir}/{n}.npy", request.get_tensor(output).data.copy())
+times.sort()
+print(json.dumps({"median_seconds": times[len(times) // 2], "version": ov.__version__,
+                  "precision": str(compiled.get_property("INFERENCE_PRECISION_HINT")),
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "outputs": len(compiled.outputs)}))
+"""
+DEFAULT_OPENVINO = os.path.join(ROOT, ".deps", "openvino", "bin", "python")
+
+
 def cpu_name():
     """The machine named precisely (bench/machine.py): CPU model, family/model/stepping, flags,
     cores, memory."""
     return machine.describe()
 
 
-def compare(model, artifact, runs, rounds=5, work=None):
-    """Runs `artifact` (gtco-run) and `model` (ONNX Runtime), each in its own process, on the same
-    random inputs; returns a dict of both medians, peak RSS, the kernels tuned, the worst
-    relative output difference, and the folder of the inputs ({n}.npy) and of ONNX Runtime's
-    outputs (ort/{n}.npy), which bench/e2e/tvm_runner.py reuses: `work`, or a scratch folder."""
+def compare(model, artifact, runs, rounds=5, work=None, openvino=None):
+    """Runs `artifact` (gtco-run) and `model` (ONNX Runtime; with `openvino`, the interpreter of
+    OpenVINO's venv, also OpenVINO at f32 and at its default precision), each in its own
+    process, on the same random inputs; returns a dict of the medians, peak RSS, the kernels
+    tuned, the worst relative output difference (each OpenVINO run's in its own entry), and the
+    folder of the inputs ({n}.npy) and of ONNX Runtime's outputs (ort/{n}.npy), which
+    bench/e2e/tvm_runner.py reuses: `work`, or a scratch folder."""
     if work is None:
         work = scratch_dir("gtco-e2e-")
     os.makedirs(work, exist_ok=True)
@@ -82,6 +121,11 @@ def compare(model, artifact, runs, rounds=5, work=None):
     # the same stretches instead of one after the other.
     per_round = max(1, -(-runs // rounds))
     gtco_rounds, ort_rounds = [], []
+    ov_rounds = {"f32": [], "default": []} if openvino else {}
+    for precision in ov_rounds:
+        os.makedirs(f"{work}/openvino-{precision}", exist_ok=True)
+    # OpenVINO's runs go through its own venv (its numpy; .deps/python stays out).
+    ov_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     for _ in range(rounds):
         gtco_rounds.append(json.loads(subprocess.run(
             [GTCO_RUN, artifact, *gtco_args, "--threads", "2", "--bench", str(per_round),
@@ -90,6 +134,11 @@ def compare(model, artifact, runs, rounds=5, work=None):
         ort_rounds.append(json.loads(subprocess.run(
             [sys.executable, "-c", ORT_RUNNER, model, work, str(per_round), f"{work}/ort"],
             capture_output=True, text=True, check=True).stdout))
+        for precision, results in ov_rounds.items():
+            results.append(json.loads(subprocess.run(
+                [openvino, "-c", OPENVINO_RUNNER, model, work, str(per_round),
+                 f"{work}/openvino-{precision}", precision], capture_output=True, text=True,
+                check=True, env=ov_env).stdout))
 
     def merged(results):
         medians = sorted(r["median_seconds"] for r in results)
@@ -105,8 +154,20 @@ def compare(model, artifact, runs, rounds=5, work=None):
         got, want = np.load(written["path"]), np.load(f"{work}/ort/{n}.npy")
         scale = max(float(np.max(np.abs(want))), 1e-30)
         worst = max(worst, float(np.max(np.abs(got - want))) / scale)
+    openvino_results = {}
+    for precision, results in ov_rounds.items():
+        result = merged(results)
+        result["worst_rel_diff"] = 0.0
+        for n in range(result["outputs"]):
+            got = np.load(f"{work}/openvino-{precision}/{n}.npy")
+            want = np.load(f"{work}/ort/{n}.npy")
+            scale = max(float(np.max(np.abs(want))), 1e-30)
+            result["worst_rel_diff"] = max(
+                result["worst_rel_diff"],
+                float(np.max(np.abs(got.astype(want.dtype) - want))) / scale)
+        openvino_results[precision] = result
     return {"gtco": gtco, "ort": ort, "worst_rel_diff": worst, "cpu": described["cpu"],
-            "work": work,
+            "openvino": openvino_results, "work": work,
             "tuned": sum(1 for k in described["kernels"] if k["tuned"]),
             "kernels": len(described["kernels"])}
 
@@ -118,8 +179,13 @@ def main():
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5,
                         help="alternating processes per system (runs are split over them)")
+    parser.add_argument("--openvino-python",
+                        default=DEFAULT_OPENVINO if os.path.exists(DEFAULT_OPENVINO) else None,
+                        help="OpenVINO's venv interpreter (bench/e2e/install_openvino.sh)")
+    parser.add_argument("--no-openvino", action="store_true")
     args = parser.parse_args()
-    r = compare(args.model, args.artifact, args.runs, args.rounds)
+    r = compare(args.model, args.artifact, args.runs, args.rounds, None,
+                None if args.no_openvino else args.openvino_python)
     gtco, ort = r["gtco"], r["ort"]
     print(f"{os.path.basename(args.model)} on {cpu_name()}, 2 threads, {args.runs} runs in "
           f"{args.rounds} alternating rounds, median of the rounds' medians")
@@ -128,6 +194,11 @@ def main():
           f"kernels tuned, compiled for {r['cpu']})")
     print(f"  ONNX Runtime   {ort['median_seconds'] * 1e3:9.3f} ms   peak RSS "
           f"{ort['peak_rss_bytes'] / 2**20:7.1f} MiB   (onnxruntime {ort['version']})")
+    for precision, ov in r["openvino"].items():
+        print(f"  OpenVINO {precision:<8}{ov['median_seconds'] * 1e3:7.3f} ms   peak RSS "
+              f"{ov['peak_rss_bytes'] / 2**20:7.1f} MiB   (openvino {ov['version']}, "
+              f"{ov['precision']}; max rel. diff {ov['worst_rel_diff']:.2e}; GTCO "
+              f"{ov['median_seconds'] / gtco['median_seconds']:.2f}x)")
     print(f"  speed-up {ort['median_seconds'] / gtco['median_seconds']:.2f}x ONNX Runtime; "
           f"outputs match: max |diff| / max |ort| = {r['worst_rel_diff']:.2e}")
     return 0 if r["worst_rel_diff"] < 1e-3 else 1

@@ -435,12 +435,11 @@ class WinogradConvMapping final : public MappingSketch {
   }
 
   /// Ahead of the channel-vectorized mapping (rank -1) where its default ran faster: 3x3 convs
-  /// of stride 1 with 16+ input and 32+ output channels on planes of 12x12 and more, or with
-  /// 256x256+ channels on smaller ones (defaults with the weights evicted, `build/bench/
-  /// conv_mappings --defaults`, AMD Zen 4: ResNet-50's four 3x3s in 0.57-0.73x the channel
-  /// mapping's time, DenseNet's 128->32 at 56x56 and 28x28 in 0.75x, SqueezeNet's 16->64 at
-  /// 55x55 in 0.89x, 48->192 at 13x13 in 0.94x; at 7x7 128->32 level; VGG's 3->64 at 224x224
-  /// in 1.8x: a K of 3 channels leaves the transforms nothing to amortize).
+  /// of stride 1 with 16+ input and 32+ output channels on planes of 12x12 and more (0.46-0.82x
+  /// its time with the weights warm, ResNet-50's, DenseNet's, SqueezeNet's and VGG's), or with
+  /// 256x256+ channels on smaller ones (ResNet-50's 512->512 at 7x7: 0.97x with the weights
+  /// evicted, 1.09x warm). VGG's first conv (3 input channels) ran 2.4x slower: a K of 3 leaves
+  /// the transforms nothing to amortize (bench/results/conv_winograd.md, AMD Zen 4).
   int Rank(const ir::Workload& w, const target::HardwareInfo&) const override {
     if (w.anchor != ir::AnchorKind::kConv || !IsWinogradConv(w.conv)) return 0;
     const ir::ConvParams& p = w.conv;
