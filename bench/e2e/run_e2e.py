@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """End to end: real models exported from PyTorch, tuned on a local farm, exported as artifacts and
-run with gtco-run beside ONNX Runtime, OpenVINO and TVM MetaSchedule (2 threads each, batch 1, each in its
-own process, median of N runs after warm-up, peak RSS, outputs compared). Writes
+run with gtco-run beside ONNX Runtime, OpenVINO and TVM MetaSchedule (2 threads each, batch 1,
+each in its own process, median of N runs after warm-up, peak RSS, outputs compared). Writes
 bench/results/e2e.md.
 
     PYTHONPATH=.deps/python bench/e2e/run_e2e.py [--models resnet50,vit_b_16,bert_base]
@@ -46,7 +46,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import where_time_goes  # noqa: E402
-from run_exported import DEFAULT_OPENVINO, ROOT, compare, cpu_name, scratch_dir  # noqa: E402
+from run_exported import (DEFAULT_OPENVINO, ROOT, commit, compare, cpu_name,  # noqa: E402
+                          scratch_dir)
 
 # GTCO_BENCH_BUILD: a build folder other than build/ (e.g. a copy of its binaries, so that a long
 # run is not disturbed by rebuilding build/).
@@ -252,6 +253,7 @@ def main():
     if tvm_python and not os.path.exists(tvm_python):
         parser.error(f"--tvm-python {tvm_python} does not exist (bench/e2e/install_tvm.sh)")
     work = scratch_dir("gtco-e2e-farm-")
+    started_at = commit()
     rows = []
     artifacts = []  # (model, artifact, ONNX Runtime's median seconds) for where_time_goes
     for name in args.models.split(","):
@@ -313,10 +315,12 @@ def main():
            "not a result." if args.tvm_max_tasks else "")]
     lines = [
         "# End to end: exported GTCO artifacts vs ONNX Runtime"
+        + (", OpenVINO" if args.openvino else "")
         + (" and TVM MetaSchedule" if tvm_python else ""),
         "",
         f"Machine: {cpu_name()}; {datetime.date.today()}; "
-        f"command: `PYTHONPATH=.deps/python {command}`.",
+        f"command: `PYTHONPATH=.deps/python {command}`. Commit: {started_at} (at the start of "
+        f"the run; the binaries are those of {BUILD}).",
         "Each model: torch.onnx.export (opset 17, random weights, batch 1), tuned on a local farm "
         f"(one CPU worker, {args.trials_per_task} trials per task), exported for this host, run "
         f"by gtco-run and by ONNX Runtime (ORT_ENABLE_ALL), 2 threads each, each in its own "

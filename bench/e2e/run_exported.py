@@ -78,7 +78,7 @@ for n, output in enumerate(compiled.outputs):
     np.save(f"{out_dir}/{n}.npy", request.get_tensor(output).data.copy())
 times.sort()
 print(json.dumps({"median_seconds": times[len(times) // 2], "version": ov.__version__,
-                  "precision": str(compiled.get_property("INFERENCE_PRECISION_HINT")),
+                  "precision": compiled.get_property("INFERENCE_PRECISION_HINT").to_string(),
                   "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "outputs": len(compiled.outputs)}))
 """
@@ -89,6 +89,15 @@ def cpu_name():
     """The machine named precisely (bench/machine.py): CPU model, family/model/stepping, flags,
     cores, memory."""
     return machine.describe()
+
+
+def commit():
+    """The commit HEAD names (and whether the tree has uncommitted changes)."""
+    def git(*args):
+        return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True).stdout
+    head = git("rev-parse", "--short=12", "HEAD").strip() or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no").strip()
+    return head + (" with uncommitted changes" if dirty else "")
 
 
 def compare(model, artifact, runs, rounds=5, work=None, openvino=None):

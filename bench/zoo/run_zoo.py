@@ -41,7 +41,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import export_models  # noqa: E402
 from run_e2e import BUILD, Farm  # noqa: E402
-from run_exported import GTCO_RUN, ORT_RUNNER, ROOT, cpu_name, scratch_dir  # noqa: E402
+from run_exported import GTCO_RUN, ORT_RUNNER, ROOT, commit, cpu_name, scratch_dir  # noqa: E402
 
 CLIENT = os.path.join(BUILD, "client", "gtco-client")
 TOLERANCE = 1e-3  # max |GTCO - ORT| / max |ORT|, per output, above which a model is "wrong"
@@ -240,14 +240,6 @@ def fallback_share(summary):
 def machine():
     """The CPU named precisely (bench/machine.py)."""
     return cpu_name()
-
-
-def commit():
-    def git(*args):
-        return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True).stdout
-    head = git("rev-parse", "--short=12", "HEAD").strip() or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no").strip()
-    return head + (" with uncommitted changes" if dirty else "")
 
 
 def cell(text):

@@ -517,6 +517,24 @@ TEST_F(ScheduleJitTest, ConvPackedPatchPanelsEveryRowLayout) {
   }
 }
 
+/// A 3x3 conv of two images, 32 -> 40 channels on 9x9, with a per-channel bias, a residual
+/// and a ReLU as ResNet's blocks end.
+ir::Workload ResidualConv() {
+  ir::Workload residual = Conv(2, 32, 9, 9, 40, 3, 3, 1, {1, 1, 1, 1});
+  residual.inputs.push_back(schedule::testing::Tensor({40, 1, 1}));
+  residual.inputs.push_back(schedule::testing::Tensor({2, 40, 9, 9}));
+  residual.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
+                       {ir::EwOp::kAdd, {schedule::testing::Val(0), schedule::testing::In(3)}},
+                       {ir::EwOp::kRelu, {schedule::testing::Val(1)}}};
+  return residual;
+}
+
+/// The host's widest FMA conv mapping with `suffix` ("channels": avx512_fma_channels or
+/// avx2_fma_channels).
+std::string FmaMapping(const target::HardwareInfo& host, const std::string& suffix) {
+  return (host.HasFeature("avx512f") ? "avx512_fma_" : "avx2_fma_") + suffix;
+}
+
 // The channel-vectorized conv (output channels in the vector lanes, pixels in the register
 // tile's rows, weights pre-packed): channel tails (K not a multiple of the lanes), pixel tails,
 // K blocks whose partial sums stay in the task's own buffer (a K of 288 in blocks of 96..144),
@@ -529,14 +547,8 @@ TEST_F(ScheduleJitTest, ConvChannelsVectorizedPrepackedOrPackedAtRunTime) {
   if (!host.HasFeature("avx2") || !host.HasFeature("fma")) {
     GTEST_SKIP() << "the channel-vectorized conv needs avx2+fma: " << host.Summary();
   }
-  const std::string mapping =
-      host.HasFeature("avx512f") ? "avx512_fma_channels" : "avx2_fma_channels";
-  ir::Workload residual = Conv(2, 32, 9, 9, 40, 3, 3, 1, {1, 1, 1, 1});
-  residual.inputs.push_back(schedule::testing::Tensor({40, 1, 1}));
-  residual.inputs.push_back(schedule::testing::Tensor({2, 40, 9, 9}));
-  residual.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
-                       {ir::EwOp::kAdd, {schedule::testing::Val(0), schedule::testing::In(3)}},
-                       {ir::EwOp::kRelu, {schedule::testing::Val(1)}}};
+  const std::string mapping = FmaMapping(host, "channels");
+  const ir::Workload residual = ResidualConv();
   std::mt19937_64 rng(41);
   int k_blocked = 0;
   for (const ir::Workload& w : {residual, Conv(1, 24, 7, 7, 16, 1, 1, 1, {0, 0, 0, 0}),
@@ -588,14 +600,8 @@ TEST_F(ScheduleJitTest, ConvWinogradMatchesTheReference) {
   if (!host.HasFeature("avx2") || !host.HasFeature("fma")) {
     GTEST_SKIP() << "the Winograd conv needs avx2+fma: " << host.Summary();
   }
-  const std::string mapping =
-      host.HasFeature("avx512f") ? "avx512_fma_winograd" : "avx2_fma_winograd";
-  ir::Workload residual = Conv(2, 32, 9, 9, 40, 3, 3, 1, {1, 1, 1, 1});
-  residual.inputs.push_back(schedule::testing::Tensor({40, 1, 1}));
-  residual.inputs.push_back(schedule::testing::Tensor({2, 40, 9, 9}));
-  residual.epilogue = {{ir::EwOp::kAdd, {schedule::testing::Acc(), schedule::testing::In(2)}},
-                       {ir::EwOp::kAdd, {schedule::testing::Val(0), schedule::testing::In(3)}},
-                       {ir::EwOp::kRelu, {schedule::testing::Val(1)}}};
+  const std::string mapping = FmaMapping(host, "winograd");
+  const ir::Workload residual = ResidualConv();
   std::mt19937_64 rng(47);
   int k_blocked = 0;
   for (const ir::Workload& w :

@@ -39,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/ir/conv.h"
+#include "common/kernels/cpu/conv/conv_blocked.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
@@ -426,29 +427,6 @@ class DirectDepthwiseMapping final : public MappingSketch {
 
  private:
   DirectDepthwiseSketch sketch_{/*stage_knob=*/true};
-};
-
-/// What the implicit-GEMM conv sketches share: an FMA spec and the blocked sketch's knobs over
-/// conv workloads; each says how it views the conv as a GEMM.
-class BlockedConvSketch : public LoopSketch {
- public:
-  explicit BlockedConvSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
-
-  const FmaMappingSpec& spec() const { return spec_; }
-  const char* Name() const override { return spec_.sketch_name; }
-  std::vector<std::string> KnobNames() const override {
-    return {"mr", "nr", "kc", "mc", "nc", "par", "unroll_k", "pack_a", "pack_b"};
-  }
-  bool AppliesTo(const ir::Workload& w) const override {
-    return w.anchor == ir::AnchorKind::kConv && !w.conv.x_pairs;
-  }
-  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
-              const KnobValues& values) const override {
-    return PruneRule(w, hw, values) == nullptr;
-  }
-
- protected:
-  FmaMappingSpec spec_;
 };
 
 class FmaConvSketch final : public BlockedConvSketch {
@@ -902,13 +880,6 @@ class ChannelConvMapping final : public MappingSketch {
   ChannelConvSketch sketch_;
 };
 
-/// An FMA spec's registers, lanes and tiles under a conv sketch's and mapping's names.
-FmaMappingSpec Renamed(FmaMappingSpec spec, const char* sketch_name, const char* mapping) {
-  spec.sketch_name = sketch_name;
-  spec.mapping = mapping;
-  return spec;
-}
-
 /// The conv mapping of one FMA spec: the spec's CPU features and f32 operands.
 class FmaConvMapping final : public MappingSketch {
  public:
@@ -926,6 +897,12 @@ class FmaConvMapping final : public MappingSketch {
 };
 
 }  // namespace
+
+FmaMappingSpec Renamed(FmaMappingSpec spec, const char* sketch_name, const char* mapping) {
+  spec.sketch_name = sketch_name;
+  spec.mapping = mapping;
+  return spec;
+}
 
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackChannelConvWeights(
     const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights) {

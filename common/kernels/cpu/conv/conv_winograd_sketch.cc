@@ -27,6 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/ir/conv.h"
+#include "common/kernels/cpu/conv/conv_blocked.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
@@ -49,6 +50,8 @@ Expr F32(const std::string& name) { return ir::MakeVar(name, ir::ScalarType::kF3
 
 /// The 4x4 transform domain's positions: the 16 GEMMs.
 constexpr int64_t kPositions = 16;
+constexpr char kAvx512Winograd[] = "conv_avx512_fma_winograd/v1";
+constexpr char kAvx2Winograd[] = "conv_avx2_fma_winograd/v1";
 constexpr char kResults[] = "wino_m";
 constexpr char kBand[] = "wino_band";
 /// Floats a kernel's local buffer may hold (the code generator's 4 MiB stack limit).
@@ -317,23 +320,10 @@ const char* WinogradBufferRule(const ir::ConvParams& p, const ir::MatMulParams& 
   return nullptr;
 }
 
-class WinogradConvSketch final : public LoopSketch {
+/// Lowers only the convs IsWinogradConv admits (its mapping explains the others away).
+class WinogradConvSketch final : public BlockedConvSketch {
  public:
-  explicit WinogradConvSketch(FmaMappingSpec spec) : spec_(std::move(spec)) {}
-
-  const FmaMappingSpec& spec() const { return spec_; }
-  const char* Name() const override { return spec_.sketch_name; }
-  std::vector<std::string> KnobNames() const override {
-    return {"mr", "nr", "kc", "mc", "nc", "par", "unroll_k", "pack_a", "pack_b"};
-  }
-  /// Every f32 conv (the mapping explains the other shapes away; Lower refuses them).
-  bool AppliesTo(const ir::Workload& w) const override {
-    return w.anchor == ir::AnchorKind::kConv && !w.conv.x_pairs;
-  }
-  bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
-              const KnobValues& values) const override {
-    return PruneRule(w, hw, values) == nullptr;
-  }
+  using BlockedConvSketch::BlockedConvSketch;
 
   std::vector<Knob> Knobs(const ir::Workload& w, const target::HardwareInfo& hw) const override {
     const ir::MatMulParams view = WinogradGemmView(w.conv);
@@ -414,9 +404,6 @@ class WinogradConvSketch final : public LoopSketch {
     const GemmOperands operands = WinogradOperands(w.conv, plan, &epilogue);
     return ir::LoweredFunc{func_name, KernelParams(w), LowerBlockedPlan(plan, none, operands)};
   }
-
- private:
-  FmaMappingSpec spec_;
 };
 
 class WinogradConvMapping final : public MappingSketch {
@@ -452,23 +439,13 @@ class WinogradConvMapping final : public MappingSketch {
   WinogradConvSketch sketch_;
 };
 
-FmaMappingSpec Renamed(FmaMappingSpec spec, const char* sketch_name, const char* mapping) {
-  spec.sketch_name = sketch_name;
-  spec.mapping = mapping;
-  return spec;
-}
-
 }  // namespace
 
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackWinogradConvWeights(
     const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights) {
-  int64_t vw = 0;
-  for (const MappingSketch* mapping :
-       {&Avx512FmaWinogradConvMapping(), &Avx2FmaWinogradConvMapping()}) {
-    if (t.sketch == mapping->sketch().Name()) {
-      vw = static_cast<const WinogradConvSketch&>(mapping->sketch()).spec().vw;
-    }
-  }
+  const int64_t vw = t.sketch == kAvx512Winograd ? Avx512FmaSpec().vw
+                     : t.sketch == kAvx2Winograd ? Avx2FmaSpec().vw
+                                                 : 0;
   if (vw == 0 || w.anchor != ir::AnchorKind::kConv) return std::optional<PrepackedOperand>();
   GTCO_RETURN_IF_ERROR(w.Validate());
   if (!IsWinogradConv(w.conv)) {
@@ -517,13 +494,13 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackWinogradConvWeights(
 const MappingSketch& Avx512FmaWinogradConvMapping() {
   static const internal::WinogradConvMapping* const mapping =
       new internal::WinogradConvMapping(internal::Renamed(
-          internal::Avx512FmaSpec(), "conv_avx512_fma_winograd/v1", "avx512_fma_winograd"));
+          internal::Avx512FmaSpec(), internal::kAvx512Winograd, "avx512_fma_winograd"));
   return *mapping;
 }
 
 const MappingSketch& Avx2FmaWinogradConvMapping() {
   static const internal::WinogradConvMapping* const mapping = new internal::WinogradConvMapping(
-      internal::Renamed(internal::Avx2FmaSpec(), "conv_avx2_fma_winograd/v1", "avx2_fma_winograd"));
+      internal::Renamed(internal::Avx2FmaSpec(), internal::kAvx2Winograd, "avx2_fma_winograd"));
   return *mapping;
 }
 

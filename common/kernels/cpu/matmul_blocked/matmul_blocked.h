@@ -35,6 +35,8 @@ struct FmaMappingSpec {
 /// lowering takes them and sets its own sketch name.
 FmaMappingSpec Avx512FmaSpec();
 FmaMappingSpec Avx2FmaSpec();
+/// `spec`'s registers, lanes and tiles under another sketch's and mapping's names (cpu/conv).
+FmaMappingSpec Renamed(FmaMappingSpec spec, const char* sketch_name, const char* mapping);
 
 /// The verdict of an FMA mapping of `spec` for (w, hw): its CPU features and f32 operands, else
 /// why not; `what` describes the kernel in the reason ("FMA micro-kernels", ...).
