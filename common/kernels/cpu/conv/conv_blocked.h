@@ -3,6 +3,8 @@
 // and the blocked sketch's knobs over f32 conv workloads.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,15 @@
 #include "common/kernels/family.h"
 
 namespace gtco::kernels::internal {
+
+/// Floats a kernel's local buffer may hold (the code generator's 4 MiB stack limit).
+inline constexpr int64_t kMaxLocalFloats = int64_t{1} << 20;
+
+/// The rows of an M block as the plan makes them (MakeBlockedPlan: mc rounded up to whole
+/// register tiles, all of M in one block when that covers it).
+inline int64_t BlockRows(const ir::MatMulParams& view, int64_t mr, int64_t mc) {
+  return std::min(RoundUp(mc, std::min(mr, view.m)), view.m);
+}
 
 /// A conv sketch whose knobs are the blocked sketch's; each subclass says how it views the conv
 /// as GEMMs (its Knobs, PruneRule and Lower).

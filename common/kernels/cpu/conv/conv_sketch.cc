@@ -649,15 +649,6 @@ GemmOperands ChannelOperands(const ir::ConvParams& p, const BlockedPlan& plan) {
   return operands;
 }
 
-/// Floats a kernel's local buffer may hold (the code generator's 4 MiB stack limit).
-constexpr int64_t kMaxPartialFloats = int64_t{1} << 20;
-
-/// The pixels of an M block as the plan makes them (MakeBlockedPlan: mc rounded up to whole
-/// register tiles, all of M in one block when that covers it).
-int64_t BlockRows(const ir::MatMulParams& view, int64_t mr, int64_t mc) {
-  return std::min(RoundUp(mc, std::min(mr, view.m)), view.m);
-}
-
 /// Whether the A staging of a block of `mc` pixels x `kc` patch rows takes more than half of L2
 /// (packed patch rows, pack_a 1, or a staged band, pack_a 2; none read in place, pack_a 0).
 bool StagingExceedsL2(const ir::ConvParams& p, const ir::MatMulParams& view,
@@ -666,7 +657,7 @@ bool StagingExceedsL2(const ir::ConvParams& p, const ir::MatMulParams& view,
   const int64_t rows = BlockRows(view, mr, mc), k = std::min(kc, view.k);
   if (pack_a == kPackAStaged) {
     const int64_t floats = StagedBandFloats(p, rows, k);
-    return floats * 4 > hw.l2_bytes / 2 || floats > kMaxPartialFloats;
+    return floats * 4 > hw.l2_bytes / 2 || floats > kMaxLocalFloats;
   }
   return pack_a == 1 && !ir::ConvIsPointwise(p) && rows * k * 4 > hw.l2_bytes / 2;
 }
@@ -801,7 +792,7 @@ class ChannelConvSketch final : public BlockedConvSketch {
     // a legal allocation.
     if (values[kKc] < view.k &&
         std::min(values[kMc], view.m) * (std::min(values[kNc], view.n) + spec_.vw) >
-            kMaxPartialFloats) {
+            kMaxLocalFloats) {
       return "partials_buffer";
     }
     // A whole-K B panel streams from L2 (the micro-kernel reads each of its vectors once per
@@ -836,7 +827,7 @@ class ChannelConvSketch final : public BlockedConvSketch {
           absl::StrCat("a staged image band needs K blocks of whole channels: kc ", plan.kc,
                        " is not a multiple of the kernel's ", taps, " taps"));
     }
-    if (plan.staged_a && StagedBandFloats(w.conv, plan.row_block, plan.kc) > kMaxPartialFloats) {
+    if (plan.staged_a && StagedBandFloats(w.conv, plan.row_block, plan.kc) > kMaxLocalFloats) {
       return absl::InvalidArgumentError(
           "the staged image band of a block exceeds the 4 MiB local buffer limit");
     }

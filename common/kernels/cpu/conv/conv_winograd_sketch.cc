@@ -54,8 +54,6 @@ constexpr char kAvx512Winograd[] = "conv_avx512_fma_winograd/v1";
 constexpr char kAvx2Winograd[] = "conv_avx2_fma_winograd/v1";
 constexpr char kResults[] = "wino_m";
 constexpr char kBand[] = "wino_band";
-/// Floats a kernel's local buffer may hold (the code generator's 4 MiB stack limit).
-constexpr int64_t kMaxLocalFloats = int64_t{1} << 20;
 
 /// The convs the Winograd sketch lowers.
 bool IsWinogradConv(const ir::ConvParams& p) {
@@ -300,20 +298,22 @@ GemmOperands WinogradOperands(const ir::ConvParams& p, const BlockedPlan& plan,
   return operands;
 }
 
+/// Whether a block of `rows` tiles, `kc` input and `cols` output channels has its staged V, its
+/// band and its results within the local buffer limit.
+bool LocalBuffersFit(const ir::ConvParams& p, int64_t rows, int64_t kc, int64_t cols) {
+  return StagedVFloats(rows, kc) <= kMaxLocalFloats && 4 * BandWidth(p) <= kMaxLocalFloats &&
+         kPositions * rows * cols <= kMaxLocalFloats;
+}
+
 /// The Winograd sketch's resource rules beyond the blocked ones: the band, V and the task's
 /// results in local buffers and together in L2.
 const char* WinogradBufferRule(const ir::ConvParams& p, const ir::MatMulParams& view,
                                const target::HardwareInfo& hw, const KnobValues& values) {
-  const int64_t mr = std::min(values[kMr], view.m);
-  const int64_t rows = values[kMc] >= view.m ? view.m : RoundUp(values[kMc], mr);
+  const int64_t rows = BlockRows(view, values[kMr], values[kMc]);
   const int64_t kc = std::min(values[kKc], view.k);
   const int64_t cols = std::min(values[kNc], view.n);
-  const int64_t staged = StagedVFloats(rows, kc), band = 4 * BandWidth(p);
-  const int64_t results = kPositions * rows * cols;
-  if (staged > kMaxLocalFloats || band > kMaxLocalFloats || results > kMaxLocalFloats) {
-    return "local_buffers";
-  }
-  if ((staged + results) * 4 > hw.l2_bytes) return "l2_staging";
+  if (!LocalBuffersFit(p, rows, kc, cols)) return "local_buffers";
+  if ((StagedVFloats(rows, kc) + kPositions * rows * cols) * 4 > hw.l2_bytes) return "l2_staging";
   if (values[kPar] == 1 && CeilDiv(view.m, rows) * CeilDiv(view.n, cols) < std::max(hw.cores, 1)) {
     return "too_few_tasks";
   }
@@ -371,10 +371,10 @@ class WinogradConvSketch final : public BlockedConvSketch {
     // The parallel rule is the Winograd one (tasks hold every position): judged serial here.
     KnobValues serial = values;
     serial[kPar] = 0;
-    const int64_t mr = std::min(values[kMr], view.m);
-    const int64_t rows = values[kMc] >= view.m ? view.m : RoundUp(values[kMc], mr);
-    return BlockedPruneRule(spec_, view, judged, serial,
-                            StagedVFloats(rows, std::min(values[kKc], view.k)) / kPositions);
+    // What a GEMM's M block of A holds in cache: one position's staged V.
+    return BlockedPruneRule(
+        spec_, view, judged, serial,
+        BlockRows(view, values[kMr], values[kMc]) * std::min(values[kKc], view.k));
   }
 
   absl::StatusOr<ir::LoweredFunc> Lower(const ir::Workload& w, const KnobValues& values,
@@ -390,9 +390,7 @@ class WinogradConvSketch final : public BlockedConvSketch {
     }
     const ir::MatMulParams view = WinogradGemmView(w.conv);
     GTCO_ASSIGN_OR_RETURN(const BlockedPlan plan, MakeBlockedPlan(view, values, spec_.vw));
-    if (StagedVFloats(plan.row_block, plan.kc) > kMaxLocalFloats ||
-        4 * BandWidth(w.conv) > kMaxLocalFloats ||
-        kPositions * plan.row_block * plan.col_block > kMaxLocalFloats) {
+    if (!LocalBuffersFit(w.conv, plan.row_block, plan.kc, plan.col_block)) {
       return absl::InvalidArgumentError(
           "the Winograd conv's block buffers exceed the 4 MiB local buffer limit");
     }
