@@ -14,13 +14,15 @@
 // threads are pinned to cores, as the worker pins them.
 // --matmul MxKxN[,MxKxN...] with --interleave compares the --trace programs on f32 matmuls of
 // those shapes instead of the convs (batch 1, weights warm, as --interleave runs).
+// --bf16 adds the conv as `--precision bf16` runs it: bf16 X in the pair layout and bf16 W (its
+// mappings' defaults with --defaults, tuned otherwise, the --interleave traces of that form).
 // --bf16x3 adds, for each conv of 32+ channels, the conv as `--precision bf16x3` runs it: the bf16
 // conv of the split input ([hi, lo, hi], 3C channels in the pair layout) and the split weights
 // on AMX (mapping amx_bf16, where the host has it), its GFLOP/s counted on the f32 conv's
 // flops (a third of what the tiles compute); --mapping NAME tunes that mapping only.
 //
 //   build/bench/conv_mappings [--trials N] [--shapes name,name,...] [--defaults] [--residual]
-//                             [--trace T]... [--interleave N] [--bf16x3] [--mapping NAME]
+//                             [--trace T]... [--interleave N] [--bf16x3] [--bf16] [--mapping NAME]
 //                             [--matmul MxKxN,...]
 #include <algorithm>
 #include <chrono>
@@ -129,11 +131,11 @@ ir::Workload ConvBiasRelu(const ConvCase& shape, bool residual) {
   return w;
 }
 
-/// The conv of `shape` as --precision bf16x3 computes it: bf16 X of 3C channels in the pair
-/// layout and bf16 W [K, 3C, R, S], the same epilogue.
-ir::Workload Bf16x3Pairs(const ConvCase& shape, bool residual) {
+/// The conv of `shape` as --precision bf16x3 (`parts` 3) or bf16 (`parts` 1) computes it: bf16 X
+/// of parts * C channels in the pair layout and bf16 W [K, parts * C, R, S], the same epilogue.
+ir::Workload PairsConv(const ConvCase& shape, bool residual, int parts) {
   ir::Workload w = ConvBiasRelu(shape, residual);
-  w.conv.in_channels *= 3;
+  w.conv.in_channels *= parts;
   w.conv.x_pairs = true;
   w.inputs[0] = {ir::DType::kBF16, ir::ConvXShape(w.conv)};
   w.inputs[1] = {ir::DType::kBF16, ir::ConvWShape(w.conv)};
@@ -210,6 +212,7 @@ int Main(int argc, char** argv) {
   bool residual = false;             // a residual added before the ReLU
   int interleave = 0;                // rounds of the --trace programs run in turn
   bool bf16x3 = false;               // also the bf16x3 (AMX, pair layout) form of each conv
+  bool bf16 = false;                 // also the bf16 (pair layout) form of each conv
   std::string only_mapping;          // tune this mapping only
   std::vector<std::string> matmuls;  // --matmul: MxKxN shapes compared instead of the convs
   for (int arg = 1; arg < argc; ++arg) {
@@ -221,6 +224,8 @@ int Main(int argc, char** argv) {
       residual = true;
     } else if (std::strcmp(argv[arg], "--bf16x3") == 0) {
       bf16x3 = true;
+    } else if (std::strcmp(argv[arg], "--bf16") == 0) {
+      bf16 = true;
     } else if (std::strcmp(argv[arg], "--mapping") == 0 && arg + 1 < argc) {
       only_mapping = argv[++arg];
     } else if (std::strcmp(argv[arg], "--trace") == 0 && arg + 1 < argc) {
@@ -232,9 +237,10 @@ int Main(int argc, char** argv) {
     } else if (std::strcmp(argv[arg], "--shapes") == 0 && arg + 1 < argc) {
       for (absl::string_view name : absl::StrSplit(argv[++arg], ',')) only.emplace(name);
     } else {
-      std::fprintf(stderr,
-                   "usage: conv_mappings [--trials N] [--shapes name,name,...] [--defaults] "
-                   "[--residual] [--trace T]... [--interleave N] [--bf16x3] [--mapping NAME]\n");
+      std::fprintf(
+          stderr,
+          "usage: conv_mappings [--trials N] [--shapes name,name,...] [--defaults] "
+          "[--residual] [--trace T]... [--interleave N] [--bf16x3] [--bf16] [--mapping NAME]\n");
       return 2;
     }
   }
@@ -291,9 +297,13 @@ int Main(int argc, char** argv) {
     if (!only.empty() && only.count(shape.name) == 0) continue;
     const ir::Workload w = ConvBiasRelu(shape, residual);
     if (interleave > 0) {
-      // With --bf16x3 the traces are of the conv as bf16x3 computes it (AMX, pair layout).
+      // With --bf16x3 / --bf16 the traces are of the conv as that precision computes it (pair
+      // layout).
       if (Interleave(shape.name, static_cast<double>(ir::ConvFlops(w.conv)) * 1e-9,
-                     bf16x3 ? Bf16x3Pairs(shape, residual) : w, traces, interleave) != 0) {
+                     bf16x3 ? PairsConv(shape, residual, 3)
+                     : bf16 ? PairsConv(shape, residual, 1)
+                            : w,
+                     traces, interleave) != 0) {
         return 1;
       }
       continue;
@@ -304,13 +314,24 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", shape.name, spaces.status().ToString().c_str());
       return 1;
     }
-    std::vector<std::string> to_measure = traces;
+    std::vector<std::pair<ir::Workload, std::string>> to_measure;
+    for (const std::string& text : traces) to_measure.push_back({w, text});
     if (defaults) {
       for (const schedule::SearchSpace& space : *spaces) {
-        to_measure.push_back(space.DefaultTrace().ToString());
+        to_measure.push_back({w, space.DefaultTrace().ToString()});
+      }
+      if (bf16 && shape.c % 2 == 0 && shape.groups == 1 && shape.dilation == 1) {
+        const ir::Workload pairs = PairsConv(shape, residual, 1);
+        absl::StatusOr<std::vector<schedule::SearchSpace>> pair_spaces =
+            kernels::CreateMappingSpaces(pairs, hw);
+        for (const schedule::SearchSpace& space :
+             pair_spaces.ok() ? *pair_spaces : std::vector<schedule::SearchSpace>()) {
+          to_measure.push_back({pairs, space.DefaultTrace().ToString()});
+        }
       }
     }
-    for (const std::string& text : to_measure) {
+    for (const auto& [work, text] : to_measure) {
+      const ir::Workload& w = work;
       absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(text);
       absl::StatusOr<std::string> program =
           trace.ok() ? ProgramFor(w, *trace, "gtco_kernel") : trace.status();
@@ -342,8 +363,9 @@ int Main(int argc, char** argv) {
     if (!to_measure.empty()) continue;
     std::vector<std::pair<ir::Workload, schedule::SearchSpace>> tuned;
     for (const schedule::SearchSpace& space : *spaces) tuned.push_back({w, space});
-    if (bf16x3 && shape.c % 32 == 0) {
-      const ir::Workload split = Bf16x3Pairs(shape, residual);
+    if (((bf16x3 && shape.c % 32 == 0) || (bf16 && shape.c % 2 == 0)) && shape.groups == 1 &&
+        shape.dilation == 1) {
+      const ir::Workload split = PairsConv(shape, residual, bf16x3 ? 3 : 1);
       absl::StatusOr<std::vector<schedule::SearchSpace>> split_spaces =
           kernels::CreateMappingSpaces(split, hw);
       if (!split_spaces.ok()) {
@@ -367,7 +389,10 @@ int Main(int argc, char** argv) {
         continue;
       }
       std::printf("| %s | %.3f | %s%s | %.1f | %.0f | `%s` |\n", shape.name, gflop,
-                  options.mapping.c_str(), work.conv.x_pairs ? " (bf16x3)" : "",
+                  options.mapping.c_str(),
+                  !work.conv.x_pairs ? ""
+                  : bf16x3           ? " (bf16x3)"
+                                     : " (bf16)",
                   result->best_seconds * 1e6, gflop / result->best_seconds,
                   result->best_trace.ToString().c_str());
       std::fflush(stdout);

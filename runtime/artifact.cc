@@ -105,7 +105,8 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     absl::StatusOr<reference::Node> node = reference::NodeFromJson(s.reference);
     if (!node.ok()) return bad(std::string(node.status().message()));
     if (!reference::Supports(node->domain, node->op_type)) {
-      return bad(absl::StrCat("ONNX op '", node->op_type, "' is not one this runtime's reference "
+      return bad(absl::StrCat("ONNX op '", node->op_type,
+                              "' is not one this runtime's reference "
                               "steps run (made by a newer GTCO? use its gtco-run)"));
     }
     return absl::OkStatus();
@@ -127,8 +128,8 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
       }
     }
     if (s.op == "equal" && out.dtype != ElemType::kBool) return bad("equal writes bool");
-    if (s.op == "where" && (in.dtype != ElemType::kBool ||
-                            m.tensors[s.inputs[1]].dtype != out.dtype)) {
+    if (s.op == "where" &&
+        (in.dtype != ElemType::kBool || m.tensors[s.inputs[1]].dtype != out.dtype)) {
       return bad("where needs a bool condition and values of the output's type");
     }
     if (s.op == "expand" && in.dtype != out.dtype) return bad("expand keeps its type");
@@ -160,11 +161,11 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
                              : s.params[1] == 1   ? ElemType::kI8
                                                   : ElemType::kU8;
     const bool eight_bit = integer == ElemType::kU8 || integer == ElemType::kI8;
-    const bool types_ok = s.op == "dequantize" ? (eight_bit || integer == ElemType::kI32) &&
-                                                     out.dtype == ElemType::kF32
-                          : s.op == "quantize" ? in.dtype == ElemType::kF32 && eight_bit
-                                               : in.dtype == ElemType::kF32 &&
-                                                     out.dtype == ElemType::kF32;
+    const bool types_ok =
+        s.op == "dequantize"
+            ? (eight_bit || integer == ElemType::kI32) && out.dtype == ElemType::kF32
+        : s.op == "quantize" ? in.dtype == ElemType::kF32 && eight_bit
+                             : in.dtype == ElemType::kF32 && out.dtype == ElemType::kF32;
     const TensorSpec& scale = m.tensors[s.inputs[1]];
     const int64_t axis = s.params[0];
     const int64_t scales = axis < 0 ? 1 : axis < rank ? in.shape[axis] : -1;
@@ -172,14 +173,15 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
         scale.dtype != ElemType::kF32 || scale.NumElements() != scales ||
         (s.inputs.size() == 3 && (m.tensors[s.inputs[2]].dtype != integer ||
                                   m.tensors[s.inputs[2]].NumElements() != scales))) {
-      return bad(s.op == "dequantize"
-                     ? "needs u8, i8 or i32 data, f32 scales (one, or one per entry of the axis), "
-                       "zero points of the data's type shaped as the scales, and f32 out"
-                 : s.op == "quantize"
-                     ? "needs f32 data, f32 scales (one, or one per entry of the axis), zero points "
-                       "of the output's type shaped as the scales, and u8 or i8 out"
-                     : "needs f32 data and out, f32 scales (one, or one per entry of the axis) and "
-                       "zero points of the signedness's type shaped as the scales");
+      return bad(
+          s.op == "dequantize"
+              ? "needs u8, i8 or i32 data, f32 scales (one, or one per entry of the axis), "
+                "zero points of the data's type shaped as the scales, and f32 out"
+          : s.op == "quantize"
+              ? "needs f32 data, f32 scales (one, or one per entry of the axis), zero points "
+                "of the output's type shaped as the scales, and u8 or i8 out"
+              : "needs f32 data and out, f32 scales (one, or one per entry of the axis) and "
+                "zero points of the signedness's type shaped as the scales");
     }
     return absl::OkStatus();
   }
@@ -192,15 +194,15 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     }
     return absl::OkStatus();
   }
-  if (s.op == "split_bf16x3_pairs") {
+  if (s.op == "split_bf16x3_pairs" || s.op == "cast_bf16_pairs") {
     constexpr int64_t kMaxTailPlanes = 80;  // ir::ConvPairTailPlanes: 80 pixels at most
+    const int64_t parts = s.op == "cast_bf16_pairs" ? 1 : 3;
     // params: pads {top, left, bottom, right}, then strides {h, w} when the planes hold phases.
     const bool strided = s.params.size() == 6;
     bool shaped = s.inputs.size() == 1 && (s.params.size() == 4 || strided) &&
                   in.shape.size() == 4 && out.shape.size() == 4 && in.shape[1] % 2 == 0 &&
-                  out.shape[0] == in.shape[0] && out.shape[1] * 2 >= 3 * in.shape[1] &&
-                  out.shape[1] <= 3 * in.shape[1] / 2 + kMaxTailPlanes &&
-                  out.shape[3] == 2;
+                  out.shape[0] == in.shape[0] && out.shape[1] * 2 >= parts * in.shape[1] &&
+                  out.shape[1] <= parts * in.shape[1] / 2 + kMaxTailPlanes && out.shape[3] == 2;
     for (size_t i = 0; shaped && i < s.params.size(); ++i) {
       shaped = i < 4 ? s.params[i] >= 0 && s.params[i] <= (int64_t{1} << 20)
                      : s.params[i] >= 1 && s.params[i] <= 4;
@@ -212,9 +214,12 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
       shaped = out.shape[2] >= sh * sw * phase_h * phase_w;
     }
     if (!shaped || in.dtype != ElemType::kF32 || out.dtype != ElemType::kBF16) {
-      return bad("needs one f32 image [N, C, H, W] (C even), four pads (then two strides of 1 "
-                 "to 4) and a bf16 output [N, 3C/2 + T, P, 2] (T <= 80 zero planes) whose "
-                 "planes P hold the padded image (as its stride phases)");
+      return bad(absl::StrCat(
+          "needs one f32 image [N, C, H, W] (C even), four pads (then two strides of 1 to 4) and "
+          "a bf16 output [N, ",
+          parts == 3 ? "3C/2" : "C/2",
+          " + T, P, 2] (T <= 80 zero planes) "
+          "whose planes P hold the padded image (as its stride phases)"));
     }
     return absl::OkStatus();
   }
@@ -224,8 +229,8 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     const bool to_f32 = out.dtype == ElemType::kF32 && in.dtype != ElemType::kF16;
     const bool to_bf16 = out.dtype == ElemType::kBF16 && in.dtype == ElemType::kF32;
     if (s.op == "cast" && in.dtype != out.dtype && !to_f32 && !to_bf16) {
-      return bad(absl::StrCat("no cast from ", ElemTypeName(in.dtype), " to ",
-                              ElemTypeName(out.dtype)));
+      return bad(
+          absl::StrCat("no cast from ", ElemTypeName(in.dtype), " to ", ElemTypeName(out.dtype)));
     }
     return absl::OkStatus();
   }
@@ -245,8 +250,7 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     return absl::OkStatus();
   }
   if (s.op == "slice") {
-    if (static_cast<int64_t>(s.params.size()) != 2 * rank ||
-        out.shape.size() != in.shape.size()) {
+    if (static_cast<int64_t>(s.params.size()) != 2 * rank || out.shape.size() != in.shape.size()) {
       return bad("needs a start and a step per dim");
     }
     for (int64_t dim = 0; dim < rank; ++dim) {
@@ -308,8 +312,7 @@ absl::Status ValidateStep(const Manifest& m, const StepSpec& s) {
     return absl::OkStatus();
   }
   if (s.op == "gather") {
-    if (s.inputs.size() != 2 || s.params.size() != 1 || s.params[0] < 0 ||
-        s.params[0] >= rank) {
+    if (s.inputs.size() != 2 || s.params.size() != 1 || s.params[0] < 0 || s.params[0] >= rank) {
       return bad("needs data, indices and an axis");
     }
     const TensorSpec& indices = m.tensors[s.inputs[1]];
@@ -452,7 +455,8 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
   try {
     m.format = root.at("format").get<std::string>();
     if (m.format != "gtco-artifact/1") {
-      return Bad(absl::StrCat("format '", m.format, "' is not gtco-artifact/1 (made by a newer "
+      return Bad(absl::StrCat("format '", m.format,
+                              "' is not gtco-artifact/1 (made by a newer "
                               "GTCO? use its gtco-run)"));
     }
     m.model = root.at("model").get<std::string>();
@@ -471,7 +475,8 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       m.verification.status = v.at("status").get<std::string>();
       m.verification.reason = v.at("reason").get<std::string>();
       m.verification.seed = v.at("seed").get<uint64_t>();
-      m.verification.input_sets = static_cast<int>(Int(v.at("input_sets"), "input_sets", 0, 1 << 20));
+      m.verification.input_sets =
+          static_cast<int>(Int(v.at("input_sets"), "input_sets", 0, 1 << 20));
       m.verification.rule = v.at("rule").get<std::string>();
       for (const json& o : v.at("outputs")) {
         m.verification.outputs.push_back({o.at("name").get<std::string>(),
@@ -499,7 +504,8 @@ absl::StatusOr<Manifest> ManifestFromJson(std::string_view text) {
       TensorSpec t;
       t.name = entry.at("name").get<std::string>();
       auto dtype = ParseElemType(entry.at("dtype").get<std::string>());
-      if (!dtype.ok()) return Bad(absl::StrCat("tensor '", t.name, "': ", dtype.status().message()));
+      if (!dtype.ok())
+        return Bad(absl::StrCat("tensor '", t.name, "': ", dtype.status().message()));
       t.dtype = *dtype;
       t.shape = Ints(entry.at("shape"), "a tensor's shape", 0, kMaxBytes);
       int64_t elements = 1;
@@ -622,7 +628,8 @@ std::string WriteArtifact(Manifest manifest, std::string_view code, std::string_
   manifest.weights_bytes = static_cast<int64_t>(weights.size());
   const std::string text = ManifestToJson(manifest);
   const int64_t manifest_offset = kHeaderBytes;
-  const int64_t code_offset = RoundUp(manifest_offset + static_cast<int64_t>(text.size()), kCodeAlign);
+  const int64_t code_offset =
+      RoundUp(manifest_offset + static_cast<int64_t>(text.size()), kCodeAlign);
   const int64_t weights_offset =
       RoundUp(code_offset + static_cast<int64_t>(code.size()), kWeightsAlign);
   std::string out(weights_offset + weights.size(), '\0');
@@ -673,7 +680,8 @@ absl::StatusOr<ArtifactView> ReadArtifact(std::string_view bytes) {
   view.weights = bytes.substr(sections[2][0], sections[2][1]);
   if (static_cast<int64_t>(view.code.size()) != view.manifest.code_bytes ||
       Sha256Hex(view.code) != view.manifest.code_sha256) {
-    return absl::DataLossError("the artifact is corrupt: the code section's checksum does not match");
+    return absl::DataLossError(
+        "the artifact is corrupt: the code section's checksum does not match");
   }
   if (static_cast<int64_t>(view.weights.size()) != view.manifest.weights_bytes ||
       Sha256Hex(view.weights) != view.manifest.weights_sha256) {

@@ -68,6 +68,8 @@ struct StorageSpec {
 ///               top + bottom) x (W + left + right) <= P), zeros after it, then T zero planes;
 ///               params {top, left, bottom, right, stride_h, stride_w} store the padded image
 ///               as its stride phases
+///   "cast_bf16_pairs"  the same layout of an image f32 [N, C, H, W] cast to bf16 (no split: C
+///               channels, bf16 [N, C/2 + T, P, 2]; --precision bf16's convs)
 ///   "dynamic_quantize"  ONNX DynamicQuantizeLinear: inputs {x (f32)}, outputs {y (u8), scale
 ///               (f32, one element), zero point (u8, one element)}
 ///   "dequantize" ONNX DequantizeLinear: inputs {x (u8, i8 or i32), scale (f32)[, zero point (x's
@@ -95,14 +97,14 @@ struct StepSpec {
 
 /// One compiled kernel and where its schedule came from.
 struct KernelSpec {
-  std::string entry;         ///< CPU: symbol in the shared object, void entry(void** args);
-                             ///< CUDA: the __global__ function in its cubin
+  std::string entry;  ///< CPU: symbol in the shared object, void entry(void** args);
+                      ///< CUDA: the __global__ function in its cubin
   std::string workload_key;
   std::string description;
   std::string mapping;
-  std::string trace;         ///< the schedule trace it was compiled from
-  bool tuned = false;        ///< false: the default schedule (no record)
-  std::string hardware;      ///< tuned: the hardware the record was measured on
+  std::string trace;     ///< the schedule trace it was compiled from
+  bool tuned = false;    ///< false: the default schedule (no record)
+  std::string hardware;  ///< tuned: the hardware the record was measured on
   std::string worker;
   double median_seconds = 0.0;
   /// The workload's operations and the bytes it reads and writes once each (its minimum
@@ -134,15 +136,15 @@ struct VerificationSpec {
 struct Manifest {
   std::string format = "gtco-artifact/1";
   std::string model;
-  std::string target = "cpu";         ///< "cpu" (code: a shared object) or "cuda" (cubins)
-  std::string cpu;                    ///< the CPU the code was compiled for (LLVM name)
+  std::string target = "cpu";  ///< "cpu" (code: a shared object) or "cuda" (cubins)
+  std::string cpu;             ///< the CPU the code was compiled for (LLVM name)
   /// CUDA: the architecture of every cubin ("sm_90"), and the cubin of the data-movement
   /// kernels (runtime/cuda_steps.h) in the code section.
   std::string cuda_arch;
   int64_t data_cubin_offset = 0, data_cubin_bytes = 0;
   std::vector<std::string> features;  ///< CPU features the code needs (cpuinfo spellings)
   std::vector<TensorSpec> tensors;
-  std::vector<int> inputs, outputs;   ///< tensor indices
+  std::vector<int> inputs, outputs;  ///< tensor indices
   std::vector<StorageSpec> storages;
   int64_t arena_bytes = 0;
   std::vector<StepSpec> steps;

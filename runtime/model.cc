@@ -691,13 +691,14 @@ absl::Status Model::RunSteps(const std::vector<HostTensor>& inputs,
       const int64_t k = in.shape.back();
       SplitF32ToBf16x3(reinterpret_cast<const float*>(data(step.inputs[0])),
                        k > 0 ? in.NumElements() / k : 0, k, reinterpret_cast<uint16_t*>(out_data));
-    } else if (step.op == "split_bf16x3_pairs") {
+    } else if (step.op == "split_bf16x3_pairs" || step.op == "cast_bf16_pairs") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const int64_t unit[2] = {1, 1};  // params: pads, then strides when not 1
-      SplitF32ToBf16x3Pairs(reinterpret_cast<const float*>(data(step.inputs[0])), in.shape[0],
+      ConvertF32ToBf16Pairs(reinterpret_cast<const float*>(data(step.inputs[0])), in.shape[0],
                             in.shape[1], in.shape[2], in.shape[3], step.params.data(),
-                            step.params.size() == 6 ? step.params.data() + 4 : unit, out.shape[1],
-                            out.shape[2], reinterpret_cast<uint16_t*>(out_data));
+                            step.params.size() == 6 ? step.params.data() + 4 : unit,
+                            step.op == "split_bf16x3_pairs", out.shape[1], out.shape[2],
+                            reinterpret_cast<uint16_t*>(out_data));
     } else if (step.op == "cast") {
       const TensorSpec& in = m.tensors[step.inputs[0]];
       const char* src = data(step.inputs[0]);

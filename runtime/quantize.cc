@@ -82,16 +82,15 @@ void ForEachChannel(ElemType zero_type, int64_t outer, int64_t channels, int64_t
   }
 }
 
-// The loops below are compiled for AVX-512, AVX2 and baseline x86-64, picked once per process by the
-// CPU it runs on (the runtime itself is built for any x86-64).
+// The loops below are compiled for AVX-512, AVX2 and baseline x86-64, picked once per process by
+// the CPU it runs on (the runtime itself is built for any x86-64).
 #define GTCO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 /// The bf16 bits of the f32 with bits `bits`: rounded to nearest, ties to even; a NaN a quiet
 /// NaN. All-ones masks, not branches, so that the loops calling it are vectorized.
 inline uint32_t Bf16Bits(uint32_t bits) {
   const uint32_t nan = 0u - static_cast<uint32_t>((bits & 0x7fffffffu) > 0x7f800000u);
-  return (((bits >> 16) | 0x40u) & nan) |
-         (((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16) & ~nan);
+  return (((bits >> 16) | 0x40u) & nan) | (((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16) & ~nan);
 }
 
 /// y[i] = x[i] rounded to bf16 (Bf16Bits) over [begin, end).
@@ -105,8 +104,8 @@ GTCO_VECTOR_CLONES void CastToBf16Range(const float* __restrict x, int64_t begin
 }
 
 /// y[i] = x[i] widened to f32 over [begin, end).
-GTCO_VECTOR_CLONES void CastFromBf16Range(const uint16_t* __restrict x, int64_t begin,
-                                          int64_t end, float* __restrict y) {
+GTCO_VECTOR_CLONES void CastFromBf16Range(const uint16_t* __restrict x, int64_t begin, int64_t end,
+                                          float* __restrict y) {
   for (int64_t i = begin; i < end; ++i) {
     const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
     std::memcpy(y + i, &bits, 4);
@@ -188,12 +187,11 @@ __attribute__((always_inline)) inline float RoundedSteps(float x, float step, fl
 /// y[i] = round-half-even(clamp(x[i] / step, low - zero, high - zero)) + zero for `count` values,
 /// stored as bytes (u8, or i8's two's complement when low is -128).
 GTCO_VECTOR_CLONES void QuantizeRange(const float* __restrict x, int64_t count, float step,
-                                      float zero, float low, float high,
-                                      uint8_t* __restrict y) {
+                                      float zero, float low, float high, uint8_t* __restrict y) {
   const float below = low - zero, above = high - zero;
   for (int64_t i = 0; i < count; ++i) {
-    y[i] = static_cast<uint8_t>(static_cast<int32_t>(RoundedSteps(x[i], step, below, above) +
-                                                     zero));
+    y[i] =
+        static_cast<uint8_t>(static_cast<int32_t>(RoundedSteps(x[i], step, below, above) + zero));
   }
 }
 
@@ -285,24 +283,22 @@ void FakeQuantize(const float* x, ElemType type, int64_t outer, int64_t channels
 
 void Dequantize(const void* x, ElemType type, int64_t outer, int64_t channels, int64_t inner,
                 const float* scales, const void* zero_points, float* out) {
-  ForEachChannel(type, outer, channels, inner, scales, zero_points,
-                 [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
-                   const int64_t at = base + begin, count = end - begin;
-                   switch (type) {
-                     case ElemType::kU8:
-                       DequantizeRange(static_cast<const uint8_t*>(x) + at, count, zero, step,
-                                       out + at);
-                       break;
-                     case ElemType::kI8:
-                       DequantizeRange(static_cast<const int8_t*>(x) + at, count, zero, step,
-                                       out + at);
-                       break;
-                     default:
-                       DequantizeRange(static_cast<const int32_t*>(x) + at, count, zero, step,
-                                       out + at);
-                       break;
-                   }
-                 });
+  ForEachChannel(
+      type, outer, channels, inner, scales, zero_points,
+      [&](int64_t base, int64_t begin, int64_t end, float zero, float step) {
+        const int64_t at = base + begin, count = end - begin;
+        switch (type) {
+          case ElemType::kU8:
+            DequantizeRange(static_cast<const uint8_t*>(x) + at, count, zero, step, out + at);
+            break;
+          case ElemType::kI8:
+            DequantizeRange(static_cast<const int8_t*>(x) + at, count, zero, step, out + at);
+            break;
+          default:
+            DequantizeRange(static_cast<const int32_t*>(x) + at, count, zero, step, out + at);
+            break;
+        }
+      });
 }
 
 void CastF32ToBf16(const float* x, int64_t count, uint16_t* y) {
@@ -314,7 +310,6 @@ void CastBf16ToF32(const uint16_t* x, int64_t count, float* y) {
   ParallelChunks(count,
                  [&](int64_t, int64_t begin, int64_t end) { CastFromBf16Range(x, begin, end, y); });
 }
-
 
 /// One image row of two channels (a, b) as pair words: hi (a | b << 16) into `high_a` and
 /// `high_b`, lo into `low`.
@@ -332,44 +327,48 @@ GTCO_VECTOR_CLONES void SplitPairRow(const float* __restrict a, const float* __r
   }
 }
 
-/// The stride phases of one channel pair's split image (`staged`: its three h x w planes of
-/// words, SplitPairRow's output) into the pair's three planes: phase (p, q) of the padded image
-/// holds padded pixels (sh * i + p, sw * j + q), i < phase_h, j < phase_w; pixels outside the
-/// image zero. Writes sh * sw * phase_h * phase_w words a plane, each once, with no call per row
-/// (ResNet's phase rows hold 4 to 29 pixels).
+/// One image row of two channels (a, b) as pair words rounded to bf16 (a | b << 16) into `out`.
+GTCO_VECTOR_CLONES void CastPairRow(const float* __restrict a, const float* __restrict b,
+                                    int64_t width, uint32_t* __restrict out) {
+  for (int64_t i = 0; i < width; ++i) {
+    uint32_t bits_a, bits_b;
+    std::memcpy(&bits_a, a + i, 4);
+    std::memcpy(&bits_b, b + i, 4);
+    out[i] = Bf16Bits(bits_a) | (Bf16Bits(bits_b) << 16);
+  }
+}
+
+/// The stride phases of one plane of pair words (`staged`: h x w words) into `out`: phase (p, q)
+/// of the padded image holds padded pixels (sh * i + p, sw * j + q), i < phase_h, j < phase_w;
+/// pixels outside the image zero. Writes sh * sw * phase_h * phase_w words, each once, with no
+/// call per row (ResNet's phase rows hold 4 to 29 pixels).
 GTCO_VECTOR_CLONES void WritePairPhases(const uint32_t* __restrict staged, int64_t h, int64_t w,
                                         int64_t top, int64_t left, int64_t sh, int64_t sw,
                                         int64_t phase_h, int64_t phase_w,
-                                        uint32_t* __restrict high_a, uint32_t* __restrict low,
-                                        uint32_t* __restrict high_b) {
-  const uint32_t* high = staged;
-  const uint32_t* rest = staged + h * w;
-  int64_t at = 0;  // the phase row's first pixel in the planes
+                                        uint32_t* __restrict out) {
+  int64_t at = 0;  // the phase row's first pixel in the plane
   for (int64_t p = 0; p < sh; ++p) {
     for (int64_t q = 0; q < sw; ++q) {
       for (int64_t i = 0; i < phase_h; ++i, at += phase_w) {
         const int64_t row = sh * i + p - top;
         if (row < 0 || row >= h) {
-          for (int64_t j = 0; j < phase_w; ++j) high_a[at + j] = low[at + j] = high_b[at + j] = 0;
+          for (int64_t j = 0; j < phase_w; ++j) out[at + j] = 0;
           continue;
         }
         const int64_t first = row * w + q - left;  // staged index of the row's pixel j = 0
         for (int64_t j = 0; j < phase_w; ++j) {
           const int64_t column = sw * j + q - left;
           const bool inside = column >= 0 && column < w;
-          const uint32_t hi = inside ? high[first + sw * j] : 0;
-          high_a[at + j] = hi;
-          high_b[at + j] = hi;
-          low[at + j] = inside ? rest[first + sw * j] : 0;
+          out[at + j] = inside ? staged[first + sw * j] : 0;
         }
       }
     }
   }
 }
 
-void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int64_t w,
-                           const int64_t* pads, const int64_t* strides, int64_t planes_per_image,
-                           int64_t plane, uint16_t* y) {
+void ConvertF32ToBf16Pairs(const float* x, int64_t n, int64_t c, int64_t h, int64_t w,
+                           const int64_t* pads, const int64_t* strides, bool split,
+                           int64_t planes_per_image, int64_t plane, uint16_t* y) {
   // The bottom pad (pads[2]) is part of the zeros after the last image row.
   const int64_t top = pads[0], left = pads[1], right = pads[3];
   const int64_t sh = strides[0], sw = strides[1];
@@ -377,10 +376,12 @@ void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
   if (n <= 0 || pairs <= 0 || image <= 0) return;
   const int64_t phase_h = (h + top + pads[2] + sh - 1) / sh, phase_w = (padded_w + sw - 1) / sw;
   const bool phased = sh != 1 || sw != 1;
+  const int parts = split ? 3 : 1;  // the split's [hi, lo, hi]
   uint32_t* words = reinterpret_cast<uint32_t*>(y);
   // Chunks of elements, each taken as the source pairs that start in it (as SplitF32ToBf16x3's
-  // rows): a pair (image i, channels 2q and 2q + 1) writes planes q (hi), pairs + q (lo) and
-  // 2 * pairs + q (hi) of image i, the last pair also the image's zero planes after those.
+  // rows): a pair (image i, channels 2q and 2q + 1) writes plane q (with the split also planes
+  // pairs + q (lo) and 2 * pairs + q (hi)) of image i, the last pair also the image's zero planes
+  // after those.
   const int64_t per_pair = 2 * image;
   ParallelChunks(n * pairs * per_pair, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t source = (begin + per_pair - 1) / per_pair;
@@ -389,31 +390,45 @@ void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
       const float* a = x + (i * c + 2 * q) * image;
       const float* b = a + image;
       uint32_t* planes[3];
-      for (int part = 0; part < 3; ++part) {
+      for (int part = 0; part < parts; ++part) {
         planes[part] = words + (i * planes_per_image + part * pairs + q) * plane;
       }
       if (q == pairs - 1) {  // the image's zero planes after its last pair
-        std::memset(words + (i * planes_per_image + 3 * pairs) * plane, 0,
-                    4 * (planes_per_image - 3 * pairs) * plane);
+        std::memset(words + (i * planes_per_image + parts * pairs) * plane, 0,
+                    4 * (planes_per_image - parts * pairs) * plane);
       }
       auto zero = [&](int64_t from, int64_t count) {
-        for (uint32_t* out : planes) std::memset(out + from, 0, 4 * count);
+        for (int part = 0; part < parts; ++part) std::memset(planes[part] + from, 0, 4 * count);
+      };
+      // The pair's words staged per part (the split's hi, lo, hi) in `out` (h * w each).
+      auto stage = [&](uint32_t* out) {
+        if (split) {
+          SplitPairRow(a, b, image, out, out + image, out + 2 * image);
+        } else {
+          CastPairRow(a, b, image, out);
+        }
       };
       if (!phased && left == 0 && right == 0) {  // the image's rows are contiguous in the plane
         zero(0, top * padded_w);
-        SplitPairRow(a, b, image, planes[0] + top * w, planes[1] + top * w, planes[2] + top * w);
+        if (split) {
+          SplitPairRow(a, b, image, planes[0] + top * w, planes[1] + top * w, planes[2] + top * w);
+        } else {
+          CastPairRow(a, b, image, planes[0] + top * w);
+        }
         zero((top + h) * w, plane - (top + h) * w);
         continue;
       }
-      // Split the whole image at once (one long vectorized loop; rows of 7-56 pixels would run
+      // Convert the whole image at once (one long vectorized loop; rows of 7-56 pixels would run
       // mostly in the loop's scalar remainder), then place its rows between the pads (or its
       // pixels in their stride phases).
       thread_local std::vector<uint32_t> staged;
-      staged.resize(static_cast<size_t>(3 * image));
-      SplitPairRow(a, b, image, staged.data(), staged.data() + image, staged.data() + 2 * image);
+      staged.resize(static_cast<size_t>(parts * image));
+      stage(staged.data());
       if (phased) {
-        WritePairPhases(staged.data(), h, w, top, left, sh, sw, phase_h, phase_w, planes[0],
-                        planes[1], planes[2]);
+        for (int part = 0; part < parts; ++part) {
+          WritePairPhases(staged.data() + part * image, h, w, top, left, sh, sw, phase_h, phase_w,
+                          planes[part]);
+        }
         const int64_t written = sh * sw * phase_h * phase_w;
         zero(written, plane - written);
         continue;
@@ -421,7 +436,7 @@ void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
       zero(0, top * padded_w + left);
       for (int64_t row = 0; row < h; ++row) {
         const int64_t at = (top + row) * padded_w + left;
-        for (int part = 0; part < 3; ++part) {
+        for (int part = 0; part < parts; ++part) {
           std::memcpy(planes[part] + at, staged.data() + part * image + row * w, 4 * w);
         }
         if (row + 1 < h) zero(at + w, right + left);

@@ -1,8 +1,8 @@
 // The runtime's quantization steps (ONNX DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear
-// and a QuantizeLinear -> DequantizeLinear pair as one fake quantization) and its f32 -> bf16 cast, computed as ONNX
-// Runtime's CPU kernels compute them (division by the scale, round half to even), so that a
-// quantized model's integer inputs are the ones its quantizer expected. Large tensors are split
-// over the runtime's threads.
+// and a QuantizeLinear -> DequantizeLinear pair as one fake quantization) and its f32 -> bf16 cast,
+// computed as ONNX Runtime's CPU kernels compute them (division by the scale, round half to even),
+// so that a quantized model's integer inputs are the ones its quantizer expected. Large tensors are
+// split over the runtime's threads.
 #pragma once
 
 #include <cstdint>
@@ -42,15 +42,16 @@ void CastBf16ToF32(const uint16_t* x, int64_t count, float* y);
 /// where hi is not finite.
 void SplitF32ToBf16x3(const float* x, int64_t rows, int64_t k, uint16_t* y);
 
-/// The bf16x3 split of image x [n, c, h, w] along its channels, [hi, lo, hi] (3c channels), into
-/// the pair layout y [n, planes_per_image >= 3c/2, plane, 2] (ir/conv.h): pair q of image i
-/// holds channels 2q and 2q + 1 of the split interleaved, each plane the image padded by pads =
-/// {top, left, bottom, right} zero pixels, as strides = {h, w} phases (ir::ConvPairIndex: for
-/// unit strides the padded image itself), zeros after it up to `plane` pixels; the planes after
-/// the first 3c/2 of each image zero. c even. Parallel over the pairs.
-void SplitF32ToBf16x3Pairs(const float* x, int64_t n, int64_t c, int64_t h, int64_t w,
-                           const int64_t* pads, const int64_t* strides, int64_t planes_per_image,
-                           int64_t plane, uint16_t* y);
+/// Image x [n, c, h, w] in bf16 along its channels (with `split`, the bf16x3 split [hi, lo, hi]:
+/// 3c channels; else x rounded to bf16 as CastF32ToBf16 rounds: c channels) into the pair layout
+/// y [n, planes_per_image >= those channels / 2, plane, 2] (ir/conv.h): pair q of image i holds
+/// channels 2q and 2q + 1 interleaved, each plane the image padded by pads = {top, left, bottom,
+/// right} zero pixels, as strides = {h, w} phases (ir::ConvPairIndex: for unit strides the
+/// padded image itself), zeros after it up to `plane` pixels; the planes after the channels'
+/// of each image zero. c even. Parallel over the pairs.
+void ConvertF32ToBf16Pairs(const float* x, int64_t n, int64_t c, int64_t h, int64_t w,
+                           const int64_t* pads, const int64_t* strides, bool split,
+                           int64_t planes_per_image, int64_t plane, uint16_t* y);
 
 /// ONNX DequantizeLinear: out[i] = (x[i] - zero_point[c]) * scale[c] in f32, where c is 0 for a
 /// per-tensor scale (`channels` 1) or the index along the quantized axis, x being [outer,

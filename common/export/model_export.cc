@@ -214,14 +214,18 @@ absl::Status Exporter::AddDataStep(const Node& node) {
     return unimplemented(absl::StrCat("has more than ", runtime::kCudaMaxRank,
                                       " dimensions, which the CUDA steps do not take"));
   }
-  if (node.domain == graph::kGtcoInternalDomain && op == graph::kBf16x3SplitOp) {
+  const bool pairs_cast = node.domain == graph::kGtcoInternalDomain && op == graph::kBf16PairsOp;
+  if (node.domain == graph::kGtcoInternalDomain && (op == graph::kBf16x3SplitOp || pairs_cast)) {
     if (cuda()) {
-      return unimplemented(
-          "(the split of --precision bf16x3) has no CUDA step: bf16x3 is for CPUs with AMX");
+      return unimplemented(pairs_cast
+                               ? "(the pair-layout cast of --precision bf16's convs) has no CUDA "
+                                 "step: the pair layout is for CPU conv kernels"
+                               : "(the split of --precision bf16x3) has no CUDA step: bf16x3 is "
+                                 "for CPUs with AMX");
     }
-    step.spec.op = "split_bf16x3";
+    step.spec.op = pairs_cast ? "cast_bf16_pairs" : "split_bf16x3";
     if (node.HasAttr(graph::kPairPadsAttr)) {  // the pair layout of the Convs that read it
-      step.spec.op = "split_bf16x3_pairs";
+      if (!pairs_cast) step.spec.op = "split_bf16x3_pairs";
       step.spec.params = node.IntsAttr(graph::kPairPadsAttr);  // then the strides, if not 1
       if (node.HasAttr(graph::kPairStridesAttr)) {
         for (int64_t stride : node.IntsAttr(graph::kPairStridesAttr)) {

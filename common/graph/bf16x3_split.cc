@@ -62,6 +62,41 @@ bool PairConvReaders(const Graph& graph, const std::map<std::string, std::vector
   return true;
 }
 
+/// Makes `node` (the split, or the cast, of image `x` into `parts` * C channels) write the pair
+/// layout of the Convs `convs` (their pads and strides) and the Convs read it: the node's
+/// attributes, the Convs' image attribute, the output's shape.
+void WritePairLayout(Graph& graph, const Tensor& x, int64_t parts, const std::vector<int64_t>& pads,
+                     const std::vector<int64_t>& strides, const std::vector<int>& convs,
+                     Node& node) {
+  ir::ConvParams p;  // the image, pads and strides: what the pair layout's shape depends on
+  p.batch = x.shape[0];
+  p.in_channels = parts * x.shape[1];
+  p.in_h = x.shape[2];
+  p.in_w = x.shape[3];
+  p.pad_top = pads[0];
+  p.pad_left = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_right = pads[3];
+  p.stride_h = strides[0];
+  p.stride_w = strides[1];
+  p.x_pairs = true;
+  Attribute pads_attr;
+  pads_attr.kind = Attribute::Kind::kInts;
+  pads_attr.ints = pads;
+  node.attributes[kPairPadsAttr] = pads_attr;
+  if (p.stride_h != 1 || p.stride_w != 1) {
+    Attribute strides_attr;
+    strides_attr.kind = Attribute::Kind::kInts;
+    strides_attr.ints = strides;
+    node.attributes[kPairStridesAttr] = strides_attr;
+  }
+  Attribute image;
+  image.kind = Attribute::Kind::kInts;
+  image.ints = {p.batch, p.in_channels, p.in_h, p.in_w};
+  for (int index : convs) graph.nodes[index].attributes[kPairImageAttr] = image;
+  graph.mutable_tensor(node.outputs[0]).shape = ir::ConvXShape(p);
+}
+
 }  // namespace
 
 absl::Status FuseBf16x3Splits(Graph& graph) {
@@ -139,35 +174,27 @@ absl::Status FuseBf16x3Splits(Graph& graph) {
     concat.domain = kGtcoInternalDomain;
     concat.inputs = {high->inputs[0]};
     concat.attributes.clear();
-    if (channels) {
-      ir::ConvParams p;  // the image, pads and strides: what the pair layout's shape depends on
-      p.batch = x->shape[0];
-      p.in_channels = 3 * x->shape[1];
-      p.in_h = x->shape[2];
-      p.in_w = x->shape[3];
-      p.pad_top = pads[0];
-      p.pad_left = pads[1];
-      p.pad_bottom = pads[2];
-      p.pad_right = pads[3];
-      p.stride_h = strides[0];
-      p.stride_w = strides[1];
-      p.x_pairs = true;
-      Attribute pads_attr;
-      pads_attr.kind = Attribute::Kind::kInts;
-      pads_attr.ints = pads;
-      concat.attributes[kPairPadsAttr] = pads_attr;
-      if (p.stride_h != 1 || p.stride_w != 1) {
-        Attribute strides_attr;
-        strides_attr.kind = Attribute::Kind::kInts;
-        strides_attr.ints = strides;
-        concat.attributes[kPairStridesAttr] = strides_attr;
-      }
-      Attribute image;
-      image.kind = Attribute::Kind::kInts;
-      image.ints = {p.batch, p.in_channels, p.in_h, p.in_w};
-      for (int index : convs) graph.nodes[index].attributes[kPairImageAttr] = image;
-      graph.mutable_tensor(concat.outputs[0]).shape = ir::ConvXShape(p);
+    if (channels) WritePairLayout(graph, *x, /*parts=*/3, pads, strides, convs, concat);
+  }
+  // --precision bf16: a Cast of an image to bf16 read only by Convs writes their pair layout.
+  for (Node& cast : graph.nodes) {
+    if (cast.op_type != "Cast" || !cast.domain.empty() || cast.inputs.size() != 1 ||
+        cast.outputs.size() != 1 || fused.count(cast.name)) {
+      continue;
     }
+    const Tensor* x = graph.FindTensor(cast.inputs[0]);
+    const Tensor* y = graph.FindTensor(cast.outputs[0]);
+    if (x == nullptr || y == nullptr || x->is_constant || !x->has_shape || x->shape.size() != 4 ||
+        x->type != ElemType::kFloat32 || y->type != ElemType::kBFloat16) {
+      continue;
+    }
+    std::vector<int64_t> pads, strides;
+    std::vector<int> convs;
+    if (!PairConvReaders(graph, consumers, cast.outputs[0], &convs, &pads, &strides)) continue;
+    cast.op_type = kBf16PairsOp;
+    cast.domain = kGtcoInternalDomain;
+    cast.attributes.clear();
+    WritePairLayout(graph, *x, /*parts=*/1, pads, strides, convs, cast);
   }
   graph.nodes.erase(std::remove_if(graph.nodes.begin(), graph.nodes.end(),
                                    [&](const Node& node) { return fused.count(node.name) > 0; }),

@@ -13,6 +13,10 @@ inline constexpr char kGtcoInternalDomain[] = "ai.gtco.internal";
 /// [..., 3K] = [hi | lo | hi] along the last axis, hi = X rounded to bf16 (nearest, ties to
 /// even), lo = (X - hi) rounded to bf16, or 0 where hi is not finite (inf, NaN).
 inline constexpr char kBf16x3SplitOp[] = "Bf16x3Split";
+/// Op type (domain kGtcoInternalDomain) of `--precision bf16`'s Cast of a conv input in the pair
+/// layout: input X f32 [N, C, H, W], output bf16 in the layout of the Convs that read it
+/// (kPairPadsAttr, kPairStridesAttr as for the split), each value rounded to bf16 as Cast rounds.
+inline constexpr char kBf16PairsOp[] = "Bf16Pairs";
 
 /// The split's attribute when it writes the pair layout (ir::ConvParams::x_pairs) for Convs:
 /// their pads [top, left, bottom, right]. Its output tensor then has the layout's shape [N,
@@ -34,7 +38,9 @@ inline constexpr char kPairImageAttr[] = "gtco_pair_image";
 /// only by bias-free bf16 Convs with unit dilations, one group and the same pads and strides
 /// (--precision bf16x3's convs): the split writes their pair layout (kPairPadsAttr,
 /// kPairStridesAttr) and they read it (kPairImageAttr); such a split of other readers stays
-/// unfused (and the bf16 Conv is then refused by CheckSupportedOps). Run after shape inference, constant folding and
+/// unfused (and the bf16 Conv is then refused by CheckSupportedOps). Likewise each Cast of a 4-D
+/// f32 X to bf16 read only by such Convs (--precision bf16's convs) becomes one kBf16PairsOp node
+/// writing their pair layout. Run after shape inference, constant folding and
 /// FoldIntegerMatMulOutputs.
 absl::Status FuseBf16x3Splits(Graph& graph);
 

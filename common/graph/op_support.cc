@@ -105,14 +105,15 @@ absl::Status CheckComputeTypes(const Node& node, const Graph& graph) {
     return CheckHalfMatMul(node, graph, first_type);
   }
   if (node.op_type == "Conv" && node.HasAttr(kPairImageAttr)) {
-    return absl::OkStatus();  // --precision bf16x3's conv of its split input (bf16x3_split.h)
+    return absl::OkStatus();  // --precision bf16(x3)'s conv of the pair layout (bf16x3_split.h)
   }
   if (node.op_type == "Conv" && first_type == ElemType::kBFloat16) {
     return DtypeUnimplemented(
         node, graph.tensor(node.inputs.at(0)),
-        "a bf16 Conv runs only as --precision bf16x3 writes it: a bias-free Conv of the bf16x3 "
-        "split of an f32 image along its channels, with unit dilations, strides of at most 4, "
-        "one group and the same pads and strides as every other Conv reading that split");
+        "a bf16 Conv runs only as --precision bf16 or bf16x3 writes it: a bias-free Conv of the "
+        "Cast to bf16 (or the bf16x3 split) of an f32 image, with an even number of channels, "
+        "unit dilations, strides of at most 4, one group and the same pads and strides as every "
+        "other Conv reading that image");
   }
   auto check = [&](const std::string& name) -> absl::Status {
     const Tensor& tensor = graph.tensor(name);
@@ -296,7 +297,10 @@ OpRole RoleOf(const Node& node) {
                                                  "DequantizeLinear",
                                                  "QuantizeLinear"};
   if (node.HasAttr(kFallbackAttr)) return OpRole::kFallback;
-  if (node.domain == kGtcoInternalDomain && node.op_type == kBf16x3SplitOp) return OpRole::kData;
+  if (node.domain == kGtcoInternalDomain &&
+      (node.op_type == kBf16x3SplitOp || node.op_type == kBf16PairsOp)) {
+    return OpRole::kData;
+  }
   if (!node.domain.empty()) return OpRole::kUnsupported;
   if (kAnchors.count(node.op_type)) return OpRole::kAnchor;
   if (ElementwiseEwOp(node.op_type)) return OpRole::kElementwise;

@@ -94,8 +94,8 @@ bool HasSubgraph(const GraphProto& graph) {
   return false;
 }
 
-NodeProto MakeNode(const std::string& op, const std::string& name,
-                   std::vector<std::string> inputs, const std::string& output) {
+NodeProto MakeNode(const std::string& op, const std::string& name, std::vector<std::string> inputs,
+                   const std::string& output) {
   NodeProto node;
   node.set_op_type(op);
   node.set_name(name);
@@ -147,6 +147,9 @@ std::map<std::string, int64_t> StaticRows(const ::onnx::ModelProto& model) {
 /// classifiers, BERT's pooler at batch 1): such a product streams its weight once, and the f32
 /// weight is 2/3 of the split's bytes.
 constexpr int64_t kMinBf16x3Rows = 16;
+/// bf16 leaves a Conv of fewer input channels than this in f32 (a stem of 3 or 4 channels reads
+/// little and rounds its raw input).
+constexpr int64_t kMinBf16ConvChannels = 16;
 
 /// The rewrite's state over one graph: fresh names, the bf16 copies made so far.
 class Bf16Rewriter {
@@ -175,7 +178,7 @@ class Bf16Rewriter {
   /// Rewrites the graph's nodes; counts into `result`.
   void Run(Bf16Rewrite* result) {
     for (const NodeProto& node : graph_->node()) {
-      if (split() && RewriteConv(node)) {
+      if (RewriteConv(node)) {
         ++result->convs;
       } else if (Rewrite(node)) {
         ++result->matmuls;
@@ -230,8 +233,7 @@ class Bf16Rewriter {
       }
     }
     TensorProto bf16;
-    bf16.set_name(
-        Fresh(absl::StrCat(name, transposed ? "_t" : "", split() ? "_bf16x3" : "_bf16")));
+    bf16.set_name(Fresh(absl::StrCat(name, transposed ? "_t" : "", split() ? "_bf16x3" : "_bf16")));
     bf16.set_data_type(TensorProto::BFLOAT16);
     bf16.add_dims(k_rows * parts);
     bf16.add_dims(n_cols);
@@ -273,14 +275,14 @@ class Bf16Rewriter {
     // MatMul on bf16, the Cast of its product back to f32 under the old name (or, for a Gemm
     // with a C, a fresh one that the Add of C reads).
     const std::string product = Fresh(absl::StrCat(node.output(0), "_bf16"));
-    nodes_.push_back(MakeNode("MatMul", gemm ? Fresh(absl::StrCat(node.name(), "_matmul"))
-                                             : node.name(),
+    nodes_.push_back(MakeNode("MatMul",
+                              gemm ? Fresh(absl::StrCat(node.name(), "_matmul")) : node.name(),
                               {bf16_activation_[a], weight}, product));
     const bool add_c = gemm && node.input_size() > 2 && !node.input(2).empty();
     const std::string product_f32 =
         add_c ? Fresh(absl::StrCat(node.output(0), "_f32")) : node.output(0);
-    nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_f32")), product,
-                              product_f32, TensorProto::FLOAT));
+    nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_f32")), product, product_f32,
+                              TensorProto::FLOAT));
     if (add_c) {
       nodes_.push_back(MakeNode("Add", Fresh(absl::StrCat(node.name(), "_add_c")),
                                 {product_f32, node.input(2)}, node.output(0)));
@@ -336,9 +338,10 @@ class Bf16Rewriter {
     return output;
   }
 
-  /// The split bf16 copy [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]) of conv weight initializer
-  /// `name`, made once; "" when it is not a 4-D f32 tensor held in the file.
-  std::string Bf16x3ConvWeight(const std::string& name) {
+  /// The bf16 copy ([K, C, R, S]; for bf16x3 split, [W_hi, W_hi, W_lo] along C: [K, 3C, R, S]) of
+  /// conv weight initializer `name`, made once; "" when it is not a 4-D f32 tensor held in the
+  /// file.
+  std::string Bf16ConvWeight(const std::string& name) {
     const std::pair<std::string, bool> key{name, false};
     if (auto found = bf16_weight_.find(key); found != bf16_weight_.end()) return found->second;
     const TensorProto& f32 = graph_->initializer(initializer_index_.at(name));
@@ -351,26 +354,27 @@ class Bf16Rewriter {
     if (values.empty()) return "";
     const int64_t k_count = f32.dims(0), c_count = f32.dims(1);
     const int64_t taps = f32.dims(2) * f32.dims(3);
-    std::string raw(values.size() * 2 * 3, '\0');
+    const int parts = split() ? 3 : 1;
+    std::string raw(values.size() * 2 * parts, '\0');
     for (int64_t k = 0; k < k_count; ++k) {
       for (int64_t c = 0; c < c_count; ++c) {
         for (int64_t tap = 0; tap < taps; ++tap) {
           const float value = values[(k * c_count + c) * taps + tap];
           const uint16_t high = ToBf16(value);
           const float rest = std::isfinite(FromBf16(high)) ? value - FromBf16(high) : 0.0f;
-          const uint16_t parts[3] = {high, high, ToBf16(rest)};
-          for (int part = 0; part < 3; ++part) {
-            const int64_t at = ((k * 3 + part) * c_count + c) * taps + tap;
-            std::memcpy(raw.data() + 2 * at, &parts[part], 2);
+          const uint16_t halves[3] = {high, high, ToBf16(rest)};
+          for (int part = 0; part < parts; ++part) {
+            const int64_t at = ((k * parts + part) * c_count + c) * taps + tap;
+            std::memcpy(raw.data() + 2 * at, &halves[part], 2);
           }
         }
       }
     }
     TensorProto bf16;
-    bf16.set_name(Fresh(absl::StrCat(name, "_bf16x3")));
+    bf16.set_name(Fresh(absl::StrCat(name, split() ? "_bf16x3" : "_bf16")));
     bf16.set_data_type(TensorProto::BFLOAT16);
     bf16.add_dims(k_count);
-    bf16.add_dims(3 * c_count);
+    bf16.add_dims(parts * c_count);
     bf16.add_dims(f32.dims(2));
     bf16.add_dims(f32.dims(3));
     bf16.set_raw_data(std::move(raw));
@@ -379,8 +383,8 @@ class Bf16Rewriter {
     return added_.back().name();
   }
 
-  /// Appends the bf16x3 form of `node` when it is a Conv the AMX conv computes (see
-  /// RewriteMatMulsToBf16); false (nothing appended) otherwise.
+  /// Appends the bf16 (bf16x3) form of `node` when it is a Conv the bf16 convs of the pair layout
+  /// compute (see RewriteMatMulsToBf16); false (nothing appended) otherwise.
   bool RewriteConv(const NodeProto& node) {
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     if (!default_domain || node.op_type() != "Conv" || node.input_size() < 2 ||
@@ -403,9 +407,13 @@ class Bf16Rewriter {
       if (name == "pads") pads.assign(attribute.ints().begin(), attribute.ints().end());
     }
     const TensorProto& w = graph_->initializer(initializer_index_.at(node.input(1)));
-    if (w.dims_size() != 4 || w.dims(1) % 32 != 0 || w.dims(0) % 16 != 0 || w.dims(3) > 33 ||
-        (!pads.empty() && pads.size() != 4) || strides.size() != 2 || strides[0] < 1 ||
-        strides[1] < 1) {
+    // bf16x3 takes the AMX conv's channel counts; bf16 any even C of at least 16 (the AVX-512
+    // BF16 conv's pairs; ResNet's 3-channel stem stays f32).
+    const bool channels_fit =
+        split() ? w.dims_size() == 4 && w.dims(1) % 32 == 0 && w.dims(0) % 16 == 0
+                : w.dims_size() == 4 && w.dims(1) % 2 == 0 && w.dims(1) >= kMinBf16ConvChannels;
+    if (!channels_fit || w.dims(3) > 33 || (!pads.empty() && pads.size() != 4) ||
+        strides.size() != 2 || strides[0] < 1 || strides[1] < 1) {
       return false;
     }
     // A strided 1x1 without padding (ResNet's downsampling shortcut) is the conv of the image's
@@ -428,7 +436,7 @@ class Bf16Rewriter {
         return false;
       }
     }
-    const std::string weight = Bf16x3ConvWeight(node.input(1));
+    const std::string weight = Bf16ConvWeight(node.input(1));
     if (weight.empty()) return false;
     // The bias [K] as [K, 1, 1] (it broadcasts over the NCHW output), one copy per bias.
     std::string bias_k11;
@@ -445,9 +453,17 @@ class Bf16Rewriter {
     const std::string x = subsample ? Subsampled(node.input(0), strides) : node.input(0);
     // One split per image, pads and strides (the pair layout depends on all three).
     const std::string key =
-        absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","), "|strides=",
-                     subsample ? "1,1" : absl::StrJoin(strides, ","));
-    if (!bf16_activation_.count(key)) bf16_activation_[key] = SplitActivation(x, node.name(), 1);
+        absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","),
+                     "|strides=", subsample ? "1,1" : absl::StrJoin(strides, ","));
+    if (!bf16_activation_.count(key)) {
+      if (split()) {
+        bf16_activation_[key] = SplitActivation(x, node.name(), 1);
+      } else {
+        bf16_activation_[key] = Fresh(absl::StrCat(x, "_bf16"));
+        nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_x_bf16")), x,
+                                  bf16_activation_[key], TensorProto::BFLOAT16));
+      }
+    }
     // Conv on bf16 (its attributes as they were, strides 1 after a subsampling), the Cast of its
     // output back to f32 under the old name (or a fresh one that the Add of the bias reads).
     const std::string product = Fresh(absl::StrCat(node.output(0), "_bf16"));
@@ -460,8 +476,8 @@ class Bf16Rewriter {
     nodes_.push_back(std::move(conv));
     const std::string product_f32 =
         bias_k11.empty() ? node.output(0) : Fresh(absl::StrCat(node.output(0), "_f32"));
-    nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_f32")), product,
-                              product_f32, TensorProto::FLOAT));
+    nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_f32")), product, product_f32,
+                              TensorProto::FLOAT));
     if (!bias_k11.empty()) {
       nodes_.push_back(MakeNode("Add", Fresh(absl::StrCat(node.name(), "_add_bias")),
                                 {product_f32, bias_k11}, node.output(0)));
@@ -536,8 +552,9 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
         precision == Bf16Precision::kBf16x3
             ? "no MatMul or plain Gemm with a 2-D f32 weight initializer, nor an ungrouped Conv "
               "with C a multiple of 32 and K of 16, to compute in bf16x3; nothing to rewrite"
-            : "no MatMul or plain Gemm with a 2-D f32 weight initializer to compute in bf16 "
-              "(convolutions and MatMuls of two computed tensors stay f32); nothing to rewrite");
+            : "no MatMul or plain Gemm with a 2-D f32 weight initializer, nor an ungrouped Conv "
+              "of an even C of at least 16 channels, to compute in bf16 (MatMuls of two computed "
+              "tensors stay f32); nothing to rewrite");
   }
   if (!model.SerializeToString(&result.model_bytes)) {
     return absl::InternalError("the rewritten model does not serialize (over 2 GiB?)");

@@ -16,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/codegen/cuda/nvrtc.h"
-#include "tests/unit/codegen_cuda/nvrtc_required.h"
 #include "common/codegen/llvm/aot.h"
 #include "common/codegen/llvm/llvm_codegen.h"
 #include "common/ir/conv.h"
@@ -31,6 +30,7 @@
 #include "runtime/npy.h"
 #include "runtime/parallel.h"
 #include "runtime/quantize.h"
+#include "tests/unit/codegen_cuda/nvrtc_required.h"
 #include "tests/unit/export/export_test_util.h"
 #include "tests/unit/export/test_graph.h"
 #include "tests/unit/scratch_dir.h"
@@ -57,7 +57,8 @@ std::string WriteTemp(const std::string& name, const std::string& bytes) {
 /// test's temporary directory) and loaded by the runtime.
 absl::StatusOr<std::unique_ptr<runtime::Model>> ExportedForHost(const std::string& model,
                                                                 const std::string& file) {
-  absl::StatusOr<ExportResult> result = ExportModel(ReadModel(model), {}, HostOptions(), kNoRecords);
+  absl::StatusOr<ExportResult> result =
+      ExportModel(ReadModel(model), {}, HostOptions(), kNoRecords);
   if (!result.ok()) return result.status();
   return runtime::Model::Load(WriteTemp(file, result->artifact));
 }
@@ -252,8 +253,8 @@ TEST(ModelExportTest, ProfilesCarryEachKernelsWorkAndTraffic) {
     if (kernel.description.rfind("matmul", 0) == 0) matmul_flops.push_back(kernel.flops);
   }
   std::sort(matmul_flops.begin(), matmul_flops.end());
-  EXPECT_EQ(matmul_flops, (std::vector<int64_t>{2 * 4 * 16 * 64 + 4 * 16,
-                                                2 * 4 * 64 * 32 + 2 * 4 * 64}));
+  EXPECT_EQ(matmul_flops,
+            (std::vector<int64_t>{2 * 4 * 16 * 64 + 4 * 16, 2 * 4 * 64 * 32 + 2 * 4 * 64}));
   std::vector<runtime::StepTime> profile;
   const auto values = Inputs(m);
   ASSERT_TRUE((*model)->Run(Host(m, values), &profile).ok());
@@ -286,8 +287,8 @@ TEST(ModelExportTest, ProfilesCarryEachKernelsWorkAndTraffic) {
 // Found in review: every artifact's code was dlopen'ed from the same /proc/self/fd path, so a
 // second model loaded while the first was alive got the first one's library (and kernels).
 TEST(ModelExportTest, TwoLoadedModelsRunTheirOwnKernels) {
-  absl::StatusOr<ExportResult> vit = ExportModel(ReadModel("vit_tiny.onnx"), {}, HostOptions(),
-                                                 kNoRecords);
+  absl::StatusOr<ExportResult> vit =
+      ExportModel(ReadModel("vit_tiny.onnx"), {}, HostOptions(), kNoRecords);
   absl::StatusOr<ExportResult> block =
       ExportModel(ReadModel("transformer_block.onnx"), {}, HostOptions(), kNoRecords);
   ASSERT_TRUE(vit.ok() && block.ok());
@@ -329,10 +330,12 @@ TEST(ModelExportTest, BadArtifactsAndBadInputsHaveClearErrors) {
   ASSERT_TRUE(result.ok()) << result.status();
   const std::string& bytes = result->artifact;
   // Truncated.
-  auto truncated = runtime::Model::Load(WriteTemp("truncated.gtco", bytes.substr(0, bytes.size() / 2)));
+  auto truncated =
+      runtime::Model::Load(WriteTemp("truncated.gtco", bytes.substr(0, bytes.size() / 2)));
   ASSERT_FALSE(truncated.ok());
   EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(truncated.status().message().find("truncated"), std::string::npos) << truncated.status();
+  EXPECT_NE(truncated.status().message().find("truncated"), std::string::npos)
+      << truncated.status();
   // One flipped byte in the weights (the last byte of the file).
   std::string flipped = bytes;
   flipped.back() ^= 0x5a;
@@ -560,7 +563,10 @@ TEST(ModelExportTest, CudaArtifactsCarryCubinsAndNeedAGpu) {
     EXPECT_EQ(m.target, "cuda");
     EXPECT_EQ(m.cuda_arch, arch);
     auto is_elf = [&](int64_t offset, int64_t bytes) {
-      return bytes > 4 && view->code.substr(offset, 4) == std::string_view("\x7f" "ELF", 4);
+      return bytes > 4 && view->code.substr(offset, 4) == std::string_view(
+                                                              "\x7f"
+                                                              "ELF",
+                                                              4);
     };
     EXPECT_TRUE(is_elf(m.data_cubin_offset, m.data_cubin_bytes));
     ASSERT_EQ(m.kernels.size(), static_cast<size_t>(result->kernels));
@@ -571,8 +577,7 @@ TEST(ModelExportTest, CudaArtifactsCarryCubinsAndNeedAGpu) {
       EXPECT_GE(kernel.block[0] * kernel.block[1] * kernel.block[2], 32);
     }
     // The manifest round-trips through its JSON with the launches intact.
-    absl::StatusOr<runtime::Manifest> again =
-        runtime::ManifestFromJson(runtime::ManifestToJson(m));
+    absl::StatusOr<runtime::Manifest> again = runtime::ManifestFromJson(runtime::ManifestToJson(m));
     ASSERT_TRUE(again.ok()) << again.status();
     EXPECT_EQ(again->kernels[0].grid, m.kernels[0].grid);
     EXPECT_EQ(again->kernels[0].cubin_bytes, m.kernels[0].cubin_bytes);
@@ -643,10 +648,10 @@ TEST(ModelExportTest, ChannelVectorizedConvsReadPrepackedOrRuntimePackedWeights)
   }
   const std::string mapping =
       host.HasFeature("avx512f") ? "avx512_fma_channels" : "avx2_fma_channels";
-  const ScheduleLookup channels = [&](const ir::Workload& w, const std::string&)
-      -> absl::StatusOr<std::optional<ChosenSchedule>> {
-    absl::StatusOr<schedule::SearchSpace> space =
-        kernels::CreateSpaceForMapping(w, host, mapping);
+  const ScheduleLookup channels =
+      [&](const ir::Workload& w,
+          const std::string&) -> absl::StatusOr<std::optional<ChosenSchedule>> {
+    absl::StatusOr<schedule::SearchSpace> space = kernels::CreateSpaceForMapping(w, host, mapping);
     if (!space.ok()) return std::nullopt;  // depthwise, pools, the classifier
     ChosenSchedule chosen;
     chosen.trace = space->DefaultTrace();
@@ -725,7 +730,9 @@ TEST(ModelExportTest, ConvolutionalModelsExportForCuda) {
       for (const runtime::KernelSpec& kernel : m.kernels) {
         SCOPED_TRACE(kernel.description);
         EXPECT_GT(kernel.cubin_bytes, 4);
-        EXPECT_EQ(view->code.substr(kernel.cubin_offset, 4), std::string_view("\x7f" "ELF", 4));
+        EXPECT_EQ(view->code.substr(kernel.cubin_offset, 4), std::string_view("\x7f"
+                                                                              "ELF",
+                                                                              4));
         EXPECT_GE(kernel.grid[0] * kernel.grid[1] * kernel.grid[2], 1);
         EXPECT_GE(kernel.block[0] * kernel.block[1] * kernel.block[2], 32);
         if (kernel.description.rfind("conv", 0) == 0) ++convs;
@@ -794,9 +801,8 @@ TEST(ModelExportTest, CastToBf16RoundsToNearestEven) {
     std::memcpy(&value, &bits, 4);
     return value;
   };
-  const std::vector<float> x = {1.0f,        f(0x3f808000),  f(0x3f818000), f(0x3f808001),
-                                -2.5f,       f(0x7f800000),  f(0xff800000), f(0x7f800001),
-                                f(0x7f7fffff), 0.0f};
+  const std::vector<float> x = {1.0f,          f(0x3f808000), f(0x3f818000), f(0x3f808001), -2.5f,
+                                f(0x7f800000), f(0xff800000), f(0x7f800001), f(0x7f7fffff), 0.0f};
   std::vector<uint16_t> y(x.size());
   runtime::CastF32ToBf16(x.data(), static_cast<int64_t>(x.size()), y.data());
   EXPECT_EQ(y, (std::vector<uint16_t>{0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xc020, 0x7f80, 0xff80,
@@ -918,9 +924,8 @@ TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
     absl::StatusOr<ExportResult> result =
         ExportModel(rewritten->model_bytes, {}, HostOptions(), kNoRecords);
     ASSERT_TRUE(result.ok()) << result.status();
-    absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(
-        WriteTemp(absl::StrCat("block_", onnx::Bf16PrecisionName(precision), ".gtco"),
-                  result->artifact));
+    absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(WriteTemp(
+        absl::StrCat("block_", onnx::Bf16PrecisionName(precision), ".gtco"), result->artifact));
     ASSERT_TRUE(model.ok()) << model.status();
     int splits = 0, casts = 0;
     for (const runtime::StepSpec& step : (*model)->manifest().steps) {
@@ -941,8 +946,8 @@ TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
         }
       }
       absl::StatusOr<std::unique_ptr<runtime::Model>> bad = runtime::Model::Load(WriteTemp(
-          "block_bad_split.gtco", runtime::WriteArtifact(manifest, std::string(view->code),
-                                                         std::string(view->weights))));
+          "block_bad_split.gtco",
+          runtime::WriteArtifact(manifest, std::string(view->code), std::string(view->weights))));
       ASSERT_FALSE(bad.ok());
       EXPECT_NE(bad.status().message().find("split_bf16x3): needs one f32 input"),
                 std::string::npos)
@@ -959,8 +964,8 @@ TEST(ModelExportTest, Bf16x3ExportRunsNearOnnxRuntimesFp32Output) {
   EXPECT_LE(worst[0], 3e-5 * largest) << "bf16x3";
   EXPECT_GT(worst[1], 3e-5 * largest) << "one bf16 product would pass the same bound";
   // No CUDA step for the split: the export says so.
-  absl::StatusOr<onnx::Bf16Rewrite> split = onnx::RewriteMatMulsToBf16(
-      ReadModel("transformer_block.onnx"), onnx::Bf16Precision::kBf16x3);
+  absl::StatusOr<onnx::Bf16Rewrite> split =
+      onnx::RewriteMatMulsToBf16(ReadModel("transformer_block.onnx"), onnx::Bf16Precision::kBf16x3);
   ASSERT_TRUE(split.ok());
   ExportOptions cuda;
   cuda.target = target::Target::kCuda;
@@ -990,25 +995,29 @@ std::string Bf16x3ConvModel() {
   return g.Bytes();
 }
 
-// --precision bf16x3 on convolutions: each conv's input split once per (tensor, pads, strides)
-// straight into the AMX conv's pair layout, the convs on AMX tiles with their bias, residual and
-// ReLU fused, the strided 1x1 on the subsampled image, the strided 3x3 on y's stride phases; the
-// output within 3e-5 of the f32 export's largest.
-// Where the host has no AMX the export says the convs need it.
-TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
+// --precision bf16x3 (bf16) on convolutions: each conv's input split (cast) once per (tensor,
+// pads, strides) straight into the pair layout, the convs on AMX tiles or AVX-512 BF16 vectors
+// with their bias, residual and ReLU fused, the strided 1x1 on the subsampled image, the strided
+// 3x3 on y's stride phases; the output within `bound` of the f32 export's largest (bf16x3:
+// 3e-5; bf16: 1e-2, one bf16 product per term). Where the host has neither AMX nor AVX-512 BF16
+// the export says the convs need them. A corrupt artifact whose pair step's planes cannot hold
+// the padded image, or whose stride is out of range, is refused at load.
+void ExpectPairConvsRun(onnx::Bf16Precision precision, double bound) {
+  const bool split3 = precision == onnx::Bf16Precision::kBf16x3;
+  const std::string pair_op = split3 ? "split_bf16x3_pairs" : "cast_bf16_pairs";
   const std::string bytes = Bf16x3ConvModel();
-  absl::StatusOr<onnx::Bf16Rewrite> rewritten =
-      onnx::RewriteMatMulsToBf16(bytes, onnx::Bf16Precision::kBf16x3);
+  absl::StatusOr<onnx::Bf16Rewrite> rewritten = onnx::RewriteMatMulsToBf16(bytes, precision);
   ASSERT_TRUE(rewritten.ok()) << rewritten.status();
   EXPECT_EQ(rewritten->convs, 5) << "a, b, d, e and s";
   EXPECT_EQ(rewritten->matmuls, 0);
   absl::StatusOr<ExportResult> split =
       ExportModel(rewritten->model_bytes, {}, HostOptions(), kNoRecords);
   const target::HardwareInfo host = target::DetectHostCpu();
-  if (!host.HasFeature("amx_tile") || !host.HasFeature("amx_bf16")) {
+  if ((!host.HasFeature("amx_tile") || !host.HasFeature("amx_bf16")) &&
+      !host.HasFeature("avx512_bf16")) {
     ASSERT_FALSE(split.ok());
-    EXPECT_NE(split.status().message().find("amx_bf16"), std::string::npos) << split.status();
-    GTEST_SKIP() << "the bf16x3 convs need AMX: " << host.Summary();
+    EXPECT_NE(split.status().message().find("avx512_bf16"), std::string::npos) << split.status();
+    GTEST_SKIP() << "the bf16 convs need AMX or AVX-512 BF16: " << host.Summary();
   }
   ASSERT_TRUE(split.ok()) << split.status();
   absl::StatusOr<ExportResult> plain = ExportModel(bytes, {}, HostOptions(), kNoRecords);
@@ -1016,14 +1025,14 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
   absl::StatusOr<std::unique_ptr<runtime::Model>> reference =
       runtime::Model::Load(WriteTemp("convs_f32.gtco", plain->artifact));
   absl::StatusOr<std::unique_ptr<runtime::Model>> model =
-      runtime::Model::Load(WriteTemp("convs_bf16x3.gtco", split->artifact));
+      runtime::Model::Load(WriteTemp("convs_pairs.gtco", split->artifact));
   ASSERT_TRUE(reference.ok() && model.ok()) << reference.status() << model.status();
   const runtime::Manifest& m = (*model)->manifest();
-  int pair_splits = 0, phase_splits = 0, amx_convs = 0, f32_convs = 0, casts = 0, slices = 0;
+  int pair_steps = 0, phase_steps = 0, pair_convs = 0, f32_convs = 0, casts = 0, slices = 0;
   for (const runtime::StepSpec& step : m.steps) {
-    pair_splits += step.op == "split_bf16x3_pairs";
-    if (step.op == "split_bf16x3_pairs" && step.params.size() == 6) {
-      ++phase_splits;
+    pair_steps += step.op == pair_op;
+    if (step.op == pair_op && step.params.size() == 6) {
+      ++phase_steps;
       EXPECT_EQ(step.params, (std::vector<int64_t>{1, 1, 1, 1, 2, 2})) << "pads, then strides";
     }
     casts += step.op == "cast";
@@ -1032,8 +1041,8 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
   for (const runtime::KernelSpec& kernel : m.kernels) {
     if (kernel.description.rfind("conv", 0) != 0) continue;
     SCOPED_TRACE(kernel.description);
-    if (kernel.mapping == "amx_bf16") {
-      ++amx_convs;
+    if (kernel.mapping == "amx_bf16" || kernel.mapping == "avx512_bf16") {
+      ++pair_convs;
       EXPECT_NE(kernel.description.find("pairs"), std::string::npos);
       EXPECT_NE(kernel.trace.find("pack_b=2"), std::string::npos) << "weights pre-packed";
       EXPECT_NE(kernel.description.find("+add"), std::string::npos) << "the bias fused";
@@ -1041,12 +1050,12 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
       ++f32_convs;
     }
   }
-  EXPECT_EQ(pair_splits, 5)
+  EXPECT_EQ(pair_steps, 5)
       << "x for a (pads 1) and for d (pads 0), a for b, y for e (phases), y subsampled for s";
-  EXPECT_EQ(phase_splits, 1);
+  EXPECT_EQ(phase_steps, 1);
   EXPECT_EQ(slices, 1) << "y subsampled for s";
   EXPECT_EQ(casts, 0);
-  EXPECT_EQ(amx_convs, 5);
+  EXPECT_EQ(pair_convs, 5);
   EXPECT_EQ(f32_convs, 0);
   const auto values = Inputs(m);
   absl::StatusOr<std::vector<runtime::OutputTensor>> want =
@@ -1063,86 +1072,96 @@ TEST(ModelExportTest, Bf16x3ConvsRunOnAmxFromThePairLayout) {
     worst = std::max<double>(worst, std::fabs(a[i] - b[i]));
   }
   EXPECT_GT(largest, 0.0);
-  EXPECT_LE(worst, 3e-5 * largest);
-  // A corrupt artifact whose pair split's planes cannot hold the padded image, or whose stride is
-  // out of range: refused at load.
+  EXPECT_LE(worst, bound * largest);
+  EXPECT_GT(worst, 0.0) << "bf16 operands round";
   absl::StatusOr<runtime::ArtifactView> view = runtime::ReadArtifact(split->artifact);
   ASSERT_TRUE(view.ok()) << view.status();
   for (size_t param : {size_t{0}, size_t{4}}) {
     runtime::Manifest manifest = view->manifest;
     for (runtime::StepSpec& step : manifest.steps) {
-      if (step.op == "split_bf16x3_pairs" && step.params.size() > param) {
+      if (step.op == pair_op && step.params.size() > param) {
         step.params[param] = param == 0 ? 1000 : 9;
         break;
       }
     }
     absl::StatusOr<std::unique_ptr<runtime::Model>> bad = runtime::Model::Load(WriteTemp(
-        "convs_bad_split.gtco", runtime::WriteArtifact(manifest, std::string(view->code),
-                                                       std::string(view->weights))));
+        "convs_bad_split.gtco",
+        runtime::WriteArtifact(manifest, std::string(view->code), std::string(view->weights))));
     ASSERT_FALSE(bad.ok()) << "param " << param;
-    EXPECT_NE(bad.status().message().find("split_bf16x3_pairs): needs one f32 image"),
-              std::string::npos)
+    EXPECT_NE(bad.status().message().find(pair_op + "): needs one f32 image"), std::string::npos)
         << bad.status();
   }
+}
+
+TEST(ModelExportTest, Bf16x3ConvsRunFromThePairLayout) {
+  ExpectPairConvsRun(onnx::Bf16Precision::kBf16x3, 3e-5);
+}
+
+TEST(ModelExportTest, Bf16ConvsRunFromThePairLayout) {
+  ExpectPairConvsRun(onnx::Bf16Precision::kBf16, 1e-2);
 }
 
 // The runtime's split into the pair layout: each value's hi and lo as the row split computes
 // them, channel pairs interleaved, [hi, lo, hi] along the channels, the padding and the tails
 // zero even over a buffer that held other values; threads split it as one thread does. With
 // pads or none, unit strides and the stride phases of strided convs (odd and even sizes).
+// The same for --precision bf16's cast (one part: the values rounded to bf16).
 TEST(ModelExportTest, SplitToBf16x3PairsWritesThePaddedPairLayout) {
   struct Case {
     int64_t h, w, pads[4], strides[2];
   };
-  for (const Case& layout : {Case{5, 7, {1, 2, 0, 1}, {1, 1}}, Case{4, 6, {0, 0, 0, 0}, {1, 1}},
-                             Case{6, 6, {1, 1, 1, 1}, {2, 2}}, Case{5, 7, {1, 2, 0, 1}, {2, 3}},
-                             Case{7, 5, {0, 0, 0, 0}, {2, 2}}}) {
-    SCOPED_TRACE(absl::StrCat(layout.h, "x", layout.w, " pads ", absl::StrJoin(layout.pads, ","),
-                              " strides ", absl::StrJoin(layout.strides, ",")));
-    ir::ConvParams p;
-    p.batch = 2;
-    p.in_channels = 3 * 4;  // the split's channels
-    p.in_h = layout.h;
-    p.in_w = layout.w;
-    p.pad_top = layout.pads[0];
-    p.pad_left = layout.pads[1];
-    p.pad_bottom = layout.pads[2];
-    p.pad_right = layout.pads[3];
-    p.stride_h = layout.strides[0];
-    p.stride_w = layout.strides[1];
-    p.kernel_h = p.kernel_w = 3;
-    p.x_pairs = true;
-    const int64_t c = 4, image = p.in_h * p.in_w;
-    std::vector<float> x(p.batch * c * image);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
-    const std::vector<int64_t> shape = ir::ConvXShape(p);
-    const int64_t planes = shape[1], plane = shape[2];
-    std::vector<uint16_t> one(p.batch * planes * plane * 2, 0xbeef), two(one.size(), 0x1234);
-    runtime::SetParallelThreads(1);
-    runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
-                                   layout.strides, planes, plane, one.data());
-    runtime::SetParallelThreads(2);
-    runtime::SplitF32ToBf16x3Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
-                                   layout.strides, planes, plane, two.data());
-    runtime::SetParallelThreads(0);
-    EXPECT_EQ(one, two);
-    // The expected layout: the row split of each image's pixels, placed by ir::ConvPairIndex.
-    std::vector<uint16_t> want(one.size(), 0);
-    for (int64_t n = 0; n < p.batch; ++n) {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        for (int64_t pixel = 0; pixel < image; ++pixel) {
-          const float value = x[(n * c + ch) * image + pixel];
-          uint16_t parts[3];
-          runtime::SplitF32ToBf16x3(&value, 1, 1, parts);
-          for (int part = 0; part < 3; ++part) {
-            want[ir::ConvPairIndex(p, n, part * c + ch, pixel / p.in_w, pixel % p.in_w)] =
-                parts[part];
+  for (const bool split : {true, false})
+    for (const Case& layout : {Case{5, 7, {1, 2, 0, 1}, {1, 1}}, Case{4, 6, {0, 0, 0, 0}, {1, 1}},
+                               Case{6, 6, {1, 1, 1, 1}, {2, 2}}, Case{5, 7, {1, 2, 0, 1}, {2, 3}},
+                               Case{7, 5, {0, 0, 0, 0}, {2, 2}}}) {
+      SCOPED_TRACE(absl::StrCat(split ? "split " : "cast ", layout.h, "x", layout.w, " pads ",
+                                absl::StrJoin(layout.pads, ","), " strides ",
+                                absl::StrJoin(layout.strides, ",")));
+      const int parts = split ? 3 : 1;
+      ir::ConvParams p;
+      p.batch = 2;
+      p.in_channels = parts * 4;  // the split's (or the cast's) channels
+      p.in_h = layout.h;
+      p.in_w = layout.w;
+      p.pad_top = layout.pads[0];
+      p.pad_left = layout.pads[1];
+      p.pad_bottom = layout.pads[2];
+      p.pad_right = layout.pads[3];
+      p.stride_h = layout.strides[0];
+      p.stride_w = layout.strides[1];
+      p.kernel_h = p.kernel_w = 3;
+      p.x_pairs = true;
+      const int64_t c = 4, image = p.in_h * p.in_w;
+      std::vector<float> x(p.batch * c * image);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+      const std::vector<int64_t> shape = ir::ConvXShape(p);
+      const int64_t planes = shape[1], plane = shape[2];
+      std::vector<uint16_t> one(p.batch * planes * plane * 2, 0xbeef), two(one.size(), 0x1234);
+      runtime::SetParallelThreads(1);
+      runtime::ConvertF32ToBf16Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
+                                     layout.strides, split, planes, plane, one.data());
+      runtime::SetParallelThreads(2);
+      runtime::ConvertF32ToBf16Pairs(x.data(), p.batch, c, p.in_h, p.in_w, layout.pads,
+                                     layout.strides, split, planes, plane, two.data());
+      runtime::SetParallelThreads(0);
+      EXPECT_EQ(one, two);
+      // The expected layout: the row split of each image's pixels, placed by ir::ConvPairIndex.
+      std::vector<uint16_t> want(one.size(), 0);
+      for (int64_t n = 0; n < p.batch; ++n) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t pixel = 0; pixel < image; ++pixel) {
+            const float value = x[(n * c + ch) * image + pixel];
+            uint16_t halves[3];
+            runtime::SplitF32ToBf16x3(&value, 1, 1, halves);
+            for (int part = 0; part < parts; ++part) {
+              want[ir::ConvPairIndex(p, n, part * c + ch, pixel / p.in_w, pixel % p.in_w)] =
+                  halves[part];
+            }
           }
         }
       }
+      EXPECT_EQ(one, want);
     }
-    EXPECT_EQ(one, want);
-  }
 }
 
 // The runtime's quantization steps against ONNX's own DynamicQuantizeLinear example and hand
@@ -1210,15 +1229,13 @@ TEST(ModelExportTest, QuantizeStepsComputeAsOnnxSpecifies) {
   runtime::DynamicQuantizeU8(big.data(), static_cast<int64_t>(big.size()), one.data(), &scale_one,
                              &zero_one);
   std::vector<float> faked_one(big.size()), faked_two(big.size());
-  runtime::FakeQuantize(big.data(), runtime::ElemType::kU8, 1, 1,
-                        static_cast<int64_t>(big.size()), &scale_one, &zero_one,
-                        faked_one.data());
+  runtime::FakeQuantize(big.data(), runtime::ElemType::kU8, 1, 1, static_cast<int64_t>(big.size()),
+                        &scale_one, &zero_one, faked_one.data());
   runtime::SetParallelThreads(2);
   runtime::DynamicQuantizeU8(big.data(), static_cast<int64_t>(big.size()), two.data(), &scale_two,
                              &zero_two);
-  runtime::FakeQuantize(big.data(), runtime::ElemType::kU8, 1, 1,
-                        static_cast<int64_t>(big.size()), &scale_one, &zero_one,
-                        faked_two.data());
+  runtime::FakeQuantize(big.data(), runtime::ElemType::kU8, 1, 1, static_cast<int64_t>(big.size()),
+                        &scale_one, &zero_one, faked_two.data());
   runtime::SetParallelThreads(0);
   EXPECT_EQ(scale_one, scale_two);
   EXPECT_EQ(zero_one, zero_two);
@@ -1290,8 +1307,8 @@ TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKern
   // same outputs up to the f32 epilogue's rounding.
   ExportOptions v3 = HostOptions();
   v3.isa = "x86-64-v3";
-  absl::StatusOr<ExportResult> avx2 = ExportModel(ReadModel("bert_tiny_int8.onnx"), {}, v3,
-                                                  kNoRecords);
+  absl::StatusOr<ExportResult> avx2 =
+      ExportModel(ReadModel("bert_tiny_int8.onnx"), {}, v3, kNoRecords);
   ASSERT_TRUE(avx2.ok()) << avx2.status();
   absl::StatusOr<std::unique_ptr<runtime::Model>> fallback =
       runtime::Model::Load(WriteTemp("bert_tiny_int8_v3.gtco", avx2->artifact));
@@ -1303,8 +1320,8 @@ TEST(ModelExportTest, DynamicallyQuantizedBertExportsQuantizeStepsAndIntegerKern
   }
   std::vector<int64_t> ids(16), mask(16, 1);
   for (int64_t i = 0; i < 16; ++i) ids[i] = (i * 37 + 11) % 512;
-  const std::vector<runtime::HostTensor> tokens = {
-      {runtime::ElemType::kI64, {1, 16}, ids.data()}, {runtime::ElemType::kI64, {1, 16}, mask.data()}};
+  const std::vector<runtime::HostTensor> tokens = {{runtime::ElemType::kI64, {1, 16}, ids.data()},
+                                                   {runtime::ElemType::kI64, {1, 16}, mask.data()}};
   absl::StatusOr<std::vector<runtime::OutputTensor>> want = (*model)->Run(tokens);
   absl::StatusOr<std::vector<runtime::OutputTensor>> got = (*fallback)->Run(tokens);
   ASSERT_TRUE(want.ok()) << want.status();

@@ -2,6 +2,8 @@
 // reference, the mapping's verdicts, the TileMatMul taps and K passes in the IR, and
 // JIT-compiled kernels (every knob value, kc's passes included, 1x1 and 3x3, strided,
 // asymmetric pads, two images, an epilogue) against the reference where the host has AMX.
+#include "common/kernels/cpu/conv/conv_amx.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -12,7 +14,7 @@
 #include "common/codegen/llvm/llvm_codegen.h"
 #include "common/ir/conv.h"
 #include "common/ir/reference.h"
-#include "common/kernels/cpu/conv/conv_amx.h"
+#include "common/kernels/cpu/conv/conv_pairs.h"
 #include "common/kernels/family.h"
 #include "common/kernels/prepack.h"
 #include "common/kernels/registry.h"
@@ -124,7 +126,7 @@ TEST(ConvPairsTest, ThePairLayoutIsRefusedWhereItCannotHold) {
   const ir::Workload good = PairsConv(1, 64, 8, 8, 32, 3, 1, 1, 1, 1);
   const target::HardwareInfo hw = target::DetectHostCpu();
   for (const schedule::MappingVerdict& verdict : ExplainMappings(good, hw)) {
-    if (verdict.mapping != "amx_bf16") {
+    if (verdict.mapping != "amx_bf16" && verdict.mapping != "avx512_bf16") {
       EXPECT_FALSE(verdict.applies) << verdict.mapping << ": " << verdict.reason;
     }
   }
@@ -174,14 +176,14 @@ TEST(ConvPairsTest, OneTileMatMulWalksEveryTapFromThePairLayout) {
   passes.decisions.back().second = 3;  // does not divide the 2 steps of a tap
   EXPECT_FALSE(LowerSchedule(w, passes, "kernel").ok());
   // Weights only pre-packed.
-  const Trace unpacked{internal::kAmxConvSketchName,
-                       {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 1}, {"kc", 0}}};
+  const Trace unpacked{
+      internal::kAmxConvSketchName,
+      {{"mr", 2}, {"nr", 1}, {"order", 0}, {"tasks", 2}, {"pack_b", 1}, {"kc", 0}}};
   EXPECT_FALSE(LowerSchedule(w, unpacked, "kernel").ok());
   // The weights' packing: [K, C, R, S] -> [K, R, S, C].
   std::vector<float> weights(32 * 64 * 9);
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i);
-  absl::StatusOr<std::optional<PrepackedOperand>> packed =
-      PrepackConstantB(w, trace, weights);
+  absl::StatusOr<std::optional<PrepackedOperand>> packed = PrepackConstantB(w, trace, weights);
   ASSERT_TRUE(packed.ok()) << packed.status();
   ASSERT_TRUE(packed->has_value());
   EXPECT_EQ((*packed)->shape, (std::vector<int64_t>{32, 9 * 64}));
@@ -205,11 +207,11 @@ class ConvAmxJitTest : public ::testing::Test {
     return jit_ != nullptr && MissingCpuFeatures(*hw_, {"avx512f", "amx_tile", "amx_bf16"}).empty();
   }
 
-  /// Every admitted knob combination of `w` (each one's weights packed as exported) against the
-  /// reference.
-  void CheckAllKernels(const ir::Workload& w, uint64_t seed) {
+  /// Every admitted knob combination of `w` for `sketch` (each one's weights packed as exported),
+  /// or every `every`-th one of them and the last, against the reference.
+  void CheckAllKernels(const ir::Workload& w, uint64_t seed,
+                       const schedule::Sketch& sketch = ConvAmxBf16Sketch(), int every = 1) {
     ASSERT_TRUE(w.Validate().ok()) << w.Validate();
-    const schedule::Sketch& sketch = ConvAmxBf16Sketch();
     const auto& loop_sketch = static_cast<const schedule::LoopSketch&>(sketch);
     const std::vector<ir::TypedBuffer> inputs = ir::RandomTypedInputs(w, seed);
     const ir::TypedBuffer expected = ir::ComputeTypedReference(w, inputs);
@@ -228,9 +230,14 @@ class ConvAmxJitTest : public ::testing::Test {
       }
       all = next;
     }
-    int checked = 0;
+    std::vector<KnobValues> admitted;
     for (const KnobValues& values : all) {
-      if (!sketch.Admits(w, *hw_, values)) continue;
+      if (sketch.Admits(w, *hw_, values)) admitted.push_back(values);
+    }
+    int checked = 0;
+    for (size_t index = 0; index < admitted.size(); ++index) {
+      if (index % every != 0 && index + 1 != admitted.size()) continue;
+      const KnobValues& values = admitted[index];
       Trace trace{sketch.Name(), {}};
       std::string text;
       for (size_t knob = 0; knob < knobs.size(); ++knob) {
@@ -283,10 +290,58 @@ TEST_F(ConvAmxJitTest, KernelsMatchTheReference) {
   CheckAllKernels(
       testing::WithResidualRelu(testing::WithBias(PairsConv(1, 64, 7, 7, 64, 3, 1, 1, 1, 1))), 4);
   CheckAllKernels(PairsConv(1, 64, 14, 14, 32, 3, 1, 1, 1, 1, /*stride=*/2), 5);
-  CheckAllKernels(
-      testing::WithBias(PairsConv(2, 32, 9, 11, 16, 3, 1, 1, 1, 1, /*stride=*/2)), 6);
+  CheckAllKernels(testing::WithBias(PairsConv(2, 32, 9, 11, 16, 3, 1, 1, 1, 1, /*stride=*/2)), 6);
   CheckAllKernels(PairsConv(1, 32, 9, 8, 32, 1, 0, 0, 0, 0, /*stride=*/2), 7);
   CheckAllKernels(PairsConv(1, 32, 10, 11, 16, 3, 0, 2, 1, 0, /*stride=*/3), 8);
+}
+
+// The AVX-512 BF16 conv runs everywhere the JIT does: vdpbf16ps where the host has avx512_bf16,
+// else the code generator's exact widening of the pairs (the same sums up to rounding order).
+TEST_F(ConvAmxJitTest, TheAvx512Bf16KernelsMatchTheReference) {
+  if (jit_ == nullptr) GTEST_SKIP() << "no JIT on this host";
+  const schedule::Sketch& sketch = ConvAvx512Bf16Sketch();
+  // As the AMX cases, and channel counts no tile takes: K of 24 and 40 (mr 8, 6, 4, 2, 1), C of
+  // 6; a 5 x 5 kernel (taps in a loop); a grid smaller than one vector (nr 1, no clamping).
+  CheckAllKernels(PairsConv(1, 64, 9, 11, 32, 3, 1, 1, 1, 1), 1, sketch, 5);
+  CheckAllKernels(PairsConv(1, 96, 10, 10, 48, 1, 0, 0, 0, 0), 2, sketch, 5);
+  CheckAllKernels(PairsConv(2, 32, 5, 6, 24, 3, 0, 2, 1, 0), 3, sketch, 3);
+  CheckAllKernels(
+      testing::WithResidualRelu(testing::WithBias(PairsConv(1, 64, 7, 7, 64, 3, 1, 1, 1, 1))), 4,
+      sketch, 5);
+  CheckAllKernels(PairsConv(1, 64, 14, 14, 40, 3, 1, 1, 1, 1, /*stride=*/2), 5, sketch, 5);
+  CheckAllKernels(testing::WithBias(PairsConv(2, 6, 9, 11, 16, 3, 1, 1, 1, 1, /*stride=*/2)), 6,
+                  sketch, 3);
+  CheckAllKernels(PairsConv(1, 32, 9, 8, 32, 1, 0, 0, 0, 0, /*stride=*/2), 7, sketch, 5);
+  CheckAllKernels(PairsConv(1, 16, 12, 13, 16, 5, 2, 2, 2, 2), 8, sketch, 7);
+  CheckAllKernels(PairsConv(1, 8, 3, 3, 8, 1, 0, 0, 0, 0), 9, sketch);
+}
+
+TEST(ConvPairsTest, TheAvx512Bf16WeightsArePackedInTheBlocksOrder) {
+  const ir::Workload w = PairsConv(1, 4, 6, 7, 6, 3, 1, 1, 1, 1);
+  const Trace trace{internal::kBf16ConvSketchName,
+                    {{"mr", 3}, {"nr", 1}, {"order", 0}, {"tasks", 1}, {"pack_b", 2}}};
+  std::vector<float> weights(6 * 4 * 9);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i);
+  absl::StatusOr<std::optional<PrepackedOperand>> packed = PrepackConstantB(w, trace, weights);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_TRUE(packed->has_value());
+  EXPECT_EQ((*packed)->shape, (std::vector<int64_t>{6, 4 * 9}));
+  // Block 1 (channels 3..5), pair 1 (channels 2, 3), tap 4, channel 4 of the block (k = 4): the
+  // word (((1 * 2 + 1) * 9 + 4) * 3 + 1), its values channels 2 and 3.
+  const int64_t word = ((1 * 2 + 1) * 9 + 4) * 3 + 1;
+  EXPECT_EQ((*packed)->data[2 * word], weights[(4 * 4 + 2) * 9 + 4]);
+  EXPECT_EQ((*packed)->data[2 * word + 1], weights[(4 * 4 + 3) * 9 + 4]);
+  // An mr that does not divide K is refused; pack_b 1 does not lower.
+  Trace bad = trace;
+  bad.decisions[0].second = 4;
+  EXPECT_FALSE(PrepackConstantB(w, bad, weights).ok());
+  Trace unpacked = trace;
+  unpacked.decisions.back().second = 1;
+  EXPECT_FALSE(LowerSchedule(w, unpacked, "kernel").ok());
+  absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, trace, "kernel");
+  ASSERT_TRUE(func.ok()) << func.status();
+  absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+  ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
 }
 
 }  // namespace

@@ -18,14 +18,14 @@
 #include "common/onnx/model_analysis.h"
 #include "common/onnx/onnx_import.h"
 #include "gtest/gtest.h"
-#include "tests/unit/onnx/test_models.h"
 #include "onnx/onnx_pb.h"
+#include "tests/unit/onnx/test_models.h"
 
 namespace gtco::onnx {
 namespace {
 
-using testing::ReadModel;
 using testing::IsBf16Value;
+using testing::ReadModel;
 
 /// A model of one input X [4, 8] and the given nodes and 2-D f32 initializers ([8, 8] each,
 /// raw_data unless `float_data`); output "Y" [4, 8].
@@ -157,7 +157,6 @@ TEST(MixedPrecisionTest, WeightMatMulsRunOnBf16WithTheirEpilogues) {
     ++checked;
   }
   EXPECT_EQ(checked, rewritten->weights);
-
 }
 
 // A Gemm with transB (the mlp's layers) becomes MatMul of the weight stored [K, N] in bf16, a Cast
@@ -190,10 +189,10 @@ TEST(MixedPrecisionTest, PlainGemmsBecomeBf16MatMulsAndAnAddOfTheBias) {
 // activation both read is cast once; float_data weights convert too; the rewritten model imports
 // and plans.
 TEST(MixedPrecisionTest, SharedWeightsAndActivationsAreConvertedOncePerLayout) {
-  const std::string bytes = Bytes(SmallModel(
-      {Node("MatMul", {"X", "W"}, "P"), Node("Gemm", {"X", "W"}, "Q", /*trans_b=*/true),
-       Node("Add", {"P", "Q"}, "Y")},
-      {"W"}, 17, /*float_data=*/true));
+  const std::string bytes = Bytes(
+      SmallModel({Node("MatMul", {"X", "W"}, "P"), Node("Gemm", {"X", "W"}, "Q", /*trans_b=*/true),
+                  Node("Add", {"P", "Q"}, "Y")},
+                 {"W"}, 17, /*float_data=*/true));
   absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(bytes);
   ASSERT_TRUE(rewritten.ok()) << rewritten.status();
   EXPECT_EQ(rewritten->matmuls, 2);
@@ -208,10 +207,10 @@ TEST(MixedPrecisionTest, SharedWeightsAndActivationsAreConvertedOncePerLayout) {
 // Weights that stay f32: one another node also reads (kept, beside its bf16 copy), one that is
 // also a graph input (an overridable default: not rewritten), one in external data.
 TEST(MixedPrecisionTest, WeightsOthersReadOrMayOverrideStayF32) {
-  ::onnx::ModelProto model = SmallModel(
-      {Node("MatMul", {"X", "W"}, "P"), Node("Add", {"P", "W"}, "R"),
-       Node("MatMul", {"R", "V"}, "S"), Node("MatMul", {"S", "E"}, "Y")},
-      {"W", "V", "E"});
+  ::onnx::ModelProto model =
+      SmallModel({Node("MatMul", {"X", "W"}, "P"), Node("Add", {"P", "W"}, "R"),
+                  Node("MatMul", {"R", "V"}, "S"), Node("MatMul", {"S", "E"}, "Y")},
+                 {"W", "V", "E"});
   *model.mutable_graph()->add_input() = model.graph().input(0);
   model.mutable_graph()->mutable_input(1)->set_name("V");
   ::onnx::TensorProto* external = model.mutable_graph()->mutable_initializer(2);
@@ -259,10 +258,10 @@ float RoundToBf16(float value) {
 // Concat: once for both readers), so that the bf16 product over 3K is A_hi B_hi + A_lo B_hi +
 // A_hi B_lo: within ~2^-16 of the f32 product, where one bf16 product is ~2^-8 off.
 TEST(MixedPrecisionTest, Bf16x3SplitsWeightsAndActivationsIntoThreeProducts) {
-  const std::string bytes = Bytes(SmallModel(
-      {Node("MatMul", {"X", "W"}, "P"), Node("Gemm", {"X", "W"}, "Q", /*trans_b=*/true),
-       Node("Add", {"P", "Q"}, "Y")},
-      {"W"}, 17, false, /*rows=*/16));
+  const std::string bytes = Bytes(
+      SmallModel({Node("MatMul", {"X", "W"}, "P"), Node("Gemm", {"X", "W"}, "Q", /*trans_b=*/true),
+                  Node("Add", {"P", "Q"}, "Y")},
+                 {"W"}, 17, false, /*rows=*/16));
   absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(bytes, Bf16Precision::kBf16x3);
   ASSERT_TRUE(rewritten.ok()) << rewritten.status();
   EXPECT_EQ(rewritten->matmuls, 2);
@@ -289,15 +288,14 @@ TEST(MixedPrecisionTest, Bf16x3SplitsWeightsAndActivationsIntoThreeProducts) {
         EXPECT_TRUE(IsBf16Value(part(2, k, n)));
         EXPECT_EQ(part(0, k, n), part(1, k, n));
         EXPECT_EQ(part(0, k, n), RoundToBf16(static_cast<float>(b(k, n))));
-        EXPECT_LE(std::fabs(part(0, k, n) + part(2, k, n) - b(k, n)),
-                  std::fabs(b(k, n)) / 65536.0)
+        EXPECT_LE(std::fabs(part(0, k, n) + part(2, k, n) - b(k, n)), std::fabs(b(k, n)) / 65536.0)
             << k << "," << n;
       }
     }
     // One row of A (spanning magnitudes) through the split as the runtime computes it, times the
     // stored B' over 3K, against the f32 product and against a plain bf16 product.
-    const std::vector<float> a = {0.7f, -1.3e-3f, 3.14159f, -25.5f, 1e-2f, 0.333333f, -7.77f,
-                                  0.123456f};
+    const std::vector<float> a = {0.7f,  -1.3e-3f,  3.14159f, -25.5f,
+                                  1e-2f, 0.333333f, -7.77f,   0.123456f};
     std::vector<float> a3(24);
     for (int k = 0; k < 8; ++k) {
       const float high = RoundToBf16(a[k]);
@@ -367,9 +365,9 @@ TEST(MixedPrecisionTest, Bf16x3SplitsWeightsAndActivationsIntoThreeProducts) {
 TEST(MixedPrecisionTest, Bf16x3LeavesMatMulsOfFewRowsInF32) {
   for (int64_t rows : {1, 15, 16, 0}) {
     SCOPED_TRACE(rows == 0 ? std::string("symbolic rows") : absl::StrCat(rows, " rows"));
-    const std::string bytes = Bytes(SmallModel(
-        {Node("Relu", {"X"}, "R"), Node("Gemm", {"R", "W"}, "Y", /*trans_b=*/true)}, {"W"}, 17,
-        false, rows));
+    const std::string bytes = Bytes(
+        SmallModel({Node("Relu", {"X"}, "R"), Node("Gemm", {"R", "W"}, "Y", /*trans_b=*/true)},
+                   {"W"}, 17, false, rows));
     absl::StatusOr<Bf16Rewrite> split = RewriteMatMulsToBf16(bytes, Bf16Precision::kBf16x3);
     const bool few = rows > 0 && rows < 16;
     if (few) {
@@ -384,17 +382,22 @@ TEST(MixedPrecisionTest, Bf16x3LeavesMatMulsOfFewRowsInF32) {
     EXPECT_EQ(half->matmuls, 1);
   }
   // Beside a MatMul of 16 rows, the one-row Gemm is kept and counted.
-  ::onnx::ModelProto model = SmallModel(
-      {Node("MatMul", {"X", "W"}, "P"), Node("ReduceSum", {"P", "axes"}, "S"),
-       Node("Gemm", {"S", "W"}, "Y", /*trans_b=*/true)},
-      {"W"}, 17, false, /*rows=*/16);
+  ::onnx::ModelProto model =
+      SmallModel({Node("MatMul", {"X", "W"}, "P"), Node("ReduceSum", {"P", "axes"}, "S"),
+                  Node("Gemm", {"S", "W"}, "Y", /*trans_b=*/true)},
+                 {"W"}, 17, false, /*rows=*/16);
   ::onnx::TensorProto* axes = model.mutable_graph()->add_initializer();
   axes->set_name("axes");
   axes->set_data_type(::onnx::TensorProto::INT64);
   axes->add_dims(1);
   axes->add_int64_data(0);  // S = the column sums [1, 8]
-  model.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()
-      ->mutable_shape()->mutable_dim(0)->set_dim_value(1);
+  model.mutable_graph()
+      ->mutable_output(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(1);
   absl::StatusOr<Bf16Rewrite> mixed = RewriteMatMulsToBf16(Bytes(model), Bf16Precision::kBf16x3);
   ASSERT_TRUE(mixed.ok()) << mixed.status();
   EXPECT_EQ(mixed->matmuls, 1);
@@ -443,8 +446,7 @@ TEST(MixedPrecisionTest, Bf16x3SplitFusesOnlyWhereTheIntermediatesAreItsOwn) {
   absl::StatusOr<graph::Graph> refused = ImportOnnx(Bytes(internal), {});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("only GTCO's own graph passes use"),
-            std::string::npos)
+  EXPECT_NE(refused.status().message().find("only GTCO's own graph passes use"), std::string::npos)
       << refused.status();
 }
 
@@ -580,7 +582,7 @@ TEST(MixedPrecisionTest, Bf16x3ConvsReadTheirInputsSplitInThePairLayout) {
   const std::vector<graph::FallbackNode> fallbacks = graph::FallbackNodes(*dilated);
   ASSERT_EQ(fallbacks.size(), 1u);
   EXPECT_EQ(fallbacks[0].node, "c2");
-  EXPECT_NE(fallbacks[0].reason.find("a bf16 Conv runs only as --precision bf16x3"),
+  EXPECT_NE(fallbacks[0].reason.find("a bf16 Conv runs only as --precision bf16 or bf16x3"),
             std::string::npos)
       << fallbacks[0].reason;
   // The passes' own attributes in a model file are refused (the ONNX checker knows Conv's).
@@ -593,6 +595,62 @@ TEST(MixedPrecisionTest, Bf16x3ConvsReadTheirInputsSplitInThePairLayout) {
   ASSERT_FALSE(imported.ok());
   EXPECT_NE(imported.status().message().find("gtco_pair_image"), std::string::npos)
       << imported.status();
+}
+
+// bf16 rewrites each conv of an even C of 16+ channels (here all three, the strided one too): the
+// weight stored [K, C, R, S] in bf16 (each value rounded), the input cast once per (tensor, pads,
+// strides), a bias added after the Cast back. After the graph passes each cast writes the pair
+// layout of C channels its conv reads (the strided conv's as its stride phases).
+TEST(MixedPrecisionTest, Bf16ConvsReadTheirInputsCastInThePairLayout) {
+  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(Bytes(ConvModel()));
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->convs, 3);
+  EXPECT_EQ(rewritten->matmuls, 0);
+  EXPECT_EQ(rewritten->weights, 3);
+  ::onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(rewritten->model_bytes));
+  const ::onnx::TensorProto* w1 = nullptr;
+  for (const auto& tensor : model.graph().initializer()) {
+    if (tensor.name() == "w1_bf16") w1 = &tensor;
+    EXPECT_NE(tensor.name(), "w1") << "the f32 weight is dropped";
+  }
+  ASSERT_NE(w1, nullptr);
+  ASSERT_EQ(std::vector<int64_t>(w1->dims().begin(), w1->dims().end()),
+            (std::vector<int64_t>{32, 32, 3, 3}));
+  uint16_t half;
+  const int64_t k = 3, c = 5, tap = 4, at = (k * 32 + c) * 9 + tap;
+  std::memcpy(&half, w1->raw_data().data() + 2 * at, 2);
+  const uint32_t bits = static_cast<uint32_t>(half) << 16;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  const float original = 0.1f * std::sin(0.3f * at) + 1.0f / 3;
+  EXPECT_NEAR(value, original, std::fabs(original) / 256) << "rounded to bf16's 8 bits";
+  absl::StatusOr<graph::Graph> g = PrepareGraph(rewritten->model_bytes, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  int casts = 0, phased = 0, pair_convs = 0;
+  for (const graph::Node& node : g->nodes) {
+    if (node.op_type == graph::kBf16PairsOp) {
+      ++casts;
+      EXPECT_TRUE(node.HasAttr(graph::kPairPadsAttr));
+      phased += node.HasAttr(graph::kPairStridesAttr);
+      EXPECT_EQ(g->tensor(node.outputs[0]).shape[3], 2) << "channel pairs";
+    }
+    EXPECT_NE(node.op_type, "Cast") << node.name << ": every cast is fused";
+    if (node.op_type == "Conv" && node.HasAttr(graph::kPairImageAttr)) ++pair_convs;
+  }
+  EXPECT_EQ(casts, 3);
+  EXPECT_EQ(phased, 1) << "c3's stride 2";
+  EXPECT_EQ(pair_convs, 3);
+  absl::StatusOr<ModelAnalysis> analysis = AnalyzeOnnxModel(rewritten->model_bytes, {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  std::vector<int64_t> channels;
+  for (const ModelTask& task : analysis->tasks) {
+    if (task.workload.anchor != ir::AnchorKind::kConv || !task.workload.conv.x_pairs) continue;
+    channels.push_back(task.workload.conv.in_channels);
+    EXPECT_EQ(task.workload.inputs[0].dtype, ir::DType::kBF16);
+  }
+  std::sort(channels.begin(), channels.end());
+  EXPECT_EQ(channels, (std::vector<int64_t>{16, 32, 32}));
 }
 
 // Nothing to rewrite, or not a model: errors that say so.

@@ -1,7 +1,7 @@
-// "conv_amx_bf16/v2" (and "/v1", without the kc knob): a bf16 convolution whose input arrives in the zero-padded pair layout
-// (ConvParams::x_pairs, ir/conv.h: per image, C/2 planes of channel pairs, each pixel of the
-// padded image one 4-byte word of two bf16 values) on Intel AMX tiles, with no gather and no
-// packing of the image at run time.
+// "conv_amx_bf16/v2" (and "/v1", without the kc knob): a bf16 convolution whose input arrives in
+// the zero-padded pair layout (ConvParams::x_pairs, ir/conv.h: per image, C/2 planes of channel
+// pairs, each pixel of the padded image one 4-byte word of two bf16 values) on Intel AMX tiles,
+// with no gather and no packing of the image at run time.
 //
 // The conv is computed on the padded output grid: output pixel q = oh * Wp + ow (Wp the padded
 // width; the columns ow >= OW of that grid are computed and dropped). For tap (r, s) the input
@@ -35,6 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/ir/conv.h"
 #include "common/kernels/cpu/conv/conv_amx.h"
+#include "common/kernels/cpu/conv/conv_pairs.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
 #include "common/kernels/registry.h"
@@ -50,8 +51,6 @@ using ir::MakeInt;
 using ir::ScalarType;
 using ir::Stmt;
 
-Expr Lt(const Expr& a, const Expr& b) { return ir::MakeBinary(ir::ExprKind::kLt, a, b); }
-
 constexpr int64_t kTile = 16;  ///< rows of an AMX tile; pixels (4-byte words) per tile row
 constexpr int64_t kMaxPassBytes = 256 << 10;  ///< kc > 0: C blocks of one column group
 
@@ -61,20 +60,19 @@ enum KnobIdx { kMr, kNr, kOrder, kTasks, kPackB, kKc };
 struct AmxConvPlan {
   ir::ConvParams p;
   int64_t mr = 1, nr = 1, order = 0, tasks = 1;
-  int64_t taps = 1;        ///< R * S
-  int64_t grid_w = 1;      ///< Wq: the padded width, per stride phase
-  int64_t plane = 1;       ///< ConvPairPlane: elements of a pair plane (in words)
+  int64_t taps = 1;    ///< R * S
+  int64_t grid_w = 1;  ///< Wq: the padded width, per stride phase
+  int64_t plane = 1;   ///< ConvPairPlane: elements of a pair plane (in words)
   int64_t out_h = 1, out_w = 1;
-  int64_t grid = 1;        ///< OH * Wq: pixels of the padded output grid
+  int64_t grid = 1;  ///< OH * Wq: pixels of the padded output grid
   int64_t block_cols = 16, row_blocks = 1, col_blocks = 1, items = 1, per_task = 1;
-  int64_t k_steps = 1;     ///< C / 32: 64-byte steps along the channels of one tap
-  int64_t kc = 0;          ///< steps per pass (0: one pass of every tap and step)
-  int64_t col_groups = 1;  ///< with kc: column groups per (image, row block)
+  int64_t k_steps = 1;       ///< C / 32: 64-byte steps along the channels of one tap
+  int64_t kc = 0;            ///< steps per pass (0: one pass of every tap and step)
+  int64_t col_groups = 1;    ///< with kc: column groups per (image, row block)
   int64_t group_blocks = 1;  ///< with kc: column blocks per group (the last may hold fewer)
 };
 
-absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& values,
-                                     bool passes) {
+absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& values, bool passes) {
   if (values.size() != (passes ? 6u : 5u)) {
     return absl::InvalidArgumentError(
         absl::StrCat("conv_amx_bf16 takes ", passes ? 6 : 5, " knobs"));
@@ -104,17 +102,16 @@ absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& va
   plan.grid = plan.out_h * plan.grid_w;
   plan.block_cols = kTile * plan.nr;
   if ((p.out_channels / kTile) % plan.mr != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mr ", plan.mr, " must divide the ", p.out_channels / kTile,
-                     " 16-channel row tiles"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mr ", plan.mr, " must divide the ", p.out_channels / kTile, " 16-channel row tiles"));
   }
   plan.row_blocks = p.out_channels / (kTile * plan.mr);
   plan.col_blocks = CeilDiv(plan.grid, plan.block_cols);
   plan.k_steps = p.in_channels / 32;
   plan.kc = passes ? values[kKc] : 0;
   if (plan.kc < 0 || (plan.kc > 0 && plan.k_steps % plan.kc != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kc ", plan.kc, " must be 0 or divide the ", plan.k_steps, " K steps of a tap"));
+    return absl::InvalidArgumentError(absl::StrCat("kc ", plan.kc, " must be 0 or divide the ",
+                                                   plan.k_steps, " K steps of a tap"));
   }
   if (plan.kc == 0) {
     plan.items = p.batch * plan.row_blocks * plan.col_blocks;
@@ -133,58 +130,6 @@ absl::StatusOr<AmxConvPlan> MakePlan(const ir::Workload& w, const KnobValues& va
   plan.per_task = CeilDiv(plan.items, plan.tasks);
   plan.tasks = CeilDiv(plan.items, plan.per_task);
   return plan;
-}
-
-/// Byte offset in B of tap (r, s): its phase (strided convs) and its shift in the grid.
-int64_t TapBytes(const AmxConvPlan& plan, int64_t r, int64_t s) {
-  const ir::ConvParams& p = plan.p;
-  const int64_t phase = (r % p.stride_h) * p.stride_w + s % p.stride_w;
-  return (phase * ir::ConvPairPhaseH(p) * plan.grid_w + (r / p.stride_h) * plan.grid_w +
-          s / p.stride_w) *
-         4;
-}
-
-/// The same for tap number `tap` (r * S + s) as an IR expression.
-Expr TapBytesExpr(const AmxConvPlan& plan, const Expr& tap) {
-  const ir::ConvParams& p = plan.p;
-  const Expr r = tap / MakeInt(p.kernel_w), s = tap % MakeInt(p.kernel_w);
-  const Expr phase = (r % MakeInt(p.stride_h)) * MakeInt(p.stride_w) + s % MakeInt(p.stride_w);
-  return (phase * MakeInt(ir::ConvPairPhaseH(p) * plan.grid_w) +
-          (r / MakeInt(p.stride_h)) * MakeInt(plan.grid_w) + s / MakeInt(p.stride_w)) *
-         MakeInt(4);
-}
-
-/// The write-back of one C block (mr x 16 rows by block_cols f32 in `cbuf` from float
-/// `c_base`): per output channel of the block, per output row the block's pixels (grid pixels
-/// from q0) cover, the run [begin, end) of grid pixels inside the row's OW columns as one
-/// masked vector range through the epilogue.
-Stmt WriteBack(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilogue,
-               const std::string& cbuf, const Expr& c_base, const Expr& n, const Expr& co0,
-               const Expr& q0) {
-  const ir::ConvParams& p = plan.p;
-  const Expr i = ir::MakeVar("wi"), row = ir::MakeVar("wrow"), lane = ir::MakeVar("wl");
-  const Expr first_oh = q0 / MakeInt(plan.grid_w);
-  const Expr last_oh = ir::Min((q0 + MakeInt(plan.block_cols - 1)) / MakeInt(plan.grid_w),
-                               MakeInt(plan.out_h - 1));
-  const Expr oh = first_oh + row;
-  const Expr row_start = oh * MakeInt(plan.grid_w);
-  const Expr begin = ir::Max(q0, row_start);
-  const Expr end =
-      ir::Min(q0 + MakeInt(plan.block_cols), row_start + MakeInt(plan.out_w));
-  const Expr q = begin + lane;
-  const Expr plane = n * MakeInt(p.out_channels) + co0 + i;
-  const Expr column = oh * MakeInt(plan.out_w) + (q - row_start);
-  const Expr acc = ir::MakeTypedLoad(
-      cbuf, c_base + i * MakeInt(plan.block_cols) + (q - q0), ScalarType::kF32);
-  const Stmt store =
-      ir::MakeStore(kOutputName, plane * MakeInt(plan.out_h * plan.out_w) + column,
-                    epilogue.Apply(acc, plane, column));
-  const int64_t lanes = PowerOfTwoCeil(std::min(plan.block_cols, plan.out_w));
-  const Stmt runs = ir::MakeFor(
-      "wrow", MakeInt(0), last_oh - first_oh + MakeInt(1), ir::ForKind::kSerial,
-      ir::MakeFor("wl", MakeInt(0), MakeInt(lanes), ir::ForKind::kVectorized,
-                  ir::MakeIf(Lt(q, end), store)));
-  return ir::MakeFor("wi", MakeInt(0), MakeInt(kTile * plan.mr), ir::ForKind::kSerial, runs);
 }
 
 /// The TileMatMul arguments every block shares: the instruction, the A tiles' and B's strides.
@@ -219,9 +164,9 @@ ItemCoords ItemAt(const AmxConvPlan& plan, const Expr& item, int64_t columns) {
 Stmt TaskLoop(const AmxConvPlan& plan, const std::string& cbuf, int64_t floats, Stmt body) {
   const Expr task = ir::MakeVar("task");
   const Expr first = task * MakeInt(plan.per_task);
-  const Stmt items = ir::MakeFor(
-      "item", first, ir::Min(MakeInt(plan.per_task), MakeInt(plan.items) - first),
-      ir::ForKind::kSerial, std::move(body));
+  const Stmt items =
+      ir::MakeFor("item", first, ir::Min(MakeInt(plan.per_task), MakeInt(plan.items) - first),
+                  ir::ForKind::kSerial, std::move(body));
   return ir::MakeFor("task", MakeInt(0), MakeInt(plan.tasks),
                      plan.tasks > 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial,
                      ir::MakeTypedAllocate(cbuf, floats, ScalarType::kF32, items));
@@ -241,22 +186,23 @@ Stmt LowerOnePass(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epil
   args.c = ir::MakeTypedLoad(cbuf, MakeInt(0), ScalarType::kF32);
   // Pair 0 of image n, grid pixel q0, in bf16 elements (two per word).
   const int64_t image_planes = p.in_channels / 2 + ir::ConvPairTailPlanes(p);
-  args.b = ir::MakeTypedLoad(InputName(0),
-                             (n * MakeInt(image_planes * plan.plane) + q0) * MakeInt(2),
-                             ScalarType::kBF16);
+  args.b = ir::MakeTypedLoad(
+      InputName(0), (n * MakeInt(image_planes * plan.plane) + q0) * MakeInt(2), ScalarType::kBF16);
   const int64_t a_row = plan.taps * p.in_channels;  // bf16 elements of one output channel
   for (int64_t t = 0; t < plan.mr; ++t) {
-    args.a.push_back(ir::MakeTypedLoad(
-        InputName(1), (co0 + MakeInt(t * kTile)) * MakeInt(a_row), ScalarType::kBF16));
+    args.a.push_back(ir::MakeTypedLoad(InputName(1), (co0 + MakeInt(t * kTile)) * MakeInt(a_row),
+                                       ScalarType::kBF16));
   }
   args.k_steps = plan.k_steps;
   if (plan.taps > 1) {
     for (int64_t r = 0; r < p.kernel_h; ++r) {
-      for (int64_t s = 0; s < p.kernel_w; ++s) args.b_taps.push_back(TapBytes(plan, r, s));
+      for (int64_t s = 0; s < p.kernel_w; ++s)
+        args.b_taps.push_back(4 * PairTapWords(plan.p, r, s));
     }
   }
   const Stmt product = ir::MakeTileMatMul(args);
-  const Stmt write_back = WriteBack(plan, epilogue, cbuf, MakeInt(0), n, co0, q0);
+  const Stmt write_back = PairGridWriteBack(plan.p, kTile * plan.mr, plan.block_cols, epilogue,
+                                            cbuf, MakeInt(0), n, co0, q0);
   return TaskLoop(plan, cbuf, kTile * plan.mr * plan.block_cols,
                   ir::MakeBlock({product, write_back}));
 }
@@ -287,12 +233,12 @@ Stmt LowerPasses(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilo
     ir::TileMatMulArgs args = BaseArgs(plan);
     args.c = ir::MakeTypedLoad(cbuf, c_base, ScalarType::kF32);
     // Pair chunk * kc * 16 of image n at grid pixel q0, shifted by the tap, in bf16 elements.
-    args.b = ir::MakeTypedLoad(
-        InputName(0),
-        (n * MakeInt(image_planes * plan.plane) + q0 +
-         chunk * MakeInt(plan.kc * kTile * plan.plane)) * MakeInt(2) +
-            TapBytesExpr(plan, tap) / MakeInt(2),
-        ScalarType::kBF16);
+    args.b = ir::MakeTypedLoad(InputName(0),
+                               (n * MakeInt(image_planes * plan.plane) + q0 +
+                                chunk * MakeInt(plan.kc * kTile * plan.plane)) *
+                                       MakeInt(2) +
+                                   PairTapWordsExpr(plan.p, tap) * MakeInt(2),
+                               ScalarType::kBF16);
     for (int64_t t = 0; t < plan.mr; ++t) {
       args.a.push_back(ir::MakeTypedLoad(
           InputName(1),
@@ -308,9 +254,9 @@ Stmt LowerPasses(const AmxConvPlan& plan, const schedule::EpilogueBuilder& epilo
   const Stmt first_pass = product(MakeInt(0), false);
   const Stmt other_passes = ir::MakeFor("pass", MakeInt(1), MakeInt(plan.taps * chunks - 1),
                                         ir::ForKind::kSerial, product(pass, true));
-  const Stmt write_backs =
-      ir::MakeFor("cbl", MakeInt(0), blocks_here, ir::ForKind::kSerial,
-                  WriteBack(plan, epilogue, cbuf, c_base, n, co0, q0));
+  const Stmt write_backs = ir::MakeFor("cbl", MakeInt(0), blocks_here, ir::ForKind::kSerial,
+                                       PairGridWriteBack(plan.p, kTile * plan.mr, plan.block_cols,
+                                                         epilogue, cbuf, c_base, n, co0, q0));
   std::vector<Stmt> body = {first_pass};
   if (plan.taps * chunks > 1) body.push_back(other_passes);
   body.push_back(write_backs);
@@ -321,9 +267,7 @@ class AmxConvSketch final : public LoopSketch {
  public:
   /// `passes`: "/v2" with the kc knob (else "/v1", one pass; kept so that its traces replay).
   explicit AmxConvSketch(bool passes) : passes_(passes) {}
-  const char* Name() const override {
-    return passes_ ? kAmxConvSketchName : kAmxConvSketchNameV1;
-  }
+  const char* Name() const override { return passes_ ? kAmxConvSketchName : kAmxConvSketchNameV1; }
   std::vector<std::string> KnobNames() const override {
     if (passes_) return {"mr", "nr", "order", "tasks", "pack_b", "kc"};
     return {"mr", "nr", "order", "tasks", "pack_b"};
@@ -338,8 +282,8 @@ class AmxConvSketch final : public LoopSketch {
     const int64_t grid = ir::ConvOutH(p) * ir::ConvPairPhaseW(p);
     // 2 x 2 tiles (four C tiles, two A and two B: 8 registers) first, the widest register
     // block; 1 x 3 and the others after.
-    std::vector<int64_t> mr = row_tiles % 2 == 0 ? std::vector<int64_t>{2, 1}
-                                                  : std::vector<int64_t>{1};
+    std::vector<int64_t> mr =
+        row_tiles % 2 == 0 ? std::vector<int64_t>{2, 1} : std::vector<int64_t>{1};
     std::vector<int64_t> nr = {2, 3, 1};
     // Weights larger than the image's tiles are reused from the cache with the pixels
     // innermost (order 1): ResNet's last stages; the image's otherwise (its first stages).
@@ -355,8 +299,8 @@ class AmxConvSketch final : public LoopSketch {
       const int64_t value = std::min(cores * per_core, most);
       if (std::find(tasks.begin(), tasks.end(), value) == tasks.end()) tasks.push_back(value);
     }
-    std::vector<Knob> knobs = {{"mr", mr}, {"nr", nr}, {"order", order}, {"tasks", tasks},
-                               {"pack_b", {kPackBPrepacked}}};
+    std::vector<Knob> knobs = {
+        {"mr", mr}, {"nr", nr}, {"order", order}, {"tasks", tasks}, {"pack_b", {kPackBPrepacked}}};
     if (passes_) {
       // Passes of about 2 to 16 steps (2 to 16 KiB of weights per A tile: L1-resident beside
       // the image's tiles; which wins varies with the shape), then one pass of everything; each
@@ -394,9 +338,9 @@ class AmxConvSketch final : public LoopSketch {
     GTCO_ASSIGN_OR_RETURN(const schedule::EpilogueBuilder epilogue, schedule::ConvEpilogue(w));
     std::vector<ir::BufferParam> params = KernelParams(w);  // X and W hold bf16
     params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
-    return ir::LoweredFunc{func_name, params,
-                           plan.kc > 0 ? LowerPasses(plan, epilogue)
-                                       : LowerOnePass(plan, epilogue)};
+    return ir::LoweredFunc{
+        func_name, params,
+        plan.kc > 0 ? LowerPasses(plan, epilogue) : LowerOnePass(plan, epilogue)};
   }
 
  private:
@@ -447,8 +391,7 @@ std::string AmxConvMismatch(const ir::Workload& w) {
                         p.in_channels);
   }
   if (p.out_channels % kTile != 0) {
-    return absl::StrCat("the AMX conv needs K a multiple of 16 (one tile), not ",
-                        p.out_channels);
+    return absl::StrCat("the AMX conv needs K a multiple of 16 (one tile), not ", p.out_channels);
   }
   if (int64_t{4} * ir::ConvPairPlane(p) > (int64_t{1} << 31)) {
     return "the AMX conv's plane is too large for a tile stride";
@@ -465,9 +408,9 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackAmxConvWeights(
   const ir::ConvParams& p = w.conv;
   const int64_t taps = p.kernel_h * p.kernel_w;
   if (static_cast<int64_t>(weights.size()) != p.out_channels * p.in_channels * taps) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("conv weights have ", weights.size(), " elements, not ",
-                     p.out_channels * p.in_channels * taps));
+    return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
+                                                   " elements, not ",
+                                                   p.out_channels * p.in_channels * taps));
   }
   PrepackedOperand packed;
   packed.trace = WithPackB(t, kPackBPrepacked);

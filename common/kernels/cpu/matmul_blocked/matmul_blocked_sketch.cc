@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/kernels/cpu/conv/conv_amx.h"
+#include "common/kernels/cpu/conv/conv_pairs.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/cpu/matmul_lowp/matmul_lowp_lowering.h"
 #include "common/kernels/family.h"
@@ -398,6 +399,7 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
                                                                  const std::vector<float>& b) {
   if (w.anchor == ir::AnchorKind::kConv) {
     if (t.sketch == internal::kAmxConvSketchName) return internal::PrepackAmxConvWeights(w, t, b);
+    if (t.sketch == internal::kBf16ConvSketchName) return internal::PrepackBf16ConvWeights(w, t, b);
     if (t.sketch.find("_winograd/") != std::string::npos) {
       return internal::PrepackWinogradConvWeights(w, t, b);
     }

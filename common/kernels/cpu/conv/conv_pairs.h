@@ -1,0 +1,62 @@
+// Internal to cpu/conv: what the convs of an X in the pair layout share (ConvParams::x_pairs,
+// ir/conv.h): the AMX conv (conv_amx_sketch.cc) and the AVX-512 BF16 conv (conv_bf16_sketch.cc)
+// both compute the padded output grid (output pixel q = oh * Wq + ow, Wq = ConvPairPhaseW; the
+// columns ow >= OW computed and dropped), reading tap (r, s) of grid pixel q at word q +
+// PairTapWords(r, s) of a pair plane.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/ir/loop_ir.h"
+#include "common/ir/workload.h"
+#include "common/kernels/prepack.h"
+#include "common/schedule/epilogue.h"
+#include "common/schedule/sketch.h"
+#include "common/schedule/trace.h"
+
+namespace gtco::kernels::internal {
+
+/// Words (pixels) from grid pixel q to what tap (r, s) reads of it in a pair plane: the tap's
+/// stride phase (strided convs) and its shift within the phase.
+int64_t PairTapWords(const ir::ConvParams& p, int64_t r, int64_t s);
+/// The same for tap number `tap` (r * S + s) as an IR expression.
+ir::Expr PairTapWordsExpr(const ir::ConvParams& p, const ir::Expr& tap);
+
+/// The write-back of one block of the padded output grid: `channels` output channels from
+/// `co0` by `block_cols` grid pixels from `q0` of image `n`, f32 in local buffer `cbuf` from
+/// float `c_base` (channel i's pixel q at c_base + i * block_cols + q - q0). Per channel, per
+/// output row the block covers, the run of grid pixels inside the row's OW columns as one masked
+/// vector range through the conv's epilogue to the NCHW output.
+ir::Stmt PairGridWriteBack(const ir::ConvParams& p, int64_t channels, int64_t block_cols,
+                           const schedule::EpilogueBuilder& epilogue, const std::string& cbuf,
+                           const ir::Expr& c_base, const ir::Expr& n, const ir::Expr& co0,
+                           const ir::Expr& q0);
+
+}  // namespace gtco::kernels::internal
+
+namespace gtco::kernels {
+
+/// "conv_avx512_bf16/v1": knobs mr, nr, order, tasks, pack_b (see conv_bf16_sketch.cc).
+const schedule::Sketch& ConvAvx512Bf16Sketch();
+
+namespace internal {
+
+inline constexpr char kBf16ConvSketchName[] = "conv_avx512_bf16/v1";
+
+/// Empty when `w` is a conv the AVX-512 BF16 conv computes (pair layout, bf16 X and W, f32
+/// output); otherwise why not.
+std::string Bf16ConvMismatch(const ir::Workload& w);
+
+/// For a conv_avx512_bf16 trace: the weights W [K, C, R, S] (`weights`) as the kernel reads them,
+/// per block of mr output channels, per channel pair, per tap, the block's mr words of two bf16
+/// values (channels 2q and 2q + 1) one after the other (shape [K, C * R * S]); nullopt for other
+/// traces. INVALID_ARGUMENT for a wrong size or a trace that does not fit `w`.
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackBf16ConvWeights(
+    const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
+
+}  // namespace internal
+}  // namespace gtco::kernels
