@@ -1,6 +1,9 @@
 // The machine's limits, measured: the fp32 FMA peak (each thread runs independent chains of
 // vector FMAs, enough to cover the FMA latency on every port, from registers, for each vector ISA
-// the CPU has: AVX-512F, AVX2+FMA) and the memory bandwidth (a STREAM-style triad over arrays far
+// the CPU has: AVX-512F, AVX2+FMA), the low-precision dot-product peaks the bf16 and int8 kernels
+// run on where the CPU has them (AVX-512 BF16 vdpbf16ps: 32 multiply-adds, 64 flops, an
+// instruction; AVX-512 VNNI vpdpbusd: 64 byte multiply-adds, 128 ops) and the memory
+// bandwidth (a STREAM-style triad over arrays far
 // larger than the caches, and the same over 4 MiB arrays, 12 MiB in all: past a core's L2, within
 // a server's L3, where the activations of a batch-1 model's memory-bound kernels live), on 1
 // thread and on N (default: every core). What a kernel or a whole
@@ -8,6 +11,8 @@
 // profiles (gtco-run --profile).
 //
 //   build/bench/machine_peak [--threads N] [--json]
+#include <immintrin.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -51,6 +56,42 @@ __attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) float ChainsAv
   return Chains<Vec8, 8>(n);
 }
 
+/// kChains chains of `iterations` vdpbf16ps (16 f32 lanes, each + two bf16 products) each.
+__attribute__((target("avx512f,avx512bf16"))) float ChainsBf16(long iterations) {
+  __m512 acc[kChains];
+  for (int chain = 0; chain < kChains; ++chain) acc[chain] = _mm512_set1_ps(0.001f * chain);
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // (1.0, 1.0) in bf16
+  const __m512bh b = (__m512bh)_mm512_set1_epi32(0x33d633d6);  // (1e-7, 1e-7)
+  for (long it = 0; it < iterations; ++it) {
+    for (int chain = 0; chain < kChains; ++chain) acc[chain] = _mm512_dpbf16_ps(acc[chain], a, b);
+  }
+  __m512 sum = acc[0];
+  for (int chain = 1; chain < kChains; ++chain) sum = _mm512_add_ps(sum, acc[chain]);
+  float lanes[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
+  _mm512_storeu_ps(lanes, sum);
+  float total = 0;
+  for (float lane : lanes) total += lane;
+  return total;
+}
+
+/// kChains chains of `iterations` vpdpbusd (16 i32 lanes, each + four u8 x s8 products) each.
+__attribute__((target("avx512f,avx512vnni"))) float ChainsVnni(long iterations) {
+  __m512i acc[kChains];
+  for (int chain = 0; chain < kChains; ++chain) acc[chain] = _mm512_set1_epi32(chain);
+  const __m512i a = _mm512_set1_epi32(0x01010101), b = _mm512_set1_epi32(0x01020102);
+  for (long it = 0; it < iterations; ++it) {
+    for (int chain = 0; chain < kChains; ++chain)
+      acc[chain] = _mm512_dpbusd_epi32(acc[chain], a, b);
+  }
+  __m512i sum = acc[0];
+  for (int chain = 1; chain < kChains; ++chain) sum = _mm512_add_epi32(sum, acc[chain]);
+  int lanes[16];
+  _mm512_storeu_si512(lanes, sum);
+  float total = 0;
+  for (int lane : lanes) total += static_cast<float>(lane);
+  return total;
+}
+
 /// Triad a = b + s * c over `elements` floats per array, split over `threads` threads, each
 /// sweeping its slice `sweeps` times: GB/s of the three streams (best of 3 runs, after one that
 /// faults the pages in).
@@ -85,7 +126,7 @@ double TriadGBytesPerSecond(int threads, size_t elements, int sweeps = 1) {
 
 struct Isa {
   const char* name;
-  int lanes;
+  int lanes;  ///< multiply-adds per instruction (flops or ops: twice that)
   float (*chains)(long);
 };
 
@@ -130,6 +171,13 @@ int main(int argc, char** argv) {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     isas.push_back({"avx2+fma", 8, ChainsAvx2});
   }
+  std::vector<Isa> dots;  // the low-precision dot products, reported apart from fp32's peak
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) {
+    dots.push_back({"avx512_bf16", 32, ChainsBf16});
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni")) {
+    dots.push_back({"avx512_vnni", 64, ChainsVnni});
+  }
   if (isas.empty()) {
     std::fprintf(stderr, "machine_peak: this CPU has neither AVX-512F nor AVX2+FMA\n");
     return 1;
@@ -145,12 +193,27 @@ int main(int argc, char** argv) {
     const double one = Measure(isas[index], 1), all = Measure(isas[index], threads);
     char line[256];
     if (json) {
-      std::snprintf(line, sizeof(line), "%s\"%s\": {\"1\": %.1f, \"%d\": %.1f}",
-                    index ? ", " : "", isas[index].name, one, threads, all);
+      std::snprintf(line, sizeof(line), "%s\"%s\": {\"1\": %.1f, \"%d\": %.1f}", index ? ", " : "",
+                    isas[index].name, one, threads, all);
     } else {
       std::snprintf(line, sizeof(line),
                     "%-9s fp32 FMA peak: %7.1f GFLOP/s on 1 thread, %7.1f on %d threads\n",
                     isas[index].name, one, all, threads);
+    }
+    out += line;
+  }
+  if (json) out += "}, \"dot_peaks\": {";
+  for (size_t index = 0; index < dots.size(); ++index) {
+    const double one = Measure(dots[index], 1), all = Measure(dots[index], threads);
+    char line[256];
+    const bool bf16 = std::strcmp(dots[index].name, "avx512_bf16") == 0;
+    if (json) {
+      std::snprintf(line, sizeof(line), "%s\"%s\": {\"1\": %.1f, \"%d\": %.1f}", index ? ", " : "",
+                    dots[index].name, one, threads, all);
+    } else {
+      std::snprintf(line, sizeof(line), "%-11s %s: %7.1f %s on 1 thread, %7.1f on %d threads\n",
+                    dots[index].name, bf16 ? "bf16 dot peak" : "int8 dot peak", one,
+                    bf16 ? "GFLOP/s" : "GOP/s", all, threads);
     }
     out += line;
   }

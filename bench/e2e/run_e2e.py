@@ -4,7 +4,7 @@ run with gtco-run beside ONNX Runtime, OpenVINO and TVM MetaSchedule (2 threads 
 each in its own process, median of N runs after warm-up, peak RSS, outputs compared). Writes
 bench/results/e2e.md.
 
-    PYTHONPATH=.deps/python bench/e2e/run_e2e.py [--models resnet50,vit_b_16,bert_base]
+    PYTHONPATH=.deps/python bench/e2e/run_e2e.py [--models resnet50,vit_b_16,bert_base,minilm_l6]
         [--trials-per-task 8] [--runs 50] [--rounds 5] [--ablation] [--ablation-copies]
         [--bert-python /path/to/venv/bin/python]
         [--tvm-python .deps/tvm/bin/python | --no-tvm] [--tvm-max-tasks N]
@@ -19,6 +19,9 @@ or AMX), bench/e2e/run_exported.py's OPENVINO_RUNNER.
 --precision tunes and exports the named models with gtco-client's --precision (the others in f32;
 ONNX Runtime and TVM always run the fp32 model), so that one run holds, say, ResNet-50 in f32
 beside ViT-B/16 and BERT-base under bf16x3 on an AMX host (the precision column says which).
+
+minilm_l6 is a BERT of all-MiniLM-L6-v2's shape (6 layers, hidden 384, 12 heads, seq 128; random
+weights from its config, no download), the encoder sentence-transformers users run by default.
 
 BERT needs `transformers`: scripts/setup.sh --tests pins it into .deps/transformers, which the
 BERT export uses (or a venv with --system-site-packages and pip install "transformers<4.40";
@@ -56,10 +59,16 @@ EXPORT_SCRIPT = r"""
 import sys, torch
 name, path = sys.argv[1], sys.argv[2]
 torch.manual_seed(0)
-if name.startswith("bert"):
+if name.startswith("bert") or name == "minilm_l6":
     from transformers import BertConfig, BertModel
-    config = BertConfig() if name == "bert_base" else BertConfig(
-        num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512)
+    if name == "bert_base":
+        config = BertConfig()
+    elif name == "minilm_l6":  # all-MiniLM-L6-v2's shape (sentence-transformers' default encoder)
+        config = BertConfig(num_hidden_layers=6, hidden_size=384, num_attention_heads=12,
+                            intermediate_size=1536)
+    else:
+        config = BertConfig(num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                            intermediate_size=512)
     model = BertModel(config).eval()
     ids = torch.randint(0, config.vocab_size, (1, 128))
     mask = torch.ones(1, 128, dtype=torch.int64)
@@ -169,7 +178,7 @@ class Farm:
 
     def tune_and_export(self, onnx_path, trials_per_task, artifact, precision="f32"):
         """Tunes the model at trials_per_task per task and exports it to `artifact` (`precision`
-        "bf16": gtco-client's --precision bf16, the weight MatMuls in bf16); returns (tasks,
+        "bf16": gtco-client's --precision bf16, the weight MatMuls and convs in bf16); returns (tasks,
         trials done, tuning seconds, plan summary)."""
         flag = ["--precision", precision]
         tasks = len(json.loads(client(self.address, "query", "--model", onnx_path, "--target",
@@ -255,10 +264,11 @@ def main():
     work = scratch_dir("gtco-e2e-farm-")
     started_at = commit()
     rows = []
-    artifacts = []  # (model, artifact, ONNX Runtime's median seconds) for where_time_goes
+    artifacts = []  # (model, artifact, ONNX Runtime's median seconds, precision): where_time_goes
     for name in args.models.split(","):
         onnx_path = os.path.join(work, f"{name}.onnx")
-        python = args.bert_python if name.startswith("bert") else "/usr/bin/python3"
+        python = (args.bert_python if name.startswith("bert") or name == "minilm_l6"
+                  else "/usr/bin/python3")
         env = dict(os.environ)
         transformers_dir = os.path.join(ROOT, ".deps", "transformers")
         if os.path.isdir(transformers_dir):
@@ -280,8 +290,8 @@ def main():
                 "median_seconds", "tuning_seconds", "build_seconds", "tasks", "trials",
                 "trial_errors", "peak_rss_bytes", "worst_rel_diff")}), flush=True)
         rows.append((name, precision, tasks, trials, tuning_seconds, plan, result, tvm))
-        if precision == "f32":  # its rates are against the fp32 FMA peak
-            artifacts.append((name, artifact, result["ort"]["median_seconds"]))
+        if precision != "bf16x3":  # f32 against the FMA peak, bf16 against the bf16 dot peak
+            artifacts.append((name, artifact, result["ort"]["median_seconds"], precision))
         if not name.startswith("resnet"):
             # The same model on a farm of its own whose server runs with an ablation switch, tuned
             # at the same trials per task and timed against ONNX Runtime the same way: attention
@@ -347,8 +357,10 @@ def main():
         "",
         *([] if not precisions else [
             "Precision: the models named by --precision were tuned and exported with gtco-client's "
-            "--precision (bf16x3: their weight MatMuls as three bf16 products of split operands "
-            "on AMX, near-f32 accuracy; see bench/e2e/run_bf16.py), the others in f32; ONNX "
+            "--precision (bf16: their weight MatMuls of 16+ rows and their ungrouped convs of 16+ "
+            "channels on bf16 operands, f32 sums, the classifier of a batch-1 model in f32; "
+            "bf16x3: their weight MatMuls as three bf16 products of split operands on AMX, "
+            "near-f32 accuracy; see bench/e2e/run_bf16.py), the others in f32; ONNX "
             "Runtime and TVM run the fp32 model, and the output difference is against ONNX "
             "Runtime's fp32 outputs.", ""]),
         *([] if not args.openvino else [
@@ -394,11 +406,11 @@ def main():
                 f"{tvm['peak_rss_bytes'] / 2**20:.0f} MiB | {tvm['worst_rel_diff']:.1e} |")
         lines.append(line)
     # Where each model's time goes, against the machine's limits measured now (farms stopped).
-    if artifacts:  # the f32 models' (a bf16 kernel is not rated against the fp32 peak)
+    if artifacts:  # the f32 and bf16 models' (bf16x3's products are not rated)
         limits = where_time_goes.machine_limits()
         lines += ["", where_time_goes.markdown(
-            [(name, where_time_goes.analyse(path, limits, ort)) for name, path, ort in artifacts],
-            limits).rstrip("\n")]
+            [(name, where_time_goes.analyse(path, limits, ort, precision=precision))
+             for name, path, ort, precision in artifacts], limits).rstrip("\n")]
     with open(args.output, "w") as out:
         out.write("\n".join(lines) + "\n")
     print("\n".join(lines))

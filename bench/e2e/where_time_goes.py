@@ -23,12 +23,15 @@ from run_exported import GTCO_RUN, ROOT  # noqa: E402
 
 
 def machine_limits(threads=2):
-    """{"gflops": best fp32 FMA peak of any ISA on `threads` threads, "gbytes": DRAM triad GB/s,
-    "cache_gbytes": 12 MiB triad GB/s}."""
+    """{"gflops": best fp32 FMA peak of any ISA on `threads` threads, "bf16_gflops": the AVX-512
+    BF16 dot-product peak (None without avx512_bf16), "gbytes": DRAM triad GB/s, "cache_gbytes":
+    12 MiB triad GB/s}."""
     out = subprocess.run([os.path.join(ROOT, "build", "bench", "machine_peak"), "--threads",
                           str(threads), "--json"], capture_output=True, text=True, check=True).stdout
     peak = json.loads(out)
+    bf16 = peak.get("dot_peaks", {}).get("avx512_bf16")
     return {"gflops": max(isa[str(threads)] for isa in peak["gflops"].values()),
+            "bf16_gflops": bf16[str(threads)] if bf16 else None,
             "gbytes": peak["triad_gbytes"][str(threads)],
             "cache_gbytes": peak["cache_triad_gbytes"][str(threads)], "isas": peak["gflops"]}
 
@@ -41,13 +44,17 @@ def gtco_profile(artifact, threads=2):
         capture_output=True, text=True, check=True).stdout)
 
 
-def analyse(artifact, limits, baseline_seconds=None, threads=2):
+def analyse(artifact, limits, baseline_seconds=None, threads=2, precision="f32"):
     """The artifact's profile (each step's median over gtco-run's warm profile runs) against
-    `limits`; with `baseline_seconds`, the most this plan could gain over that baseline."""
+    `limits` (a bf16 model's compute-bound kernels against the bf16 dot-product peak where the
+    machine has one); with `baseline_seconds`, the most this plan could gain over that
+    baseline."""
     summary = gtco_profile(artifact, threads)["profile_summary"]
     compute, memory = summary["compute_bound"], summary["memory_bound"]
     other = summary["other_steps"]
-    floor = (compute["flops"] / (limits["gflops"] * 1e9)
+    bf16 = precision == "bf16" and limits.get("bf16_gflops")
+    peak = limits["bf16_gflops"] if bf16 else limits["gflops"]
+    floor = (compute["flops"] / (peak * 1e9)
              + memory["min_bytes"] / (limits["cache_gbytes"] * 1e9) + other["seconds"])
     row = {
         "seconds": summary["seconds"],
@@ -57,8 +64,9 @@ def analyse(artifact, limits, baseline_seconds=None, threads=2):
         "memory_gbytes": memory["min_bytes"] / memory["seconds"] * 1e-9 if memory["seconds"] else 0,
         "other_seconds": other["seconds"],
         "floor_seconds": floor,
+        "peak": "bf16 dot" if bf16 else "FMA",
     }
-    row["peak_share"] = row["compute_gflops"] / limits["gflops"]
+    row["peak_share"] = row["compute_gflops"] / peak
     row["bandwidth_share"] = row["memory_gbytes"] / limits["gbytes"]
     row["cache_bandwidth_share"] = row["memory_gbytes"] / limits["cache_gbytes"]
     if baseline_seconds:
@@ -73,17 +81,20 @@ def markdown(rows, limits):
         "## Where the time goes (gtco-run --profile, 2 threads)",
         "",
         f"Machine limits measured in the same run by `build/bench/machine_peak --threads 2`: fp32 "
-        f"FMA peak {limits['gflops']:.0f} GFLOP/s ({isas}), triad bandwidth "
+        f"FMA peak {limits['gflops']:.0f} GFLOP/s ({isas})"
+        + (f", AVX-512 BF16 dot-product peak {limits['bf16_gflops']:.0f} GFLOP/s (a bf16 "
+           "model's compute-bound kernels are rated against it)" if limits.get("bf16_gflops")
+           else "") + ", triad bandwidth "
         f"{limits['gbytes']:.1f} GB/s from DRAM and {limits['cache_gbytes']:.1f} GB/s over "
         "12 MiB arrays (in L3). Compute-bound kernels (≥ 8 operations per byte of their "
         "minimum traffic: matmuls, convolutions, attention) are rated against the peak, "
         "memory-bound ones against both bandwidths (DRAM / 12 MiB: their tensors usually fit "
         "in L3). The floor is the model's time with each compute-bound kernel at the peak and "
         "each memory-bound one at the 12 MiB bandwidth, the other steps as measured; \"most "
-        "over ORT\" is ONNX Runtime's time over that floor: what any schedule of this plan in "
-        "fp32 could reach at best.",
+        "over ORT\" is ONNX Runtime's time over that floor: what any schedule of this plan at "
+        "its precision could reach at best.",
         "",
-        "| model | profiled | compute-bound kernels | of FMA peak | memory-bound kernels | "
+        "| model | profiled | compute-bound kernels | of peak | memory-bound kernels | "
         "of bandwidth (DRAM / 12 MiB) | other steps | floor | ONNX Runtime | most over ORT |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -93,7 +104,7 @@ def markdown(rows, limits):
         lines.append(
             f"| {name} | {ms(row['seconds'])} | {ms(row['compute_seconds'])} "
             f"({share(row['compute_seconds'])}), {row['compute_gflops']:.0f} GFLOP/s | "
-            f"{100 * row['peak_share']:.0f} % | {ms(row['memory_seconds'])} "
+            f"{100 * row['peak_share']:.0f} % ({row['peak']}) | {ms(row['memory_seconds'])} "
             f"({share(row['memory_seconds'])}), {row['memory_gbytes']:.1f} GB/s | "
             f"{100 * row['bandwidth_share']:.0f} % / {100 * row['cache_bandwidth_share']:.0f} % | "
             f"{ms(row['other_seconds'])} | "

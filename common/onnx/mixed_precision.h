@@ -47,31 +47,33 @@ struct Bf16Rewrite {
 /// the MatMuls that read the same A), and the product through a Cast back to f32 under its old
 /// name, so every other node reads what it read before. A Gemm without transA, alpha or beta
 /// (a Linear of 2-D inputs) is rewritten the same way into MatMul (its transB weight stored
-/// [K, N]), Cast, then Add of its C. Attention's MatMuls of two computed tensors stay f32. Each
-/// Conv of a computed X and a 4-D f32 weight initializer W [K, C, R, S] with an even C of at
-/// least 16, S <= 33, unit dilations, strides of at most 4, one group, explicit pads and a bias
-/// that is an f32 initializer [K] (possibly through Identity nodes) or none becomes a bf16 Conv:
-/// X through one Cast to bf16 per image, pads and strides (which GTCO's passes turn into its pair
-/// layout, bf16x3_split.h), W stored in bf16, the output cast back to f32 under its old name and
-/// the bias added after that ([K, 1, 1]), a strided 1x1 without padding taken as the unit-stride
-/// conv of its subsampled image as with bf16x3 below; grouped convolutions and those of few
-/// channels (ResNet's stem) stay f32. INVALID_ARGUMENT for bytes that are not an ONNX model;
-/// FAILED_PRECONDITION when no MatMul or Gemm qualifies (nothing would change), the model's
-/// opset is below 13, or it has subgraphs (If, Loop, Scan: their bodies may read the weights).
-/// With Bf16Precision::kBf16x3 the weight is stored split ([3K, N], see there) and the activation
-/// goes through its split instead of one Cast (shared the same way), save where ONNX's shape
-/// inference gives A fewer than 16 rows (a classifier or pooler at batch 1): that MatMul stays
-/// f32, as it streams its weight once and the f32 weight is 2/3 of the split's bytes. bf16x3
-/// also rewrites each Conv that the AMX conv (a bf16 conv whose input is the split in GTCO's pair
-/// layout) computes: a computed X, a 4-D f32 weight initializer W [K, C, R, S] with C a multiple of
-/// 32, K of 16 and S <= 33, unit dilations, strides of at most 4, one group, explicit pads, and a
-/// bias that is an f32 initializer [K] (possibly through Identity nodes) or none. X goes through
-/// the split along its channels, X' = [X_hi, X_lo, X_hi] (one split per X, pads and strides), W is
-/// stored [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]), and Conv(X', W') is cast back to f32 under
-/// its old name, the bias added after that ([K, 1, 1]). A strided 1x1 conv without padding
-/// (ResNet's downsampling shortcut) is taken as the unit-stride conv of its subsampled image (a
-/// Slice with steps before the split); grouped convolutions and those of few channels (ResNet's
-/// stem) stay f32. FAILED_PRECONDITION, with bf16x3, when no MatMul, Gemm or Conv qualifies.
+/// [K, N]), Cast, then Add of its C, save where ONNX's shape inference gives A fewer than 16 rows
+/// (a classifier or pooler at batch 1) and others are rewritten: that MatMul stays f32, as it
+/// streams its weight once and its rounding would be a large share of the output's error.
+/// Attention's MatMuls of two computed tensors stay f32. Each Conv of a computed X and a 4-D f32
+/// weight initializer W [K, C, R, S] with an even C of at least 16, S <= 33, unit dilations,
+/// strides of at most 4, one group, explicit pads and a bias that is an f32 initializer [K]
+/// (possibly through Identity nodes) or none becomes a bf16 Conv: X through one Cast to bf16 per
+/// image, pads and strides (which GTCO's passes turn into its pair layout, bf16x3_split.h), W
+/// stored in bf16, the output cast back to f32 under its old name and the bias added after that
+/// ([K, 1, 1]), a strided 1x1 without padding taken as the unit-stride conv of its subsampled image
+/// as with bf16x3 below; grouped convolutions and those of few channels (ResNet's stem) stay f32.
+/// INVALID_ARGUMENT for bytes that are not an ONNX model; FAILED_PRECONDITION when no MatMul or
+/// Gemm qualifies (nothing would change), the model's opset is below 13, or it has subgraphs (If,
+/// Loop, Scan: their bodies may read the weights). With Bf16Precision::kBf16x3 the weight is stored
+/// split ([3K, N], see there) and the activation goes through its split instead of one Cast (shared
+/// the same way); the f32 MatMuls of few rows stay f32 as with bf16 (the f32 weight is also 2/3 of
+/// the split's bytes). bf16x3 also rewrites each Conv that the AMX conv (a bf16 conv whose input is
+/// the split in GTCO's pair layout) computes: a computed X, a 4-D f32 weight initializer W [K, C,
+/// R, S] with C a multiple of 32, K of 16 and S <= 33, unit dilations, strides of at most 4, one
+/// group, explicit pads, and a bias that is an f32 initializer [K] (possibly through Identity
+/// nodes) or none. X goes through the split along its channels, X' = [X_hi, X_lo, X_hi] (one split
+/// per X, pads and strides), W is stored [W_hi, W_hi, W_lo] along C ([K, 3C, R, S]), and Conv(X',
+/// W') is cast back to f32 under its old name, the bias added after that ([K, 1, 1]). A strided 1x1
+/// conv without padding (ResNet's downsampling shortcut) is taken as the unit-stride conv of its
+/// subsampled image (a Slice with steps before the split); grouped convolutions and those of few
+/// channels (ResNet's stem) stay f32. FAILED_PRECONDITION, with bf16x3, when no MatMul, Gemm or
+/// Conv qualifies.
 absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
                                                  Bf16Precision precision = Bf16Precision::kBf16);
 

@@ -361,8 +361,10 @@ TEST(MixedPrecisionTest, Bf16x3SplitsWeightsAndActivationsIntoThreeProducts) {
 }
 
 // bf16x3 leaves a MatMul of fewer than 16 rows (a classifier at batch 1) in f32, as ONNX's shape
-// inference sizes it; bf16 still rewrites it, and so does bf16x3 where the rows are unknown.
-TEST(MixedPrecisionTest, Bf16x3LeavesMatMulsOfFewRowsInF32) {
+// inference sizes it; bf16 too, beside others it rewrites, but rewrites it where it is the only
+// one (a batch-1 MLP: nothing else to compute in bf16); both rewrite it where the rows are
+// unknown.
+TEST(MixedPrecisionTest, MatMulsOfFewRowsStayF32BesideOthers) {
   for (int64_t rows : {1, 15, 16, 0}) {
     SCOPED_TRACE(rows == 0 ? std::string("symbolic rows") : absl::StrCat(rows, " rows"));
     const std::string bytes = Bytes(
@@ -398,10 +400,12 @@ TEST(MixedPrecisionTest, Bf16x3LeavesMatMulsOfFewRowsInF32) {
       ->mutable_shape()
       ->mutable_dim(0)
       ->set_dim_value(1);
-  absl::StatusOr<Bf16Rewrite> mixed = RewriteMatMulsToBf16(Bytes(model), Bf16Precision::kBf16x3);
-  ASSERT_TRUE(mixed.ok()) << mixed.status();
-  EXPECT_EQ(mixed->matmuls, 1);
-  EXPECT_EQ(mixed->kept_f32, 1);
+  for (Bf16Precision precision : {Bf16Precision::kBf16x3, Bf16Precision::kBf16}) {
+    absl::StatusOr<Bf16Rewrite> mixed = RewriteMatMulsToBf16(Bytes(model), precision);
+    ASSERT_TRUE(mixed.ok()) << mixed.status();
+    EXPECT_EQ(mixed->matmuls, 1) << Bf16PrecisionName(precision);
+    EXPECT_EQ(mixed->kept_f32, 1) << Bf16PrecisionName(precision);
+  }
 }
 
 // The split's five nodes become one step only when nothing else reads their intermediates (here

@@ -12,7 +12,8 @@
 // block of mr output channels in the order the block reads them (pair, tap, channel), so a block
 // streams its weights from one contiguous range. The block's sums then go through a local buffer
 // to the NCHW output through the conv epilogue (bias, residual, activation), a masked vector run
-// per output row the block covers; a grid of at least 16 * nr pixels has its last block start at
+// per output row the block covers (where the grid is the output, as for an unpadded 1x1, straight
+// from the registers); a grid of at least 16 * nr pixels has its last block start at
 // grid - 16 * nr (the pixels it shares with the block before it computed and written twice, the
 // same values), so no block reads past its image's planes.
 //
@@ -61,6 +62,9 @@ struct Bf16ConvPlan {
   int64_t grid = 1;          ///< OH * Wq: pixels of the padded output grid
   int64_t block_cols = 16, row_blocks = 1, col_blocks = 1, items = 1, per_task = 1;
   bool clamp = false;  ///< grid >= block_cols: the last block starts at grid - block_cols
+  /// The grid is the output (Wq = OW: no columns dropped, as for an unpadded unit-stride 1x1):
+  /// the write-back goes from the registers, with no local buffer.
+  bool direct = false;
 };
 
 absl::StatusOr<Bf16ConvPlan> MakePlan(const ir::Workload& w, const KnobValues& values) {
@@ -102,6 +106,8 @@ absl::StatusOr<Bf16ConvPlan> MakePlan(const ir::Workload& w, const KnobValues& v
                                                    " would read past the image"));
   }
   plan.clamp = plan.grid >= plan.block_cols;
+  plan.direct =
+      ir::ConvPairPhaseW(p) == ir::ConvOutW(p) && plan.grid == ir::ConvOutH(p) * ir::ConvOutW(p);
   plan.row_blocks = p.out_channels / plan.mr;
   plan.col_blocks = CeilDiv(plan.grid, plan.block_cols);
   plan.items = p.batch * plan.row_blocks * plan.col_blocks;
@@ -168,12 +174,26 @@ Stmt LowerBlocks(const Bf16ConvPlan& plan, const schedule::EpilogueBuilder& epil
   }
   const Stmt reduce =
       ir::MakeFor("cp", MakeInt(0), MakeInt(plan.pairs), ir::ForKind::kSerial, taps);
-  const Stmt spill =
-      tile(ir::MakeStore(cbuf, r * MakeInt(plan.block_cols) + c * MakeInt(kLanes) + v,
-                         ir::MakeTypedLoad(acc, slot, ScalarType::kF32)));
-  const Stmt write_back =
-      PairGridWriteBack(p, plan.mr, plan.block_cols, epilogue, cbuf, MakeInt(0), n, co0, q0);
-  const Stmt block = ir::MakeBlock({zero, reduce, spill, write_back});
+  Stmt finish;
+  if (plan.direct) {
+    // Every grid pixel is an output pixel (column q): the sums go from the registers through the
+    // epilogue to the output, one vector a (channel, vector); past the grid only when unclamped.
+    const Expr plane = n * MakeInt(p.out_channels) + co0 + r;
+    const Expr q = q0 + c * MakeInt(kLanes) + v;
+    Stmt store =
+        ir::MakeStore(kOutputName, plane * MakeInt(plan.grid) + q,
+                      epilogue.Apply(ir::MakeTypedLoad(acc, slot, ScalarType::kF32), plane, q));
+    if (!plan.clamp)
+      store = ir::MakeIf(ir::MakeBinary(ir::ExprKind::kLt, q, MakeInt(plan.grid)), store);
+    finish = tile(store);
+  } else {
+    const Stmt spill =
+        tile(ir::MakeStore(cbuf, r * MakeInt(plan.block_cols) + c * MakeInt(kLanes) + v,
+                           ir::MakeTypedLoad(acc, slot, ScalarType::kF32)));
+    finish = ir::MakeBlock({spill, PairGridWriteBack(p, plan.mr, plan.block_cols, epilogue, cbuf,
+                                                     MakeInt(0), n, co0, q0)});
+  }
+  const Stmt block = ir::MakeBlock({zero, reduce, finish});
 
   const Expr task = MakeVar("task");
   const Expr first = task * MakeInt(plan.per_task);
@@ -182,7 +202,9 @@ Stmt LowerBlocks(const Bf16ConvPlan& plan, const schedule::EpilogueBuilder& epil
                   ir::ForKind::kSerial, block);
   const Stmt buffers = ir::MakeTypedAllocate(
       acc, plan.mr * plan.nr * kLanes, ScalarType::kF32,
-      ir::MakeTypedAllocate(cbuf, plan.mr * plan.block_cols, ScalarType::kF32, items));
+      plan.direct
+          ? items
+          : ir::MakeTypedAllocate(cbuf, plan.mr * plan.block_cols, ScalarType::kF32, items));
   return ir::MakeFor("task", MakeInt(0), MakeInt(plan.tasks),
                      plan.tasks > 1 ? ir::ForKind::kParallel : ir::ForKind::kSerial, buffers);
 }
