@@ -40,7 +40,7 @@ constexpr const char* kUsage =
     "  submit MODEL.onnx [--target cpu|cuda] [--budget N] [--team T] [--shape INPUT=1x128x768]...\n"
     "                    [--scheduler gradient|even] [--rounds N] [--precision f32|bf16|bf16x3] [--watch] [--json]\n"
     "                              --precision bf16: the MatMuls with constant weights and the\n"
-    "                              ungrouped convs of 16+ channels run in bf16 (weights stored in\n"
+    "                              ungrouped convs run in bf16 (weights stored in\n"
     "                              bf16, f32 sums and epilogues; convs on AMX or AVX-512 BF16);\n"
     "                              bf16x3: as three bf16 products of split operands, near f32\n"
     "                              accuracy, the convs of 32+ channels too (for AMX hosts); give the\n"

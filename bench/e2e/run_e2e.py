@@ -357,8 +357,8 @@ def main():
         "",
         *([] if not precisions else [
             "Precision: the models named by --precision were tuned and exported with gtco-client's "
-            "--precision (bf16: their weight MatMuls of 16+ rows and their ungrouped convs of 16+ "
-            "channels on bf16 operands, f32 sums, the classifier of a batch-1 model in f32; "
+            "--precision (bf16: their weight MatMuls of 16+ rows and their ungrouped convs "
+            "on bf16 operands, f32 sums, the classifier of a batch-1 model in f32; "
             "bf16x3: their weight MatMuls as three bf16 products of split operands on AMX, "
             "near-f32 accuracy; see bench/e2e/run_bf16.py), the others in f32; ONNX "
             "Runtime and TVM run the fp32 model, and the output difference is against ONNX "

@@ -114,10 +114,16 @@ NodeProto CastNode(const std::string& name, const std::string& input, const std:
   return cast;
 }
 
-/// The rows of each computed tensor whose shape ONNX's shape inference gives statically: the
-/// product of its dims but the last (what a MatMul reading it as A has as M). Inference runs
-/// lenient on a copy; a tensor it cannot size is left out.
-std::map<std::string, int64_t> StaticRows(const ::onnx::ModelProto& model) {
+/// What ONNX's shape inference gives statically of the computed tensors (and graph inputs).
+struct StaticSizes {
+  /// The product of a tensor's dims but the last (what a MatMul reading it as A has as M).
+  std::map<std::string, int64_t> rows;
+  /// The dims of a tensor all of whose dims are known.
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+/// StaticSizes of `model`. Inference runs lenient on a copy; a tensor it cannot size is left out.
+StaticSizes InferStaticSizes(const ::onnx::ModelProto& model) {
   ::onnx::ModelProto copy = model;
   try {
     ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode=*/0,
@@ -126,21 +132,27 @@ std::map<std::string, int64_t> StaticRows(const ::onnx::ModelProto& model) {
   } catch (const std::exception&) {
     return {};  // no sizes: every MatMul is rewritten as without them
   }
-  std::map<std::string, int64_t> rows;
+  StaticSizes sizes;
   auto add = [&](const ::onnx::ValueInfoProto& info) {
     if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return;
     const auto& shape = info.type().tensor_type().shape();
+    std::vector<int64_t> dims;
+    for (int d = 0; d < shape.dim_size(); ++d) {
+      if (!shape.dim(d).has_dim_value() || shape.dim(d).dim_value() <= 0) break;
+      dims.push_back(shape.dim(d).dim_value());
+    }
+    if (static_cast<int>(dims.size()) == shape.dim_size()) sizes.shapes[info.name()] = dims;
     int64_t product = 1;
     for (int d = 0; d + 1 < shape.dim_size(); ++d) {
       if (!shape.dim(d).has_dim_value() || shape.dim(d).dim_value() < 0) return;
       product *= std::min<int64_t>(shape.dim(d).dim_value(), int64_t{1} << 20);
       product = std::min<int64_t>(product, int64_t{1} << 40);
     }
-    if (shape.dim_size() >= 1) rows[info.name()] = product;
+    if (shape.dim_size() >= 1) sizes.rows[info.name()] = product;
   };
   for (const auto& info : copy.graph().value_info()) add(info);
   for (const auto& info : copy.graph().input()) add(info);
-  return rows;
+  return sizes;
 }
 
 /// bf16 and bf16x3 leave a MatMul whose A has fewer rows than this in f32 (ResNet's and ViT's
@@ -149,17 +161,19 @@ std::map<std::string, int64_t> StaticRows(const ::onnx::ModelProto& model) {
 /// output error (ResNet-50's: 3.8e-3 of the largest logit with its classifier in bf16, 3.2e-3
 /// without); for bf16x3 the f32 weight is also 2/3 of the split's bytes.
 constexpr int64_t kMinRows = 16;
-/// bf16 leaves a Conv of fewer input channels than this in f32 (a stem of 3 or 4 channels reads
-/// little and rounds its raw input).
-constexpr int64_t kMinBf16ConvChannels = 16;
+
+int64_t RoundUpToEven(int64_t value) { return value + value % 2; }
 
 /// The rewrite's state over one graph: fresh names, the bf16 copies made so far.
 class Bf16Rewriter {
  public:
-  /// `rows`: the computed tensors' rows (StaticRows), by which MatMuls of fewer than kMinRows
-  /// rows stay f32 (none with an empty map).
-  Bf16Rewriter(GraphProto* graph, Bf16Precision precision, std::map<std::string, int64_t> rows)
-      : graph_(graph), precision_(precision), rows_(std::move(rows)) {
+  /// `sizes`: the computed tensors' rows, by which MatMuls of fewer than kMinRows rows stay f32
+  /// (none with `keep_few_rows` false), and shapes (a conv of odd channels needs its input's).
+  Bf16Rewriter(GraphProto* graph, Bf16Precision precision, StaticSizes sizes, bool keep_few_rows)
+      : graph_(graph),
+        precision_(precision),
+        sizes_(std::move(sizes)),
+        keep_few_rows_(keep_few_rows) {
     for (int i = 0; i < graph->initializer_size(); ++i) {
       initializer_index_[graph->initializer(i).name()] = i;
       used_.insert(graph->initializer(i).name());
@@ -259,7 +273,8 @@ class Bf16Rewriter {
         initializer_index_.count(node.input(0))) {
       return false;
     }
-    if (auto rows = rows_.find(node.input(0)); rows != rows_.end() && rows->second < kMinRows) {
+    if (auto rows = sizes_.rows.find(node.input(0));
+        keep_few_rows_ && rows != sizes_.rows.end() && rows->second < kMinRows) {
       return false;
     }
     const std::string weight = Bf16Weight(node.input(1), gemm && GemmTransB(node));
@@ -341,6 +356,29 @@ class Bf16Rewriter {
     return output;
   }
 
+  /// Image `x` [N, C, H, W] (of `shape`) and one zero channel after its C: an ONNX Concat with a
+  /// zero initializer [N, 1, H, W], made once per image; returns its name.
+  std::string WithZeroChannel(const std::string& x, const std::vector<int64_t>& shape) {
+    if (auto found = zero_channel_.find(x); found != zero_channel_.end()) return found->second;
+    TensorProto zeros;
+    zeros.set_name(Fresh(absl::StrCat(x, "_zero_channel")));
+    zeros.set_data_type(TensorProto::FLOAT);
+    for (int64_t dim : {shape[0], int64_t{1}, shape[2], shape[3]}) zeros.add_dims(dim);
+    zeros.set_raw_data(std::string(shape[0] * shape[2] * shape[3] * 4, '\0'));
+    const std::string zeros_name = zeros.name();
+    added_.push_back(std::move(zeros));
+    const std::string output = Fresh(absl::StrCat(x, "_even"));
+    NodeProto concat =
+        MakeNode("Concat", Fresh(absl::StrCat(x, "_add_zero_channel")), {x, zeros_name}, output);
+    ::onnx::AttributeProto* attribute = concat.add_attribute();
+    attribute->set_name("axis");
+    attribute->set_type(::onnx::AttributeProto::INT);
+    attribute->set_i(1);
+    nodes_.push_back(std::move(concat));
+    zero_channel_[x] = output;
+    return output;
+  }
+
   /// The bf16 copy ([K, C, R, S]; for bf16x3 split, [W_hi, W_hi, W_lo] along C: [K, 3C, R, S]) of
   /// conv weight initializer `name`, made once; "" when it is not a 4-D f32 tensor held in the
   /// file.
@@ -358,7 +396,9 @@ class Bf16Rewriter {
     const int64_t k_count = f32.dims(0), c_count = f32.dims(1);
     const int64_t taps = f32.dims(2) * f32.dims(3);
     const int parts = split() ? 3 : 1;
-    std::string raw(values.size() * 2 * parts, '\0');
+    // bf16 of an odd C: one zero channel after the weight's (WithZeroChannel's, of X).
+    const int64_t stored_c = split() ? c_count : RoundUpToEven(c_count);
+    std::string raw(k_count * stored_c * taps * 2 * parts, '\0');
     for (int64_t k = 0; k < k_count; ++k) {
       for (int64_t c = 0; c < c_count; ++c) {
         for (int64_t tap = 0; tap < taps; ++tap) {
@@ -367,7 +407,7 @@ class Bf16Rewriter {
           const float rest = std::isfinite(FromBf16(high)) ? value - FromBf16(high) : 0.0f;
           const uint16_t halves[3] = {high, high, ToBf16(rest)};
           for (int part = 0; part < parts; ++part) {
-            const int64_t at = ((k * parts + part) * c_count + c) * taps + tap;
+            const int64_t at = ((k * parts + part) * stored_c + c) * taps + tap;
             std::memcpy(raw.data() + 2 * at, &halves[part], 2);
           }
         }
@@ -377,7 +417,7 @@ class Bf16Rewriter {
     bf16.set_name(Fresh(absl::StrCat(name, split() ? "_bf16x3" : "_bf16")));
     bf16.set_data_type(TensorProto::BFLOAT16);
     bf16.add_dims(k_count);
-    bf16.add_dims(parts * c_count);
+    bf16.add_dims(parts * stored_c);
     bf16.add_dims(f32.dims(2));
     bf16.add_dims(f32.dims(3));
     bf16.set_raw_data(std::move(raw));
@@ -410,11 +450,12 @@ class Bf16Rewriter {
       if (name == "pads") pads.assign(attribute.ints().begin(), attribute.ints().end());
     }
     const TensorProto& w = graph_->initializer(initializer_index_.at(node.input(1)));
-    // bf16x3 takes the AMX conv's channel counts; bf16 any even C of at least 16 (the AVX-512
-    // BF16 conv's pairs; ResNet's 3-channel stem stays f32).
-    const bool channels_fit =
-        split() ? w.dims_size() == 4 && w.dims(1) % 32 == 0 && w.dims(0) % 16 == 0
-                : w.dims_size() == 4 && w.dims(1) % 2 == 0 && w.dims(1) >= kMinBf16ConvChannels;
+    // bf16x3 takes the AMX conv's channel counts; bf16 any C (the pairs of the AVX-512 BF16
+    // conv): an odd C (ResNet's 3-channel stem) with a zero channel after X's, which needs X's
+    // shape.
+    const bool channels_fit = split()
+                                  ? w.dims_size() == 4 && w.dims(1) % 32 == 0 && w.dims(0) % 16 == 0
+                                  : w.dims_size() == 4;
     if (!channels_fit || w.dims(3) > 33 || (!pads.empty() && pads.size() != 4) ||
         strides.size() != 2 || strides[0] < 1 || strides[1] < 1) {
       return false;
@@ -427,6 +468,16 @@ class Bf16Rewriter {
     const bool subsample =
         (strides[0] != 1 || strides[1] != 1) && w.dims(2) == 1 && w.dims(3) == 1 &&
         std::all_of(pads.begin(), pads.end(), [](int64_t pad) { return pad == 0; });
+    const bool odd = w.dims(1) % 2 != 0;
+    std::vector<int64_t> x_shape;
+    if (odd) {
+      auto found = sizes_.shapes.find(node.input(0));
+      if (subsample || found == sizes_.shapes.end() || found->second.size() != 4 ||
+          found->second[1] != w.dims(1)) {
+        return false;
+      }
+      x_shape = found->second;
+    }
     // A bias may reach the Conv through Identity nodes (torch writes one for each reader of a
     // deduplicated initializer: ResNet's folded biases).
     std::string bias = node.input_size() == 3 ? node.input(2) : "";
@@ -453,7 +504,9 @@ class Bf16Rewriter {
       bias_k11 = bias_k11_[bias] = shaped.name();
       added_.push_back(std::move(shaped));
     }
-    const std::string x = subsample ? Subsampled(node.input(0), strides) : node.input(0);
+    const std::string x = subsample ? Subsampled(node.input(0), strides)
+                          : odd     ? WithZeroChannel(node.input(0), x_shape)
+                                    : node.input(0);
     // One split per image, pads and strides (the pair layout depends on all three).
     const std::string key =
         absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","),
@@ -511,14 +564,15 @@ class Bf16Rewriter {
 
   GraphProto* graph_;
   Bf16Precision precision_;
-  /// computed tensor -> its rows (StaticRows)
-  std::map<std::string, int64_t> rows_;
+  StaticSizes sizes_;
+  bool keep_few_rows_;
   std::map<std::string, int> initializer_index_;
   std::set<std::string> graph_inputs_;
   std::set<std::string> used_;  ///< names taken, so that the added ones are fresh
-  std::map<std::string, std::string> identity_of_;  ///< an Identity's output -> its input
-  std::map<std::string, std::string> bias_k11_;     ///< a conv bias [K] -> its [K, 1, 1] copy
-  std::map<std::string, std::string> subsampled_;   ///< "image|steps=s,t" -> its Slice
+  std::map<std::string, std::string> identity_of_;   ///< an Identity's output -> its input
+  std::map<std::string, std::string> bias_k11_;      ///< a conv bias [K] -> its [K, 1, 1] copy
+  std::map<std::string, std::string> subsampled_;    ///< "image|steps=s,t" -> its Slice
+  std::map<std::string, std::string> zero_channel_;  ///< image -> its Concat of a zero channel
   std::map<std::pair<std::string, bool>, std::string> bf16_weight_;
   /// computed tensor -> its bf16 Cast (bf16x3: its split A')
   std::map<std::string, std::string> bf16_activation_;
@@ -547,13 +601,14 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
         "the model has subgraphs (If, Loop or Scan), which the bf16 rewrite does not handle");
   }
   Bf16Rewrite result;
-  Bf16Rewriter(model.mutable_graph(), precision, StaticRows(model)).Run(&result);
+  const StaticSizes sizes = InferStaticSizes(model);
+  Bf16Rewriter(model.mutable_graph(), precision, sizes, /*keep_few_rows=*/true).Run(&result);
   if (precision == Bf16Precision::kBf16 && result.matmuls + result.convs == 0 &&
       result.kept_f32 > 0) {
     // Only MatMuls of few rows (a batch-1 MLP): bf16 computes them after all, as asked (the graph
     // is unchanged when nothing was rewritten).
     result = Bf16Rewrite();
-    Bf16Rewriter(model.mutable_graph(), precision, {}).Run(&result);
+    Bf16Rewriter(model.mutable_graph(), precision, sizes, /*keep_few_rows=*/false).Run(&result);
   }
   if (result.matmuls + result.convs == 0) {
     return absl::FailedPreconditionError(
@@ -561,7 +616,7 @@ absl::StatusOr<Bf16Rewrite> RewriteMatMulsToBf16(std::string_view model_bytes,
             ? "no MatMul or plain Gemm with a 2-D f32 weight initializer, nor an ungrouped Conv "
               "with C a multiple of 32 and K of 16, to compute in bf16x3; nothing to rewrite"
             : "no MatMul or plain Gemm with a 2-D f32 weight initializer, nor an ungrouped Conv "
-              "of an even C of at least 16 channels, to compute in bf16 (MatMuls of two computed "
+              "with a 4-D f32 weight initializer, to compute in bf16 (MatMuls of two computed "
               "tensors stay f32); nothing to rewrite");
   }
   if (!model.SerializeToString(&result.model_bytes)) {

@@ -51,13 +51,16 @@ struct Bf16Rewrite {
 /// (a classifier or pooler at batch 1) and others are rewritten: that MatMul stays f32, as it
 /// streams its weight once and its rounding would be a large share of the output's error.
 /// Attention's MatMuls of two computed tensors stay f32. Each Conv of a computed X and a 4-D f32
-/// weight initializer W [K, C, R, S] with an even C of at least 16, S <= 33, unit dilations,
+/// weight initializer W [K, C, R, S] with S <= 33, unit dilations,
 /// strides of at most 4, one group, explicit pads and a bias that is an f32 initializer [K]
 /// (possibly through Identity nodes) or none becomes a bf16 Conv: X through one Cast to bf16 per
 /// image, pads and strides (which GTCO's passes turn into its pair layout, bf16x3_split.h), W
 /// stored in bf16, the output cast back to f32 under its old name and the bias added after that
 /// ([K, 1, 1]), a strided 1x1 without padding taken as the unit-stride conv of its subsampled image
-/// as with bf16x3 below; grouped convolutions and those of few channels (ResNet's stem) stay f32.
+/// as with bf16x3 below. An odd C (ResNet's 3-channel stem) gets one zero channel: X through a
+/// Concat with a zero initializer [N, 1, H, W] (where shape inference gives X's shape; else the
+/// Conv stays f32, as does a strided 1x1 of an odd C), W stored [K, C + 1, R, S], its last
+/// channel zero. Grouped convolutions stay f32.
 /// INVALID_ARGUMENT for bytes that are not an ONNX model; FAILED_PRECONDITION when no MatMul or
 /// Gemm qualifies (nothing would change), the model's opset is below 13, or it has subgraphs (If,
 /// Loop, Scan: their bodies may read the weights). With Bf16Precision::kBf16x3 the weight is stored

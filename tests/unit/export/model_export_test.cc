@@ -1101,6 +1101,68 @@ TEST(ModelExportTest, Bf16ConvsRunFromThePairLayout) {
   ExpectPairConvsRun(onnx::Bf16Precision::kBf16, 1e-2);
 }
 
+// --precision bf16 on a 3-channel stem (7x7, stride 2, as ResNet's) and the conv after it: the
+// stem's input gets a zero channel (a Concat step) before its cast into the pair layout, its
+// weights a zero channel; both convs run on the bf16 pair convs, the output within 1e-2 of the
+// f32 export's largest.
+TEST(ModelExportTest, Bf16StemOfThreeChannelsRunsWithAZeroChannel) {
+  TestGraph g("bf16_stem");
+  g.Input("x", {1, 3, 20, 18});
+  g.Conv("stem", "x", "s", 3, 16, 7, 2, 3);
+  g.Node("Relu", "s_relu", {"s"}, "r");
+  g.Conv("next", "r", "y", 16, 8, 3, 1, 1);
+  g.Output("y", {1, 8, 10, 9});
+  const std::string bytes = g.Bytes();
+  absl::StatusOr<onnx::Bf16Rewrite> rewritten = onnx::RewriteMatMulsToBf16(bytes);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->convs, 2);
+  const target::HardwareInfo host = target::DetectHostCpu();
+  if ((!host.HasFeature("amx_tile") || !host.HasFeature("amx_bf16")) &&
+      !host.HasFeature("avx512_bf16")) {
+    GTEST_SKIP() << "the bf16 convs need AMX or AVX-512 BF16: " << host.Summary();
+  }
+  absl::StatusOr<ExportResult> half =
+      ExportModel(rewritten->model_bytes, {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(half.ok()) << half.status();
+  absl::StatusOr<ExportResult> plain = ExportModel(bytes, {}, HostOptions(), kNoRecords);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  absl::StatusOr<std::unique_ptr<runtime::Model>> reference =
+      runtime::Model::Load(WriteTemp("stem_f32.gtco", plain->artifact));
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      runtime::Model::Load(WriteTemp("stem_bf16.gtco", half->artifact));
+  ASSERT_TRUE(reference.ok() && model.ok()) << reference.status() << model.status();
+  const runtime::Manifest& m = (*model)->manifest();
+  int concats = 0, pair_casts = 0, pair_convs = 0;
+  for (const runtime::StepSpec& step : m.steps) {
+    concats += step.op == "concat";
+    pair_casts += step.op == "cast_bf16_pairs";
+  }
+  for (const runtime::KernelSpec& kernel : m.kernels) {
+    pair_convs += kernel.description.find("pairs") != std::string::npos;
+    if (kernel.description.find("k16 7x7") != std::string::npos) {
+      EXPECT_NE(kernel.description.find("1x4x20x18"), std::string::npos)
+          << kernel.description << ": four channels";
+    }
+  }
+  EXPECT_EQ(concats, 1);
+  EXPECT_EQ(pair_casts, 2);
+  EXPECT_EQ(pair_convs, 2);
+  const auto values = Inputs(m);
+  absl::StatusOr<std::vector<runtime::OutputTensor>> want =
+      (*reference)->Run(Host((*reference)->manifest(), values));
+  absl::StatusOr<std::vector<runtime::OutputTensor>> got = (*model)->Run(Host(m, values));
+  ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+  const auto* a = reinterpret_cast<const float*>((*got)[0].bytes.data());
+  const auto* b = reinterpret_cast<const float*>((*want)[0].bytes.data());
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < (*want)[0].bytes.size() / 4; ++i) {
+    largest = std::max<double>(largest, std::fabs(b[i]));
+    worst = std::max<double>(worst, std::fabs(a[i] - b[i]));
+  }
+  EXPECT_GT(largest, 0.0);
+  EXPECT_LE(worst, 1e-2 * largest);
+}
+
 // The runtime's split into the pair layout: each value's hi and lo as the row split computes
 // them, channel pairs interleaved, [hi, lo, hi] along the channels, the padding and the tails
 // zero even over a buffer that held other values; threads split it as one thread does. With

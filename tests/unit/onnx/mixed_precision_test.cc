@@ -657,6 +657,66 @@ TEST(MixedPrecisionTest, Bf16ConvsReadTheirInputsCastInThePairLayout) {
   EXPECT_EQ(channels, (std::vector<int64_t>{16, 32, 32}));
 }
 
+// bf16 on a conv of 3 input channels (a stem): its input gets a zero channel (a Concat with a zero
+// initializer [N, 1, H, W]) and its weight a zero channel ([K, 4, R, S]); without X's static
+// shape the conv stays f32.
+TEST(MixedPrecisionTest, Bf16ConvsOfOddChannelsGetAZeroChannel) {
+  ::onnx::ModelProto model = ConvModel();
+  ::onnx::GraphProto* graph = model.mutable_graph();
+  graph->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_value(3);
+  for (::onnx::TensorProto& w : *graph->mutable_initializer()) {
+    if (w.name() != "w1") continue;
+    w.set_dims(1, 3);
+    w.clear_float_data();
+    for (int64_t i = 0; i < 32 * 3 * 9; ++i) w.add_float_data(0.5f + 0.01f * i);
+  }
+  absl::StatusOr<Bf16Rewrite> rewritten = RewriteMatMulsToBf16(Bytes(model));
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->convs, 3);
+  ::onnx::ModelProto out;
+  ASSERT_TRUE(out.ParseFromString(rewritten->model_bytes));
+  int concats = 0;
+  for (const auto& node : out.graph().node()) concats += node.op_type() == "Concat";
+  EXPECT_EQ(concats, 1);
+  const ::onnx::TensorProto* w1 = nullptr;
+  const ::onnx::TensorProto* zeros = nullptr;
+  for (const auto& tensor : out.graph().initializer()) {
+    if (tensor.name() == "w1_bf16") w1 = &tensor;
+    if (tensor.name() == "x_zero_channel") zeros = &tensor;
+  }
+  ASSERT_NE(w1, nullptr);
+  ASSERT_NE(zeros, nullptr);
+  EXPECT_EQ(std::vector<int64_t>(w1->dims().begin(), w1->dims().end()),
+            (std::vector<int64_t>{32, 4, 3, 3}));
+  EXPECT_EQ(std::vector<int64_t>(zeros->dims().begin(), zeros->dims().end()),
+            (std::vector<int64_t>{1, 1, 6, 5}));
+  auto half_at = [&](int64_t k, int64_t c, int64_t tap) {
+    uint16_t half;
+    std::memcpy(&half, w1->raw_data().data() + 2 * ((k * 4 + c) * 9 + tap), 2);
+    return half;
+  };
+  EXPECT_EQ(half_at(5, 3, 4), 0) << "the zero channel";
+  EXPECT_NE(half_at(5, 2, 4), 0);
+  absl::StatusOr<graph::Graph> g = PrepareGraph(rewritten->model_bytes, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(graph::FallbackNodes(*g).empty());
+  // A symbolic batch: no zero channel can be made, the conv stays f32.
+  graph->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("n");
+  absl::StatusOr<Bf16Rewrite> symbolic = RewriteMatMulsToBf16(Bytes(model));
+  ASSERT_TRUE(symbolic.ok()) << symbolic.status();
+  EXPECT_EQ(symbolic->convs, 2);
+}
+
 // Nothing to rewrite, or not a model: errors that say so.
 TEST(MixedPrecisionTest, NothingToRewriteAndNotAModelAreErrors) {
   absl::StatusOr<Bf16Rewrite> again = RewriteMatMulsToBf16(ReadModel("matmul_bf16.onnx"));
