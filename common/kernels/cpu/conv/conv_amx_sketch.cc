@@ -362,29 +362,17 @@ class AmxConvMapping final : public MappingSketch {
   const char* Name() const override { return "amx_bf16"; }
   const schedule::Sketch& sketch() const override { return Sketch(); }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
-    if (const std::string why = AmxConvMismatch(w); !why.empty()) return {Name(), false, why};
-    if (hw.target != target::Target::kCpu) {
-      return {Name(), false,
-              absl::StrCat("target '", target::TargetName(hw.target), "' is not a CPU")};
-    }
-    const std::string missing = MissingCpuFeatures(hw, {"avx512f", "amx_tile", "amx_bf16"});
-    if (!missing.empty()) return {Name(), false, missing};
-    return {Name(), true,
-            "bf16 conv in the pair layout, AMX present: tdpbf16ps on 16-pixel tiles of the "
-            "padded image read in place, one per tap, weights pre-packed"};
+    return PairConvVerdict(Name(), AmxConvMismatch(w), hw, {"avx512f", "amx_tile", "amx_bf16"},
+                           "bf16 conv in the pair layout, AMX present: tdpbf16ps on 16-pixel "
+                           "tiles of the padded image read in place, one per tap, weights "
+                           "pre-packed");
   }
 };
 
 }  // namespace
 
 std::string AmxConvMismatch(const ir::Workload& w) {
-  if (w.anchor != ir::AnchorKind::kConv || !w.conv.x_pairs) {
-    return "not a conv in the pair layout";
-  }
-  if (w.inputs.size() < 2 || w.inputs[0].dtype != ir::DType::kBF16 ||
-      w.inputs[1].dtype != ir::DType::kBF16 || w.output.dtype != ir::DType::kF32) {
-    return "the AMX conv takes bf16 X and W and writes f32";
-  }
+  if (std::string why = PairConvDtypeMismatch(w, "AMX conv"); !why.empty()) return why;
   const ir::ConvParams& p = w.conv;
   if (p.in_channels % 32 != 0) {
     return absl::StrCat("the AMX conv needs C a multiple of 32 (one tile row), not ",

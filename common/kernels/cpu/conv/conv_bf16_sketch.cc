@@ -280,16 +280,10 @@ class Bf16ConvMapping final : public MappingSketch {
   const char* Name() const override { return "avx512_bf16"; }
   const schedule::Sketch& sketch() const override { return Sketch(); }
   MappingVerdict Explain(const ir::Workload& w, const target::HardwareInfo& hw) const override {
-    if (const std::string why = Bf16ConvMismatch(w); !why.empty()) return {Name(), false, why};
-    if (hw.target != target::Target::kCpu) {
-      return {Name(), false,
-              absl::StrCat("target '", target::TargetName(hw.target), "' is not a CPU")};
-    }
-    const std::string missing = MissingCpuFeatures(hw, {"avx512f", "avx512_bf16"});
-    if (!missing.empty()) return {Name(), false, missing};
-    return {Name(), true,
-            "bf16 conv in the pair layout, avx512_bf16 present: vdpbf16ps on 16-pixel vectors of "
-            "the padded image read in place, one per tap, weight pairs broadcast, pre-packed"};
+    return PairConvVerdict(
+        Name(), Bf16ConvMismatch(w), hw, {"avx512f", "avx512_bf16"},
+        "bf16 conv in the pair layout, avx512_bf16 present: vdpbf16ps on 16-pixel vectors of "
+        "the padded image read in place, one per tap, weight pairs broadcast, pre-packed");
   }
   /// After the AMX conv where both apply (AMX hosts).
   int Rank(const ir::Workload&, const target::HardwareInfo&) const override { return 1; }
@@ -298,14 +292,7 @@ class Bf16ConvMapping final : public MappingSketch {
 }  // namespace
 
 std::string Bf16ConvMismatch(const ir::Workload& w) {
-  if (w.anchor != ir::AnchorKind::kConv || !w.conv.x_pairs) {
-    return "not a conv in the pair layout";
-  }
-  if (w.inputs.size() < 2 || w.inputs[0].dtype != ir::DType::kBF16 ||
-      w.inputs[1].dtype != ir::DType::kBF16 || w.output.dtype != ir::DType::kF32) {
-    return "the bf16 conv takes bf16 X and W and writes f32";
-  }
-  return "";
+  return PairConvDtypeMismatch(w, "bf16 conv");
 }
 
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackBf16ConvWeights(

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "common/ir/conv.h"
 #include "common/kernels/family.h"
 
@@ -25,6 +26,31 @@ Expr PairTapWordsExpr(const ir::ConvParams& p, const Expr& tap) {
   const int64_t grid_w = ir::ConvPairPhaseW(p);
   return phase * MakeInt(ir::ConvPairPhaseH(p) * grid_w) +
          (r / MakeInt(p.stride_h)) * MakeInt(grid_w) + s / MakeInt(p.stride_w);
+}
+
+schedule::MappingVerdict PairConvVerdict(const char* mapping, const std::string& mismatch,
+                                         const target::HardwareInfo& hw,
+                                         const std::vector<std::string>& features,
+                                         const char* applies) {
+  if (!mismatch.empty()) return {mapping, false, mismatch};
+  if (hw.target != target::Target::kCpu) {
+    return {mapping, false,
+            absl::StrCat("target '", target::TargetName(hw.target), "' is not a CPU")};
+  }
+  const std::string missing = MissingCpuFeatures(hw, features);
+  if (!missing.empty()) return {mapping, false, missing};
+  return {mapping, true, applies};
+}
+
+std::string PairConvDtypeMismatch(const ir::Workload& w, const char* kernel) {
+  if (w.anchor != ir::AnchorKind::kConv || !w.conv.x_pairs) {
+    return "not a conv in the pair layout";
+  }
+  if (w.inputs.size() < 2 || w.inputs[0].dtype != ir::DType::kBF16 ||
+      w.inputs[1].dtype != ir::DType::kBF16 || w.output.dtype != ir::DType::kF32) {
+    return absl::StrCat("the ", kernel, " takes bf16 X and W and writes f32");
+  }
+  return "";
 }
 
 Stmt PairGridWriteBack(const ir::ConvParams& p, int64_t channels, int64_t block_cols,

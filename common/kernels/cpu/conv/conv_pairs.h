@@ -15,6 +15,7 @@
 #include "common/ir/workload.h"
 #include "common/kernels/prepack.h"
 #include "common/schedule/epilogue.h"
+#include "common/schedule/mapping.h"
 #include "common/schedule/sketch.h"
 #include "common/schedule/trace.h"
 
@@ -25,6 +26,17 @@ namespace gtco::kernels::internal {
 int64_t PairTapWords(const ir::ConvParams& p, int64_t r, int64_t s);
 /// The same for tap number `tap` (r * S + s) as an IR expression.
 ir::Expr PairTapWordsExpr(const ir::ConvParams& p, const ir::Expr& tap);
+
+/// The verdict of a pair-layout conv mapping `mapping`: `mismatch` (why the workload is no conv
+/// of its, "" when it is), else a CPU target with every one of `features`, then `applies`.
+schedule::MappingVerdict PairConvVerdict(const char* mapping, const std::string& mismatch,
+                                         const target::HardwareInfo& hw,
+                                         const std::vector<std::string>& features,
+                                         const char* applies);
+
+/// Empty when `w` is a conv of a bf16 X in the pair layout and bf16 W writing f32, else why not
+/// (`kernel` names the conv in the message).
+std::string PairConvDtypeMismatch(const ir::Workload& w, const char* kernel);
 
 /// The write-back of one block of the padded output grid: `channels` output channels from
 /// `co0` by `block_cols` grid pixels from `q0` of image `n`, f32 in local buffer `cbuf` from
