@@ -331,10 +331,9 @@ int Main(int argc, char** argv) {
       }
     }
     for (const auto& [work, text] : to_measure) {
-      const ir::Workload& w = work;
       absl::StatusOr<schedule::Trace> trace = schedule::Trace::Parse(text);
       absl::StatusOr<std::string> program =
-          trace.ok() ? ProgramFor(w, *trace, "gtco_kernel") : trace.status();
+          trace.ok() ? ProgramFor(work, *trace, "gtco_kernel") : trace.status();
       if (!program.ok()) {
         std::printf("| %s | %.3f | - | %s | | `%s` |\n", shape.name, gflop,
                     std::string(program.status().message()).c_str(), text.c_str());
@@ -349,8 +348,8 @@ int Main(int argc, char** argv) {
       }
       gtco::v1::Candidate candidate;
       candidate.set_candidate_id("1");
-      candidate.set_workload_key(w.Key());
-      candidate.set_workload(w.CanonicalString());
+      candidate.set_workload_key(work.Key());
+      candidate.set_workload(work.CanonicalString());
       candidate.set_entry("gtco_kernel");
       candidate.set_program(*program);
       candidate.set_trace(text);

@@ -400,21 +400,19 @@ void ConvertF32ToBf16Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
       auto zero = [&](int64_t from, int64_t count) {
         for (int part = 0; part < parts; ++part) std::memset(planes[part] + from, 0, 4 * count);
       };
-      // The pair's words staged per part (the split's hi, lo, hi) in `out` (h * w each).
-      auto stage = [&](uint32_t* out) {
+      // The pair's words per part (the split's hi, lo, hi; the cast's one) into out[part].
+      auto convert = [&](uint32_t* const dest[3]) {
         if (split) {
-          SplitPairRow(a, b, image, out, out + image, out + 2 * image);
+          SplitPairRow(a, b, image, dest[0], dest[1], dest[2]);
         } else {
-          CastPairRow(a, b, image, out);
+          CastPairRow(a, b, image, dest[0]);
         }
       };
+      uint32_t* out[3] = {};
       if (!phased && left == 0 && right == 0) {  // the image's rows are contiguous in the plane
         zero(0, top * padded_w);
-        if (split) {
-          SplitPairRow(a, b, image, planes[0] + top * w, planes[1] + top * w, planes[2] + top * w);
-        } else {
-          CastPairRow(a, b, image, planes[0] + top * w);
-        }
+        for (int part = 0; part < parts; ++part) out[part] = planes[part] + top * w;
+        convert(out);
         zero((top + h) * w, plane - (top + h) * w);
         continue;
       }
@@ -423,13 +421,15 @@ void ConvertF32ToBf16Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
       // pixels in their stride phases).
       thread_local std::vector<uint32_t> staged;
       staged.resize(static_cast<size_t>(parts * image));
-      stage(staged.data());
+      for (int part = 0; part < parts; ++part) out[part] = staged.data() + part * image;
+      convert(out);
       if (phased) {
-        for (int part = 0; part < parts; ++part) {
-          WritePairPhases(staged.data() + part * image, h, w, top, left, sh, sw, phase_h, phase_w,
-                          planes[part]);
-        }
         const int64_t written = sh * sw * phase_h * phase_w;
+        // hi, then lo; the split's second hi a copy of the first.
+        for (int part = 0; part < std::min(parts, 2); ++part) {
+          WritePairPhases(out[part], h, w, top, left, sh, sw, phase_h, phase_w, planes[part]);
+        }
+        if (split) std::memcpy(planes[2], planes[0], 4 * written);
         zero(written, plane - written);
         continue;
       }
@@ -437,7 +437,7 @@ void ConvertF32ToBf16Pairs(const float* x, int64_t n, int64_t c, int64_t h, int6
       for (int64_t row = 0; row < h; ++row) {
         const int64_t at = (top + row) * padded_w + left;
         for (int part = 0; part < parts; ++part) {
-          std::memcpy(planes[part] + at, staged.data() + part * image + row * w, 4 * w);
+          std::memcpy(planes[part] + at, out[part] + row * w, 4 * w);
         }
         if (row + 1 < h) zero(at + w, right + left);
       }

@@ -91,11 +91,10 @@ def gtco_steps(artifact):
     """(kind, label, seconds) per step of `gtco-run --profile`."""
     steps = []
     for entry in gtco_profile(artifact)["profile"]:
-        text = entry.get("description") or entry.get("op") or ""
-        word = entry.get("op") if entry.get("op") and entry.get("op") != "kernel" else (
-            text.split()[0] if text else "")
-        steps.append((kind_of(word, False), f"{entry.get('op', '')} {text}".strip(),
-                      entry["seconds"]))
+        op, text = entry.get("op", ""), entry.get("description", "")
+        # A kernel by its description's first word (conv, matmul, ...), a data step by its op.
+        word = text.split()[0] if op == "kernel" and text else op
+        steps.append((kind_of(word, False), f"{op} {text}".strip(), entry["seconds"]))
     return steps
 
 

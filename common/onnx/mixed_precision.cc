@@ -281,14 +281,9 @@ class Bf16Rewriter {
     if (weight.empty()) return false;
     const std::string& a = node.input(0);
     if (!bf16_activation_.count(a)) {
-      if (split()) {
-        // A' = [A_hi | A_lo | A_hi] along K.
-        bf16_activation_[a] = SplitActivation(a, node.name(), -1);
-      } else {
-        bf16_activation_[a] = Fresh(absl::StrCat(a, "_bf16"));
-        nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_a_bf16")), a,
-                                  bf16_activation_[a], TensorProto::BFLOAT16));
-      }
+      // bf16x3: A' = [A_hi | A_lo | A_hi] along K.
+      bf16_activation_[a] = split() ? SplitActivation(a, node.name(), -1)
+                                    : CastActivation(a, node.name() + "_cast_a_bf16");
     }
     // MatMul on bf16, the Cast of its product back to f32 under the old name (or, for a Gemm
     // with a C, a fresh one that the Add of C reads).
@@ -306,6 +301,14 @@ class Bf16Rewriter {
                                 {product_f32, node.input(2)}, node.output(0)));
     }
     return true;
+  }
+
+  /// Appends a Cast of computed tensor `a` to bf16 (node `cast_name`, made fresh); returns the
+  /// cast's output.
+  std::string CastActivation(const std::string& a, const std::string& cast_name) {
+    const std::string cast = Fresh(absl::StrCat(a, "_bf16"));
+    nodes_.push_back(CastNode(Fresh(cast_name), a, cast, TensorProto::BFLOAT16));
+    return cast;
   }
 
   /// Appends the split of computed tensor `a` along `axis`, [a_hi, a_lo, a_hi] with a_hi =
@@ -512,13 +515,8 @@ class Bf16Rewriter {
         absl::StrCat(x, "|pads=", absl::StrJoin(pads, ","),
                      "|strides=", subsample ? "1,1" : absl::StrJoin(strides, ","));
     if (!bf16_activation_.count(key)) {
-      if (split()) {
-        bf16_activation_[key] = SplitActivation(x, node.name(), 1);
-      } else {
-        bf16_activation_[key] = Fresh(absl::StrCat(x, "_bf16"));
-        nodes_.push_back(CastNode(Fresh(absl::StrCat(node.name(), "_cast_x_bf16")), x,
-                                  bf16_activation_[key], TensorProto::BFLOAT16));
-      }
+      bf16_activation_[key] = split() ? SplitActivation(x, node.name(), 1)
+                                      : CastActivation(x, node.name() + "_cast_x_bf16");
     }
     // Conv on bf16 (its attributes as they were, strides 1 after a subsampling), the Cast of its
     // output back to f32 under the old name (or a fresh one that the Add of the bias reads).

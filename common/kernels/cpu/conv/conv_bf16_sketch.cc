@@ -106,8 +106,7 @@ absl::StatusOr<Bf16ConvPlan> MakePlan(const ir::Workload& w, const KnobValues& v
                                                    " would read past the image"));
   }
   plan.clamp = plan.grid >= plan.block_cols;
-  plan.direct =
-      ir::ConvPairPhaseW(p) == ir::ConvOutW(p) && plan.grid == ir::ConvOutH(p) * ir::ConvOutW(p);
+  plan.direct = ir::ConvPairPhaseW(p) == ir::ConvOutW(p);  // then the grid is OH x OW
   plan.row_blocks = p.out_channels / plan.mr;
   plan.col_blocks = CeilDiv(plan.grid, plan.block_cols);
   plan.items = p.batch * plan.row_blocks * plan.col_blocks;
