@@ -152,7 +152,9 @@ TEST(LowpSketchTest, KernelsCallTheDotProductIntrinsics) {
     }
     absl::StatusOr<ir::LoweredFunc> func = test_case.sketch->Lower(test_case.w, defaults, "k");
     ASSERT_TRUE(func.ok()) << func.status();
-    EXPECT_NE(ir::ToString(*func).find(":i32"), std::string::npos);  // typed params/buffers
+    // Typed params and buffers (B pre-packed by default: no i32 panel in the bf16 kernel).
+    EXPECT_NE(ir::ToString(*func).find(test_case.sketch == &MatMulBf16Sketch() ? ":bf16" : ":i32"),
+              std::string::npos);
     absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
     ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
     EXPECT_NE(llvm_ir->find(test_case.intrinsic), std::string::npos) << test_case.intrinsic;
@@ -359,8 +361,7 @@ TEST(AmxSketchTest, KBlocksAreSearchedAndTheTracesBeforeThemStillReplay) {
   EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(int8, amx)[7].values,
             (std::vector<int64_t>{3072, 512, 1024, 1536}));
   const ir::Workload short_k = LowpMatMul(1, 128, 768, 768, DType::kU8, DType::kI8, DType::kI32);
-  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(short_k, amx)[7].values,
-            (std::vector<int64_t>{768}));
+  EXPECT_EQ(MatMulAmxInt8Sketch().Knobs(short_k, amx)[7].values, (std::vector<int64_t>{768}));
   // A block must divide K in whole tile rows.
   KnobValues values;
   for (const Knob& knob : knobs) values.push_back(knob.values.front());
@@ -609,18 +610,18 @@ TEST_F(LowpJitTest, Avx2Int8KernelsMatchTheReferenceExactly) {
       CheckKernels(MatMulAvx2Int8Sketch(), w, 3, seed++);
     }
   }
-  ir::Workload dynamic = WithZeroPointInput(
-      LowpMatMul(1, 21, 40, 70, DType::kU8, DType::kI8, DType::kF32, 0, -2));
+  ir::Workload dynamic =
+      WithZeroPointInput(LowpMatMul(1, 21, 40, 70, DType::kU8, DType::kI8, DType::kF32, 0, -2));
   dynamic.inputs.push_back({DType::kF32, {40}});
-  dynamic.epilogue.push_back({ir::EwOp::kMul, {{ir::Operand::Kind::kAcc, 0, 0},
-                                               {ir::Operand::Kind::kInput, 3, 0}}});
+  dynamic.epilogue.push_back(
+      {ir::EwOp::kMul, {{ir::Operand::Kind::kAcc, 0, 0}, {ir::Operand::Kind::kInput, 3, 0}}});
   ASSERT_TRUE(dynamic.Validate().ok()) << dynamic.Validate();
   CheckKernels(MatMulAvx2Int8Sketch(), dynamic, 4, 600);
   // Signed A with a run-time zero point against unsigned B with one: every correction term.
-  CheckKernels(MatMulAvx2Int8Sketch(),
-               WithZeroPointInput(
-                   LowpMatMul(2, 13, 40, 37, DType::kI8, DType::kU8, DType::kI32, 0, 131)),
-               4, 601);
+  CheckKernels(
+      MatMulAvx2Int8Sketch(),
+      WithZeroPointInput(LowpMatMul(2, 13, 40, 37, DType::kI8, DType::kU8, DType::kI32, 0, 131)), 4,
+      601);
 }
 
 TEST_F(LowpJitTest, VnniKernelsWithTransposedAndSharedB) {
@@ -632,6 +633,79 @@ TEST_F(LowpJitTest, VnniKernelsWithTransposedAndSharedB) {
                LowpMatMul(3, 10, 20, 30, DType::kU8, DType::kI8, DType::kI32, 9, 0, false,
                           /*b_batched=*/false),
                6, 201);
+}
+
+// B pre-packed (pack_b = 2, the AVX-512 "/v2" sketches' default where one B is shared): the
+// kernels read the AMX layout of 16-column tiles as exported, on awkward shapes (K tails, N
+// tails, clamped rows), transposed B, a batch sharing B, bf16 and s8 B with zero points.
+TEST_F(LowpJitTest, VectorKernelsReadBPrePacked) {
+  const ir::Workload bf16 = LowpMatMul(1, 77, 197, 33, DType::kBF16, DType::kBF16, DType::kF32);
+  if (!HostRuns(bf16, true)) GTEST_SKIP() << "host lacks avx512_bf16: " << hw_->Summary();
+  uint64_t seed = 700;
+  for (const Shape& s : kAwkwardShapes) {
+    if (s.batch > 1) continue;  // one B per batch element: packed in every call
+    CheckKernels(MatMulBf16Sketch(),
+                 LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, DType::kF32), 3,
+                 seed++, /*force_pack_b=*/2);
+  }
+  CheckKernels(MatMulBf16Sketch(),
+               LowpMatMul(1, 31, 50, 21, DType::kBF16, DType::kBF16, DType::kF32, 0, 0, true), 3,
+               seed++, 2);
+  CheckKernels(MatMulBf16Sketch(),
+               LowpMatMul(4, 9, 40, 17, DType::kBF16, DType::kBF16, DType::kF32, 0, 0, false,
+                          /*b_batched=*/false),
+               3, seed++, 2);
+  const ir::Workload int8 = LowpMatMul(1, 19, 45, 67, DType::kI8, DType::kI8, DType::kI32, 1, -1);
+  if (!HostRuns(int8, false)) GTEST_SKIP() << "host lacks avx512_vnni: " << hw_->Summary();
+  CheckKernels(MatMulVnniSketch(), int8, 4, seed++, 2);
+  CheckKernels(MatMulVnniSketch(),
+               LowpMatMul(3, 10, 20, 30, DType::kU8, DType::kI8, DType::kI32, 9, 0, false,
+                          /*b_batched=*/false),
+               4, seed++, 2);
+  CheckKernels(MatMulVnniSketch(),
+               LowpMatMul(1, 23, 33, 70, DType::kU8, DType::kI8, DType::kI32, 5, 3, true), 4,
+               seed++, 2);
+}
+
+TEST(LowpSketchTest, VectorSketchesOfferPrePackedBWhereTheKernelReadsItAsStored) {
+  const target::HardwareInfo hw = Machine({"avx512f", "avx512_bf16", "avx512_vnni"});
+  auto pack_b_values = [&](const LoopSketch& sketch, const ir::Workload& w) {
+    const std::vector<std::string> names = sketch.KnobNames();
+    const std::vector<Knob> knobs = sketch.Knobs(w, hw);
+    for (size_t knob = 0; knob < names.size(); ++knob) {
+      if (names[knob] == "pack_b") return knobs[knob].values;
+    }
+    return std::vector<int64_t>{};
+  };
+  const ir::Workload shared = LowpMatMul(1, 64, 96, 128, DType::kBF16, DType::kBF16, DType::kF32);
+  EXPECT_EQ(pack_b_values(MatMulBf16Sketch(), shared), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(pack_b_values(MatMulBf16Sketch(),
+                          LowpMatMul(2, 64, 96, 128, DType::kBF16, DType::kBF16, DType::kF32)),
+            (std::vector<int64_t>{1}));  // one B per batch element
+  const ir::Workload u8_b = LowpMatMul(1, 64, 96, 128, DType::kU8, DType::kU8, DType::kI32);
+  EXPECT_EQ(pack_b_values(MatMulVnniSketch(), u8_b), (std::vector<int64_t>{1}));
+  KnobValues values = {4, 2, 64, 64, 1, 2, 2};
+  absl::StatusOr<ir::LoweredFunc> refused = MatMulVnniSketch().Lower(u8_b, values, "k");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("bf16 or s8 B only"), std::string::npos)
+      << refused.status();
+  // A "/v1" trace (six knobs, no pack_b) resolves to the replay-only sketch and lowers to the
+  // program of the same knobs with pack_b = 1.
+  for (const char* name : {"mm_avx512_bf16", "mm_avx512_vnni"}) {
+    const bool bf16 = std::string(name) == "mm_avx512_bf16";
+    const ir::Workload w =
+        bf16 ? shared : LowpMatMul(1, 64, 96, 128, DType::kU8, DType::kI8, DType::kI32, 3, 0);
+    const std::string knobs_text = "mr=4;nr=2;nc=64;mc=64;par=1;unroll_k=2";
+    absl::StatusOr<Trace> v1 = Trace::Parse(std::string(name) + "/v1;" + knobs_text);
+    absl::StatusOr<Trace> v2 = Trace::Parse(std::string(name) + "/v2;" + knobs_text + ";pack_b=1");
+    ASSERT_TRUE(v1.ok() && v2.ok());
+    absl::StatusOr<ir::LoweredFunc> old_func = LowerSchedule(w, *v1, "k");
+    absl::StatusOr<ir::LoweredFunc> new_func = LowerSchedule(w, *v2, "k");
+    ASSERT_TRUE(old_func.ok()) << old_func.status();
+    ASSERT_TRUE(new_func.ok()) << new_func.status();
+    EXPECT_EQ(ir::ToString(*old_func), ir::ToString(*new_func));
+    EXPECT_FALSE(ReadsPrepackedInput(*v1));
+  }
 }
 
 // ONNX Runtime's dynamic quantization: A's zero point computed per run, the i32 result
@@ -654,8 +728,8 @@ TEST_F(LowpJitTest, VnniKernelsWithARunTimeZeroPointAndAnF32Epilogue) {
   }
   // Signed A (its zero point an i8 input) against unsigned B with a zero point: every
   // correction term, including K * za * zb, uses the run-time value.
-  const ir::Workload signed_a = WithZeroPointInput(
-      LowpMatMul(2, 13, 40, 37, DType::kI8, DType::kU8, DType::kI32, 0, 131));
+  const ir::Workload signed_a =
+      WithZeroPointInput(LowpMatMul(2, 13, 40, 37, DType::kI8, DType::kU8, DType::kI32, 0, 131));
   ASSERT_TRUE(signed_a.Validate().ok()) << signed_a.Validate();
   CheckKernels(MatMulVnniSketch(), signed_a, 6, 400);
   // The zero point must be one element of A's dtype.
@@ -703,7 +777,8 @@ TEST_F(LowpJitTest, AmxKBlockedKernelsMatchTheReference) {
   if (!HostRunsAmx()) GTEST_SKIP() << "host lacks AMX (amx_tile, amx_bf16): " << hw_->Summary();
   uint64_t seed = 900;
   for (const int64_t kc : {32, 64}) {
-    for (const Shape& s : std::vector<Shape>{{1, 197, 77, 128}, {1, 40, 200, 192}, {2, 33, 48, 64}}) {
+    for (const Shape& s :
+         std::vector<Shape>{{1, 197, 77, 128}, {1, 40, 200, 192}, {2, 33, 48, 64}}) {
       if (s.k / kc < 2 && kc != 32) continue;
       for (DType out : {DType::kF32, DType::kBF16}) {
         const ir::Workload w = LowpMatMul(s.batch, s.m, s.n, s.k, DType::kBF16, DType::kBF16, out);

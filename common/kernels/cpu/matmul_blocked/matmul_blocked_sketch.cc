@@ -406,7 +406,11 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
     return internal::PrepackChannelConvWeights(w, t, b);
   }
   if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
-  if (t.sketch.rfind("mm_amx_", 0) == 0) return internal::PrepackLowpB(w, t, b);
+  // The low-precision matmuls (AMX, AVX-512 bf16 / VNNI "/v2"): PrepackLowpB knows which.
+  if (t.sketch.rfind("mm_amx_", 0) == 0 || t.sketch.rfind("mm_avx512_bf16/", 0) == 0 ||
+      t.sketch.rfind("mm_avx512_vnni/", 0) == 0) {
+    return internal::PrepackLowpB(w, t, b);
+  }
   int64_t vw = 0;
   for (const internal::FmaMappingSpec& spec :
        {internal::Avx512FmaSpec(), internal::Avx2FmaSpec()}) {

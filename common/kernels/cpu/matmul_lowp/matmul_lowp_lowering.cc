@@ -34,7 +34,7 @@ using ir::Stmt;
 constexpr char kPanel[] = "bpack";
 constexpr char kColSum[] = "colsum";
 constexpr char kRowSum[] = "rowsum";
-constexpr char kZaEff[] = "za_eff";  ///< the effective zero point of A, when read at run time
+constexpr char kZaEff[] = "za_eff";   ///< the effective zero point of A, when read at run time
 constexpr char kScratchC[] = "cacc";  ///< K-blocked AMX: the task's partial sums
 constexpr int32_t kFlipBytes = static_cast<int32_t>(0x80808080u);
 
@@ -90,8 +90,8 @@ class LowpLowering {
   Stmt RowSums(const Expr& b, const Expr& i0) const;
   Stmt Tile(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
   Stmt TileLoops(const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& make) const;
-  Stmt KUpdate(const Expr& b, const Expr& i0, const Expr& panel_col, const Expr& group,
-               bool full) const;
+  Stmt KUpdate(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col,
+               const Expr& group, bool full) const;
   Stmt WriteBack(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col) const;
   /// The statement of one register / tile block: (first row, first column in the panel).
   using TileMaker = std::function<Stmt(const Expr&, const Expr&)>;
@@ -316,18 +316,27 @@ Stmt LowpLowering::TileLoops(
   return body;
 }
 
-Stmt LowpLowering::KUpdate(const Expr& b, const Expr& i0, const Expr& panel_col, const Expr& group,
-                           bool full) const {
+Stmt LowpLowering::KUpdate(const Expr& b, const Expr& i0, const Expr& col0, const Expr& panel_col,
+                           const Expr& group, bool full) const {
   return TileLoops([&](const Expr& r, const Expr& c, const Expr& v) {
     const Expr slot = (r * MakeInt(plan_.nr) + c) * MakeInt(plan_.lanes) + v;
     const Expr row = plan_.clamp_rows ? Min(i0 + r, MakeInt(p_.m - 1)) : i0 + r;
-    const Expr b_word = ir::MakeTypedLoad(
-        kPanel, PanelIndex(panel_col, group, c * MakeInt(plan_.lanes) + v), ScalarType::kI32);
+    // B's word: from the task's packed panel, or from the pre-packed B (16-column tiles, each
+    // tile's words contiguous per K group), the word index in B's elements.
+    const Expr b_word =
+        plan_.prepacked_b
+            ? ir::MakeTypedLoad(InputName(1),
+                                PrepackedB(col0 + panel_col + c * MakeInt(kLowpLanes), group) +
+                                    v * MakeInt(plan_.group),
+                                ScalarType::kI32)
+            : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, group, c * MakeInt(plan_.lanes) + v),
+                                ScalarType::kI32);
     const Expr acc = ir::MakeTypedLoad("acc", slot, AccType());
-    const char* dot_name =
-        plan_.bf16 ? "dot_bf16x2" : plan_.wide_dot ? "dot_u8s8x4_wide" : "dot_u8s8x4";
-    const Expr dot = ir::MakeTypedCall(dot_name, AccType(),
-                                       {acc, AWord(b, row, group, full), b_word});
+    const char* dot_name = plan_.bf16       ? "dot_bf16x2"
+                           : plan_.wide_dot ? "dot_u8s8x4_wide"
+                                            : "dot_u8s8x4";
+    const Expr dot =
+        ir::MakeTypedCall(dot_name, AccType(), {acc, AWord(b, row, group, full), b_word});
     return ir::MakeStore("acc", slot, dot);
   });
 }
@@ -387,15 +396,15 @@ std::pair<Expr, int64_t> LowpLowering::PrefetchShare(const Expr& col, const Expr
   const int64_t elem_bytes = ir::ScalarTypeBytes(StorageType(w_.inputs[1].dtype));
   const int64_t share = CeilDiv(CeilDiv(groups * 4 * kLowpLanes, row_tiles), 64) * 64;
   // Clamped into B (the last panel's next one is past its end).
-  const int64_t last = plan_.p.k * PrepackedColumns(plan_) - 1;
+  const int64_t last = plan_.k_groups * plan_.group * PrepackedColumns(plan_) - 1;
   const Expr index =
       Min(PrepackedB(col, g0) + tile_index * MakeInt(share / elem_bytes), MakeInt(last));
   return {ir::MakeTypedLoad(InputName(1), index, StorageType(w_.inputs[1].dtype)), share};
 }
 
 Stmt LowpLowering::AmxProduct(const Expr& b, const Expr& i0, const Expr& col0,
-                              const Expr& panel_col, const Expr& kb, bool accumulate,
-                              const Expr& c, const Expr& prefetch, int64_t prefetch_bytes) const {
+                              const Expr& panel_col, const Expr& kb, bool accumulate, const Expr& c,
+                              const Expr& prefetch, int64_t prefetch_bytes) const {
   const ScalarType a_type = StorageType(w_.inputs[0].dtype);
   const Expr a_base = p_.a_batched ? b * MakeInt(p_.m * p_.k) : MakeInt(0);
   // The K block's first group and element (0 without K blocks).
@@ -407,8 +416,7 @@ Stmt LowpLowering::AmxProduct(const Expr& b, const Expr& i0, const Expr& col0,
   args.b = plan_.prepacked_b
                ? ir::MakeTypedLoad(InputName(1), PrepackedB(col0 + panel_col, g0),
                                    StorageType(w_.inputs[1].dtype))
-               : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, g0, MakeInt(0)),
-                                   ScalarType::kI32);
+               : ir::MakeTypedLoad(kPanel, PanelIndex(panel_col, g0, MakeInt(0)), ScalarType::kI32);
   for (int64_t t = 0; t < plan_.mr; ++t) {
     args.a.push_back(
         ir::MakeTypedLoad(InputName(0), a_base + AmxRow(i0, t) * MakeInt(p_.k) + k0, a_type));
@@ -453,9 +461,9 @@ Stmt LowpLowering::AmxTile(const Expr& b, const Expr& i0, const Expr& col0,
   const auto [prefetch, prefetch_bytes] =
       PrefetchShare(col0 + MakeInt(plan_.panel_cols) + panel_col, MakeInt(0), i0 / MakeInt(rows),
                     CeilDiv(p_.m, rows), plan_.k_groups);
-  const Stmt product = AmxProduct(b, i0, col0, panel_col, MakeInt(0), false,
-                                  ir::MakeTypedLoad("acc", MakeInt(0), AccType()), prefetch,
-                                  prefetch_bytes);
+  const Stmt product =
+      AmxProduct(b, i0, col0, panel_col, MakeInt(0), false,
+                 ir::MakeTypedLoad("acc", MakeInt(0), AccType()), prefetch, prefetch_bytes);
   return ir::MakeTypedAllocate(
       "acc", plan_.tile_rows * plan_.block_cols, AccType(),
       ir::MakeBlock({product, AmxWriteBack(b, i0, col0, panel_col, "acc", MakeInt(0))}));
@@ -482,23 +490,21 @@ Stmt LowpLowering::AmxKBlocks(const Expr& b, const Expr& col0, const Expr& col_t
       const Expr base = slot(i0, panel_col);
       // This row tile's share of what the next pass reads: the next K block of the column
       // block, after the last one the next panel's first.
-      const int64_t task_tiles =
-          per_m_block ? plan_.row_block / rows : CeilDiv(p_.m, rows);
-      const auto [prefetch, prefetch_bytes] = PrefetchShare(
-          last ? col0 + MakeInt(plan_.panel_cols) + panel_col : col0 + panel_col,
-          last ? MakeInt(0) : (kb + MakeInt(1)) * MakeInt(plan_.k_block_groups),
-          (i0 - row0) / MakeInt(rows), task_tiles, plan_.k_block_groups);
-      Stmt product = AmxProduct(b, i0, col0, panel_col, kb, !first,
-                                ir::MakeTypedLoad(kScratchC, base, AccType()), prefetch,
-                                prefetch_bytes);
+      const int64_t task_tiles = per_m_block ? plan_.row_block / rows : CeilDiv(p_.m, rows);
+      const auto [prefetch, prefetch_bytes] =
+          PrefetchShare(last ? col0 + MakeInt(plan_.panel_cols) + panel_col : col0 + panel_col,
+                        last ? MakeInt(0) : (kb + MakeInt(1)) * MakeInt(plan_.k_block_groups),
+                        (i0 - row0) / MakeInt(rows), task_tiles, plan_.k_block_groups);
+      Stmt product =
+          AmxProduct(b, i0, col0, panel_col, kb, !first,
+                     ir::MakeTypedLoad(kScratchC, base, AccType()), prefetch, prefetch_bytes);
       if (!last) return product;
-      return ir::MakeBlock(
-          {product, AmxWriteBack(b, i0, col0, panel_col, kScratchC, base)});
+      return ir::MakeBlock({product, AmxWriteBack(b, i0, col0, panel_col, kScratchC, base)});
     };
     Stmt body = RowTiles(b, mb, col0, col_tiles, tile, /*row_sums=*/last);
-    return per_m_block ? body
-                       : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial,
-                                    body);
+    return per_m_block
+               ? body
+               : LoopOrSkip("mb", MakeInt(0), MakeInt(plan_.m_blocks), ForKind::kSerial, body);
   };
   std::vector<Stmt> passes = {pass(MakeInt(0), true, false)};
   if (plan_.k_blocks > 2) {
@@ -519,23 +525,25 @@ Stmt LowpLowering::Tile(const Expr& b, const Expr& i0, const Expr& col0,
   const int64_t unroll = plan_.unroll_k;
   const int64_t main_steps = plan_.full_groups / unroll;
   const Expr kq = MakeVar("kq"), kk = MakeVar("kk");
-  Stmt main_body = unroll > 1
-                       ? ir::MakeFor("kk", MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
-                                     KUpdate(b, i0, panel_col, kq * MakeInt(unroll) + kk, true))
-                       : KUpdate(b, i0, panel_col, kq, true);
+  Stmt main_body =
+      unroll > 1 ? ir::MakeFor("kk", MakeInt(0), MakeInt(unroll), ForKind::kUnrolled,
+                               KUpdate(b, i0, col0, panel_col, kq * MakeInt(unroll) + kk, true))
+                 : KUpdate(b, i0, col0, panel_col, kq, true);
   std::vector<Stmt> steps = {
       zero, LoopOrSkip("kq", MakeInt(0), MakeInt(main_steps), ForKind::kSerial, main_body),
       LoopOrSkip("kr", MakeInt(main_steps * unroll),
                  MakeInt(plan_.full_groups - main_steps * unroll), ForKind::kSerial,
-                 KUpdate(b, i0, panel_col, MakeVar("kr"), true))};
-  if (plan_.k_tail) steps.push_back(KUpdate(b, i0, panel_col, MakeInt(plan_.full_groups), false));
+                 KUpdate(b, i0, col0, panel_col, MakeVar("kr"), true))};
+  if (plan_.k_tail) {
+    steps.push_back(KUpdate(b, i0, col0, panel_col, MakeInt(plan_.full_groups), false));
+  }
   steps.push_back(WriteBack(b, i0, col0, panel_col));
   return ir::MakeTypedAllocate("acc", plan_.mr * plan_.nr * plan_.lanes, AccType(),
                                ir::MakeBlock(steps));
 }
 
-Stmt LowpLowering::RowTiles(const Expr& b, const Expr& mb, const Expr& col0,
-                            const Expr& col_tiles, const TileMaker& tile, bool row_sums) const {
+Stmt LowpLowering::RowTiles(const Expr& b, const Expr& mb, const Expr& col0, const Expr& col_tiles,
+                            const TileMaker& tile, bool row_sums) const {
   const Expr i_begin = mb * MakeInt(plan_.row_block);
   const int64_t rows = plan_.tile_rows;
   const Expr row_tiles = plan_.m_blocks == 1
@@ -582,8 +590,9 @@ Stmt LowpLowering::Build() const {
     body = ir::MakeTypedAllocate(kColSum, plan_.panel_cols, ScalarType::kI32, body);
   }
   if (plan_.za_input) {
-    const Expr zero_point = ir::MakeCast(
-        ScalarType::kI32, ir::MakeTypedLoad(InputName(2), MakeInt(0), StorageType(w_.inputs[0].dtype)));
+    const Expr zero_point =
+        ir::MakeCast(ScalarType::kI32,
+                     ir::MakeTypedLoad(InputName(2), MakeInt(0), StorageType(w_.inputs[0].dtype)));
     body = ir::MakeLet(kZaEff, zero_point + I32(plan_.za_eff), body);
   }
   if (!plan_.prepacked_b) {
@@ -614,7 +623,7 @@ absl::Status CheckLowpWorkload(const ir::Workload& w) {
   }
   // Element types, zero points and epilogue as workload.h allows them.
   const bool out_ok = bf16 ? (out == ir::DType::kF32 || out == ir::DType::kBF16)
-                          : (out == ir::DType::kI32 || out == ir::DType::kF32);
+                           : (out == ir::DType::kI32 || out == ir::DType::kF32);
   if (!out_ok) {
     return absl::InvalidArgumentError(
         absl::StrCat("output dtype ", ir::DTypeName(out), " does not fit the inputs"));
@@ -630,9 +639,8 @@ absl::Status CheckLowpWorkload(const ir::Workload& w) {
            : !(zero_point_ok(p.a_zero_point, a) && zero_point_ok(p.b_zero_point, b))) {
     return absl::InvalidArgumentError("zero points out of range for the input dtypes");
   }
-  if (p.a_zero_point_input &&
-      (w.num_anchor_inputs != 3 || w.inputs.size() < 3 || w.inputs[2].dtype != a ||
-       NumElements(w.inputs[2].shape) != 1)) {
+  if (p.a_zero_point_input && (w.num_anchor_inputs != 3 || w.inputs.size() < 3 ||
+                               w.inputs[2].dtype != a || NumElements(w.inputs[2].shape) != 1)) {
     return absl::InvalidArgumentError("A's zero-point input must be one element of A's dtype");
   }
   for (size_t i = w.num_anchor_inputs; i < w.inputs.size(); ++i) {
@@ -661,14 +669,21 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   GTCO_RETURN_IF_ERROR(CheckRange("par", d.par, 0, 2));
   GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", d.unroll_k, {1, 2, 4, 8}));
   GTCO_RETURN_IF_ERROR(CheckOneOf("lanes", d.lanes, {kAvx2Lanes, kLowpLanes}));
+  GTCO_RETURN_IF_ERROR(CheckOneOf("pack_b", d.pack_b, {1, 2}));
+  if (d.pack_b == 2) {
+    if (w.matmul.b_batched && w.matmul.batch > 1) {
+      return absl::InvalidArgumentError("pack_b=2 (pre-packed B) needs one B shared by the batch");
+    }
+    // The vector kernels read each pre-packed word as stored: 16 lanes, s8 (not u8) B.
+    if (!d.amx && (d.lanes != kLowpLanes || w.inputs[1].dtype == ir::DType::kU8)) {
+      return absl::InvalidArgumentError(
+          "pack_b=2 (pre-packed B): the vector kernels read it on 16 lanes, bf16 or s8 B only");
+    }
+  }
   if (d.amx) {
     GTCO_RETURN_IF_ERROR(CheckRange("mr", d.mr, 1, 3));
     GTCO_RETURN_IF_ERROR(CheckRange("nr", d.nr, 1, 3));
     GTCO_RETURN_IF_ERROR(CheckOneOf("unroll_k", d.unroll_k, {1}));
-    GTCO_RETURN_IF_ERROR(CheckOneOf("pack_b", d.pack_b, {1, 2}));
-    if (d.pack_b == 2 && w.matmul.b_batched && w.matmul.batch > 1) {
-      return absl::InvalidArgumentError("pack_b=2 (pre-packed B) needs one B shared by the batch");
-    }
     if (d.mr * d.nr + d.mr + d.nr > 8) {
       return absl::InvalidArgumentError(absl::StrCat("knobs 'mr' = ", d.mr, ", 'nr' = ", d.nr, ": ",
                                                      d.mr * d.nr + d.mr + d.nr,
@@ -700,7 +715,7 @@ absl::StatusOr<LowpPlan> MakeLowpPlan(const ir::Workload& w, const LowpDecisions
   plan.lanes = d.lanes;
   plan.wide_dot = d.wide_dot;
   plan.amx = d.amx;
-  plan.prepacked_b = d.amx && d.pack_b == 2;
+  plan.prepacked_b = d.pack_b == 2;
   plan.tile_cols = plan.amx ? kLowpLanes : plan.nr * plan.lanes;
   plan.block_cols = plan.amx ? plan.nr * kLowpLanes : plan.tile_cols;
   plan.tile_rows = plan.amx ? plan.mr * kAmxTileRows : plan.mr;
@@ -771,14 +786,12 @@ int64_t PrepackedColumns(const LowpPlan& plan) {
 
 int64_t PanelBytes(const LowpPlan& plan) { return plan.k_groups * plan.panel_cols * 4; }
 
-int64_t PanelBlockBytes(const LowpPlan& plan) {
-  return plan.k_block_groups * plan.panel_cols * 4;
-}
+int64_t PanelBlockBytes(const LowpPlan& plan) { return plan.k_block_groups * plan.panel_cols * 4; }
 
 int64_t ScratchCElements(const LowpPlan& plan) {
   if (plan.k_blocks == 1) return 0;
-  const int64_t rows = plan.par == 2 ? plan.row_block : CeilDiv(plan.p.m, plan.tile_rows) *
-                                                            plan.tile_rows;
+  const int64_t rows =
+      plan.par == 2 ? plan.row_block : CeilDiv(plan.p.m, plan.tile_rows) * plan.tile_rows;
   return rows * plan.panel_cols;
 }
 
@@ -788,8 +801,9 @@ absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const Low
   std::vector<ir::BufferParam> params;
   for (size_t input_idx = 0; input_idx < w.inputs.size(); ++input_idx) {
     params.push_back({InputName(static_cast<int>(input_idx)),
-                      input_idx == 1 && plan.prepacked_b ? plan.p.k * PrepackedColumns(plan)
-                                                         : NumElements(w.inputs[input_idx].shape),
+                      input_idx == 1 && plan.prepacked_b
+                          ? plan.k_groups * plan.group * PrepackedColumns(plan)
+                          : NumElements(w.inputs[input_idx].shape),
                       StorageType(w.inputs[input_idx].dtype)});
   }
   params.push_back({kOutputName, NumElements(w.output.shape), StorageType(w.output.dtype)});

@@ -37,8 +37,9 @@ struct LowpDecisions {
   bool wide_dot = false;
   /// AMX tiles: mr A tiles of 16 rows by nr B tiles of 16 columns per TileMatMul.
   bool amx = false;
-  /// AMX only: 1 packs B's panel in each task; 2 (kPackBPrepacked) reads B pre-packed
-  /// (PrepackLowpB's layout: the whole of B as one panel, columns padded to the block).
+  /// 1 packs B's panel in each task; 2 (kPackBPrepacked) reads B pre-packed (PrepackLowpB's
+  /// layout: the whole of B in 16-column tiles, columns padded to the block; AMX, and the
+  /// 16-lane vector kernels with bf16 or s8 B).
   int64_t pack_b = 1;
   /// AMX only: K elements per K block (a divisor of K, a multiple of one tile row of K), or 0
   /// (or K) for the whole K in one TileMatMul per block.
@@ -52,15 +53,15 @@ struct LowpDecisions {
 /// Every derived size of one (workload, decisions) pair.
 struct LowpPlan {
   ir::MatMulParams p;
-  bool bf16 = false;        ///< bf16 x bf16 (else u8|i8 x u8|i8)
-  int64_t group = 4;        ///< K elements per 32-bit word: 2 (bf16) or 4 (int8)
-  int64_t full_groups = 0;  ///< K / group
-  bool k_tail = false;      ///< K % group != 0: one zero-padded group at the end
-  int64_t k_groups = 0;     ///< full_groups + k_tail
+  bool bf16 = false;           ///< bf16 x bf16 (else u8|i8 x u8|i8)
+  int64_t group = 4;           ///< K elements per 32-bit word: 2 (bf16) or 4 (int8)
+  int64_t full_groups = 0;     ///< K / group
+  bool k_tail = false;         ///< K % group != 0: one zero-padded group at the end
+  int64_t k_groups = 0;        ///< full_groups + k_tail
   int64_t lanes = kLowpLanes;  ///< accumulator vector lanes
-  bool wide_dot = false;        ///< dot_u8s8x4_wide (AVX2) instead of dot_u8s8x4 (VNNI)
-  bool amx = false;             ///< TileMatMul blocks (AMX) instead of vector dot products
-  bool prepacked_b = false;     ///< B arrives as PrepackLowpB lays it out (AMX, pack_b = 2)
+  bool wide_dot = false;       ///< dot_u8s8x4_wide (AVX2) instead of dot_u8s8x4 (VNNI)
+  bool amx = false;            ///< TileMatMul blocks (AMX) instead of vector dot products
+  bool prepacked_b = false;    ///< B arrives as PrepackLowpB lays it out (pack_b = 2)
   int64_t mr = 1, nr = 1;
   int64_t tile_cols = 16;   ///< columns of one packed column tile (its words contiguous per group)
   int64_t block_cols = 16;  ///< columns one register / tile block updates (tile_cols, or 16 * nr)
@@ -76,7 +77,7 @@ struct LowpPlan {
   /// M % tile_rows != 0: the last row tile reads a clamped row (with AMX: each A tile of the
   /// last row tile starts at min(its row, M - 16), recomputing rows of the tile before it)
   bool clamp_rows = false;
-  bool pad_cols = false;    ///< n_blocks * panel_cols > N: stores and packing are guarded
+  bool pad_cols = false;  ///< n_blocks * panel_cols > N: stores and packing are guarded
   // Integer matmuls run on u8 A' = A + sa and s8 B' = B - sb (sa = 128 for i8 A, sb = 128 for
   // u8 B; both 0 with AMX, whose tdpb[su][su]d take either signedness); then out = dot(A', B') -
   // za_eff * colsum(B') - zb_eff * rowsum(A') + K*za_eff*zb_eff with za_eff = sa + a_zero_point and
@@ -105,11 +106,11 @@ std::string AmxInstruction(const LowpPlan& plan);
 /// Columns of a pre-packed B: N rounded up to whole blocks of block_cols.
 int64_t PrepackedColumns(const LowpPlan& plan);
 
-/// For an AMX trace reading B pre-packed (pack_b = 2): B (values in w's layout of input 1) as
-/// the kernel reads it, as values of B's dtype: word (column tile j, K group g, column c) of
-/// the whole-B panel at element ((j * k_groups + g) * 16 + c) * group, zero past N; its shape
-/// [K, PrepackedColumns]. nullopt for other traces; INVALID_ARGUMENT when `t` does not replay
-/// for `w` or `b` has the wrong size.
+/// For a trace reading B pre-packed (pack_b = 2: AMX, AVX-512 "/v2"): B (values in w's layout
+/// of input 1) as the kernel reads it, as values of B's dtype: word (column tile j, K group g,
+/// column c) of the whole-B panel at element ((j * k_groups + g) * 16 + c) * group, zero past N
+/// and K; its shape [K rounded up to whole words, PrepackedColumns]. nullopt for other traces;
+/// INVALID_ARGUMENT when `t` does not replay for `w` or `b` has the wrong size.
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload& w,
                                                              const schedule::Trace& t,
                                                              const std::vector<float>& b);

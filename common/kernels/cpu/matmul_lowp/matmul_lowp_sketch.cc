@@ -94,8 +94,7 @@ MappingVerdict Verdict(const ir::Workload& w, const target::HardwareInfo& hw, Lo
       return {name, false, "avx512_vnni is present: the avx512_vnni mapping runs these"};
     }
     return {name, true,
-            absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ",
-                         ir::DTypeName(w.inputs[1].dtype),
+            absl::StrCat(ir::DTypeName(w.inputs[0].dtype), " x ", ir::DTypeName(w.inputs[1].dtype),
                          ", no avx512_vnni: the fallback, u8 x s8 quads as widened exact "
                          "products on 8-lane AVX2 vectors")};
   }
@@ -133,7 +132,8 @@ LowpDecisions ToDecisions(const KnobValues& values, LowpKind kind) {
     d.wide_dot = true;
   }
   d.amx = IsAmxKind(kind);
-  if (d.amx) d.pack_b = values[kPackB];
+  // "/v2" traces (AMX, and AVX-512 with B pre-packable) carry pack_b; "/v1" ones pack B.
+  if (values.size() > kPackB) d.pack_b = values[kPackB];
   if (d.amx && values.size() > kKc) d.kc = values[kKc];  // "/v1" AMX traces: the whole K
   if (d.amx && values.size() > kPf) d.prefetch = values[kPf] != 0;
   d.mr = values[kMr];
@@ -166,19 +166,27 @@ std::vector<int64_t> KBlockChoices(int64_t k, int64_t k_step) {
   return values;
 }
 
+/// Whether a vector (AVX-512) sketch of `kind` can read B pre-packed: the 16-lane kinds, each
+/// B word the kernel reads as it is stored (not u8 B, which packing shifts to s8).
+bool VectorPrepackKind(LowpKind kind) { return kind == LowpKind::kBf16 || kind == LowpKind::kVnni; }
+
 class LowpMatMulSketch final : public LoopSketch {
  public:
-  /// `k_blocks`: the AMX sketches' "/v2" with the kc knob (else the "/v1" they replaced, kept
-  /// so that stored traces replay: the whole K per block).
-  explicit LowpMatMulSketch(LowpKind kind, bool k_blocks = false)
-      : kind_(kind), bf16_(IsBf16Kind(kind)), k_blocks_(k_blocks) {}
+  /// `v2`: the AMX sketches' "/v2" with the kc and pf knobs, the AVX-512 ones' "/v2" with
+  /// pack_b (else the "/v1" they replaced, kept so that stored traces replay: the whole K per
+  /// block, B packed in every call).
+  explicit LowpMatMulSketch(LowpKind kind, bool v2 = false)
+      : kind_(kind),
+        bf16_(IsBf16Kind(kind)),
+        k_blocks_(v2 && IsAmxKind(kind)),
+        vector_pack_b_(v2 && VectorPrepackKind(kind)) {}
 
   const char* Name() const override {
     switch (kind_) {
       case LowpKind::kBf16:
-        return "mm_avx512_bf16/v1";
+        return vector_pack_b_ ? "mm_avx512_bf16/v2" : "mm_avx512_bf16/v1";
       case LowpKind::kVnni:
-        return "mm_avx512_vnni/v1";
+        return vector_pack_b_ ? "mm_avx512_vnni/v2" : "mm_avx512_vnni/v1";
       case LowpKind::kAvx2Int8:
         return "mm_avx2_int8/v1";
       case LowpKind::kAmxBf16:
@@ -192,7 +200,9 @@ class LowpMatMulSketch final : public LoopSketch {
     if (IsAmxKind(kind_) && k_blocks_) {
       return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b", "kc", "pf"};
     }
-    if (IsAmxKind(kind_)) return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b"};
+    if (IsAmxKind(kind_) || vector_pack_b_) {
+      return {"mr", "nr", "nc", "mc", "par", "unroll_k", "pack_b"};
+    }
     return {"mr", "nr", "nc", "mc", "par", "unroll_k"};
   }
   bool AppliesTo(const ir::Workload& w) const override { return Mismatch(w).empty(); }
@@ -242,15 +252,31 @@ class LowpMatMulSketch final : public LoopSketch {
       }
       return knobs;
     }
+    // The default (each knob's first value, or the admitted trace nearest to it): 4 rows by 4
+    // vectors over 64-column panels, K unrolled twice, B pre-packed: within 5 % of the best of
+    // 16 tiles from 4 x 2 to 8 x 4 on BERT-base's FFN1 and MiniLM's FFN2 (Zen 4, bench
+    // lowp_vs_onednn --trace), where the 1 x 1 tile it replaced ran at a fraction of that.
     std::vector<int64_t> mr_values;
     for (int64_t mr = 1; mr <= std::min<int64_t>(8, p.m); ++mr) mr_values.push_back(mr);
-    // The first nc (16 columns) always fits the panel limit, so the default trace is valid.
-    return {{"mr", mr_values},
-            {"nr", {1, 2, 3, 4}},
-            {"nc", BlockChoices({16, 64, 128, 256, 512, 1024}, p.n)},
-            {"mc", BlockChoices({16, 32, 64, 128, 256}, p.m)},
-            {"par", par_values},
-            {"unroll_k", {1, 2, 4}}};
+    std::stable_partition(mr_values.begin(), mr_values.end(),
+                          [](int64_t value) { return value == 4; });
+    std::vector<int64_t> nc_values = BlockChoices({16, 64, 128, 256, 512, 1024}, p.n);
+    std::stable_partition(nc_values.begin(), nc_values.end(),
+                          [](int64_t value) { return value == 64; });
+    std::vector<Knob> knobs = {
+        {"mr", mr_values},   {"nr", {4, 1, 2, 3}},
+        {"nc", nc_values},   {"mc", BlockChoices({16, 32, 64, 128, 256}, p.m)},
+        {"par", par_values}, {"unroll_k", {2, 1, 4}}};
+    if (vector_pack_b_) {
+      // B read as a model's weights are exported (pre-packed once) where one B is shared by the
+      // batch and stored as the kernel reads it.
+      const bool prepackable =
+          (!p.b_batched || p.batch == 1) && w.inputs[1].dtype != ir::DType::kU8;
+      knobs.push_back({"pack_b", prepackable
+                                     ? std::vector<int64_t>{internal::kPackBPrepackedLowp, 1}
+                                     : std::vector<int64_t>{1}});
+    }
+    return knobs;
   }
 
   bool Admits(const ir::Workload& w, const target::HardwareInfo& hw,
@@ -360,6 +386,7 @@ class LowpMatMulSketch final : public LoopSketch {
   const LowpKind kind_;
   const bool bf16_;
   const bool k_blocks_;
+  const bool vector_pack_b_;
 };
 
 /// The registry entry of one low-precision mapping.
@@ -401,11 +428,21 @@ MappingVerdict Avx2Int8Verdict(const ir::Workload& w, const target::HardwareInfo
 }
 
 const LoopSketch& MatMulBf16Sketch() {
-  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kBf16);
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kBf16, /*v2=*/true);
   return *sketch;
 }
 
 const LoopSketch& MatMulVnniSketch() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kVnni, /*v2=*/true);
+  return *sketch;
+}
+
+const Sketch& MatMulBf16SketchV1() {
+  static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kBf16);
+  return *sketch;
+}
+
+const Sketch& MatMulVnniSketchV1() {
   static const LowpMatMulSketch* const sketch = new LowpMatMulSketch(LowpKind::kVnni);
   return *sketch;
 }
@@ -441,13 +478,13 @@ MappingVerdict AmxInt8Verdict(const ir::Workload& w, const target::HardwareInfo&
 
 const LoopSketch& MatMulAmxBf16Sketch() {
   static const LowpMatMulSketch* const sketch =
-      new LowpMatMulSketch(LowpKind::kAmxBf16, /*k_blocks=*/true);
+      new LowpMatMulSketch(LowpKind::kAmxBf16, /*v2=*/true);
   return *sketch;
 }
 
 const LoopSketch& MatMulAmxInt8Sketch() {
   static const LowpMatMulSketch* const sketch =
-      new LowpMatMulSketch(LowpKind::kAmxInt8, /*k_blocks=*/true);
+      new LowpMatMulSketch(LowpKind::kAmxInt8, /*v2=*/true);
   return *sketch;
 }
 
@@ -478,11 +515,21 @@ namespace internal {
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload& w,
                                                              const schedule::Trace& t,
                                                              const std::vector<float>& b) {
+  // The sketches with a pack_b knob: AMX (both versions) and the AVX-512 ones' "/v2".
   const Sketch* sketch = nullptr;
-  for (const Sketch* amx : {static_cast<const Sketch*>(&MatMulAmxBf16Sketch()),
-                            static_cast<const Sketch*>(&MatMulAmxInt8Sketch()),
-                            &MatMulAmxBf16SketchV1(), &MatMulAmxInt8SketchV1()}) {
-    if (t.sketch == amx->Name()) sketch = amx;
+  LowpKind kind = LowpKind::kBf16;
+  for (const auto& [candidate, candidate_kind] :
+       std::initializer_list<std::pair<const Sketch*, LowpKind>>{
+           {&MatMulAmxBf16Sketch(), LowpKind::kAmxBf16},
+           {&MatMulAmxInt8Sketch(), LowpKind::kAmxInt8},
+           {&MatMulAmxBf16SketchV1(), LowpKind::kAmxBf16},
+           {&MatMulAmxInt8SketchV1(), LowpKind::kAmxInt8},
+           {&MatMulBf16Sketch(), LowpKind::kBf16},
+           {&MatMulVnniSketch(), LowpKind::kVnni}}) {
+    if (t.sketch == candidate->Name()) {
+      sketch = candidate;
+      kind = candidate_kind;
+    }
   }
   if (sketch == nullptr || !ReadsPrepackedInput(t)) return std::optional<PrepackedOperand>();
   KnobValues values;
@@ -493,8 +540,6 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
     }
     values.push_back(*value);
   }
-  const LowpKind kind = t.sketch.rfind("mm_amx_bf16/", 0) == 0 ? LowpKind::kAmxBf16
-                                                               : LowpKind::kAmxInt8;
   GTCO_ASSIGN_OR_RETURN(const LowpPlan plan, MakeLowpPlan(w, ToDecisions(values, kind)));
   const ir::MatMulParams& p = plan.p;
   if (static_cast<int64_t>(b.size()) != p.k * p.n) {
@@ -504,8 +549,10 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
   const int64_t columns = PrepackedColumns(plan);
   PrepackedOperand packed;
   packed.trace = t;
-  packed.shape = {p.k, columns};
-  packed.data.assign(static_cast<size_t>(p.k * columns), 0.0f);
+  // K rounded up to whole words (the vector kernels take any K; a tail word's padding is 0).
+  const int64_t padded_k = plan.k_groups * plan.group;
+  packed.shape = {padded_k, columns};
+  packed.data.assign(static_cast<size_t>(padded_k * columns), 0.0f);
   for (int64_t col = 0; col < p.n; ++col) {
     for (int64_t k = 0; k < p.k; ++k) {
       const int64_t g = k / plan.group, q = k % plan.group;

@@ -50,12 +50,20 @@ MappingVerdict Avx2Int8Verdict(const ir::Workload& w, const target::HardwareInfo
 MappingVerdict AmxBf16Verdict(const ir::Workload& w, const target::HardwareInfo& hw);
 MappingVerdict AmxInt8Verdict(const ir::Workload& w, const target::HardwareInfo& hw);
 
-/// "mm_avx512_bf16/v1": knobs mr, nr, nc, mc, par, unroll_k. AppliesTo checks the workload part
-/// of Avx512Bf16Verdict only (Sketch has no hardware); gate on the verdict before using it.
+/// "mm_avx512_bf16/v2": knobs mr, nr, nc, mc, par, unroll_k, pack_b (2: B read pre-packed in
+/// the AMX sketches' layout of 16-column tiles, as a model's weights are exported; 1: each task
+/// packs its panel). AppliesTo checks the workload part of Avx512Bf16Verdict only (Sketch has no
+/// hardware); gate on the verdict before using it.
 const LoopSketch& MatMulBf16Sketch();
-/// "mm_avx512_vnni/v1": same knobs and caveat, for Avx512VnniVerdict.
+/// "mm_avx512_vnni/v2": same knobs and caveat, for Avx512VnniVerdict (pack_b 2 not for u8 B,
+/// which the kernel reads as s8 B - 128).
 const LoopSketch& MatMulVnniSketch();
-/// "mm_avx2_int8/v1": same knobs, 8 lanes, wide dot products, for Avx2Int8Verdict.
+/// "mm_avx512_bf16/v1" / "mm_avx512_vnni/v1": the sketches before pack_b (B packed in every
+/// call), registered replay-only so that stored traces still replay.
+const schedule::Sketch& MatMulBf16SketchV1();
+const schedule::Sketch& MatMulVnniSketchV1();
+/// "mm_avx2_int8/v1": knobs mr, nr, nc, mc, par, unroll_k, 8 lanes, wide dot products, for
+/// Avx2Int8Verdict.
 const LoopSketch& MatMulAvx2Int8Sketch();
 /// "mm_amx_bf16/v2" / "mm_amx_int8/v2": same knobs (mr, nr count 16-row A tiles and 16-column B
 /// tiles, mr * nr + mr + nr <= 8; unroll_k is 1) plus pack_b and kc (K elements per K block,
