@@ -1041,7 +1041,8 @@ void ExpectPairConvsRun(onnx::Bf16Precision precision, double bound) {
   for (const runtime::KernelSpec& kernel : m.kernels) {
     if (kernel.description.rfind("conv", 0) != 0) continue;
     SCOPED_TRACE(kernel.description);
-    if (kernel.mapping == "amx_bf16" || kernel.mapping == "avx512_bf16") {
+    if (kernel.mapping == "amx_bf16" || kernel.mapping == "avx512_bf16" ||
+        kernel.mapping == "avx512_bf16_channels") {
       ++pair_convs;
       EXPECT_NE(kernel.description.find("pairs"), std::string::npos);
       EXPECT_NE(kernel.trace.find("pack_b=2"), std::string::npos) << "weights pre-packed";

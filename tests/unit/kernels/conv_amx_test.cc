@@ -126,7 +126,8 @@ TEST(ConvPairsTest, ThePairLayoutIsRefusedWhereItCannotHold) {
   const ir::Workload good = PairsConv(1, 64, 8, 8, 32, 3, 1, 1, 1, 1);
   const target::HardwareInfo hw = target::DetectHostCpu();
   for (const schedule::MappingVerdict& verdict : ExplainMappings(good, hw)) {
-    if (verdict.mapping != "amx_bf16" && verdict.mapping != "avx512_bf16") {
+    if (verdict.mapping != "amx_bf16" && verdict.mapping != "avx512_bf16" &&
+        verdict.mapping != "avx512_bf16_channels") {
       EXPECT_FALSE(verdict.applies) << verdict.mapping << ": " << verdict.reason;
     }
   }
@@ -317,6 +318,68 @@ TEST_F(ConvAmxJitTest, TheAvx512Bf16KernelsMatchTheReference) {
   CheckAllKernels(PairsConv(1, 32, 9, 8, 32, 1, 0, 0, 0, 0, /*stride=*/2), 7, sketch, 5);
   CheckAllKernels(PairsConv(1, 16, 12, 13, 16, 5, 2, 2, 2, 2), 8, sketch, 7);
   CheckAllKernels(PairsConv(1, 8, 3, 3, 8, 1, 0, 0, 0, 0), 9, sketch);
+}
+
+// The channels-in-lanes AVX-512 BF16 conv: only the output pixels computed, blocks of mp pixels
+// (the last clamped) by nk vectors of 16 channels.
+TEST_F(ConvAmxJitTest, TheChannelsBf16KernelsMatchTheReference) {
+  if (jit_ == nullptr) GTEST_SKIP() << "no JIT on this host";
+  if (const std::string missing = MissingCpuFeatures(*hw_, {"avx512f", "avx512_bf16"});
+      !missing.empty()) {
+    GTEST_SKIP() << "the AVX-512 BF16 conv " << missing << ": " << hw_->Summary();
+  }
+  const schedule::Sketch& sketch = ConvAvx512Bf16ChannelsSketch();
+  // A 3x3 on a plane whose pixels end mid-block; a 1x1 of K = 48 (nk 3 and 1); asymmetric pads
+  // and two images; bias, residual and ReLU on a 7 x 7 plane; stride 2 (odd and even sizes), a
+  // strided 1x1, a 5 x 5 kernel (taps in a loop), a plane of fewer pixels than a block (2 x 2).
+  CheckAllKernels(PairsConv(1, 64, 9, 11, 32, 3, 1, 1, 1, 1), 1, sketch, 5);
+  CheckAllKernels(PairsConv(1, 96, 10, 10, 48, 1, 0, 0, 0, 0), 2, sketch, 5);
+  CheckAllKernels(PairsConv(2, 32, 5, 6, 16, 3, 0, 2, 1, 0), 3, sketch, 3);
+  CheckAllKernels(
+      testing::WithResidualRelu(testing::WithBias(PairsConv(1, 64, 7, 7, 64, 3, 1, 1, 1, 1))), 4,
+      sketch, 5);
+  CheckAllKernels(PairsConv(1, 64, 14, 14, 32, 3, 1, 1, 1, 1, /*stride=*/2), 5, sketch, 5);
+  CheckAllKernels(testing::WithBias(PairsConv(2, 6, 9, 11, 16, 3, 1, 1, 1, 1, /*stride=*/2)), 6,
+                  sketch, 3);
+  CheckAllKernels(PairsConv(1, 32, 9, 8, 32, 1, 0, 0, 0, 0, /*stride=*/2), 7, sketch, 5);
+  CheckAllKernels(PairsConv(1, 16, 12, 13, 16, 5, 2, 2, 2, 2), 8, sketch, 7);
+  CheckAllKernels(PairsConv(1, 8, 2, 2, 16, 1, 0, 0, 0, 0), 9, sketch);
+}
+
+TEST(ConvPairsTest, TheChannelsBf16WeightsArePackedInTheBlocksOrder) {
+  const ir::Workload w = PairsConv(1, 4, 6, 7, 64, 3, 1, 1, 1, 1);
+  const Trace trace{internal::kBf16ChannelsConvSketchName,
+                    {{"mp", 4}, {"nk", 2}, {"order", 0}, {"tasks", 1}, {"pack_b", 2}}};
+  std::vector<float> weights(64 * 4 * 9);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i);
+  absl::StatusOr<std::optional<PrepackedOperand>> packed = PrepackConstantB(w, trace, weights);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_TRUE(packed->has_value());
+  EXPECT_EQ((*packed)->shape, (std::vector<int64_t>{64, 4 * 9}));
+  // Block 1 (channels 32..63), pair 1 (channels 2, 3), tap 4, channel 45 (the block's 13th): the
+  // word ((1 * 2 + 1) * 9 + 4) * 32 + 13, its values channels 2 and 3.
+  const int64_t word = ((1 * 2 + 1) * 9 + 4) * 32 + 13;
+  EXPECT_EQ((*packed)->data[2 * word], weights[(45 * 4 + 2) * 9 + 4]);
+  EXPECT_EQ((*packed)->data[2 * word + 1], weights[(45 * 4 + 3) * 9 + 4]);
+  // An nk whose 16 * nk channels do not divide K is refused; pack_b 1 does not lower; nor do
+  // more pixels per block than the plane has, nor a K that is not a multiple of 16.
+  Trace bad = trace;
+  bad.decisions[1].second = 3;
+  EXPECT_FALSE(PrepackConstantB(w, bad, weights).ok());
+  Trace unpacked = trace;
+  unpacked.decisions.back().second = 1;
+  EXPECT_FALSE(LowerSchedule(w, unpacked, "kernel").ok());
+  Trace too_many = trace;
+  too_many.decisions[0].second = 8;
+  EXPECT_FALSE(LowerSchedule(PairsConv(1, 4, 2, 2, 64, 1, 0, 0, 0, 0), too_many, "kernel").ok());
+  EXPECT_NE(internal::Bf16ChannelsConvMismatch(PairsConv(1, 4, 6, 7, 24, 3, 1, 1, 1, 1))
+                .find("not a multiple of 16"),
+            std::string::npos);
+  absl::StatusOr<ir::LoweredFunc> func = LowerSchedule(w, trace, "kernel");
+  ASSERT_TRUE(func.ok()) << func.status();
+  absl::StatusOr<std::string> llvm_ir = codegen::EmitLlvmIr(*func);
+  ASSERT_TRUE(llvm_ir.ok()) << llvm_ir.status();
+  EXPECT_NE(llvm_ir->find("@llvm.x86.avx512bf16.dpbf16ps.512"), std::string::npos);
 }
 
 TEST(ConvPairsTest, TheAvx512Bf16WeightsArePackedInTheBlocksOrder) {

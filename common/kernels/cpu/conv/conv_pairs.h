@@ -54,10 +54,14 @@ namespace gtco::kernels {
 
 /// "conv_avx512_bf16/v1": knobs mr, nr, order, tasks, pack_b (see conv_bf16_sketch.cc).
 const schedule::Sketch& ConvAvx512Bf16Sketch();
+/// "conv_avx512_bf16_channels/v1": knobs mp, nk, order, tasks, pack_b (see
+/// conv_bf16_channels_sketch.cc).
+const schedule::Sketch& ConvAvx512Bf16ChannelsSketch();
 
 namespace internal {
 
 inline constexpr char kBf16ConvSketchName[] = "conv_avx512_bf16/v1";
+inline constexpr char kBf16ChannelsConvSketchName[] = "conv_avx512_bf16_channels/v1";
 
 /// Empty when `w` is a conv the AVX-512 BF16 conv computes (pair layout, bf16 X and W, f32
 /// output); otherwise why not.
@@ -68,6 +72,17 @@ std::string Bf16ConvMismatch(const ir::Workload& w);
 /// values (channels 2q and 2q + 1) one after the other (shape [K, C * R * S]); nullopt for other
 /// traces. INVALID_ARGUMENT for a wrong size or a trace that does not fit `w`.
 absl::StatusOr<std::optional<PrepackedOperand>> PrepackBf16ConvWeights(
+    const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
+
+/// Empty when `w` is a conv the channels-in-lanes AVX-512 BF16 conv computes (as
+/// Bf16ConvMismatch, and K a multiple of 16); otherwise why not.
+std::string Bf16ChannelsConvMismatch(const ir::Workload& w);
+
+/// For a conv_avx512_bf16_channels trace: the weights W [K, C, R, S] as the kernel reads them,
+/// per block of 16 * nk output channels, per channel pair, per tap, the block's words of two bf16
+/// values (channels 2q and 2q + 1) in channel order (shape [K, C * R * S]); nullopt for other
+/// traces. INVALID_ARGUMENT for a wrong size or a trace that does not fit `w`.
+absl::StatusOr<std::optional<PrepackedOperand>> PrepackBf16ChannelsConvWeights(
     const ir::Workload& w, const schedule::Trace& t, const std::vector<float>& weights);
 
 }  // namespace internal

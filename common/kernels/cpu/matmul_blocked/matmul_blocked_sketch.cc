@@ -400,6 +400,9 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
   if (w.anchor == ir::AnchorKind::kConv) {
     if (t.sketch == internal::kAmxConvSketchName) return internal::PrepackAmxConvWeights(w, t, b);
     if (t.sketch == internal::kBf16ConvSketchName) return internal::PrepackBf16ConvWeights(w, t, b);
+    if (t.sketch == internal::kBf16ChannelsConvSketchName) {
+      return internal::PrepackBf16ChannelsConvWeights(w, t, b);
+    }
     if (t.sketch.find("_winograd/") != std::string::npos) {
       return internal::PrepackWinogradConvWeights(w, t, b);
     }
