@@ -287,18 +287,10 @@ class AmxConvSketch final : public LoopSketch {
     std::vector<int64_t> nr = {2, 3, 1};
     // Weights larger than the image's tiles are reused from the cache with the pixels
     // innermost (order 1): ResNet's last stages; the image's otherwise (its first stages).
-    const int64_t weight_bytes = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w * 2;
-    const int64_t image_bytes =
-        p.batch * (p.in_channels + 2 * ir::ConvPairTailPlanes(p)) * ir::ConvPairPlane(p) * 2;
     std::vector<int64_t> order =
-        weight_bytes > image_bytes ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
-    const int64_t cores = std::max(hw.cores, 1);
-    const int64_t most = p.batch * row_tiles * CeilDiv(grid, kTile);
-    std::vector<int64_t> tasks;
-    for (int64_t per_core : {1, 2, 4, 8, 16}) {
-      const int64_t value = std::min(cores * per_core, most);
-      if (std::find(tasks.begin(), tasks.end(), value) == tasks.end()) tasks.push_back(value);
-    }
+        PairConvWeightsOutweighImages(p) ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
+    const std::vector<int64_t> tasks =
+        PairConvTaskChoices(hw, p.batch * row_tiles * CeilDiv(grid, kTile));
     std::vector<Knob> knobs = {
         {"mr", mr}, {"nr", nr}, {"order", order}, {"tasks", tasks}, {"pack_b", {kPackBPrepacked}}};
     if (passes_) {
@@ -336,10 +328,8 @@ class AmxConvSketch final : public LoopSketch {
     GTCO_RETURN_IF_ERROR(w.Validate());
     GTCO_ASSIGN_OR_RETURN(const AmxConvPlan plan, MakePlan(w, values, passes_));
     GTCO_ASSIGN_OR_RETURN(const schedule::EpilogueBuilder epilogue, schedule::ConvEpilogue(w));
-    std::vector<ir::BufferParam> params = KernelParams(w);  // X and W hold bf16
-    params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
     return ir::LoweredFunc{
-        func_name, params,
+        func_name, PairConvParams(w),
         plan.kc > 0 ? LowerPasses(plan, epilogue) : LowerOnePass(plan, epilogue)};
   }
 

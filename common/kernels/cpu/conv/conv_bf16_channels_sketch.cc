@@ -46,7 +46,6 @@ using ir::Stmt;
 
 constexpr int64_t kLanes = 16;    ///< f32 accumulators (output channels) per vector
 constexpr int64_t kMaxRegs = 32;  ///< mp * nk accumulators + nk weight vectors + 1 broadcast
-constexpr int64_t kMaxUnrolledTaps = 9;
 
 enum KnobIdx { kMp, kNk, kOrder, kTasks, kPackB };
 
@@ -163,20 +162,7 @@ Stmt LowerBlocks(const ChannelsPlan& plan, const schedule::EpilogueBuilder& epil
     }
     return ir::MakeBlock(pixels);
   };
-  Stmt taps;
-  if (plan.taps <= kMaxUnrolledTaps) {
-    std::vector<Stmt> steps;
-    for (int64_t r = 0; r < p.kernel_h; ++r) {
-      for (int64_t s = 0; s < p.kernel_w; ++s) {
-        steps.push_back(step(MakeInt(r * p.kernel_w + s), MakeInt(PairTapWords(p, r, s))));
-      }
-    }
-    taps = ir::MakeBlock(steps);
-  } else {
-    const Expr tap = MakeVar("tap");
-    taps = ir::MakeFor("tap", MakeInt(0), MakeInt(plan.taps), ir::ForKind::kSerial,
-                       step(tap, PairTapWordsExpr(p, tap)));
-  }
+  const Stmt taps = PairTapSteps(p, step);
   const Stmt reduce =
       ir::MakeFor("cp", MakeInt(0), MakeInt(plan.pairs), ir::ForKind::kSerial, taps);
 
@@ -231,18 +217,10 @@ class ChannelsSketch final : public LoopSketch {
       if (p.out_channels % (kLanes * value) == 0) nk.push_back(value);
     }
     // The weights reused from the cache (order 0) first where they outweigh the image.
-    const int64_t weight_bytes = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w * 2;
-    const int64_t image_bytes =
-        p.batch * (p.in_channels + 2 * ir::ConvPairTailPlanes(p)) * ir::ConvPairPlane(p) * 2;
     std::vector<int64_t> order =
-        weight_bytes > image_bytes ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1, 0};
-    const int64_t cores = std::max(hw.cores, 1);
-    const int64_t most = p.batch * (p.out_channels / kLanes) * pixels;
-    std::vector<int64_t> tasks;
-    for (int64_t per_core : {1, 2, 4, 8, 16}) {
-      const int64_t value = std::min(cores * per_core, most);
-      if (std::find(tasks.begin(), tasks.end(), value) == tasks.end()) tasks.push_back(value);
-    }
+        PairConvWeightsOutweighImages(p) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1, 0};
+    const std::vector<int64_t> tasks =
+        PairConvTaskChoices(hw, p.batch * (p.out_channels / kLanes) * pixels);
     return {
         {"mp", mp}, {"nk", nk}, {"order", order}, {"tasks", tasks}, {"pack_b", {kPackBPrepacked}}};
   }
@@ -257,9 +235,7 @@ class ChannelsSketch final : public LoopSketch {
     GTCO_RETURN_IF_ERROR(w.Validate());
     GTCO_ASSIGN_OR_RETURN(const ChannelsPlan plan, MakePlan(w, values));
     GTCO_ASSIGN_OR_RETURN(const schedule::EpilogueBuilder epilogue, schedule::ConvEpilogue(w));
-    std::vector<ir::BufferParam> params = KernelParams(w);  // X and W hold bf16
-    params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
-    return ir::LoweredFunc{func_name, params, LowerBlocks(plan, epilogue)};
+    return ir::LoweredFunc{func_name, PairConvParams(w), LowerBlocks(plan, epilogue)};
   }
 };
 
@@ -308,34 +284,13 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackBf16ChannelsConvWeights(
   if (t.sketch != kBf16ChannelsConvSketchName) return std::optional<PrepackedOperand>();
   GTCO_RETURN_IF_ERROR(w.Validate());
   const ir::ConvParams& p = w.conv;
-  const int64_t taps = p.kernel_h * p.kernel_w, pairs = p.in_channels / 2;
-  if (static_cast<int64_t>(weights.size()) != p.out_channels * p.in_channels * taps) {
-    return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
-                                                   " elements, not ",
-                                                   p.out_channels * p.in_channels * taps));
-  }
   const std::optional<int64_t> nk = t.Get("nk");
   if (!nk.has_value() || *nk < 1 || p.out_channels % (kLanes * *nk) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("a conv_avx512_bf16_channels trace needs an nk with 16 * nk dividing the ",
                      p.out_channels, " output channels"));
   }
-  const int64_t block = kLanes * *nk;
-  PrepackedOperand packed;
-  packed.trace = WithPackB(t, kPackBPrepacked);
-  packed.data.resize(weights.size());
-  int64_t at = 0;
-  for (int64_t k0 = 0; k0 < p.out_channels; k0 += block) {
-    for (int64_t q = 0; q < pairs; ++q) {
-      for (int64_t tap = 0; tap < taps; ++tap) {
-        for (int64_t k = k0; k < k0 + block; ++k) {
-          packed.data[at++] = weights[(k * p.in_channels + 2 * q) * taps + tap];
-          packed.data[at++] = weights[(k * p.in_channels + 2 * q + 1) * taps + tap];
-        }
-      }
-    }
-  }
-  packed.shape = {p.out_channels, taps * p.in_channels};
+  GTCO_ASSIGN_OR_RETURN(PrepackedOperand packed, PackPairConvWeights(p, weights, kLanes * *nk, t));
   return std::optional<PrepackedOperand>(std::move(packed));
 }
 

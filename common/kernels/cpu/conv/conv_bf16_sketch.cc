@@ -47,7 +47,6 @@ using ir::Stmt;
 
 constexpr int64_t kLanes = 16;    ///< f32 accumulators (grid pixels) per vector
 constexpr int64_t kMaxRegs = 31;  ///< mr * nr accumulators + nr image vectors, of 32
-constexpr int64_t kMaxUnrolledTaps = 9;
 
 enum KnobIdx { kMr, kNr, kOrder, kTasks, kPackB };
 
@@ -157,20 +156,7 @@ Stmt LowerBlocks(const Bf16ConvPlan& plan, const schedule::EpilogueBuilder& epil
     return tile(
         ir::MakeStore(acc, slot, ir::MakeTypedCall("dot_bf16x2", ScalarType::kF32, {sum, x, wt})));
   };
-  Stmt taps;
-  if (plan.taps <= kMaxUnrolledTaps) {
-    std::vector<Stmt> steps;
-    for (int64_t rr = 0; rr < p.kernel_h; ++rr) {
-      for (int64_t s = 0; s < p.kernel_w; ++s) {
-        steps.push_back(step(MakeInt(rr * p.kernel_w + s), MakeInt(PairTapWords(p, rr, s))));
-      }
-    }
-    taps = ir::MakeBlock(steps);
-  } else {
-    const Expr tap = MakeVar("tap");
-    taps = ir::MakeFor("tap", MakeInt(0), MakeInt(plan.taps), ir::ForKind::kSerial,
-                       step(tap, PairTapWordsExpr(p, tap)));
-  }
+  const Stmt taps = PairTapSteps(p, step);
   const Stmt reduce =
       ir::MakeFor("cp", MakeInt(0), MakeInt(plan.pairs), ir::ForKind::kSerial, taps);
   Stmt finish;
@@ -234,18 +220,10 @@ class Bf16ConvSketch final : public LoopSketch {
                      [&](int64_t a, int64_t b) { return computed(a) < computed(b); });
     nr.push_back(1);
     // As the AMX conv: the weights reused from the cache (order 1) where they outweigh the image.
-    const int64_t weight_bytes = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w * 2;
-    const int64_t image_bytes =
-        p.batch * (p.in_channels + 2 * ir::ConvPairTailPlanes(p)) * ir::ConvPairPlane(p) * 2;
     std::vector<int64_t> order =
-        weight_bytes > image_bytes ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
-    const int64_t cores = std::max(hw.cores, 1);
-    const int64_t most = p.batch * p.out_channels * CeilDiv(grid, kLanes);
-    std::vector<int64_t> tasks;
-    for (int64_t per_core : {1, 2, 4, 8, 16}) {
-      const int64_t value = std::min(cores * per_core, most);
-      if (std::find(tasks.begin(), tasks.end(), value) == tasks.end()) tasks.push_back(value);
-    }
+        PairConvWeightsOutweighImages(p) ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
+    const std::vector<int64_t> tasks =
+        PairConvTaskChoices(hw, p.batch * p.out_channels * CeilDiv(grid, kLanes));
     return {
         {"mr", mr}, {"nr", nr}, {"order", order}, {"tasks", tasks}, {"pack_b", {kPackBPrepacked}}};
   }
@@ -263,9 +241,7 @@ class Bf16ConvSketch final : public LoopSketch {
     GTCO_RETURN_IF_ERROR(w.Validate());
     GTCO_ASSIGN_OR_RETURN(const Bf16ConvPlan plan, MakePlan(w, values));
     GTCO_ASSIGN_OR_RETURN(const schedule::EpilogueBuilder epilogue, schedule::ConvEpilogue(w));
-    std::vector<ir::BufferParam> params = KernelParams(w);  // X and W hold bf16
-    params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
-    return ir::LoweredFunc{func_name, params, LowerBlocks(plan, epilogue)};
+    return ir::LoweredFunc{func_name, PairConvParams(w), LowerBlocks(plan, epilogue)};
   }
 };
 
@@ -299,32 +275,12 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackBf16ConvWeights(
   if (t.sketch != kBf16ConvSketchName) return std::optional<PrepackedOperand>();
   GTCO_RETURN_IF_ERROR(w.Validate());
   const ir::ConvParams& p = w.conv;
-  const int64_t taps = p.kernel_h * p.kernel_w, pairs = p.in_channels / 2;
-  if (static_cast<int64_t>(weights.size()) != p.out_channels * p.in_channels * taps) {
-    return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
-                                                   " elements, not ",
-                                                   p.out_channels * p.in_channels * taps));
-  }
   const std::optional<int64_t> mr = t.Get("mr");
   if (!mr.has_value() || *mr < 1 || p.out_channels % *mr != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a conv_avx512_bf16 trace needs an mr dividing the ", p.out_channels, " output channels"));
   }
-  PrepackedOperand packed;
-  packed.trace = WithPackB(t, kPackBPrepacked);
-  packed.data.resize(weights.size());
-  int64_t at = 0;
-  for (int64_t k0 = 0; k0 < p.out_channels; k0 += *mr) {
-    for (int64_t q = 0; q < pairs; ++q) {
-      for (int64_t tap = 0; tap < taps; ++tap) {
-        for (int64_t k = k0; k < k0 + *mr; ++k) {
-          packed.data[at++] = weights[(k * p.in_channels + 2 * q) * taps + tap];
-          packed.data[at++] = weights[(k * p.in_channels + 2 * q + 1) * taps + tap];
-        }
-      }
-    }
-  }
-  packed.shape = {p.out_channels, taps * p.in_channels};
+  GTCO_ASSIGN_OR_RETURN(PrepackedOperand packed, PackPairConvWeights(p, weights, *mr, t));
   return std::optional<PrepackedOperand>(std::move(packed));
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/ir/conv.h"
+#include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
 
 namespace gtco::kernels::internal {
@@ -26,6 +27,73 @@ Expr PairTapWordsExpr(const ir::ConvParams& p, const Expr& tap) {
   const int64_t grid_w = ir::ConvPairPhaseW(p);
   return phase * MakeInt(ir::ConvPairPhaseH(p) * grid_w) +
          (r / MakeInt(p.stride_h)) * MakeInt(grid_w) + s / MakeInt(p.stride_w);
+}
+
+bool PairConvWeightsOutweighImages(const ir::ConvParams& p) {
+  const int64_t weight_bytes = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w * 2;
+  const int64_t image_bytes =
+      p.batch * (p.in_channels + 2 * ir::ConvPairTailPlanes(p)) * ir::ConvPairPlane(p) * 2;
+  return weight_bytes > image_bytes;
+}
+
+std::vector<int64_t> PairConvTaskChoices(const target::HardwareInfo& hw, int64_t most) {
+  const int64_t cores = std::max(hw.cores, 1);
+  std::vector<int64_t> tasks;
+  for (int64_t per_core : {1, 2, 4, 8, 16}) {
+    const int64_t value = std::min(cores * per_core, most);
+    if (std::find(tasks.begin(), tasks.end(), value) == tasks.end()) tasks.push_back(value);
+  }
+  return tasks;
+}
+
+std::vector<ir::BufferParam> PairConvParams(const ir::Workload& w) {
+  std::vector<ir::BufferParam> params = KernelParams(w);
+  params[0].elem_type = params[1].elem_type = ScalarType::kBF16;
+  return params;
+}
+
+Stmt PairTapSteps(const ir::ConvParams& p,
+                  const std::function<Stmt(const Expr&, const Expr&)>& step) {
+  constexpr int64_t kMaxUnrolledTaps = 9;
+  if (p.kernel_h * p.kernel_w > kMaxUnrolledTaps) {
+    const Expr tap = ir::MakeVar("tap");
+    return ir::MakeFor("tap", MakeInt(0), MakeInt(p.kernel_h * p.kernel_w), ir::ForKind::kSerial,
+                       step(tap, PairTapWordsExpr(p, tap)));
+  }
+  std::vector<Stmt> steps;
+  for (int64_t r = 0; r < p.kernel_h; ++r) {
+    for (int64_t s = 0; s < p.kernel_w; ++s) {
+      steps.push_back(step(MakeInt(r * p.kernel_w + s), MakeInt(PairTapWords(p, r, s))));
+    }
+  }
+  return ir::MakeBlock(steps);
+}
+
+absl::StatusOr<PrepackedOperand> PackPairConvWeights(const ir::ConvParams& p,
+                                                     const std::vector<float>& weights,
+                                                     int64_t block, const schedule::Trace& trace) {
+  const int64_t taps = p.kernel_h * p.kernel_w, pairs = p.in_channels / 2;
+  if (static_cast<int64_t>(weights.size()) != p.out_channels * p.in_channels * taps) {
+    return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
+                                                   " elements, not ",
+                                                   p.out_channels * p.in_channels * taps));
+  }
+  PrepackedOperand packed;
+  packed.trace = WithPackB(trace, kPackBPrepacked);
+  packed.data.resize(weights.size());
+  int64_t at = 0;
+  for (int64_t k0 = 0; k0 < p.out_channels; k0 += block) {
+    for (int64_t q = 0; q < pairs; ++q) {
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        for (int64_t k = k0; k < k0 + block; ++k) {
+          packed.data[at++] = weights[(k * p.in_channels + 2 * q) * taps + tap];
+          packed.data[at++] = weights[(k * p.in_channels + 2 * q + 1) * taps + tap];
+        }
+      }
+    }
+  }
+  packed.shape = {p.out_channels, taps * p.in_channels};
+  return packed;
 }
 
 schedule::MappingVerdict PairConvVerdict(const char* mapping, const std::string& mismatch,

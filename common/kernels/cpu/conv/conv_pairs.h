@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,30 @@ namespace gtco::kernels::internal {
 int64_t PairTapWords(const ir::ConvParams& p, int64_t r, int64_t s);
 /// The same for tap number `tap` (r * S + s) as an IR expression.
 ir::Expr PairTapWordsExpr(const ir::ConvParams& p, const ir::Expr& tap);
+
+/// Whether the bf16 weights of `p` outweigh its images in the pair layout: where they do, a
+/// block order that reuses the weights from the cache is searched first.
+bool PairConvWeightsOutweighImages(const ir::ConvParams& p);
+
+/// The tasks knob's values of a pair-layout conv: 1, 2, 4, 8 and 16 per core, at most `most`
+/// (the blocks there are).
+std::vector<int64_t> PairConvTaskChoices(const target::HardwareInfo& hw, int64_t most);
+
+/// The kernel parameters of a pair-layout conv: `w`'s, X and W holding bf16.
+std::vector<ir::BufferParam> PairConvParams(const ir::Workload& w);
+
+/// One (pair) step over every tap of `p`: `step(tap, tap_words)` per tap, unrolled up to 9 taps
+/// (a 3x3), else in a loop over "tap".
+ir::Stmt PairTapSteps(const ir::ConvParams& p,
+                      const std::function<ir::Stmt(const ir::Expr&, const ir::Expr&)>& step);
+
+/// The weights W [K, C, R, S] per block of `block` output channels (a divisor of K), per channel
+/// pair, per tap, each of the block's channels' words of two values (channels 2q and 2q + 1) in
+/// channel order; shape [K, C * R * S]. `trace`, with pack_b 2, becomes the operand's trace.
+/// INVALID_ARGUMENT when `weights` has the wrong size.
+absl::StatusOr<PrepackedOperand> PackPairConvWeights(const ir::ConvParams& p,
+                                                     const std::vector<float>& weights,
+                                                     int64_t block, const schedule::Trace& trace);
 
 /// The verdict of a pair-layout conv mapping `mapping`: `mismatch` (why the workload is no conv
 /// of its, "" when it is), else a CPU target with every one of `features`, then `applies`.
