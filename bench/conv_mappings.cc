@@ -283,14 +283,18 @@ int Main(int argc, char** argv) {
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::printf("# ResNet-50's convolutions under each CPU conv mapping\n\n");
+  std::string command = "build/bench/conv_mappings";
+  for (int arg = 1; arg < argc; ++arg) command += std::string(" ") + argv[arg];
   std::printf(
-      "Machine: %s; %s; `build/bench/conv_mappings --trials %d%s`. Batch 1, each conv with "
-      "its fused bias%s and ReLU, tuned under one mapping at a time (evolutionary search, "
-      "the 8 fastest re-measured twice), every candidate verified and timed by the "
-      "worker's measurer with the weights evicted from the caches, threads: all cores, "
-      "each pinned to one.\n\n",
-      (hw.Summary() + ", " + CpuFamilyModel()).c_str(), date, trials, residual ? " --residual" : "",
-      residual ? ", a residual" : "");
+      "Machine: %s; %s; `%s`. Batch 1, each conv with its fused bias%s and ReLU, %s, every "
+      "candidate verified and timed by the worker's measurer with the weights evicted from the "
+      "caches, threads: all cores, each pinned to one.\n\n",
+      (hw.Summary() + ", " + CpuFamilyModel()).c_str(), date, command.c_str(),
+      residual ? ", a residual" : "",
+      defaults ? "each mapping's default trace (nothing tuned)"
+               : absl::StrCat("tuned under one mapping at a time with ", trials,
+                              " trials (evolutionary search, the 8 fastest re-measured twice)")
+                     .c_str());
   std::printf("| conv | GFLOP | mapping | best µs | GFLOP/s | best trace |\n");
   std::printf("|---|---:|---|---:|---:|---|\n");
   for (const ConvCase& shape : kCases) {
