@@ -104,14 +104,18 @@ NodeProto MakeNode(const std::string& op, const std::string& name, std::vector<s
   return node;
 }
 
+/// `node` with integer attribute `name` = `value`.
+NodeProto WithIntAttribute(NodeProto node, const std::string& name, int64_t value) {
+  ::onnx::AttributeProto* attribute = node.add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(::onnx::AttributeProto::INT);
+  attribute->set_i(value);
+  return node;
+}
+
 NodeProto CastNode(const std::string& name, const std::string& input, const std::string& output,
                    int to) {
-  NodeProto cast = MakeNode("Cast", name, {input}, output);
-  ::onnx::AttributeProto* attribute = cast.add_attribute();
-  attribute->set_name("to");
-  attribute->set_type(::onnx::AttributeProto::INT);
-  attribute->set_i(to);
-  return cast;
+  return WithIntAttribute(MakeNode("Cast", name, {input}, output), "to", to);
 }
 
 /// What ONNX's shape inference gives statically of the computed tensors (and graph inputs).
@@ -324,12 +328,8 @@ class Bf16Rewriter {
     nodes_.push_back(MakeNode("Sub", base + "_residual", {a, back}, residual));
     nodes_.push_back(CastNode(base + "_lo", residual, low, TensorProto::BFLOAT16));
     const std::string split = Fresh(absl::StrCat(a, "_bf16x3"));
-    NodeProto concat = MakeNode("Concat", base + "_concat", {high, low, high}, split);
-    ::onnx::AttributeProto* attribute = concat.add_attribute();
-    attribute->set_name("axis");
-    attribute->set_type(::onnx::AttributeProto::INT);
-    attribute->set_i(axis);
-    nodes_.push_back(std::move(concat));
+    nodes_.push_back(WithIntAttribute(
+        MakeNode("Concat", base + "_concat", {high, low, high}, split), "axis", axis));
     return split;
   }
 
@@ -371,13 +371,9 @@ class Bf16Rewriter {
     const std::string zeros_name = zeros.name();
     added_.push_back(std::move(zeros));
     const std::string output = Fresh(absl::StrCat(x, "_even"));
-    NodeProto concat =
-        MakeNode("Concat", Fresh(absl::StrCat(x, "_add_zero_channel")), {x, zeros_name}, output);
-    ::onnx::AttributeProto* attribute = concat.add_attribute();
-    attribute->set_name("axis");
-    attribute->set_type(::onnx::AttributeProto::INT);
-    attribute->set_i(1);
-    nodes_.push_back(std::move(concat));
+    nodes_.push_back(WithIntAttribute(
+        MakeNode("Concat", Fresh(absl::StrCat(x, "_add_zero_channel")), {x, zeros_name}, output),
+        "axis", 1));
     zero_channel_[x] = output;
     return output;
   }

@@ -384,12 +384,8 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackAmxConvWeights(
   }
   GTCO_RETURN_IF_ERROR(w.Validate());
   const ir::ConvParams& p = w.conv;
+  GTCO_RETURN_IF_ERROR(CheckConvWeightCount(p, weights));
   const int64_t taps = p.kernel_h * p.kernel_w;
-  if (static_cast<int64_t>(weights.size()) != p.out_channels * p.in_channels * taps) {
-    return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
-                                                   " elements, not ",
-                                                   p.out_channels * p.in_channels * taps));
-  }
   PrepackedOperand packed;
   packed.trace = WithPackB(t, kPackBPrepacked);
   packed.data.resize(weights.size());

@@ -7,6 +7,7 @@
 #include "common/ir/conv.h"
 #include "common/kernels/cpu/matmul_blocked/matmul_blocked.h"
 #include "common/kernels/family.h"
+#include "common/util/status.h"
 
 namespace gtco::kernels::internal {
 
@@ -69,15 +70,20 @@ Stmt PairTapSteps(const ir::ConvParams& p,
   return ir::MakeBlock(steps);
 }
 
+absl::Status CheckConvWeightCount(const ir::ConvParams& p, const std::vector<float>& weights) {
+  const int64_t count = p.out_channels * p.in_channels * p.kernel_h * p.kernel_w;
+  if (static_cast<int64_t>(weights.size()) != count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv weights have ", weights.size(), " elements, not ", count));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PrepackedOperand> PackPairConvWeights(const ir::ConvParams& p,
                                                      const std::vector<float>& weights,
                                                      int64_t block, const schedule::Trace& trace) {
+  GTCO_RETURN_IF_ERROR(CheckConvWeightCount(p, weights));
   const int64_t taps = p.kernel_h * p.kernel_w, pairs = p.in_channels / 2;
-  if (static_cast<int64_t>(weights.size()) != p.out_channels * p.in_channels * taps) {
-    return absl::InvalidArgumentError(absl::StrCat("conv weights have ", weights.size(),
-                                                   " elements, not ",
-                                                   p.out_channels * p.in_channels * taps));
-  }
   PrepackedOperand packed;
   packed.trace = WithPackB(trace, kPackBPrepacked);
   packed.data.resize(weights.size());

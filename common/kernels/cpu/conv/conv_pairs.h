@@ -44,6 +44,9 @@ std::vector<ir::BufferParam> PairConvParams(const ir::Workload& w);
 ir::Stmt PairTapSteps(const ir::ConvParams& p,
                       const std::function<ir::Stmt(const ir::Expr&, const ir::Expr&)>& step);
 
+/// OK when `weights` holds K * C * R * S values of `p`'s; INVALID_ARGUMENT saying how many it has.
+absl::Status CheckConvWeightCount(const ir::ConvParams& p, const std::vector<float>& weights);
+
 /// The weights W [K, C, R, S] per block of `block` output channels (a divisor of K), per channel
 /// pair, per tap, each of the block's channels' words of two values (channels 2q and 2q + 1) in
 /// channel order; shape [K, C * R * S]. `trace`, with pack_b 2, becomes the operand's trace.

@@ -409,11 +409,10 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackConstantB(const ir::Workl
     return internal::PrepackChannelConvWeights(w, t, b);
   }
   if (w.anchor != ir::AnchorKind::kMatMul) return std::optional<PrepackedOperand>();
-  // The low-precision matmuls (AMX, AVX-512 bf16 / VNNI "/v2"): PrepackLowpB knows which.
-  if (t.sketch.rfind("mm_amx_", 0) == 0 || t.sketch.rfind("mm_avx512_bf16/", 0) == 0 ||
-      t.sketch.rfind("mm_avx512_vnni/", 0) == 0) {
-    return internal::PrepackLowpB(w, t, b);
-  }
+  // The low-precision matmuls that read B pre-packed (PrepackLowpB knows which; nullopt for
+  // the others).
+  GTCO_ASSIGN_OR_RETURN(std::optional<PrepackedOperand> lowp, internal::PrepackLowpB(w, t, b));
+  if (lowp.has_value()) return lowp;
   int64_t vw = 0;
   for (const internal::FmaMappingSpec& spec :
        {internal::Avx512FmaSpec(), internal::Avx2FmaSpec()}) {

@@ -396,7 +396,7 @@ std::pair<Expr, int64_t> LowpLowering::PrefetchShare(const Expr& col, const Expr
   const int64_t elem_bytes = ir::ScalarTypeBytes(StorageType(w_.inputs[1].dtype));
   const int64_t share = CeilDiv(CeilDiv(groups * 4 * kLowpLanes, row_tiles), 64) * 64;
   // Clamped into B (the last panel's next one is past its end).
-  const int64_t last = plan_.k_groups * plan_.group * PrepackedColumns(plan_) - 1;
+  const int64_t last = PrepackedRows(plan_) * PrepackedColumns(plan_) - 1;
   const Expr index =
       Min(PrepackedB(col, g0) + tile_index * MakeInt(share / elem_bytes), MakeInt(last));
   return {ir::MakeTypedLoad(InputName(1), index, StorageType(w_.inputs[1].dtype)), share};
@@ -802,7 +802,7 @@ absl::StatusOr<ir::LoweredFunc> LowerLowpMatMul(const ir::Workload& w, const Low
   for (size_t input_idx = 0; input_idx < w.inputs.size(); ++input_idx) {
     params.push_back({InputName(static_cast<int>(input_idx)),
                       input_idx == 1 && plan.prepacked_b
-                          ? plan.k_groups * plan.group * PrepackedColumns(plan)
+                          ? PrepackedRows(plan) * PrepackedColumns(plan)
                           : NumElements(w.inputs[input_idx].shape),
                       StorageType(w.inputs[input_idx].dtype)});
   }

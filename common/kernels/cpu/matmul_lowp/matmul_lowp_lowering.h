@@ -105,6 +105,8 @@ std::string AmxInstruction(const LowpPlan& plan);
 
 /// Columns of a pre-packed B: N rounded up to whole blocks of block_cols.
 int64_t PrepackedColumns(const LowpPlan& plan);
+/// Rows of a pre-packed B: K rounded up to whole 32-bit words (the vector kernels take any K).
+inline int64_t PrepackedRows(const LowpPlan& plan) { return plan.k_groups * plan.group; }
 
 /// For a trace reading B pre-packed (pack_b = 2: AMX, AVX-512 "/v2"): B (values in w's layout
 /// of input 1) as the kernel reads it, as values of B's dtype: word (column tile j, K group g,

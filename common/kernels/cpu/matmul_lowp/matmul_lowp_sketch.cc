@@ -181,6 +181,8 @@ class LowpMatMulSketch final : public LoopSketch {
         k_blocks_(v2 && IsAmxKind(kind)),
         vector_pack_b_(v2 && VectorPrepackKind(kind)) {}
 
+  LowpKind kind() const { return kind_; }
+
   const char* Name() const override {
     switch (kind_) {
       case LowpKind::kBf16:
@@ -516,20 +518,13 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
                                                              const schedule::Trace& t,
                                                              const std::vector<float>& b) {
   // The sketches with a pack_b knob: AMX (both versions) and the AVX-512 ones' "/v2".
-  const Sketch* sketch = nullptr;
-  LowpKind kind = LowpKind::kBf16;
-  for (const auto& [candidate, candidate_kind] :
-       std::initializer_list<std::pair<const Sketch*, LowpKind>>{
-           {&MatMulAmxBf16Sketch(), LowpKind::kAmxBf16},
-           {&MatMulAmxInt8Sketch(), LowpKind::kAmxInt8},
-           {&MatMulAmxBf16SketchV1(), LowpKind::kAmxBf16},
-           {&MatMulAmxInt8SketchV1(), LowpKind::kAmxInt8},
-           {&MatMulBf16Sketch(), LowpKind::kBf16},
-           {&MatMulVnniSketch(), LowpKind::kVnni}}) {
-    if (t.sketch == candidate->Name()) {
-      sketch = candidate;
-      kind = candidate_kind;
-    }
+  const LowpMatMulSketch* sketch = nullptr;
+  for (const Sketch* candidate :
+       {static_cast<const Sketch*>(&MatMulAmxBf16Sketch()),
+        static_cast<const Sketch*>(&MatMulAmxInt8Sketch()), &MatMulAmxBf16SketchV1(),
+        &MatMulAmxInt8SketchV1(), static_cast<const Sketch*>(&MatMulBf16Sketch()),
+        static_cast<const Sketch*>(&MatMulVnniSketch())}) {
+    if (t.sketch == candidate->Name()) sketch = static_cast<const LowpMatMulSketch*>(candidate);
   }
   if (sketch == nullptr || !ReadsPrepackedInput(t)) return std::optional<PrepackedOperand>();
   KnobValues values;
@@ -540,7 +535,7 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
     }
     values.push_back(*value);
   }
-  GTCO_ASSIGN_OR_RETURN(const LowpPlan plan, MakeLowpPlan(w, ToDecisions(values, kind)));
+  GTCO_ASSIGN_OR_RETURN(const LowpPlan plan, MakeLowpPlan(w, ToDecisions(values, sketch->kind())));
   const ir::MatMulParams& p = plan.p;
   if (static_cast<int64_t>(b.size()) != p.k * p.n) {
     return absl::InvalidArgumentError(
@@ -549,10 +544,9 @@ absl::StatusOr<std::optional<PrepackedOperand>> PrepackLowpB(const ir::Workload&
   const int64_t columns = PrepackedColumns(plan);
   PrepackedOperand packed;
   packed.trace = t;
-  // K rounded up to whole words (the vector kernels take any K; a tail word's padding is 0).
-  const int64_t padded_k = plan.k_groups * plan.group;
-  packed.shape = {padded_k, columns};
-  packed.data.assign(static_cast<size_t>(padded_k * columns), 0.0f);
+  const int64_t rows = PrepackedRows(plan);  // a tail word's padding is 0
+  packed.shape = {rows, columns};
+  packed.data.assign(static_cast<size_t>(rows * columns), 0.0f);
   for (int64_t col = 0; col < p.n; ++col) {
     for (int64_t k = 0; k < p.k; ++k) {
       const int64_t g = k / plan.group, q = k % plan.group;
